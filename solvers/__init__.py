@@ -1,0 +1,26 @@
+"""Chain IK solver core: numpy and the standard library only, no bpy.
+
+from solvers import Chain, solve, solve_batch, METHODS
+chain = Chain([[0, 0, 0], [0, 1, 0], [0, 2, 0]])
+sol = solve(chain, [1.0, 1.0, 0.0], method="triangulation")
+sol.points, sol.rotations, sol.error, sol.reached, sol.iterations
+"""
+
+from .api import DEFAULT_RELATIVE_TOLERANCE, METHODS, OPTIONS, solve, solve_batch
+from .chain import Chain
+from .jacobian import VARIANTS as JACOBIAN_VARIANTS
+from .metrics import rotation_cost
+from .result import BatchSolution, Solution
+
+__all__ = [
+    "Chain",
+    "Solution",
+    "BatchSolution",
+    "solve",
+    "solve_batch",
+    "METHODS",
+    "OPTIONS",
+    "JACOBIAN_VARIANTS",
+    "DEFAULT_RELATIVE_TOLERANCE",
+    "rotation_cost",
+]

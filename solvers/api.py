@@ -1,0 +1,119 @@
+"""solve / solve_batch: validate input, pick the method, package the result."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ccd, fabrik, iterate, jacobian, triangulation
+from .chain import Chain, as_point
+from .result import BatchSolution, Solution, batch_result
+
+# Default tolerance: this fraction of the chain's total length (1 m arm ->
+# 10 µm). Triangulation is exact anyway; this bounds the iterative methods.
+DEFAULT_RELATIVE_TOLERANCE = 1e-5
+
+# name -> one-line description (the UI shows these).
+METHODS: dict[str, str] = {
+    "triangulation": "One pass from the root with the law of cosines; upper joints lead",
+    "fabrik": "Forward and backward reaching; fast, natural poses in few iterations",
+    "ccd": "Cyclic coordinate descent from the tip; cheap steps, tip joints lead",
+    "jacobian": "Jacobian (damped least squares, pseudoinverse or transpose); smooth",
+}
+
+DEFAULT_MAX_ITERATIONS = {"triangulation": 1, "fabrik": 100, "ccd": 100, "jacobian": 200}
+OPTIONS = {
+    "triangulation": {"fold_angle": 180.0},
+    "fabrik": {},
+    "ccd": {},
+    "jacobian": {"variant": "dls", "damping": 0.05, "max_step": 0.5},
+}
+
+
+def _settings(
+    chain: Chain, method: str, tolerance: float | None, max_iterations: int | None, options: dict
+) -> tuple[float, int, dict]:
+    if not isinstance(chain, Chain):
+        raise ValueError(f"expected a solvers.Chain, got {type(chain).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    unknown = set(options) - set(OPTIONS[method])
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) for {method}: {', '.join(sorted(unknown))}"
+            f" (accepted: {', '.join(OPTIONS[method]) or 'none'})"
+        )
+    if tolerance is None:
+        tolerance = DEFAULT_RELATIVE_TOLERANCE * chain.total_length
+    elif not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
+        raise ValueError(f"tolerance must be a positive distance, got {tolerance!r}")
+    if max_iterations is None:
+        max_iterations = DEFAULT_MAX_ITERATIONS[method]
+    elif not (isinstance(max_iterations, (int, np.integer)) and max_iterations >= 1):
+        raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
+    return float(tolerance), int(max_iterations), {**OPTIONS[method], **options}
+
+
+def _iterative(
+    chain: Chain, targets: np.ndarray, method: str, tolerance: float, max_iterations: int, options: dict
+) -> BatchSolution:
+    if method == "fabrik":
+        step = fabrik.make_step(chain)
+    elif method == "ccd":
+        step = ccd.make_step(chain)
+    else:
+        step = jacobian.make_step(chain, **options)
+    points, iterations = iterate.run(chain, targets, tolerance, max_iterations, step)
+    return batch_result(chain, points, targets, iterations, tolerance, method)
+
+
+def solve(
+    chain: Chain,
+    target: object,
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    **method_options: object,
+) -> Solution:
+    """Solve one target (3,) from the chain's current pose.
+
+    `tolerance` is a distance (default DEFAULT_RELATIVE_TOLERANCE x chain
+    length); `max_iterations` caps iterative methods. Method options:
+    triangulation `fold_angle` (180 as in the paper, or 90..180);
+    jacobian `variant` ('dls', 'pseudoinverse', 'transpose'), `damping`
+    (lambda / chain length), `max_step` (radians per joint per iteration).
+    """
+    tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
+    t = as_point(target, "target")
+    if method == "triangulation":
+        return triangulation.solve_one(chain, t, tol, **options)
+    return _iterative(chain, t[None, :], method, tol, iters, options)[0]
+
+
+def solve_batch(
+    chain: Chain,
+    targets: object,
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    **method_options: object,
+) -> BatchSolution:
+    """Solve each of (m, 3) targets independently from the chain's pose."""
+    tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
+    try:
+        t = np.array(targets, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"targets must be an (m, 3) array of numbers: {exc}") from exc
+    if t.ndim != 2 or t.shape[1] != 3:
+        raise ValueError(f"targets must have shape (m, 3), got {t.shape}")
+    finite = np.all(np.isfinite(t), axis=1)
+    if not np.all(finite):
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"target {bad} is not finite: {t[bad].tolist()}")
+    if method == "triangulation":
+        triangulation.check_fold_angle(options["fold_angle"])
+        return triangulation.solve_many(chain, t, tol, **options)
+    return _iterative(chain, t, method, tol, iters, options)

@@ -1,0 +1,112 @@
+"""The chain model: joint positions, fixed bone lengths, optional bone frames."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import quat
+
+# A bone shorter than this fraction of the whole chain counts as zero-length:
+# its direction (and so any rotation of it) is undefined.
+MIN_RELATIVE_BONE_LENGTH = 1e-9
+
+
+def as_point(value: object, what: str) -> np.ndarray:
+    """A finite 3-vector, or ValueError naming `what`."""
+    try:
+        p = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be 3 numbers, got {value!r}") from exc
+    if p.shape != (3,):
+        raise ValueError(f"{what} must have shape (3,), got {p.shape}")
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{what} is not finite: {p.tolist()}")
+    return p
+
+
+class Chain:
+    """A serial chain of n >= 1 bones given by its n+1 joint positions.
+
+    `points` (n+1, 3): root first, tip last. Bone lengths are fixed from them.
+    `frames` (optional): each bone's world orientation, as (n, 4) unit
+    quaternions (w, x, y, z) or (n, 3, 3) rotation matrices. Solvers carry
+    them through (`Solution.frames`), so bone roll/twist survives a solve, and
+    a bone's frame X axis is the tie-breaker when a rotation axis is undefined.
+    """
+
+    def __init__(self, points: object, frames: object | None = None) -> None:
+        try:
+            pts = np.array(points, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"chain points must be an (n+1, 3) array of numbers: {exc}") from exc
+        if pts.ndim != 2 or pts.shape[1] != 3:
+            raise ValueError(f"chain points must have shape (n+1, 3), got {pts.shape}")
+        if pts.shape[0] < 2:
+            raise ValueError(f"a chain needs at least 2 points (1 bone), got {pts.shape[0]}")
+        if not np.all(np.isfinite(pts)):
+            bad = int(np.argwhere(~np.all(np.isfinite(pts), axis=1))[0, 0])
+            raise ValueError(f"chain point {bad} is not finite: {pts[bad].tolist()}")
+        vectors = np.diff(pts, axis=0)
+        lengths = np.linalg.norm(vectors, axis=1)
+        total = float(lengths.sum())
+        short = np.flatnonzero(lengths <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300))
+        if short.size:
+            i = int(short[0])
+            raise ValueError(f"bone {i} has zero length (points {i} and {i + 1} coincide)")
+        pts.setflags(write=False)
+        self.points = pts
+        self.lengths = lengths
+        self.total_length = total
+        self.directions = vectors / lengths[:, None]
+        self.frames = None if frames is None else self._read_frames(frames)
+        if self.frames is None:
+            self.fallback_axes = quat.any_perpendicular(self.directions)
+        else:
+            x_axes = quat.rotate(self.frames, np.broadcast_to([1.0, 0.0, 0.0], (self.n_bones, 3)))
+            along = np.sum(x_axes * self.directions, axis=1, keepdims=True)
+            perp = x_axes - along * self.directions
+            ok = np.linalg.norm(perp, axis=1) > 1e-6
+            self.fallback_axes = np.where(ok[:, None], quat.normalize(perp), quat.any_perpendicular(self.directions))
+        # Remaining reach after each bone (the paper's b), and plain-float
+        # copies for the scalar fast path, computed once per chain.
+        self.reach_after = np.concatenate((np.cumsum(lengths[::-1])[::-1][1:], [0.0]))
+        self._scalar = (
+            tuple(map(tuple, pts.tolist())),
+            tuple(lengths.tolist()),
+            tuple(map(tuple, self.directions.tolist())),
+            tuple(self.reach_after.tolist()),
+            tuple(map(tuple, self.fallback_axes.tolist())),
+        )
+
+    @property
+    def n_bones(self) -> int:
+        return self.lengths.shape[0]
+
+    @property
+    def root(self) -> np.ndarray:
+        return self.points[0]
+
+    def _read_frames(self, frames: object) -> np.ndarray:
+        try:
+            f = np.asarray(frames, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"frames must be numbers: {exc}") from exc
+        n = self.n_bones
+        if f.shape == (n, 3, 3):
+            if not np.all(np.isfinite(f)):
+                raise ValueError("frames contain non-finite values")
+            gram = np.einsum("nij,nik->njk", f, f)
+            if not np.allclose(gram, np.eye(3), atol=1e-6) or np.any(np.linalg.det(f) < 0):
+                raise ValueError("frames must be proper rotation matrices (orthonormal, det +1)")
+            return quat.from_matrix(f)
+        if f.shape == (n, 4):
+            if not np.all(np.isfinite(f)):
+                raise ValueError("frames contain non-finite values")
+            norms = np.linalg.norm(f, axis=1)
+            if np.any(np.abs(norms - 1.0) > 1e-6):
+                raise ValueError("frame quaternions must be unit length")
+            return f / norms[:, None]
+        raise ValueError(f"frames must have shape ({n}, 4) or ({n}, 3, 3), got {f.shape}")
+
+    def __repr__(self) -> str:
+        return f"Chain(n_bones={self.n_bones}, length={self.total_length:g})"

@@ -1,0 +1,123 @@
+"""Vectorised quaternion helpers, (..., 4) arrays in (w, x, y, z) order.
+
+Blender's mathutils uses the same order, so `rig/` passes them through unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Below this |sin| two unit vectors are treated as parallel: the cross product
+# no longer defines an axis (paper §3.1.1).
+PARALLEL_EPS = 1e-12
+
+
+def normalize(v: np.ndarray) -> np.ndarray:
+    """Unit vectors along the last axis; zero vectors stay zero."""
+    norm = np.linalg.norm(v, axis=-1, keepdims=True)
+    return np.divide(v, norm, out=np.zeros_like(v), where=norm > 0.0)
+
+
+def any_perpendicular(v: np.ndarray) -> np.ndarray:
+    """A deterministic unit vector perpendicular to each unit vector in `v`."""
+    v = np.asarray(v, dtype=float)
+    # Cross with the world axis least aligned with v: never degenerate.
+    idx = np.argmin(np.abs(v), axis=-1)
+    basis = np.eye(3)[idx]
+    return normalize(np.cross(v, basis))
+
+
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a*b (apply b first, then a)."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        axis=-1,
+    )
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors `v` (..., 3) by unit quaternions `q` (..., 4)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def from_axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Quaternions for rotations by `angle` (radians) about unit `axis`."""
+    half = 0.5 * np.asarray(angle, dtype=float)[..., None]
+    return np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1)
+
+
+def from_rotation_vector(rv: np.ndarray) -> np.ndarray:
+    """Quaternions from rotation vectors (axis * angle)."""
+    angle = np.linalg.norm(rv, axis=-1)
+    half = 0.5 * angle
+    # sin(x/2)/x -> 1/2 as x -> 0; keeps tiny Jacobian steps exact.
+    scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5)
+    return np.concatenate((np.cos(half)[..., None], rv * scale[..., None]), axis=-1)
+
+
+def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray:
+    """Shortest-arc rotation taking unit `u` onto unit `v` (no twist about `u`).
+
+    For opposite vectors the arc is ambiguous; it turns 180° about
+    `fallback_axis` (a unit vector perpendicular to `u`).
+    """
+    dot = np.sum(u * v, axis=-1)
+    cross = np.cross(u, v)
+    q = np.concatenate(((1.0 + dot)[..., None], cross), axis=-1)
+    opposite = (1.0 + dot) < PARALLEL_EPS
+    if np.any(opposite):
+        flip = np.concatenate((np.zeros(fallback_axis.shape[:-1] + (1,)), fallback_axis), axis=-1)
+        q = np.where(opposite[..., None], np.broadcast_to(flip, q.shape), q)
+    return normalize(q)
+
+
+def from_matrix(m: np.ndarray) -> np.ndarray:
+    """Unit quaternions (w >= 0) from rotation matrices (..., 3, 3)."""
+    m = np.asarray(m, dtype=float)
+    m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
+    m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
+    m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
+    # Four candidate formulas (each a multiple of q); use the largest pivot.
+    pivots = np.stack((1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22), -1)
+    cand = np.stack(
+        (
+            np.stack((pivots[..., 0], m21 - m12, m02 - m20, m10 - m01), -1),
+            np.stack((m21 - m12, pivots[..., 1], m01 + m10, m02 + m20), -1),
+            np.stack((m02 - m20, m01 + m10, pivots[..., 2], m12 + m21), -1),
+            np.stack((m10 - m01, m02 + m20, m12 + m21, pivots[..., 3]), -1),
+        ),
+        axis=-2,
+    )
+    best = np.argmax(pivots, axis=-1)
+    q = normalize(np.take_along_axis(cand, best[..., None, None], axis=-2)[..., 0, :])
+    return np.where(q[..., :1] < 0.0, -q, q)
+
+
+def to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) from unit quaternions."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    return np.stack(
+        (
+            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
+            np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
+            np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1),
+        ),
+        axis=-2,
+    )
+
+
+def angle(q: np.ndarray) -> np.ndarray:
+    """Rotation angle in radians (0..pi) of unit quaternions."""
+    w = np.clip(np.abs(q[..., 0]), 0.0, 1.0)
+    vec = np.linalg.norm(q[..., 1:], axis=-1)
+    return 2.0 * np.arctan2(vec, w)

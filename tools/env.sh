@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sourced by the other tools: builds (once) and names the Python 3.11 venvs
+# that hold Blender as a Python module (the bpy wheel) plus the dev tools.
+# Cached outside the repo; rebuilt whenever absent or incomplete.
+set -euo pipefail
+
+CHAIN_IK_CACHE="${CHAIN_IK_CACHE:-$HOME/.cache/chain_ik}"
+BLENDER_VERSIONS="${CHAIN_IK_BLENDER_VERSIONS:-5.0.1 4.2.23}"
+DEV_PACKAGES="pytest==8.* hypothesis==6.* ruff==0.* numpy"
+
+find_python311() {
+  for cand in python3.11 python3 python; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+      command -v "$cand"; return 0
+    fi
+  done
+  echo "Chain IK needs Python 3.11 (the bpy wheel supports only 3.11)" >&2
+  return 1
+}
+
+# venv_for VERSION -> prints the venv's python, building the venv if needed.
+venv_for() {
+  local version="$1" dir="$CHAIN_IK_CACHE/venv-bpy-$1"
+  if [ ! -f "$dir/.complete" ] || ! "$dir/bin/python" -c 'import bpy' >/dev/null 2>&1; then
+    echo "[chain_ik] building $dir (bpy==$version, ~1 GB, a few minutes)..." >&2
+    rm -rf "$dir"
+    mkdir -p "$CHAIN_IK_CACHE"
+    "$(find_python311)" -m venv "$dir" >&2
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "bpy==$version" $DEV_PACKAGES >&2
+    touch "$dir/.complete"
+  fi
+  echo "$dir/bin/python"
+}
