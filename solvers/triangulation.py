@@ -156,54 +156,94 @@ def _swings(out: list, lengths: tuple, dirs: tuple, fallbacks: tuple) -> np.ndar
     return np.array(rots)
 
 
+def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.stack((u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]))
+
+
+def _qrotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    t = 2.0 * _cross(q[1:], v)
+    return v + q[0] * t + _cross(q[1:], t)
+
+
 def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
-    """The same pass vectorised over targets (m, 3): a loop over joints only."""
+    """The same pass vectorised over targets (m, 3): a loop over joints only.
+
+    Vectors are stored component-major, (3, m), so every operation is a
+    plain elementwise ufunc over m values (no small-axis reductions)."""
     fold = check_fold_angle(fold_angle)
+    cos_fold, sin_fold = math.cos(fold), math.sin(fold)
     m, n = targets.shape[0], chain.n_bones
     band = BAND * chain.total_length
-    points = np.empty((m, n + 1, 3))
-    points[:, 0] = chain.root
-    p = points[:, 0].copy()
-    q = np.zeros((m, 4))
-    q[:, 0] = 1.0
-    axis = np.zeros((m, 3))
+    t = np.ascontiguousarray(targets.T)
+    points = np.empty((n + 1, 3, m))
+    p = points[0]
+    p[:] = chain.root[:, None]
+    q = np.zeros((4, m))
+    q[0] = 1.0
+    axis = np.zeros((3, m))
     has_axis = np.zeros(m, dtype=bool)
     for i in range(n):
         a, b = chain.lengths[i], chain.reach_after[i]
-        cvec = targets - p
-        c = np.linalg.norm(cvec, axis=1)
-        chat = cvec / np.where(c > band, c, 1.0)[:, None]
-        cur = quat.rotate(q, np.broadcast_to(chain.directions[i], (m, 3)))
+        cvec = t - p
+        c = np.sqrt(np.einsum("ij,ij->j", cvec, cvec))
+        chat = cvec / np.where(c > band, c, 1.0)
+        cur = _qrotate(q, np.broadcast_to(chain.directions[i][:, None], (3, m)))
         straight = c >= a + b - band
         close = ~straight & (c <= abs(a - b) + band)
-        at_joint = ~straight & (c <= band)
-        toward = close & (a > b)
         cos_d = np.clip((a * a + c * c - b * b) / (2.0 * a * np.where(c > 0, c, 1.0)), -1.0, 1.0)
-        cos_d = np.where(close, math.cos(fold), cos_d)
-        sin_d = np.where(close, math.sin(fold), np.sqrt(1.0 - cos_d * cos_d))
-        perp = cur - np.sum(cur * chat, axis=1, keepdims=True) * chat
-        undefined = np.linalg.norm(perp, axis=1) <= 1e-9
+        sin_d = np.sqrt(1.0 - cos_d * cos_d)
+        if np.any(close):
+            cos_d[close] = cos_fold
+            sin_d[close] = sin_fold
+        perp = cur - np.einsum("ij,ij->j", cur, chat) * chat
+        pn = np.sqrt(np.einsum("ij,ij->j", perp, perp))
+        undefined = pn <= 1e-9
         if np.any(undefined):
-            fb = quat.rotate(q, np.broadcast_to(chain.fallback_axes[i], (m, 3)))
-            r = np.where(has_axis[:, None], axis, fb)
-            w = np.cross(r, chat)
-            bad = np.linalg.norm(w, axis=1) <= 1e-9
-            w = np.where(bad[:, None], np.cross(chain.fallback_axes[i], chat), w)
-            bad = np.linalg.norm(w, axis=1) <= 1e-9
-            w = np.where(bad[:, None], np.cross(chat, quat.any_perpendicular(chat)), w)
-            perp = np.where(undefined[:, None], w, perp)
-        perp = quat.normalize(perp)
-        new = cos_d[:, None] * chat + sin_d[:, None] * perp
-        new = np.where((straight | toward)[:, None], chat, new)
-        new = np.where(at_joint[:, None], cur, new)
-        # Children inherit the swing cur -> new.
-        cross = np.cross(cur, new)
-        cn = np.linalg.norm(cross, axis=1)
+            # §3.1.1: the last joint's axis, else the bone's (turned) frame X.
+            k = np.flatnonzero(undefined)
+            ck = chat[:, k]
+            fb = _qrotate(q[:, k], np.broadcast_to(chain.fallback_axes[i][:, None], (3, k.size)))
+            r = np.where(has_axis[k], axis[:, k], fb)
+            w = _cross(r, ck)
+            wn = np.sqrt(np.einsum("ij,ij->j", w, w))
+            bad = wn <= 1e-9
+            if np.any(bad):
+                w[:, bad] = _cross(np.broadcast_to(chain.fallback_axes[i][:, None], (3, int(bad.sum()))), ck[:, bad])
+                wn = np.sqrt(np.einsum("ij,ij->j", w, w))
+                bad = wn <= 1e-9
+                if np.any(bad):
+                    w[:, bad] = quat.any_perpendicular(ck[:, bad].T).T
+                    wn[bad] = 1.0
+            perp[:, k] = w
+            pn[k] = wn
+        new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
+        direct = straight | (close & (a > b))
+        new = np.where(direct, chat, new)
+        new = np.where(~straight & (c <= band), cur, new)
+        # Children inherit the swing cur -> new (axis cur x new), composed onto q.
+        cross = _cross(cur, new)
+        cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
         moved = cn > 1e-12
-        axis = np.where(moved[:, None], cross / np.where(moved, cn, 1.0)[:, None], axis)
+        axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)
         has_axis |= moved
-        fallback = np.where(has_axis[:, None], axis, np.broadcast_to(chain.fallback_axes[i], (m, 3)))
-        q = quat.normalize(quat.multiply(quat.swing(cur, new, fallback), q))
+        sw = 1.0 + np.einsum("ij,ij->j", cur, new)
+        half = sw < 1e-12
+        if np.any(half):
+            fallback = np.where(has_axis, axis, chain.fallback_axes[i][:, None])
+            cross = np.where(half, fallback, cross)
+            sw = np.where(half, 0.0, sw)
+        s = np.concatenate((sw[None], cross))
+        s /= np.sqrt(np.einsum("ij,ij->j", s, s))
+        q = np.stack(
+            (
+                s[0] * q[0] - s[1] * q[1] - s[2] * q[2] - s[3] * q[3],
+                s[0] * q[1] + s[1] * q[0] + s[2] * q[3] - s[3] * q[2],
+                s[0] * q[2] - s[1] * q[3] + s[2] * q[0] + s[3] * q[1],
+                s[0] * q[3] + s[1] * q[2] - s[2] * q[1] + s[3] * q[0],
+            )
+        )
         p = p + a * new
-        points[:, i + 1] = p
-    return batch_result(chain, points, targets, np.ones(m, dtype=np.int64), tolerance, "triangulation")
+        points[i + 1] = p
+    return batch_result(
+        chain, points.transpose(2, 0, 1), targets, np.ones(m, dtype=np.int64), tolerance, "triangulation"
+    )
