@@ -1,1 +1,24 @@
-"""Placeholder: see the Blender issues."""
+"""The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
+
+from .modes import EULER_ORDERS, ROTATION_MODES
+from .read import RigChain, chain_bone_names, read_chain
+from .space import armature_to_world, check_object_matrix, target_world_location, world_to_armature
+from .write import PoseWrite, apply, compute_pose, snapshot, solved_pose_matrices, tip_location
+
+__all__ = [
+    "EULER_ORDERS",
+    "ROTATION_MODES",
+    "RigChain",
+    "chain_bone_names",
+    "read_chain",
+    "armature_to_world",
+    "check_object_matrix",
+    "target_world_location",
+    "world_to_armature",
+    "PoseWrite",
+    "apply",
+    "compute_pose",
+    "snapshot",
+    "solved_pose_matrices",
+    "tip_location",
+]

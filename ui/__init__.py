@@ -1,1 +1,7 @@
-"""Placeholder: see the Blender issues."""
+"""Panels and lists: draw only."""
+
+from . import panels
+
+CLASSES = panels.CLASSES
+
+__all__ = ["CLASSES", "panels"]

@@ -1,0 +1,90 @@
+"""Chain list operators: add, remove, and a chain from the selected bones."""
+
+from __future__ import annotations
+
+import bpy
+
+from ..rig import selection
+from .solve import armature_poll
+
+
+def _new_chain(obj, tip: str, length: int | None = None):
+    settings = obj.chain_ik
+    item = settings.chains.add()
+    item.name = tip or "Chain"
+    item.tip = tip
+    if length is not None:
+        item.chain_length = length
+    settings.active_index = len(settings.chains) - 1
+    return item
+
+
+class CHAINIK_OT_chain_add(bpy.types.Operator):
+    """Add an IK chain ending at the active bone"""
+
+    bl_idname = "chain_ik.chain_add"
+    bl_label = "Add Chain"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return armature_poll(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        bone = obj.data.bones.active
+        _new_chain(obj, bone.name if bone is not None else "")
+        return {"FINISHED"}
+
+
+class CHAINIK_OT_chain_remove(bpy.types.Operator):
+    """Remove the active IK chain from the list"""
+
+    bl_idname = "chain_ik.chain_remove"
+    bl_label = "Remove Chain"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        if not armature_poll(cls, context):
+            return False
+        if context.object.chain_ik.active is None:
+            cls.poll_message_set("There is no chain to remove")
+            return False
+        return True
+
+    def execute(self, context):
+        settings = context.object.chain_ik
+        settings.chains.remove(settings.active_index)
+        settings.active_index = max(0, min(settings.active_index, len(settings.chains) - 1))
+        return {"FINISHED"}
+
+
+class CHAINIK_OT_chain_from_selected(bpy.types.Operator):
+    """Add an IK chain made of the selected bones (one unbroken parent-child chain)"""
+
+    bl_idname = "chain_ik.chain_from_selected"
+    bl_label = "Chain from Selected Bones"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return armature_poll(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        try:
+            tip, length = selection.selected_chain(obj)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        item = _new_chain(obj, tip, length)
+        # A selected non-armature object is the natural target (select it, then the bones).
+        others = [o for o in (getattr(context, "selected_objects", None) or []) if o is not obj]
+        if len(others) == 1:
+            item.target = others[0]
+        self.report({"INFO"}, f"chain '{tip}' with {length} bone(s)")
+        return {"FINISHED"}
+
+
+CLASSES = (CHAINIK_OT_chain_add, CHAINIK_OT_chain_remove, CHAINIK_OT_chain_from_selected)

@@ -1,0 +1,100 @@
+"""Live mode: re-solve chains marked `live` when their target or the armature moves.
+
+A depsgraph_update_post (and frame_change_post) handler. No feedback loop:
+each live chain remembers a signature of what it depends on from outside the
+chain (target location, armature matrix, the root's parent pose, settings) and
+is solved only when that changed. Writing the pose changes none of those, so
+the update our own write causes finds nothing to do. The handlers are added
+in register() and removed in unregister().
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.app.handlers import persistent
+
+from .. import rig
+from . import run
+from .solve import store_result
+
+_signatures: dict[tuple[str, int], tuple] = {}
+_busy = False
+
+
+def _signature(obj_eval, item, target_eval) -> tuple:
+    parts = [tuple(map(tuple, obj_eval.matrix_world))]
+    parts.append((item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence))
+    parts.append((item.tolerance, item.max_iterations, item.fold_angle, item.jacobian_variant, item.damping))
+    if target_eval is not None:
+        try:
+            parts.append(tuple(rig.target_world_location(target_eval, item.target_bone)))
+        except ValueError:
+            parts.append(None)
+    try:
+        names = rig.chain_bone_names(obj_eval, item.tip, item.chain_length, item.use_tail)
+        parent = obj_eval.pose.bones[names[0]].parent
+        if parent is not None:
+            parts.append(tuple(map(tuple, parent.matrix)))
+    except ValueError:
+        parts.append(None)
+    return tuple(parts)
+
+
+def solve_live(scene, depsgraph) -> int:
+    """Solve every live chain in `scene` whose inputs changed; returns how many were solved."""
+    solved = 0
+    for obj in scene.objects:
+        if obj.type != "ARMATURE" or obj.mode == "EDIT" or not any(c.live for c in obj.chain_ik.chains):
+            continue
+        obj_eval = obj.evaluated_get(depsgraph)
+        for index, item in enumerate(obj.chain_ik.chains):
+            key = (obj.name, index)
+            if not item.live:
+                _signatures.pop(key, None)
+                continue
+            target_eval = item.target.evaluated_get(depsgraph) if item.target is not None else None
+            sig = _signature(obj_eval, item, target_eval)
+            if _signatures.get(key) == sig:
+                continue
+            _signatures[key] = sig
+            try:
+                outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
+            except ValueError:
+                continue  # Live mode stays quiet; Solve reports the same error in words.
+            rig.apply(obj, outcome.write.values)
+            store_result(item, outcome)
+            solved += 1
+    return solved
+
+
+@persistent
+def on_update(scene, depsgraph=None) -> None:
+    global _busy
+    if _busy:
+        return
+    _busy = True
+    try:
+        solve_live(scene, depsgraph if depsgraph is not None else bpy.context.evaluated_depsgraph_get())
+    finally:
+        _busy = False
+
+
+HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post)
+
+
+def register_handlers() -> None:
+    for handlers in HANDLERS:
+        if on_update not in handlers:
+            handlers.append(on_update)
+
+
+def unregister_handlers() -> None:
+    # By identity and by name: a reloaded module leaves an older function object.
+    for handlers in HANDLERS:
+        for fn in [h for h in handlers if h is on_update or _is_ours(h)]:
+            handlers.remove(fn)
+    _signatures.clear()
+
+
+def _is_ours(fn) -> bool:
+    return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == "on_update"

@@ -1,0 +1,134 @@
+"""Solving chains: settings -> rig read -> solver -> pose values (shared by the
+Solve and Compare operators and the Live handler; no bpy operators here)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import rig, solvers
+
+
+@dataclass
+class ChainSpec:
+    """Everything one solve needs, as plain values (from a chain item or script arguments)."""
+
+    tip: str
+    chain_length: int
+    target: object  # bpy Object (original) or None
+    target_bone: str = ""
+    method: str = "triangulation"
+    use_tail: bool = True
+    tolerance: float = 0.0  # world distance; 0 = solver default
+    max_iterations: int = 0  # 0 = solver default
+    options: dict = field(default_factory=dict)
+    influence: float = 1.0
+
+
+@dataclass
+class ChainOutcome:
+    spec: ChainSpec
+    rig: rig.RigChain
+    solution: solvers.Solution
+    write: rig.PoseWrite
+    error: float  # world-space tip error of the solution
+    cost: float  # degrees
+    time_ms: float
+
+
+def spec_from_item(item, **overrides) -> ChainSpec:
+    """A ChainSpec from a ChainIKChain item; keyword arguments override its fields."""
+    method = overrides.get("method") or item.method
+    spec = ChainSpec(
+        tip=item.tip,
+        chain_length=item.chain_length,
+        target=item.target,
+        target_bone=item.target_bone,
+        method=method,
+        use_tail=item.use_tail,
+        tolerance=item.tolerance,
+        max_iterations=item.max_iterations,
+        options=method_options(item, method),
+        influence=item.influence,
+    )
+    for key, value in overrides.items():
+        if key != "method" and value is not None:
+            setattr(spec, key, value)
+    return spec
+
+
+def method_options(item, method: str) -> dict:
+    if method == "triangulation":
+        return {"fold_angle": item.fold_angle}
+    if method == "jacobian":
+        return {"variant": item.jacobian_variant, "damping": item.damping, "max_step": item.max_step}
+    return {}
+
+
+def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
+    """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write."""
+    start = time.perf_counter()
+    if spec.method not in solvers.METHODS:
+        raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
+    if spec.target is None:
+        raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
+    if spec.target is obj and not spec.target_bone:
+        raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
+    if spec.target is obj and spec.target_bone:
+        chain_names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        if _moves_with(obj, spec.target_bone, chain_names):
+            raise ValueError(f"target bone '{spec.target_bone}' moves with the chain: it cannot be its target")
+    obj_eval = obj.evaluated_get(depsgraph)
+    target_eval = spec.target.evaluated_get(depsgraph)
+    rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
+    target_world = rig.target_world_location(target_eval, spec.target_bone)
+    target = rig.world_to_armature(obj_eval, target_world)
+    tolerance = None
+    if spec.tolerance > 0.0:
+        tolerance = rig.space.world_distance_to_armature(obj_eval, spec.tolerance)
+    solution = solvers.solve(
+        rig_chain.chain,
+        target,
+        method=spec.method,
+        tolerance=tolerance,
+        max_iterations=spec.max_iterations or None,
+        **spec.options,
+    )
+    write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
+    tip_world = rig.armature_to_world(obj_eval, solution.points[-1])
+    error = float(np.linalg.norm(tip_world - target_world))
+    cost = float(solvers.rotation_cost(rig_chain.chain, solution.points))
+    return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
+
+
+def _moves_with(obj, bone_name: str, chain_names) -> bool:
+    pbone = obj.pose.bones.get(bone_name)
+    while pbone is not None:
+        if pbone.name in chain_names:
+            return True
+        pbone = pbone.parent
+    return False
+
+
+def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOutcome]:
+    """Solve and write chains in order; each later chain sees the earlier ones' result.
+
+    All-or-nothing: on any error, every bone written so far is restored and the
+    ValueError propagates. `depsgraph_get()` returns an up-to-date evaluated
+    depsgraph (it is called again after each write when more chains follow).
+    """
+    outcomes: list[ChainOutcome] = []
+    saved: dict[str, tuple[float, ...]] = {}
+    try:
+        for spec in specs:
+            outcome = solve_spec(obj, spec, depsgraph_get())
+            for name in outcome.write.values:
+                saved.setdefault(name, rig.snapshot(obj, [name])[name])
+            rig.apply(obj, outcome.write.values)
+            outcomes.append(outcome)
+    except Exception:
+        rig.apply(obj, saved)
+        raise
+    return outcomes

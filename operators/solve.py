@@ -1,0 +1,141 @@
+"""`chain_ik.solve`: pose the active armature's chains now (undoable)."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import IntProperty, StringProperty
+
+from .. import rig
+from . import run
+
+
+def armature_poll(cls, context) -> bool:
+    """Shared poll: an armature object is active and not in edit mode."""
+    obj = context.object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("The active object must be an armature")
+        return False
+    if obj.mode == "EDIT":
+        cls.poll_message_set("Leave Edit Mode first: IK poses the armature")
+        return False
+    return True
+
+
+def store_result(item, outcome: run.ChainOutcome, error: float | None = None) -> None:
+    r = item.result
+    r.method = outcome.spec.method
+    r.error = outcome.error if error is None else error
+    r.iterations = outcome.solution.iterations
+    r.cost = outcome.cost
+    r.time_ms = outcome.time_ms
+    r.reached = outcome.solution.reached
+    item.has_result = True
+
+
+def result_line(outcome: run.ChainOutcome, error: float) -> str:
+    return (
+        f"{outcome.spec.tip}: {outcome.spec.method}, tip error {error:.3g}, {outcome.solution.iterations} iteration(s),"
+        f" rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
+    )
+
+
+class CHAINIK_OT_solve(bpy.types.Operator):
+    """Pose the active armature's IK chains so their tips reach their targets"""
+
+    bl_idname = "chain_ik.solve"
+    bl_label = "Solve Chain IK"
+    bl_options = {"REGISTER", "UNDO"}
+
+    # Script arguments: any of these set solves one chain, taking the rest
+    # from the active chain of the panel (if any). SKIP_SAVE: never remembered.
+    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options={"SKIP_SAVE"})
+    chain_length: IntProperty(
+        name="Chain Length",
+        description="Override: bones counted up from the tip (0: panel)",
+        min=0,
+        options={"SKIP_SAVE"},
+    )
+    target: StringProperty(name="Target", description="Override: target object name", options={"SKIP_SAVE"})
+    target_bone: StringProperty(
+        name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
+    )
+    method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
+    chain_index: IntProperty(
+        name="Chain",
+        description="Solve only this chain of the list (-1: all)",
+        default=-1,
+        min=-1,
+        options={"SKIP_SAVE"},
+    )
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return armature_poll(cls, context)
+
+    def _specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
+        settings = obj.chain_ik
+        explicit = any((self.tip, self.chain_length, self.target, self.target_bone, self.method))
+        if explicit:
+            item = settings.active
+            overrides = {
+                "tip": self.tip or None,
+                "chain_length": self.chain_length or None,
+                "target_bone": self.target_bone or None,
+                "method": self.method or None,
+            }
+            if self.target:
+                target = bpy.data.objects.get(self.target)
+                if target is None:
+                    raise ValueError(f"no object named '{self.target}'")
+                overrides["target"] = target
+            if item is None:
+                spec = run.ChainSpec(tip="", chain_length=2, target=None, method=self.method or "triangulation")
+                for key, value in overrides.items():
+                    if value is not None:
+                        setattr(spec, key, value)
+                return [(None, spec)]
+            return [(item, run.spec_from_item(item, **overrides))]
+        if not settings.chains:
+            raise ValueError("no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
+        if self.chain_index >= 0:
+            if self.chain_index >= len(settings.chains):
+                raise ValueError(f"there is no chain {self.chain_index} (the list has {len(settings.chains)})")
+            items = [settings.chains[self.chain_index]]
+        else:
+            items = list(settings.chains)
+        return [(item, run.spec_from_item(item)) for item in items]
+
+    def execute(self, context):
+        obj = context.object
+        try:
+            pairs = self._specs(obj)
+            outcomes = run.solve_and_write(obj, [spec for _, spec in pairs], context.evaluated_depsgraph_get)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        locked = [name for o in outcomes for name in o.write.locked]
+        for (item, _), outcome in zip(pairs, outcomes, strict=True):
+            error = outcome.error
+            if outcome.write.locked or outcome.spec.influence < 1.0:
+                error = measured_error(context, obj, outcome)
+            if item is not None:
+                store_result(item, outcome, error)
+            self.report({"INFO"}, result_line(outcome, error))
+        if locked:
+            self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(locked)}; the tip may miss")
+        constrained = [name for o in outcomes for name in o.write.constrained]
+        if constrained:
+            self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(constrained)}")
+        return {"FINISHED"}
+
+
+def measured_error(context, obj, outcome: run.ChainOutcome) -> float:
+    """World tip error after writing (when locks or influence make it differ from the solver's)."""
+    depsgraph = context.evaluated_depsgraph_get()
+    obj_eval = obj.evaluated_get(depsgraph)
+    tip = rig.armature_to_world(obj_eval, rig.tip_location(obj_eval, outcome.rig)[:])
+    target = rig.target_world_location(outcome.spec.target.evaluated_get(depsgraph), outcome.spec.target_bone)
+    return float(sum((a - b) ** 2 for a, b in zip(tip, target, strict=True)) ** 0.5)
+
+
+CLASSES = (CHAINIK_OT_solve,)

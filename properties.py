@@ -1,0 +1,139 @@
+"""Chain settings: one PropertyGroup on the armature object, `Object.chain_ik`.
+
+`ChainIKSettings.chains` holds one `ChainIKChain` per chain, shown in the
+panel's UIList; results of the last solve and of "Compare solvers" are stored
+on the chain so the panel can draw them (draw code must not compute).
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+from .solvers import JACOBIAN_VARIANTS, METHODS, OPTIONS
+
+METHOD_ITEMS = [(name, name.capitalize() if name != "ccd" else "CCD", desc) for name, desc in METHODS.items()]
+VARIANT_DESCRIPTIONS = {
+    "dls": "Damped least squares: stable near singular poses",
+    "pseudoinverse": "Moore-Penrose pseudoinverse: fast, can jump near singular poses",
+    "transpose": "Jacobian transpose: cheap steps, slow convergence",
+}
+VARIANT_ITEMS = [
+    (v, v.upper() if v == "dls" else v.capitalize(), VARIANT_DESCRIPTIONS.get(v, v)) for v in JACOBIAN_VARIANTS
+]
+
+
+def _target_poll(self, obj) -> bool:
+    # Any object can be a target except the armature that owns the chain
+    # (targeting itself would move the target with the solve: a feedback loop).
+    return obj is not self.id_data
+
+
+class ChainIKResult(bpy.types.PropertyGroup):
+    """The four figures of one solve (the result line, and each Compare row)."""
+
+    method: StringProperty(name="Method")
+    error: FloatProperty(
+        name="Tip Error", description="Distance from the tip to the target, world space", unit="LENGTH"
+    )
+    iterations: IntProperty(name="Iterations")
+    cost: FloatProperty(name="Rotation Cost", description="Sum of bone-to-parent angles, degrees")
+    time_ms: FloatProperty(name="Time", description="Read, solve and convert time in milliseconds")
+    reached: BoolProperty(name="Reached")
+
+
+class ChainIKChain(bpy.types.PropertyGroup):
+    """One IK chain: which bones, which target, which solver."""
+
+    name: StringProperty(name="Name", default="Chain")
+    tip: StringProperty(name="Tip Bone", description="The last bone of the chain (its tail or head reaches)")
+    chain_length: IntProperty(
+        name="Chain Length",
+        description="Bones counted up from the tip, like the IK constraint's Chain Length",
+        default=2,
+        min=1,
+        soft_max=32,
+    )
+    use_tail: BoolProperty(
+        name="Use Tail",
+        description="The tip bone's tail reaches the target; off: its head reaches and the chain starts at its parent",
+        default=True,
+    )
+    target: PointerProperty(name="Target", type=bpy.types.Object, poll=_target_poll)
+    target_bone: StringProperty(
+        name="Target Bone", description="With an armature target: the bone whose head is the goal"
+    )
+    method: EnumProperty(name="Solver", items=METHOD_ITEMS, default="triangulation")
+    tolerance: FloatProperty(
+        name="Tolerance",
+        description="Tip distance counted as reached, world space; 0: 1e-5 of the chain length",
+        default=0.0,
+        min=0.0,
+        unit="LENGTH",
+        precision=6,
+    )
+    max_iterations: IntProperty(
+        name="Max Iterations", description="Iteration cap for iterative solvers; 0: solver default", default=0, min=0
+    )
+    fold_angle: FloatProperty(
+        name="Fold Angle",
+        description="Triangulation: largest bend between a bone and its parent, degrees",
+        default=OPTIONS["triangulation"]["fold_angle"],
+        min=90.0,
+        max=180.0,
+    )
+    jacobian_variant: EnumProperty(name="Variant", items=VARIANT_ITEMS, default=OPTIONS["jacobian"]["variant"])
+    damping: FloatProperty(
+        name="Damping",
+        description="Jacobian DLS damping, relative to the chain length",
+        default=OPTIONS["jacobian"]["damping"],
+        min=0.0,
+        soft_max=1.0,
+    )
+    max_step: FloatProperty(
+        name="Max Step",
+        description="Jacobian: largest rotation per joint per iteration",
+        default=OPTIONS["jacobian"]["max_step"],
+        min=1e-4,
+        max=3.14159,
+        subtype="ANGLE",
+    )
+    influence: FloatProperty(
+        name="Influence", description="Blend from the current pose (0) to the solved one (1)", default=1.0, min=0, max=1
+    )
+    live: BoolProperty(name="Live", description="Solve again whenever the target or the armature moves", default=False)
+    result: PointerProperty(type=ChainIKResult)
+    has_result: BoolProperty(default=False, options={"HIDDEN"})
+    comparison: CollectionProperty(type=ChainIKResult)
+
+
+class ChainIKSettings(bpy.types.PropertyGroup):
+    """All chains of one armature object."""
+
+    chains: CollectionProperty(type=ChainIKChain)
+    active_index: IntProperty(name="Active Chain", default=0, min=0)
+
+    @property
+    def active(self) -> ChainIKChain | None:
+        if 0 <= self.active_index < len(self.chains):
+            return self.chains[self.active_index]
+        return None
+
+
+CLASSES = (ChainIKResult, ChainIKChain, ChainIKSettings)
+
+
+def register_owner() -> None:
+    bpy.types.Object.chain_ik = PointerProperty(type=ChainIKSettings, name="Chain IK")
+
+
+def unregister_owner() -> None:
+    del bpy.types.Object.chain_ik

@@ -1,0 +1,99 @@
+"""A bone's local rotation in each `rotation_mode`: read, convert, honour locks.
+
+Values are plain tuples so a computed pose can be validated (finite) before any
+bone is touched. Locked channels keep their current values, the way Blender's
+own transform tools treat them: per component with `lock_rotations_4d`,
+otherwise through Euler XYZ angles for quaternion and axis-angle modes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mathutils import Euler, Quaternion
+
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+ROTATION_MODES = ("QUATERNION", "AXIS_ANGLE", *EULER_ORDERS)
+
+
+def current_values(pbone) -> tuple[float, ...]:
+    """The bone's rotation channels in its own mode (4 values, or 3 for Euler)."""
+    mode = pbone.rotation_mode
+    if mode == "QUATERNION":
+        return tuple(pbone.rotation_quaternion)
+    if mode == "AXIS_ANGLE":
+        return tuple(pbone.rotation_axis_angle)
+    return tuple(pbone.rotation_euler)
+
+
+def current_quaternion(pbone) -> Quaternion:
+    """The bone's local (basis) rotation as a unit quaternion, whatever its mode."""
+    return to_quaternion(pbone.rotation_mode, current_values(pbone))
+
+
+def to_quaternion(mode: str, values: tuple[float, ...]) -> Quaternion:
+    if mode == "QUATERNION":
+        q = Quaternion(values)
+        return q.normalized() if q.magnitude > 0 else Quaternion()
+    if mode == "AXIS_ANGLE":
+        angle, *axis = values
+        if math.hypot(*axis) == 0.0:
+            return Quaternion()
+        return Quaternion(axis, angle)
+    return Euler(values, mode).to_quaternion()
+
+
+def is_locked(pbone) -> bool:
+    return any(pbone.lock_rotation) or (pbone.lock_rotations_4d and pbone.lock_rotation_w)
+
+
+def values_for(pbone, q: Quaternion) -> tuple[float, ...]:
+    """Channel values for rotation `q` in the bone's mode, continuous with the
+    current values, with locked channels kept."""
+    mode = pbone.rotation_mode
+    old = current_values(pbone)
+    q = q.normalized()
+    if mode in EULER_ORDERS:
+        e = q.to_euler(mode, Euler(old, mode))
+        return tuple(o if lock else v for v, o, lock in zip(e, old, pbone.lock_rotation, strict=True))
+    if is_locked(pbone) and not pbone.lock_rotations_4d:
+        # 3D locks act on Euler XYZ angles, as in Blender's transform tools.
+        cur = to_quaternion(mode, old)
+        e_old = cur.to_euler("XYZ")
+        e = q.to_euler("XYZ", e_old)
+        q = Euler(tuple(o if lock else v for v, o, lock in zip(e, e_old, pbone.lock_rotation, strict=True)))
+        q = q.to_quaternion()
+    if mode == "QUATERNION":
+        if q.dot(Quaternion(old)) < 0.0:
+            q.negate()
+        values = tuple(q)
+        if pbone.lock_rotations_4d:
+            locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
+            values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
+        return values
+    # AXIS_ANGLE: keep the axis pointing the same way as the current one, so
+    # keyed angles do not jump between +a and -a.
+    axis, angle = q.to_axis_angle()
+    if angle < 1e-12:
+        # No rotation: keep the current axis (any axis is valid, a changing one is noise).
+        values = (0.0, *old[1:]) if math.hypot(*old[1:]) > 0 else (0.0, 0.0, 1.0, 0.0)
+    else:
+        if sum(a * b for a, b in zip(axis, old[1:], strict=True)) < 0.0:
+            axis, angle = -axis, -angle
+        # Stay within a full turn of the current angle.
+        angle += 2.0 * math.pi * round((old[0] - angle) / (2.0 * math.pi))
+        values = (angle, *axis)
+    if pbone.lock_rotations_4d:
+        locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
+        values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
+    return values
+
+
+def set_values(pbone, values: tuple[float, ...]) -> None:
+    mode = pbone.rotation_mode
+    if mode == "QUATERNION":
+        pbone.rotation_quaternion = values
+    elif mode == "AXIS_ANGLE":
+        pbone.rotation_axis_angle = values
+    else:
+        pbone.rotation_euler = values

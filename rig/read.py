@@ -1,0 +1,95 @@
+"""Read a bone chain of a posed armature as solver input (armature space).
+
+Conventions (documented for users in the README section on chains):
+- `length` counts bones up from the tip, like Blender's IK `chain_count`.
+- use_tail=True: the tip bone's tail reaches and the tip bone is the last
+  bone of the chain. use_tail=False: the tip bone's head reaches; the chain is
+  the `length` bones above it (the tip bone itself only follows its parent),
+  as Blender's IK constraint does with "Use Tail" off.
+- Disconnected bones (offset heads) are allowed: the gap from a bone's head to
+  its child's head is part of that bone's link, so the link is rigid in the
+  parent's frame and rotating the parent carries the child's head exactly.
+- Everything is read from the evaluated pose (constraints, drivers and
+  animation at the current frame), in armature space, so the object's
+  transform and parents outside the chain only enter through the root head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mathutils import Matrix
+
+from ..solvers import Chain
+
+
+@dataclass(frozen=True)
+class RigChain:
+    """A chain of pose bones, root first, with the solver's view of it."""
+
+    names: tuple[str, ...]  # the bones the solve rotates, root first
+    tip: str  # the bone whose tail (use_tail) or head reaches
+    use_tail: bool
+    pose_matrices: tuple[Matrix, ...]  # evaluated armature-space PoseBone.matrix per chain bone
+    parent_matrix: Matrix | None  # evaluated pose matrix of the root's parent (outside the chain)
+    chain: Chain  # points: heads of the chain bones, then the reaching point
+
+    @property
+    def n_bones(self) -> int:
+        return len(self.names)
+
+
+def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple[str, ...]:
+    """Names of the bones a solve rotates, root first, or ValueError."""
+    if obj is None or obj.type != "ARMATURE":
+        raise ValueError("the active object is not an armature")
+    if not tip:
+        raise ValueError("no tip bone set")
+    pbone = obj.pose.bones.get(tip)
+    if pbone is None:
+        raise ValueError(f"armature '{obj.name}' has no bone '{tip}'")
+    if int(length) < 1:
+        raise ValueError(f"chain length must be at least 1, got {length}")
+    first = pbone if use_tail else pbone.parent
+    if first is None:
+        raise ValueError(f"bone '{tip}' has no parent, so its head cannot be moved (use its tail)")
+    names = []
+    bone = first
+    while bone is not None and len(names) < length:
+        names.append(bone.name)
+        bone = bone.parent
+    if len(names) < length:
+        above = "" if use_tail else " above it"
+        raise ValueError(
+            f"chain length {length} is longer than the hierarchy: '{tip}' has only {len(names)} bone(s){above}"
+            " up to the root"
+        )
+    return tuple(reversed(names))
+
+
+def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True) -> RigChain:
+    """The chain ending at `tip`, from an evaluated armature object."""
+    names = chain_bone_names(obj_eval, tip, length, use_tail)
+    bones = [obj_eval.pose.bones[n] for n in names]
+    mats = tuple(b.matrix.copy() for b in bones)
+    heads = [np.array(m.translation[:], dtype=float) for m in mats]
+    end = obj_eval.pose.bones[tip]
+    reach = end.tail if use_tail else end.head
+    points = np.array(heads + [np.array(reach[:], dtype=float)])
+    if not np.all(np.isfinite(points)):
+        raise ValueError(f"the pose of chain '{tip}' is not finite")
+    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
+    try:
+        chain = Chain(points, frames)
+    except ValueError as exc:
+        raise ValueError(f"chain ending at '{tip}': {exc}") from exc
+    parent = bones[0].parent
+    return RigChain(
+        names=names,
+        tip=tip,
+        use_tail=use_tail,
+        pose_matrices=mats,
+        parent_matrix=None if parent is None else parent.matrix.copy(),
+        chain=chain,
+    )

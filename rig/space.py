@@ -1,0 +1,86 @@
+"""Object-level transforms: the armature object's matrix, and targets in armature space.
+
+The solver works in armature (pose) space. The map from armature space to world
+space is the object's affine matrix_world, so a point reached in armature space is
+reached in world space too, for any invertible object matrix: non-uniform and
+negative scale are handled, not refused. Only distances change, so a world-space
+tolerance is converted with the largest stretch of the matrix (a conservative bound).
+A singular (zero-scale) or non-finite object matrix is refused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from mathutils import Matrix, Vector
+
+# A 3x3 part with smallest singular value below this (relative to the largest)
+# cannot be inverted reliably.
+MIN_RELATIVE_SCALE = 1e-9
+
+
+def _as_numpy(matrix: Matrix) -> np.ndarray:
+    return np.array([list(row) for row in matrix], dtype=float)
+
+
+def check_object_matrix(obj) -> np.ndarray:
+    """The object's matrix_world as (4, 4) numpy, or ValueError if unusable."""
+    m = _as_numpy(obj.matrix_world)
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"object '{obj.name}' has a non-finite transform")
+    s = np.linalg.svd(m[:3, :3], compute_uv=False)
+    if s[0] <= 0.0 or s[-1] <= MIN_RELATIVE_SCALE * s[0]:
+        raise ValueError(f"object '{obj.name}' has zero scale on some axis; it cannot be posed by IK")
+    return m
+
+
+def world_to_armature(obj, point_world) -> np.ndarray:
+    """A world-space point in the armature object's space (ValueError if not finite)."""
+    m = check_object_matrix(obj)
+    p = np.asarray(point_world, dtype=float)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
+    return np.linalg.solve(m[:3, :3], p - m[:3, 3])
+
+
+def armature_to_world(obj, point) -> np.ndarray:
+    m = check_object_matrix(obj)
+    return m[:3, :3] @ np.asarray(point, dtype=float) + m[:3, 3]
+
+
+def world_distance_to_armature(obj, distance: float) -> float:
+    """An armature-space distance that is at most `distance` in world space in any direction."""
+    m = check_object_matrix(obj)
+    return float(distance) / float(np.linalg.svd(m[:3, :3], compute_uv=False)[0])
+
+
+def target_world_location(target, subtarget: str = "") -> np.ndarray:
+    """World location of the target object, or of its bone's head when `subtarget` names one.
+
+    Pass evaluated objects (obj.evaluated_get(depsgraph)) so animation and
+    constraints at the current frame are included.
+    """
+    if target is None:
+        raise ValueError("no target object set")
+    if subtarget:
+        if target.type != "ARMATURE":
+            raise ValueError(f"target '{target.name}' is not an armature, so it has no bone '{subtarget}'")
+        pbone = target.pose.bones.get(subtarget)
+        if pbone is None:
+            raise ValueError(f"target armature '{target.name}' has no bone '{subtarget}'")
+        point = target.matrix_world @ pbone.head
+    else:
+        point = target.matrix_world.translation
+    p = np.array(point[:], dtype=float)
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"target '{target.name}' is at a non-finite location {p.tolist()}")
+    return p
+
+
+def vector(p) -> Vector:
+    return Vector([float(x) for x in p])
+
+
+def is_finite_matrix(m: Matrix) -> bool:
+    return all(math.isfinite(x) for row in m for x in row)

@@ -1,0 +1,109 @@
+"""Turn solved armature-space rotations into each chain bone's own channels, and write them.
+
+The solver returns, per bone, the armature-space rotation R_i taking the bone
+from its current orientation to its solved one. The new pose matrix is
+R_i @ old (about the bone's head; the old matrix's scale is kept), and the next
+head follows rigidly (the link, gap included, is fixed in the parent's frame).
+`Bone.convert_local_to_pose(invert=True)` then gives the local (basis) matrix
+with the *new* parent matrix, root to tip, honouring the bone's inherit
+rotation/scale and local location options, without any scene update.
+Only the rotation is taken from it: location and scale stay untouched.
+
+Everything is computed and checked (finite) before anything is written, so a
+failure never leaves a half-written pose.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from mathutils import Matrix, Quaternion, Vector
+
+from . import modes
+from .read import RigChain
+
+
+@dataclass(frozen=True)
+class PoseWrite:
+    """Channel values to write: bone name -> rotation values in its own mode."""
+
+    values: dict[str, tuple[float, ...]]
+    locked: tuple[str, ...]  # chain bones whose locked channels were kept
+    constrained: tuple[str, ...]  # chain bones with active constraints (result may differ)
+
+
+def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
+    """New armature-space pose matrices of the chain bones, root first."""
+    rot = np.asarray(rotations, dtype=float)
+    if rot.shape != (rig.n_bones, 4) or not np.all(np.isfinite(rot)):
+        raise ValueError("the solver returned invalid rotations")
+    out: list[Matrix] = []
+    head = rig.pose_matrices[0].translation.copy()
+    for i, old in enumerate(rig.pose_matrices):
+        r = Quaternion(rot[i].tolist()).normalized().to_matrix()
+        new = (r @ old.to_3x3()).to_4x4()
+        new.translation = head
+        out.append(new)
+        if i + 1 < rig.n_bones:
+            link = rig.pose_matrices[i + 1].translation - old.translation
+            head = head + r @ link
+    return out
+
+
+def compute_pose(obj, rig: RigChain, rotations: np.ndarray, influence: float = 1.0) -> PoseWrite:
+    """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose.
+
+    `influence` blends each bone's local rotation from the current one (0) to
+    the solved one (1), like a constraint's influence.
+    """
+    if not (0.0 <= influence <= 1.0):
+        raise ValueError(f"influence must be within 0..1, got {influence}")
+    matrices = solved_pose_matrices(rig, rotations)
+    values: dict[str, tuple[float, ...]] = {}
+    locked, constrained = [], []
+    parent_pose = rig.parent_matrix
+    for name, pose in zip(rig.names, matrices, strict=True):
+        pbone = obj.pose.bones[name]
+        bone = pbone.bone
+        if bone.parent is not None and parent_pose is not None:
+            basis = bone.convert_local_to_pose(
+                pose,
+                bone.matrix_local,
+                parent_matrix=parent_pose,
+                parent_matrix_local=bone.parent.matrix_local,
+                invert=True,
+            )
+        else:
+            basis = bone.convert_local_to_pose(pose, bone.matrix_local, invert=True)
+        q = basis.to_quaternion()
+        if influence < 1.0:
+            q = modes.current_quaternion(pbone).slerp(q, influence)
+        vals = modes.values_for(pbone, q)
+        if not all(math.isfinite(v) for v in vals):
+            raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")
+        values[name] = vals
+        if modes.is_locked(pbone):
+            locked.append(name)
+        if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
+            constrained.append(name)
+        parent_pose = pose
+    return PoseWrite(values, tuple(locked), tuple(constrained))
+
+
+def snapshot(obj, names) -> dict[str, tuple[float, ...]]:
+    """Current rotation channels of `names`, for restoring after a failure."""
+    return {n: modes.current_values(obj.pose.bones[n]) for n in names}
+
+
+def apply(obj, values: dict[str, tuple[float, ...]]) -> None:
+    """Write channel values (from compute_pose or snapshot) to the original object's bones."""
+    for name, vals in values.items():
+        modes.set_values(obj.pose.bones[name], vals)
+
+
+def tip_location(obj_eval, rig: RigChain) -> Vector:
+    """Armature-space location of the chain's reaching point in an evaluated object."""
+    bone = obj_eval.pose.bones[rig.tip]
+    return (bone.tail if rig.use_tail else bone.head).copy()

@@ -1,0 +1,45 @@
+"""Blender tier: the extension registered inside the bpy wheel, once per session.
+
+The repository root is the extension package; it is loaded under the fixed
+name `chain_ik` (the checkout directory may be named anything), registered once
+and unregistered at session end (a class left registered at exit can hang 4.2).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = "chain_ik"
+
+
+def load_extension():
+    if PACKAGE in sys.modules:
+        return sys.modules[PACKAGE]
+    spec = importlib.util.spec_from_file_location(PACKAGE, REPO / "__init__.py", submodule_search_locations=[str(REPO)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def ext():
+    module = load_extension()
+    module.register()
+    yield module
+    module.unregister()
+
+
+@pytest.fixture
+def scene(ext):
+    """An empty scene for each test (read_homefile keeps add-ons; read_factory_settings would not)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    yield bpy.context.scene
+    bpy.ops.wm.read_homefile(use_empty=True)

@@ -1,0 +1,127 @@
+"""View3D sidebar, tab "Chain IK": chain list, chain settings, results. Draw only."""
+
+from __future__ import annotations
+
+import bpy
+
+from .. import solvers
+
+CATEGORY = "Chain IK"
+
+
+class CHAINIK_UL_chains(bpy.types.UIList):
+    """The armature's chains: name, tip bone, Live toggle."""
+
+    bl_idname = "CHAINIK_UL_chains"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0, flt_flag=0):
+        row = layout.row(align=True)
+        row.prop(item, "name", text="", emboss=False, icon="CON_KINEMATIC")
+        row.label(text=item.tip or "(no tip)")
+        row.prop(item, "live", text="", icon="REC" if item.live else "RADIOBUT_OFF", emboss=False)
+
+
+class _ChainIKPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = CATEGORY
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        obj = context.object
+        return obj is not None and obj.type == "ARMATURE"
+
+
+class VIEW3D_PT_chain_ik(_ChainIKPanel, bpy.types.Panel):
+    bl_label = "Chain IK"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.object.chain_ik
+        row = layout.row()
+        row.template_list("CHAINIK_UL_chains", "", settings, "chains", settings, "active_index", rows=3)
+        col = row.column(align=True)
+        col.operator("chain_ik.chain_add", icon="ADD", text="")
+        col.operator("chain_ik.chain_remove", icon="REMOVE", text="")
+        col.separator()
+        col.operator("chain_ik.chain_from_selected", icon="BONE_DATA", text="")
+        row = layout.row(align=True)
+        row.scale_y = 1.3
+        row.operator("chain_ik.solve", icon="CON_KINEMATIC")
+        item = settings.active
+        if item is not None:
+            row.prop(item, "live", text="Live", toggle=True, icon="REC")
+
+
+class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
+    bl_label = "Chain"
+    bl_parent_id = "VIEW3D_PT_chain_ik"
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return super().poll(context) and context.object.chain_ik.active is not None
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        obj = context.object
+        item = obj.chain_ik.active
+        layout.prop_search(item, "tip", obj.data, "bones")
+        layout.prop(item, "chain_length")
+        layout.prop(item, "use_tail")
+        layout.prop(item, "target")
+        if item.target is not None and item.target.type == "ARMATURE":
+            layout.prop_search(item, "target_bone", item.target.data, "bones")
+        layout.prop(item, "influence", slider=True)
+        layout.separator()
+        layout.prop(item, "method")
+        layout.label(text=solvers.METHODS.get(item.method, ""), icon="INFO")
+        col = layout.column(align=True)
+        col.prop(item, "tolerance")
+        if item.method != "triangulation":
+            col.prop(item, "max_iterations")
+        if item.method == "triangulation":
+            col.prop(item, "fold_angle")
+        elif item.method == "jacobian":
+            col.prop(item, "jacobian_variant")
+            if item.jacobian_variant == "dls":
+                col.prop(item, "damping")
+            col.prop(item, "max_step")
+
+
+class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
+    bl_label = "Result"
+    bl_parent_id = "VIEW3D_PT_chain_ik"
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return super().poll(context) and context.object.chain_ik.active is not None
+
+    def draw(self, context):
+        layout = self.layout
+        item = context.object.chain_ik.active
+        if item.has_result:
+            r = item.result
+            box = layout.box()
+            box.label(
+                text=f"{r.method}: {'reached' if r.reached else 'not reached'}",
+                icon="CHECKMARK" if r.reached else "ERROR",
+            )
+            box.label(text=f"Tip error {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
+        else:
+            layout.label(text="Not solved yet")
+        layout.operator("chain_ik.compare", icon="SORTSIZE")
+        if len(item.comparison):
+            grid = layout.grid_flow(columns=5, row_major=True, even_columns=False, align=True)
+            for heading in ("Solver", "Error", "Iter.", "Cost °", "ms"):
+                grid.label(text=heading)
+            for r in item.comparison:
+                grid.label(text=r.method)
+                grid.label(text=f"{r.error:.2g}")
+                grid.label(text=str(r.iterations))
+                grid.label(text=f"{r.cost:.1f}")
+                grid.label(text=f"{r.time_ms:.2f}")
+
+
+CLASSES = (CHAINIK_UL_chains, VIEW3D_PT_chain_ik, VIEW3D_PT_chain_ik_settings, VIEW3D_PT_chain_ik_result)
