@@ -17,6 +17,8 @@ bpy = pytest.importorskip("bpy")
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "chain_ik"
+# The helpers beside this file (builders.py, recording.py) import as top-level modules.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def load_extension():
