@@ -131,3 +131,11 @@ def transform(location=(0, 0, 0), euler=(0, 0, 0), scale=(1, 1, 1)) -> Matrix:
     from mathutils import Euler
 
     return Matrix.LocRotScale(Vector(location), Euler(euler), Vector(scale))
+
+
+def set_selected(pbone, state: bool) -> None:
+    """Select a pose bone (PoseBone.select in 5.0+, Bone.select before)."""
+    if "select" in pbone.bl_rna.properties:
+        pbone.select = state
+    else:
+        pbone.bone.select = state

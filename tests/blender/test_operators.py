@@ -1,0 +1,190 @@
+"""Operators through bpy.ops: script arguments, bad input, undo, chain list, Compare, Live."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from builders import (
+    add_empty,
+    bent_rolled_disconnected,
+    channel_state,
+    reachable_target,
+    set_selected,
+    straight_chain,
+    world_point,
+)
+
+TOL = 1e-4
+
+
+def _rig_with_target(location=(1.0, 0.5, 2.0)):
+    obj = straight_chain(3)
+    target = add_empty(location=location)
+    bpy.context.view_layer.objects.active = obj
+    return obj, target
+
+
+def test_script_arguments_without_any_panel_chain(scene):
+    obj, target = _rig_with_target()
+    assert not obj.chain_ik.chains
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name, method="fabrik") == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
+
+
+def test_script_arguments_override_the_active_chain(scene):
+    obj, target = _rig_with_target(location=(0.5, 0.3, 1.2))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.method = "b2", 3, target, "ccd"
+    before = channel_state(obj)
+    # Only b1's tail (2 bones) reaches: b2 and its channels are not touched.
+    assert bpy.ops.chain_ik.solve(tip="b1", chain_length=2, method="triangulation") == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "b1") - np.array(target.location[:])) < TOL
+    assert channel_state(obj)["b2"] == before["b2"]
+    assert item.result.method == "triangulation"  # result stored on the chain the call was based on
+    assert item.method == "ccd"  # arguments never change the panel settings
+
+
+def test_solves_every_chain_of_the_list(scene):
+    obj = bent_rolled_disconnected()
+    rng = np.random.default_rng(2)
+    t1 = add_empty("T1", reachable_target(obj, "hand", ["upper", "fore", "hand"], rng))
+    t2 = add_empty("T2", reachable_target(obj, "other", ["other"], rng))
+    bpy.context.view_layer.objects.active = obj
+    for tip, length, t in (("hand", 3, t1), ("other", 1, t2)):
+        item = obj.chain_ik.chains.add()
+        item.tip, item.chain_length, item.target = tip, length, t
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "hand") - np.array(t1.location[:])) < TOL
+    assert np.linalg.norm(world_point(obj, "other") - np.array(t2.location[:])) < 1e-3  # 1 bone: the direction
+
+
+def _assert_error_no_change(obj, match: str, **kwargs):
+    before = channel_state(obj)
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.chain_ik.solve(**kwargs)
+    assert channel_state(obj) == before
+
+
+def test_no_armature_active(scene):
+    obj, target = _rig_with_target()
+    bpy.context.view_layer.objects.active = target
+    before = channel_state(obj)
+    assert not bpy.ops.chain_ik.solve.poll()
+    with pytest.raises(RuntimeError, match="poll"):
+        bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name)
+    assert channel_state(obj) == before
+    bpy.context.view_layer.objects.active = None
+    assert not bpy.ops.chain_ik.solve.poll()
+
+
+def test_bad_input_reports_and_leaves_the_pose(scene):
+    obj, target = _rig_with_target()
+    _assert_error_no_change(obj, "no target", tip="b2", chain_length=3)
+    _assert_error_no_change(obj, "no object named 'Nope'", tip="b2", chain_length=3, target="Nope")
+    _assert_error_no_change(obj, "no bone 'missing'", tip="missing", chain_length=1, target=target.name)
+    _assert_error_no_change(obj, "longer than the hierarchy", tip="b2", chain_length=4, target=target.name)
+    _assert_error_no_change(obj, "unknown solver 'magic'", tip="b2", chain_length=3, target=target.name, method="magic")
+    _assert_error_no_change(obj, "no chains")
+    target.location = (float("nan"), 0.0, 1.0)
+    _assert_error_no_change(obj, "non-finite location", tip="b2", chain_length=3, target=target.name)
+
+
+def test_error_in_a_later_chain_restores_the_earlier_ones(scene):
+    obj, target = _rig_with_target()
+    good = obj.chain_ik.chains.add()
+    good.tip, good.chain_length, good.target = "b2", 3, target
+    bad = obj.chain_ik.chains.add()
+    bad.tip, bad.chain_length, bad.target = "b1", 5, target
+    _assert_error_no_change(obj, "longer than the hierarchy")
+
+
+def test_zero_scale_armature_is_refused(scene):
+    obj, target = _rig_with_target()
+    obj.scale = (1.0, 0.0, 1.0)
+    bpy.context.view_layer.update()
+    _assert_error_no_change(obj, "zero scale", tip="b2", chain_length=3, target=target.name)
+
+
+def test_undo_restores_the_pose(scene):
+    obj, target = _rig_with_target()
+    before = channel_state(obj)
+    bpy.ops.ed.undo_push(message="before solve")
+    # Positional 'EXEC_DEFAULT', True: run as from the UI, with its undo step (scripts skip it otherwise).
+    assert bpy.ops.chain_ik.solve("EXEC_DEFAULT", True, tip="b2", chain_length=3, target=target.name) == {"FINISHED"}
+    assert channel_state(obj) != before
+    bpy.ops.ed.undo()
+    assert channel_state(bpy.data.objects["Rig"]) == before
+    bpy.ops.ed.redo()
+    assert channel_state(bpy.data.objects["Rig"]) != before
+
+
+def test_undo_options():
+    from chain_ik.operators import chains, solve
+
+    for cls in (solve.CHAINIK_OT_solve, *chains.CLASSES):
+        assert {"REGISTER", "UNDO"} <= cls.bl_options
+
+
+def test_add_and_remove_chain(scene):
+    obj, _ = _rig_with_target()
+    obj.data.bones.active = obj.data.bones["b1"]
+    assert bpy.ops.chain_ik.chain_add() == {"FINISHED"}
+    assert bpy.ops.chain_ik.chain_add() == {"FINISHED"}
+    assert [c.tip for c in obj.chain_ik.chains] == ["b1", "b1"]
+    assert obj.chain_ik.active_index == 1
+    assert bpy.ops.chain_ik.chain_remove() == {"FINISHED"}
+    assert bpy.ops.chain_ik.chain_remove() == {"FINISHED"}
+    assert not bpy.ops.chain_ik.chain_remove.poll()
+
+
+def test_chain_from_selected_bones(scene):
+    obj, _ = _rig_with_target()
+    for pb in obj.pose.bones:
+        set_selected(pb, pb.name in {"b1", "b2"})
+    assert bpy.ops.chain_ik.chain_from_selected() == {"FINISHED"}
+    item = obj.chain_ik.active
+    assert (item.tip, item.chain_length) == ("b2", 2)
+    set_selected(obj.pose.bones["b1"], False)
+    set_selected(obj.pose.bones["b0"], True)
+    with pytest.raises(RuntimeError, match="unbroken"):
+        bpy.ops.chain_ik.chain_from_selected()
+    for pb in obj.pose.bones:
+        set_selected(pb, False)
+    with pytest.raises(RuntimeError, match="no bones selected"):
+        bpy.ops.chain_ik.chain_from_selected()
+
+
+def test_compare_lists_every_solver_without_posing(scene):
+    from chain_ik import solvers
+
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    before = channel_state(obj)
+    assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+    assert channel_state(obj) == before
+    assert [r.method for r in item.comparison] == list(solvers.METHODS)
+    for r in item.comparison:
+        assert r.reached and r.error < TOL and r.iterations >= 0 and r.time_ms > 0 and r.cost > 0
+
+
+def test_live_mode_follows_the_target_without_feedback(scene, ext):
+    from chain_ik.operators import live
+
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    item.live = True
+    assert live.on_update in bpy.app.handlers.depsgraph_update_post
+    for location in ((1.0, 0.5, 2.0), (-0.5, 1.0, 1.5), (0.2, -1.2, 0.8)):
+        target.location = location
+        bpy.context.view_layer.update()  # runs depsgraph_update_post: the handler solves
+        bpy.context.view_layer.update()  # let the written pose evaluate
+        assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
+    # Nothing moved: a further update solves nothing (no loop through our own writes).
+    assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
+    item.live = False
+    target.location = (1.0, 1.0, 1.0)
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(obj, "b2") - np.array((1.0, 1.0, 1.0))) > 0.1
