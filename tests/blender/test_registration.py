@@ -1,0 +1,58 @@
+"""register()/unregister() are symmetric: nothing left behind, and enabling again works."""
+
+from __future__ import annotations
+
+import bpy
+
+
+def _state(ext):
+    from chain_ik import registration
+    from chain_ik.operators import live
+
+    classes = {cls.__name__: cls.is_registered for cls in registration.CLASSES}
+    handlers = [h for hs in (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post) for h in hs]
+    return {
+        "classes": classes,
+        "owner": hasattr(bpy.types.Object, "chain_ik"),
+        "handlers": sum(live._is_ours(h) for h in handlers),
+        "operators": [name for name in dir(bpy.ops.chain_ik) if _operator_exists(name)],
+    }
+
+
+def _operator_exists(name: str) -> bool:
+    try:
+        getattr(bpy.ops.chain_ik, name).get_rna_type()
+    except (KeyError, AttributeError):
+        return False
+    return True
+
+
+def test_unregister_removes_everything_and_register_restores_it(ext):
+    registered = _state(ext)
+    assert all(registered["classes"].values()) and registered["owner"] and registered["handlers"] == 2
+    assert len(registered["operators"]) == 5
+    ext.unregister()
+    try:
+        gone = _state(ext)
+        assert not any(gone["classes"].values())
+        assert not gone["owner"] and gone["handlers"] == 0 and gone["operators"] == []
+    finally:
+        ext.register()
+    assert _state(ext) == registered
+    # Twice more: no duplicate handlers, no "already registered" errors.
+    ext.unregister()
+    ext.register()
+    assert _state(ext) == registered
+
+
+def test_no_package_name_hardcoded():
+    """Extensions load as bl_ext.<repo>.chain_ik: code must use __package__/relative imports."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    for path in repo.glob("*.py"):
+        assert "chain_ik." not in path.read_text().replace("chain_ik.solve", "").replace("chain_ik.chain", "")
+    for sub in ("operators", "rig", "ui"):
+        for path in (repo / sub).glob("*.py"):
+            text = path.read_text()
+            assert "import chain_ik" not in text and "from chain_ik" not in text, path

@@ -1,0 +1,114 @@
+"""Every draw() of the panel and list against a recording layout, in each state."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import bpy
+import pytest
+from builders import add_empty, straight_chain
+from recording import RecordingLayout
+
+
+def _draw(panel_cls, context) -> RecordingLayout:
+    layout = RecordingLayout()
+    # Panels cannot be instantiated headless; draw() only uses self.layout.
+    assert panel_cls.poll(context)
+    panel_cls.draw(SimpleNamespace(layout=layout), context)
+    return layout
+
+
+def _panels():
+    from chain_ik.ui import panels
+
+    return panels
+
+
+@pytest.fixture
+def rig(scene):
+    obj = straight_chain(3)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def test_panel_classes_are_in_the_sidebar_tab(ext):
+    panels = _panels()
+    for cls in (panels.VIEW3D_PT_chain_ik, panels.VIEW3D_PT_chain_ik_settings, panels.VIEW3D_PT_chain_ik_result):
+        assert (cls.bl_space_type, cls.bl_region_type, cls.bl_category) == ("VIEW_3D", "UI", "Chain IK")
+        assert hasattr(bpy.types, cls.__name__)
+
+
+def test_panels_hidden_without_an_armature(scene):
+    panels = _panels()
+    add_empty()
+    bpy.context.view_layer.objects.active = bpy.data.objects["Target"]
+    assert not panels.VIEW3D_PT_chain_ik.poll(bpy.context)
+
+
+def test_main_panel_without_chains(rig):
+    layout = _draw(_panels().VIEW3D_PT_chain_ik, bpy.context)
+    assert ("template_list", "CHAINIK_UL_chains", "chains") in layout.log
+    ops = {c[1] for c in layout.calls("operator")}
+    assert ops == {"chain_ik.chain_add", "chain_ik.chain_remove", "chain_ik.chain_from_selected", "chain_ik.solve"}
+    assert not _panels().VIEW3D_PT_chain_ik_settings.poll(bpy.context)
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik", "ccd", "jacobian"])
+@pytest.mark.parametrize("target_kind", ["empty", "armature", "none"])
+def test_settings_panel_each_solver(rig, method, target_kind):
+    item = rig.chain_ik.chains.add()
+    item.tip, item.method = "b2", method
+    if target_kind == "empty":
+        item.target = add_empty()
+    elif target_kind == "armature":
+        other = straight_chain(1, name="Other")
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = rig
+        item.target = other
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
+    props = {c[2] for c in layout.calls("prop") + layout.calls("prop_search")}
+    assert {"tip", "chain_length", "target", "method", "influence", "use_tail", "tolerance"} <= props
+    assert ("target_bone" in props) == (target_kind == "armature")
+    assert {"triangulation": "fold_angle", "jacobian": "max_step"}.get(method, "tolerance") in props
+    from chain_ik import solvers
+
+    assert ("label", solvers.METHODS[method]) in layout.log  # the one-line description
+    main = _draw(_panels().VIEW3D_PT_chain_ik, bpy.context)
+    assert ("prop", item, "live") in main.log
+
+
+def test_result_panel_before_and_after_solve_and_compare(rig):
+    item = rig.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, add_empty(location=(1, 0, 2))
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_result, bpy.context)
+    assert ("label", "Not solved yet") in layout.log
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_result, bpy.context)
+    labels = [c[1] for c in layout.calls("label")]
+    assert any(text.startswith("Tip error") and "ms" in text for text in labels)
+    assert sum(text in {"triangulation", "fabrik", "ccd", "jacobian"} for text in labels) == 4
+    assert ("operator", "chain_ik.compare") in layout.log
+
+
+def test_ui_list_draw_item(rig):
+    from chain_ik.ui.panels import CHAINIK_UL_chains
+
+    item = rig.chain_ik.chains.add()
+    for tip, live in (("b2", True), ("", False)):
+        item.tip, item.live = tip, live
+        layout = RecordingLayout()
+        CHAINIK_UL_chains.draw_item(
+            SimpleNamespace(), bpy.context, layout, rig.chain_ik, item, 0, rig.chain_ik, "active_index", 0
+        )
+        assert ("prop", item, "name") in layout.log and ("prop", item, "live") in layout.log
+    item.live = False
+
+
+def test_recording_layout_catches_typos(rig):
+    layout = RecordingLayout()
+    item = rig.chain_ik.chains.add()
+    with pytest.raises(AssertionError, match="no property 'chain_lenght'"):
+        layout.prop(item, "chain_lenght")
+    with pytest.raises(AssertionError, match="has no property 'tipp'"):
+        layout.operator("chain_ik.solve").tipp = "x"
