@@ -1,0 +1,214 @@
+"""Shared hypothesis strategies, method configurations and invariant checks
+for the solver tests (loaded through sys.path set up in conftest.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import strategies as st
+
+import solvers
+from solvers import quat
+
+# Every method configuration the properties must hold for: (method, options).
+CONFIGS = [
+    ("triangulation", {}),
+    ("triangulation", {"fold_angle": 90.0}),
+    ("fabrik", {}),
+    ("ccd", {}),
+    ("jacobian", {"variant": "dls"}),
+    ("jacobian", {"variant": "pseudoinverse"}),
+    ("jacobian", {"variant": "transpose"}),
+]
+CONFIG_IDS = [m + "".join(f"-{k}={v}" for k, v in o.items()) for m, o in CONFIGS]
+TRIANGULATION_CONFIGS = [c for c in CONFIGS if c[0] == "triangulation"]
+TRIANGULATION_IDS = [i for i, c in zip(CONFIG_IDS, CONFIGS, strict=True) if c[0] == "triangulation"]
+ITERATIVE_CONFIGS = [c for c in CONFIGS if c[0] != "triangulation"]
+ITERATIVE_IDS = [i for i, c in zip(CONFIG_IDS, CONFIGS, strict=True) if c[0] != "triangulation"]
+
+LENGTH_RTOL = 1e-9
+ROTATION_ATOL = 1e-9
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def unit_vectors(draw) -> np.ndarray:
+    """Uniform-ish unit vectors (z, azimuth parametrisation: no rejection)."""
+    z = draw(st.floats(-1.0, 1.0))
+    phi = draw(st.floats(0.0, 2.0 * math.pi))
+    r = math.sqrt(max(0.0, 1.0 - z * z))
+    return np.array([r * math.cos(phi), r * math.sin(phi), z])
+
+
+def perpendicular(v: np.ndarray) -> np.ndarray:
+    return quat.any_perpendicular(v)
+
+
+def turn(direction: np.ndarray, bend: float, azimuth: float) -> np.ndarray:
+    """`direction` tilted by `bend` radians, the tilt plane chosen by `azimuth`."""
+    p = perpendicular(direction)
+    q = np.cross(direction, p)
+    side = math.cos(azimuth) * p + math.sin(azimuth) * q
+    d = math.cos(bend) * direction + math.sin(bend) * side
+    return d / np.linalg.norm(d)
+
+
+def chain_points(root, lengths, first_dir, bends, azimuths) -> np.ndarray:
+    d = np.asarray(first_dir, dtype=float)
+    pts = [np.asarray(root, dtype=float)]
+    for i, length in enumerate(lengths):
+        if i > 0:
+            d = turn(d, bends[i - 1], azimuths[i - 1])
+        pts.append(pts[-1] + length * d)
+    return np.array(pts)
+
+
+@st.composite
+def chains(draw, min_bones: int = 1, max_bones: int = 30) -> solvers.Chain:
+    """Random chains: 1..30 bones, lengths 0.1..10, random bends (0..180°,
+    including straight and fully folded joints) and a random 3D orientation."""
+    n = draw(st.integers(min_bones, max_bones))
+    lengths = draw(st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n))
+    root = draw(st.tuples(*[st.floats(-100.0, 100.0)] * 3))
+    first = draw(unit_vectors())
+    bends = draw(st.lists(st.floats(0.0, math.pi), min_size=n - 1, max_size=n - 1))
+    azimuths = draw(st.lists(st.floats(0.0, 2.0 * math.pi), min_size=n - 1, max_size=n - 1))
+    return solvers.Chain(chain_points(root, lengths, first, bends, azimuths))
+
+
+@st.composite
+def reachable_targets(draw, chain: solvers.Chain) -> np.ndarray:
+    """A target reached by forward kinematics with random bone directions for
+    the chain's own bone lengths: truly reachable by construction."""
+    dirs = [draw(unit_vectors()) for _ in range(chain.n_bones)]
+    return chain.root + np.sum(chain.lengths[:, None] * np.array(dirs), axis=0)
+
+
+@st.composite
+def unreachable_targets(draw, chain: solvers.Chain) -> np.ndarray:
+    """A target strictly beyond full reach (|target - root| > total length)."""
+    u = draw(unit_vectors())
+    factor = draw(st.floats(1.0 + 1e-6, 10.0))
+    return chain.root + chain.total_length * factor * u
+
+
+@st.composite
+def chain_and_reachable(draw, min_bones: int = 1, max_bones: int = 30):
+    chain = draw(chains(min_bones, max_bones))
+    return chain, draw(reachable_targets(chain))
+
+
+@st.composite
+def chain_and_unreachable(draw, min_bones: int = 1, max_bones: int = 30):
+    chain = draw(chains(min_bones, max_bones))
+    return chain, draw(unreachable_targets(chain))
+
+
+@st.composite
+def chain_and_any_target(draw, min_bones: int = 1, max_bones: int = 30):
+    """Reachable, unreachable or anywhere in a box of twice the chain's reach."""
+    chain = draw(chains(min_bones, max_bones))
+    kind = draw(st.sampled_from(["reachable", "unreachable", "box"]))
+    if kind == "reachable":
+        target = draw(reachable_targets(chain))
+    elif kind == "unreachable":
+        target = draw(unreachable_targets(chain))
+    else:
+        offset = draw(st.tuples(*[st.floats(-2.0, 2.0)] * 3))
+        target = chain.root + chain.total_length * np.array(offset)
+    return chain, target
+
+
+def rng_reachable_targets(chain: solvers.Chain, m: int, seed: int) -> np.ndarray:
+    """m reachable targets by forward kinematics with seeded random directions."""
+    rng = np.random.default_rng(seed)
+    dirs = rng.normal(size=(m, chain.n_bones, 3))
+    dirs /= np.linalg.norm(dirs, axis=2, keepdims=True)
+    return chain.root + np.einsum("b,mbk->mk", chain.lengths, dirs)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check_invariants(chain: solvers.Chain, sol, target) -> None:
+    """Everything that must hold for any solve of any method."""
+    n = chain.n_bones
+    pts = np.asarray(sol.points)
+    rots = np.asarray(sol.rotations)
+    assert pts.shape == (n + 1, 3)
+    assert rots.shape == (n, 4)
+    assert np.all(np.isfinite(pts)), "non-finite points"
+    assert np.all(np.isfinite(rots)), "non-finite rotations"
+    assert math.isfinite(sol.error)
+    # Root fixed (exactly: it is never moved).
+    np.testing.assert_array_equal(pts[0], chain.root)
+    # Bone lengths kept.
+    lengths = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    np.testing.assert_allclose(lengths, chain.lengths, rtol=LENGTH_RTOL, atol=0, err_msg="bone lengths drifted")
+    # Error is the tip-target distance; reached is error <= tolerance.
+    distance = float(np.linalg.norm(pts[-1] - np.asarray(target, dtype=float)))
+    assert math.isclose(sol.error, distance, rel_tol=1e-12, abs_tol=1e-14 * chain.total_length)
+    assert isinstance(sol.iterations, int) and sol.iterations >= 1
+    check_rotations(chain, pts, rots)
+
+
+def check_rotations(chain: solvers.Chain, pts: np.ndarray, rots: np.ndarray) -> None:
+    """Unit quaternions, consistent with the points, minimal swing."""
+    np.testing.assert_allclose(np.linalg.norm(rots, axis=-1), 1.0, atol=1e-12, err_msg="rotations not unit")
+    solved = np.diff(pts, axis=-2)
+    solved = solved / np.linalg.norm(solved, axis=-1, keepdims=True)
+    rest = np.broadcast_to(chain.directions, solved.shape)
+    np.testing.assert_allclose(
+        quat.rotate(rots, rest), solved, atol=ROTATION_ATOL, err_msg="rotation does not take input to solved direction"
+    )
+    # Minimal swing: the rotation axis (vector part) is perpendicular to the
+    # input bone direction, i.e. no twist about the bone.
+    np.testing.assert_allclose(
+        np.sum(rots[..., 1:] * rest, axis=-1), 0.0, atol=ROTATION_ATOL, err_msg="rotation has twist about the bone"
+    )
+
+
+def check_straight_toward(chain: solvers.Chain, pts: np.ndarray, target, atol_rel: float = 1e-9) -> None:
+    """All bones parallel to target - root and the tip at full length along it."""
+    target = np.asarray(target, dtype=float)
+    u = (target - chain.root) / np.linalg.norm(target - chain.root)
+    dirs = np.diff(pts, axis=0) / chain.lengths[:, None]
+    np.testing.assert_allclose(dirs, np.broadcast_to(u, dirs.shape), atol=atol_rel, err_msg="bones not along target")
+    np.testing.assert_allclose(
+        pts[-1],
+        chain.root + chain.total_length * u,
+        atol=atol_rel * chain.total_length,
+        err_msg="tip not at full reach",
+    )
+
+
+def solve(chain, target, config, **kwargs):
+    method, options = config
+    return solvers.solve(chain, target, method=method, **options, **kwargs)
+
+
+def solve_batch(chain, targets, config, **kwargs):
+    method, options = config
+    return solvers.solve_batch(chain, targets, method=method, **options, **kwargs)
+
+
+def nudged_target(chain: solvers.Chain, angle: float, seed: int) -> np.ndarray:
+    """Forward kinematics of the chain's own pose with every bone direction
+    tilted by `angle` radians in a random plane: reachable and near the tip."""
+    rng = np.random.default_rng(seed)
+    dirs = [turn(d, angle, float(rng.uniform(0.0, 2.0 * math.pi))) for d in chain.directions]
+    return chain.root + np.sum(chain.lengths[:, None] * np.array(dirs), axis=0)
+
+
+def describe(chain: solvers.Chain, target=None) -> None:
+    """Record the example in full (shown by hypothesis when it fails) so a
+    failure can be reproduced without hypothesis."""
+    from hypothesis import note
+
+    text = f"Chain({np.asarray(chain.points).tolist()!r})"
+    if target is not None:
+        text += f", target={np.asarray(target, dtype=float).tolist()!r}"
+    note(text)
