@@ -82,12 +82,11 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
             raise ValueError(f"target bone '{spec.target_bone}' moves with the chain: it cannot be its target")
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
+    space = rig.object_space(obj_eval)
     rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
     target_world = rig.target_world_location(target_eval, spec.target_bone)
-    target = rig.world_to_armature(obj_eval, target_world)
-    tolerance = None
-    if spec.tolerance > 0.0:
-        tolerance = rig.space.world_distance_to_armature(obj_eval, spec.tolerance)
+    target = space.to_local(target_world)
+    tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
     solution = solvers.solve(
         rig_chain.chain,
         target,
@@ -97,8 +96,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
         **spec.options,
     )
     write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
-    tip_world = rig.armature_to_world(obj_eval, solution.points[-1])
-    error = float(np.linalg.norm(tip_world - target_world))
+    error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
     cost = float(solvers.rotation_cost(rig_chain.chain, solution.points))
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
 

@@ -2,7 +2,14 @@
 
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
-from .space import armature_to_world, check_object_matrix, target_world_location, world_to_armature
+from .space import (
+    ObjectSpace,
+    armature_to_world,
+    check_object_matrix,
+    object_space,
+    target_world_location,
+    world_to_armature,
+)
 from .write import PoseWrite, apply, compute_pose, snapshot, solved_pose_matrices, tip_location
 
 __all__ = [
@@ -11,6 +18,8 @@ __all__ = [
     "RigChain",
     "chain_bone_names",
     "read_chain",
+    "ObjectSpace",
+    "object_space",
     "armature_to_world",
     "check_object_matrix",
     "target_world_location",

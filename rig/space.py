@@ -11,6 +11,7 @@ A singular (zero-scale) or non-finite object matrix is refused.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from mathutils import Matrix, Vector
@@ -21,38 +22,53 @@ MIN_RELATIVE_SCALE = 1e-9
 
 
 def _as_numpy(matrix: Matrix) -> np.ndarray:
-    return np.array([list(row) for row in matrix], dtype=float)
+    return np.array(matrix, dtype=float)
 
 
-def check_object_matrix(obj) -> np.ndarray:
-    """The object's matrix_world as (4, 4) numpy, or ValueError if unusable."""
+@dataclass(frozen=True)
+class ObjectSpace:
+    """An armature object's transform, checked once per solve."""
+
+    matrix: np.ndarray  # (4, 4) matrix_world
+    stretch: float  # largest singular value of the 3x3 part
+
+    def to_local(self, point_world) -> np.ndarray:
+        p = np.asarray(point_world, dtype=float)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
+        return np.linalg.solve(self.matrix[:3, :3], p - self.matrix[:3, 3])
+
+    def to_world(self, point) -> np.ndarray:
+        return self.matrix[:3, :3] @ np.asarray(point, dtype=float) + self.matrix[:3, 3]
+
+    def distance_to_local(self, distance: float) -> float:
+        """An armature-space distance that is at most `distance` in world space in any direction."""
+        return float(distance) / self.stretch
+
+
+def object_space(obj) -> ObjectSpace:
+    """The object's transform, or ValueError if it cannot be inverted (zero scale, non-finite)."""
     m = _as_numpy(obj.matrix_world)
     if not np.all(np.isfinite(m)):
         raise ValueError(f"object '{obj.name}' has a non-finite transform")
     s = np.linalg.svd(m[:3, :3], compute_uv=False)
     if s[0] <= 0.0 or s[-1] <= MIN_RELATIVE_SCALE * s[0]:
         raise ValueError(f"object '{obj.name}' has zero scale on some axis; it cannot be posed by IK")
-    return m
+    return ObjectSpace(m, float(s[0]))
+
+
+def check_object_matrix(obj) -> np.ndarray:
+    """The object's matrix_world as (4, 4) numpy, or ValueError if unusable."""
+    return object_space(obj).matrix
 
 
 def world_to_armature(obj, point_world) -> np.ndarray:
     """A world-space point in the armature object's space (ValueError if not finite)."""
-    m = check_object_matrix(obj)
-    p = np.asarray(point_world, dtype=float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
-    return np.linalg.solve(m[:3, :3], p - m[:3, 3])
+    return object_space(obj).to_local(point_world)
 
 
 def armature_to_world(obj, point) -> np.ndarray:
-    m = check_object_matrix(obj)
-    return m[:3, :3] @ np.asarray(point, dtype=float) + m[:3, 3]
-
-
-def world_distance_to_armature(obj, distance: float) -> float:
-    """An armature-space distance that is at most `distance` in world space in any direction."""
-    m = check_object_matrix(obj)
-    return float(distance) / float(np.linalg.svd(m[:3, :3], compute_uv=False)[0])
+    return object_space(obj).to_world(point)
 
 
 def target_world_location(target, subtarget: str = "") -> np.ndarray:
