@@ -27,7 +27,8 @@ N_BONES = 5
 
 
 def load_extension():
-    spec = importlib.util.spec_from_file_location("chain_ik", REPO / "__init__.py", submodule_search_locations=[str(REPO)])
+    init = REPO / "__init__.py"
+    spec = importlib.util.spec_from_file_location("chain_ik", init, submodule_search_locations=[str(REPO)])
     module = importlib.util.module_from_spec(spec)
     sys.modules["chain_ik"] = module
     spec.loader.exec_module(module)
