@@ -151,7 +151,8 @@ def check_invariants(chain: solvers.Chain, sol, target) -> None:
     # Error is the tip-target distance; reached is error <= tolerance.
     distance = float(np.linalg.norm(pts[-1] - np.asarray(target, dtype=float)))
     assert math.isclose(sol.error, distance, rel_tol=1e-12, abs_tol=1e-14 * chain.total_length)
-    assert isinstance(sol.iterations, int) and sol.iterations >= 1
+    # Iterative methods report 0 iterations when the start pose already reaches.
+    assert isinstance(sol.iterations, int) and sol.iterations >= 0
     check_rotations(chain, pts, rots)
 
 
