@@ -109,8 +109,11 @@ def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: fl
                             ex = (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0)
                             wx, wy, wz = ex[1] * cz - ex[2] * cy, ex[2] * cx - ex[0] * cz, ex[0] * cy - ex[1] * cx
                             wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-                wx, wy, wz = wx / wn, wy / wn, wz / wn
-                nx, ny, nz = cos_d * cx + sin_d * wx, cos_d * cy + sin_d * wy, cos_d * cz + sin_d * wz
+                nx, ny, nz = cos_d * cx + sin_d * wx / wn, cos_d * cy + sin_d * wy / wn, cos_d * cz + sin_d * wz / wn
+                # w comes from nearly parallel vectors when a is close to c:
+                # renormalise so the bone length stays exact.
+                nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+                nx, ny, nz = nx / nn, ny / nn, nz / nn
         # Children inherit the swing a -> n (eq. 7's axis a x c), composed onto q.
         sx, sy, sz = ay * nz - az * ny, az * nx - ax * nz, ax * ny - ay * nx
         sw = 1.0 + ax * nx + ay * ny + az * nz
@@ -217,6 +220,7 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
             perp[:, k] = w
             pn[k] = wn
         new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
+        new /= np.sqrt(np.einsum("ij,ij->j", new, new))  # exact bone length (see solve_one)
         direct = straight | (close & (a > b))
         new = np.where(direct, chat, new)
         new = np.where(~straight & (c <= band), cur, new)
