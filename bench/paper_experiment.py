@@ -61,7 +61,7 @@ def time_per_call(fn, count: int) -> float:
     return best * 1e6
 
 
-def paper_table(targets: np.ndarray) -> list[str]:
+def paper_table(targets: np.ndarray, sequential: int) -> list[str]:
     chain = straight_chain([9, 9, 9, 9, 4])
     reachable = np.linalg.norm(targets, axis=1) <= chain.total_length
     tol, cap = 0.5, 99
@@ -80,15 +80,16 @@ def paper_table(targets: np.ndarray) -> list[str]:
         cost = solvers.rotation_cost(chain, batch.points[reachable]).mean()
         # Sequential: each target from the previous solution.
         current, seq_points, seq_its, seq_ok = chain, [], [], []
-        for t in targets:
+        for t in targets[:sequential]:
             sol = solvers.solve(current, t, **kw)
             seq_points.append(sol.points)
             seq_its.append(sol.iterations)
             seq_ok.append(sol.reached)
             current = solvers.Chain(sol.points)
-        seq_points = np.array(seq_points)[reachable]
-        seq_ok = np.array(seq_ok)[reachable]
-        seq_its = np.array(seq_its)[reachable][seq_ok]
+        seq_reachable = reachable[:sequential]
+        seq_points = np.array(seq_points)[seq_reachable]
+        seq_ok = np.array(seq_ok)[seq_reachable]
+        seq_its = np.array(seq_its)[seq_reachable][seq_ok]
         seq_cost = solvers.rotation_cost(chain, seq_points).mean()
         n_single = 2000 if method == "triangulation" else 200
         single_us = time_per_call(lambda k, kw=kw: solvers.solve(chain, targets[k % len(targets)], **kw), n_single)
@@ -106,13 +107,13 @@ def paper_table(targets: np.ndarray) -> list[str]:
     ]
 
 
-def fabrik_table(targets: np.ndarray, rng: np.random.Generator) -> list[str]:
+def fabrik_table(count: int, rng: np.random.Generator) -> list[str]:
     # FABRIK paper: a chain of 10 joints (9 unit bones), tolerance 1e-3 x length.
     chain = straight_chain([1.0] * 9)
     length = chain.total_length
-    dirs = rng.normal(size=(len(targets), 3))
+    dirs = rng.normal(size=(count, 3))
     dirs /= np.linalg.norm(dirs, axis=1, keepdims=True)
-    goals = dirs * (length * rng.uniform(0.0, 1.0, size=(len(targets), 1)) ** (1 / 3))  # uniform in the ball
+    goals = dirs * (length * rng.uniform(0.0, 1.0, size=(count, 1)) ** (1 / 3))  # uniform in the ball
     rows = [
         "| method | reached (rest) | mean it (rest) | reached (seq.) | mean it (seq.) | FABRIK paper |",
         "|---|---|---|---|---|---|",
@@ -143,13 +144,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--sequential", type=int, default=2000, help="targets solved one after another")
+    parser.add_argument("--fabrik-targets", type=int, default=1000)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     targets = rng.uniform(-30.0, 30.0, size=(args.targets, 3))
     print("## Triangulation paper experiment (chain 4 x 9 + 4)\n")
-    print("\n".join(paper_table(targets)))
+    print("\n".join(paper_table(targets, args.sequential)))
     print("\n## FABRIK paper case\n")
-    print("\n".join(fabrik_table(targets[: min(len(targets), 2000)], rng)))
+    print("\n".join(fabrik_table(args.fabrik_targets, rng)))
 
 
 if __name__ == "__main__":
