@@ -157,7 +157,7 @@ def check_invariants(chain: solvers.Chain, sol, target) -> None:
 
 
 def check_rotations(chain: solvers.Chain, pts: np.ndarray, rots: np.ndarray) -> None:
-    """Unit quaternions, consistent with the points, minimal swing."""
+    """Unit quaternions, consistent with the points, minimal swing relative to the parent."""
     np.testing.assert_allclose(np.linalg.norm(rots, axis=-1), 1.0, atol=1e-12, err_msg="rotations not unit")
     solved = np.diff(pts, axis=-2)
     solved = solved / np.linalg.norm(solved, axis=-1, keepdims=True)
@@ -165,10 +165,21 @@ def check_rotations(chain: solvers.Chain, pts: np.ndarray, rots: np.ndarray) -> 
     np.testing.assert_allclose(
         quat.rotate(rots, rest), solved, atol=ROTATION_ATOL, err_msg="rotation does not take input to solved direction"
     )
-    # Minimal swing: the rotation axis (vector part) is perpendicular to the
-    # input bone direction, i.e. no twist about the bone.
+    # Minimal swing relative to the parent: bone i inherits its parent's
+    # rotation R_{i-1}, then turns by D_i = R_i R_{i-1}^-1 whose axis (vector
+    # part) is perpendicular to the inherited direction R_{i-1} d_i, i.e. no
+    # twist about the bone in its local (parent-relative) rotation.
+    identity = np.zeros(rots.shape[:-2] + (1, 4))
+    identity[..., 0] = 1.0
+    parents = np.concatenate((identity, rots[..., :-1, :]), axis=-2)
+    inverse = parents * np.array([1.0, -1.0, -1.0, -1.0])
+    local = quat.multiply(rots, inverse)
+    inherited = quat.rotate(parents, rest)
     np.testing.assert_allclose(
-        np.sum(rots[..., 1:] * rest, axis=-1), 0.0, atol=ROTATION_ATOL, err_msg="rotation has twist about the bone"
+        np.sum(local[..., 1:] * inherited, axis=-1),
+        0.0,
+        atol=ROTATION_ATOL,
+        err_msg="rotation has twist about the bone",
     )
 
 

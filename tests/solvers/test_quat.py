@@ -1,0 +1,75 @@
+"""solvers.quat: the helpers every solver's rotations are built from.
+Targeted tests so a rotation bug is pinned to the helper, not a solver."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solvers import quat
+
+unit3 = st.tuples(st.floats(-1.0, 1.0), st.floats(-1.0, 1.0), st.floats(-1.0, 1.0)).filter(
+    lambda v: 0.1 < math.sqrt(v[0] ** 2 + v[1] ** 2 + v[2] ** 2)
+)
+
+
+def unit(v):
+    v = np.asarray(v, dtype=float)
+    return v / np.linalg.norm(v)
+
+
+@given(u=unit3, v=unit3)
+def test_swing_takes_u_to_v_without_twist(u, v):
+    u, v = unit(u), unit(v)
+    fallback = quat.any_perpendicular(u)
+    q = quat.swing(u, v, fallback)
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(quat.rotate(q, u), v, atol=1e-12)
+    assert abs(np.dot(q[1:], u)) <= 1e-12
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-15, 1e-12, 4e-9, 1e-7, 1e-6, 1e-5])
+def test_swing_near_opposite_vectors(eps):
+    """u and v nearly opposite (angle pi - eps): the rotation must still take
+    u onto v to 1e-12, not snap to an exact half turn about the fallback."""
+    u = np.array([0.0, 1.0, 0.0])
+    v = unit([eps, -1.0, 0.0])
+    q = quat.swing(u, v, np.array([0.0, 0.0, 1.0]))
+    np.testing.assert_allclose(quat.rotate(q, u), v, atol=1e-12)
+    assert abs(np.dot(q[1:], u)) <= 1e-12
+
+
+def test_swing_exactly_opposite_uses_the_fallback_axis():
+    u = np.array([0.0, 1.0, 0.0])
+    q = quat.swing(u, -u, np.array([1.0, 0.0, 0.0]))
+    np.testing.assert_allclose(np.abs(q), [0.0, 1.0, 0.0, 0.0], atol=1e-15)
+
+
+@given(v=unit3)
+def test_any_perpendicular(v):
+    v = unit(v)
+    p = quat.any_perpendicular(v)
+    assert np.linalg.norm(p) == pytest.approx(1.0)
+    assert abs(np.dot(p, v)) <= 1e-12
+
+
+@given(rv=st.tuples(*[st.floats(-3.0, 3.0)] * 3), w=unit3)
+def test_matrix_round_trip_and_rotate(rv, w):
+    q = quat.from_rotation_vector(np.array(rv))
+    m = quat.to_matrix(q)
+    np.testing.assert_allclose(m.T @ m, np.eye(3), atol=1e-12)
+    assert np.linalg.det(m) == pytest.approx(1.0)
+    np.testing.assert_allclose(quat.rotate(q, np.array(w)), m @ np.array(w), atol=1e-12)
+    back = quat.from_matrix(m)
+    assert back[0] >= 0.0
+    np.testing.assert_allclose(quat.to_matrix(back), m, atol=1e-12)
+    assert quat.angle(q) == pytest.approx(min(np.linalg.norm(rv), 2 * math.pi - np.linalg.norm(rv)), abs=1e-9)
+
+
+def test_multiply_composes_rotations():
+    a = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), math.pi / 2)
+    b = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), math.pi / 2)
+    v = np.array([0.0, 1.0, 0.0])
+    np.testing.assert_allclose(quat.rotate(quat.multiply(a, b), v), quat.rotate(a, quat.rotate(b, v)), atol=1e-15)
