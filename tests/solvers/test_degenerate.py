@@ -168,3 +168,14 @@ def test_fully_folded_chain(config):
     chain = solvers.Chain([[0, 0, 0], [0, 0, 2], [0, 0, 0.5], [0, 0, 1.5], [0, 0, 1.0]])
     for target in ([0.0, 0.0, 1.0], [0.0, 3.0, 0.0], [0.0, 0.0, -5.0], [0.0, 0.0, 5.5], [1.0, 1.0, 1.0]):
         check_case(chain, target, config)
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+@pytest.mark.parametrize("offset", [1e-9, 1e-7, 1e-6])
+def test_bone_turned_almost_half_way_round(config, offset):
+    """Two bones (1, 3) along +y; the target at |a - b| = 2 just off the +y
+    axis makes the first bone fold to almost exactly -y (180° - offset). The
+    reported rotation must still take the input direction onto the solved
+    one to 1e-9 (a swing that snaps to an exact half turn is off by ~offset)."""
+    chain = solvers.Chain([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 4.0, 0.0]])
+    check_case(chain, 2.0 * unit([offset, 1.0, 0.0]), config)
