@@ -76,10 +76,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
         raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
         raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
-    if spec.target is obj and spec.target_bone:
-        chain_names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-        if _moves_with(obj, spec.target_bone, chain_names):
-            raise ValueError(f"target bone '{spec.target_bone}' moves with the chain: it cannot be its target")
+    _refuse_target_moving_with_chain(obj, spec)
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
@@ -108,6 +105,19 @@ def _moves_with(obj, bone_name: str, chain_names) -> bool:
             return True
         pbone = pbone.parent
     return False
+
+
+def _refuse_target_moving_with_chain(obj, spec: ChainSpec) -> None:
+    """A target carried by the chain would chase itself (and loop forever in Live mode)."""
+    names = None
+    carrier, bone = spec.target, spec.target_bone
+    while carrier is not None:
+        if carrier is obj and bone:
+            names = names or rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+            if _moves_with(obj, bone, names):
+                raise ValueError(f"the target moves with the chain (through bone '{bone}'): pick another target")
+        bone = carrier.parent_bone if carrier.parent_type == "BONE" else ""
+        carrier = carrier.parent
 
 
 def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOutcome]:

@@ -9,6 +9,10 @@ Conventions (documented for users in the README section on chains):
 - Disconnected bones (offset heads) are allowed: the gap from a bone's head to
   its child's head is part of that bone's link, so the link is rigid in the
   parent's frame and rotating the parent carries the child's head exactly.
+- A chain bone must turn rigidly in armature space. When it inherits a
+  non-uniform scale (a parent's, or from outside the chain), its rotation
+  shears it and changes its length: such chains are refused with a message
+  naming the bone (fix: uniform scale, or Inherit Scale None/Aligned).
 - Everything is read from the evaluated pose (constraints, drivers and
   animation at the current frame), in armature space, so the object's
   transform and parents outside the chain only enter through the root head.
@@ -79,6 +83,8 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True) -> RigCha
     points = np.array(heads + [np.array(reach[:], dtype=float)])
     if not np.all(np.isfinite(points)):
         raise ValueError(f"the pose of chain '{tip}' is not finite")
+    for b, m in zip(bones, mats, strict=True):
+        _check_rigid(b, m)
     frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
     try:
         chain = Chain(points, frames)
@@ -93,3 +99,25 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True) -> RigCha
         parent_matrix=None if parent is None else parent.matrix.copy(),
         chain=chain,
     )
+
+
+# Relative deviation from a similarity transform tolerated (float32 pose data).
+RIGID_TOLERANCE = 1e-4
+
+
+def _check_rigid(pbone, pose: Matrix) -> None:
+    """Refuse a bone whose local rotation is sheared by an inherited non-uniform scale."""
+    if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
+        return  # the constraint's result is not a function of the basis alone; Solve warns instead
+    basis = np.array(pbone.matrix_basis.to_3x3(), dtype=float)
+    try:
+        inherited = np.array(pose.to_3x3(), dtype=float) @ np.linalg.inv(basis)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"bone '{pbone.name}' has zero scale") from exc
+    gram = inherited.T @ inherited
+    c = np.trace(gram) / 3.0
+    if c <= 0.0 or np.max(np.abs(gram - c * np.eye(3))) > RIGID_TOLERANCE * c:
+        raise ValueError(
+            f"bone '{pbone.name}' inherits a non-uniform scale, so rotating it would stretch it:"
+            " use uniform scale on its parents, or set its Inherit Scale to None or Average"
+        )

@@ -188,3 +188,28 @@ def test_live_mode_follows_the_target_without_feedback(scene, ext):
     target.location = (1.0, 1.0, 1.0)
     bpy.context.view_layer.update()
     assert np.linalg.norm(world_point(obj, "b2") - np.array((1.0, 1.0, 1.0))) > 0.1
+
+
+def test_target_carried_by_the_chain_is_refused(scene):
+    obj, target = _rig_with_target()
+    # A bone of the chain itself, and an empty parented to a chain bone.
+    _assert_error_no_change(obj, "moves with the chain", tip="b1", chain_length=2, target=obj.name, target_bone="b2")
+    target.parent, target.parent_type, target.parent_bone = obj, "BONE", "b1"
+    bpy.context.view_layer.update()
+    _assert_error_no_change(obj, "moves with the chain", tip="b2", chain_length=3, target=target.name)
+    # A bone outside the chain (b0 is above a 2-bone chain ending at b2) is fine.
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=2, target=obj.name, target_bone="b0") == {"FINISHED"}
+
+
+def test_live_follows_an_animated_target_on_frame_change(scene):
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.live = "b2", 3, target, True
+    for frame, location in ((1, (1.0, 0.5, 2.0)), (10, (-0.5, 1.0, 1.5))):
+        target.location = location
+        target.keyframe_insert("location", frame=frame)
+    for frame, location in ((10, (-0.5, 1.0, 1.5)), (1, (1.0, 0.5, 2.0))):
+        scene.frame_set(frame)  # frame_change_post: the handler solves
+        bpy.context.view_layer.update()
+        assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
+    item.live = False

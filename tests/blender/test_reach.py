@@ -190,3 +190,50 @@ def test_locked_channels_are_kept_and_reported(scene):
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
     assert obj.pose.bones["b1"].rotation_euler.x == 0.0
     assert obj.chain_ik.chains[0].has_result
+
+
+# Whether `fore` can turn rigidly below a non-uniformly scaled `upper`, per Inherit Scale mode.
+INHERIT_SCALE_RIGID = {
+    "FULL": False,
+    "NONE": True,
+    "ALIGNED": False,
+    "AVERAGE": True,
+    "FIX_SHEAR": False,
+    "NONE_LEGACY": True,
+}
+
+
+@pytest.mark.parametrize("inherit_scale", list(INHERIT_SCALE_RIGID))
+def test_scaled_pose_bones_and_inherit_scale_modes(scene, inherit_scale):
+    obj = bent_rolled_disconnected(matrix_world=TRANSFORMS["rotated"])
+    obj.data.bones["fore"].inherit_scale = inherit_scale
+    obj.data.bones["hand"].use_local_location = False
+    obj.pose.bones["root"].scale = (1.2, 1.2, 1.2)  # uniform outside the chain: fine
+    obj.pose.bones["upper"].scale = (0.9, 1.3, 0.9)  # non-uniform inside the chain
+    obj.pose.bones["fore"].location = (0.05, 0.0, -0.02)
+    chain = ["upper", "fore", "hand"]
+    target = add_empty()
+    _setup(obj, "hand", 3, target, "fabrik")
+    rng = np.random.default_rng(21)
+    for _ in range(2):
+        goal = reachable_target(obj, "hand", chain, rng)
+        target.location = goal
+        before_channels, before_pose, lengths = channel_state(obj), pose_state(obj), bone_lengths(obj)
+        if INHERIT_SCALE_RIGID[inherit_scale]:
+            assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+            _check_solved(obj, "hand", chain, goal, before_channels, before_pose, lengths)
+        else:
+            with pytest.raises(RuntimeError, match="bone 'fore' inherits a non-uniform scale"):
+                bpy.ops.chain_ik.solve()
+            assert channel_state(obj) == before_channels
+
+
+def test_non_uniform_scale_from_outside_the_chain_is_refused(scene):
+    obj = bent_rolled_disconnected()
+    obj.pose.bones["root"].scale = (1.2, 0.8, 1.1)
+    target = add_empty(location=(0.5, 0.5, 1.5))
+    _setup(obj, "hand", 3, target)
+    before = channel_state(obj)
+    with pytest.raises(RuntimeError, match="bone 'upper' inherits a non-uniform scale"):
+        bpy.ops.chain_ik.solve()
+    assert channel_state(obj) == before
