@@ -113,6 +113,9 @@ class CHAINIK_OT_solve(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        if context.scene.tool_settings.use_keyframe_insert_auto:
+            names = [name for o in outcomes for name in o.write.values]
+            rig.write.insert_keyframes(obj, names, context.scene.frame_current)
         locked = [name for o in outcomes for name in o.write.locked]
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
             error = outcome.error

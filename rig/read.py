@@ -109,14 +109,15 @@ def _check_rigid(pbone, pose: Matrix) -> None:
     """Refuse a bone whose local rotation is sheared by an inherited non-uniform scale."""
     if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
         return  # the constraint's result is not a function of the basis alone; Solve warns instead
-    basis = np.array(pbone.matrix_basis.to_3x3(), dtype=float)
-    try:
-        inherited = np.array(pose.to_3x3(), dtype=float) @ np.linalg.inv(basis)
-    except np.linalg.LinAlgError as exc:
-        raise ValueError(f"bone '{pbone.name}' has zero scale") from exc
-    gram = inherited.T @ inherited
-    c = np.trace(gram) / 3.0
-    if c <= 0.0 or np.max(np.abs(gram - c * np.eye(3))) > RIGID_TOLERANCE * c:
+    basis = pbone.matrix_basis.to_3x3()
+    if abs(basis.determinant()) < 1e-12:
+        raise ValueError(f"bone '{pbone.name}' has zero scale")
+    # mathutils, not numpy: 3x3 products on single matrices are ~10x cheaper here.
+    inherited = pose.to_3x3() @ basis.inverted()
+    gram = inherited.transposed() @ inherited
+    c = (gram[0][0] + gram[1][1] + gram[2][2]) / 3.0
+    deviation = max(abs(gram[i][j] - (c if i == j else 0.0)) for i in range(3) for j in range(3))
+    if c <= 0.0 or deviation > RIGID_TOLERANCE * c:
         raise ValueError(
             f"bone '{pbone.name}' inherits a non-uniform scale, so rotating it would stretch it:"
             " use uniform scale on its parents, or set its Inherit Scale to None or Average"

@@ -213,3 +213,18 @@ def test_live_follows_an_animated_target_on_frame_change(scene):
         bpy.context.view_layer.update()
         assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
     item.live = False
+
+
+def test_auto_keying_keys_the_solved_rotations(scene):
+    obj, target = _rig_with_target()
+    scene.tool_settings.use_keyframe_insert_auto = True
+    obj.pose.bones["b1"].rotation_mode = "ZXY"
+    goals = {1: (1.0, 0.5, 2.0), 10: (-0.5, 1.0, 1.5)}
+    for frame, location in goals.items():
+        scene.frame_set(frame)
+        target.location = location
+        assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name) == {"FINISHED"}
+    for frame, location in goals.items():
+        scene.frame_set(frame)
+        assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
+    scene.tool_settings.use_keyframe_insert_auto = False
