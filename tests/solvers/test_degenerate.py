@@ -179,3 +179,26 @@ def test_bone_turned_almost_half_way_round(config, offset):
     one to 1e-9 (a swing that snaps to an exact half turn is off by ~offset)."""
     chain = solvers.Chain([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 4.0, 0.0]])
     check_case(chain, 2.0 * unit([offset, 1.0, 0.0]), config)
+
+
+def _nearly_opposite_cases(count=40, seed=1):
+    """Straight two-bone chains (2, 1.5) whose direction is 1..3e-9 rad away
+    from exactly opposite the target direction; target 1.5 from the root (a
+    regular triangle). The bend-plane vector is then the tiny difference of
+    two nearly opposite unit vectors, just above the 'axis undefined' cut."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(count):
+        u = unit(rng.normal(size=3))
+        v = unit(np.cross(u, rng.normal(size=3)))
+        d = unit(u + rng.uniform(1e-9, 3e-9) * v)
+        cases.append((solvers.Chain([[0.0, 0.0, 0.0], 2.0 * d, 3.5 * d]), -1.5 * u))
+    return cases
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+def test_bone_nearly_opposite_the_target_direction(config):
+    for chain, target in _nearly_opposite_cases():
+        sol = check_case(chain, target, config)
+        if config[0] == "triangulation":
+            assert sol.error <= 1e-9 * chain.total_length, (chain.points.tolist(), target.tolist())
