@@ -31,12 +31,6 @@ VARIANT_ITEMS = [
 ]
 
 
-def _target_poll(self, obj) -> bool:
-    # Any object can be a target except the armature that owns the chain
-    # (targeting itself would move the target with the solve: a feedback loop).
-    return obj is not self.id_data
-
-
 class ChainIKResult(bpy.types.PropertyGroup):
     """The four figures of one solve (the result line, and each Compare row)."""
 
@@ -67,7 +61,9 @@ class ChainIKChain(bpy.types.PropertyGroup):
         description="The tip bone's tail reaches the target; off: its head reaches and the chain starts at its parent",
         default=True,
     )
-    target: PointerProperty(name="Target", type=bpy.types.Object, poll=_target_poll)
+    # No poll= filter: the armature itself is a valid target object when a bone of
+    # it (outside the chain) is the target bone; Solve refuses the other cases.
+    target: PointerProperty(name="Target", type=bpy.types.Object)
     target_bone: StringProperty(
         name="Target Bone", description="With an armature target: the bone whose head is the goal"
     )
