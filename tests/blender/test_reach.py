@@ -237,3 +237,48 @@ def test_non_uniform_scale_from_outside_the_chain_is_refused(scene):
     with pytest.raises(RuntimeError, match="bone 'upper' inherits a non-uniform scale"):
         bpy.ops.chain_ik.solve()
     assert channel_state(obj) == before
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "AXIS_ANGLE"])
+def test_4d_locks_keep_their_components(scene, mode):
+    obj = straight_chain(3)
+    pb = obj.pose.bones["b1"]
+    pb.rotation_mode = mode
+    pb.lock_rotations_4d = True
+    pb.lock_rotation_w = True
+    pb.lock_rotation = (False, True, False)
+    before = channel_state(obj)["b1"]
+    target = add_empty(location=(1.0, 0.5, 1.5))
+    _setup(obj, "b2", 3, target)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    after = channel_state(obj)["b1"]
+    values_before, values_after = (before[2], after[2]) if mode == "QUATERNION" else (before[4], after[4])
+    assert values_after[0] == values_before[0] and values_after[2] == values_before[2]
+    assert all(math.isfinite(v) for v in values_after)
+
+
+def test_axis_angle_keeps_its_axis_direction(scene):
+    obj = straight_chain(2)
+    pb = obj.pose.bones["b0"]
+    pb.rotation_mode = "AXIS_ANGLE"
+    pb.rotation_axis_angle = (-0.3, -1.0, 0.0, 0.0)  # same as +0.3 about +X, written the other way
+    bpy.context.view_layer.update()
+    target = add_empty()
+    target.location = world_point(obj, "b1") + np.array([0.0, 0.2, -0.1])
+    _setup(obj, "b1", 2, target)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    angle, *axis = obj.pose.bones["b0"].rotation_axis_angle
+    assert axis[0] < 0.0  # the axis was not flipped to the other hemisphere
+    assert np.linalg.norm(world_point(obj, "b1") - np.array(target.location[:])) < TOL
+
+
+def test_quaternion_sign_continuity(scene):
+    obj = straight_chain(2)
+    pb = obj.pose.bones["b0"]
+    pb.rotation_quaternion = (-0.98, -0.2, 0.0, 0.0)  # w < 0: the same rotation as its negation
+    bpy.context.view_layer.update()
+    target = add_empty()
+    target.location = world_point(obj, "b1") + np.array([0.0, 0.1, -0.05])
+    _setup(obj, "b1", 2, target)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert obj.pose.bones["b0"].rotation_quaternion.w < 0.0
