@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import quat
@@ -22,6 +24,19 @@ def as_point(value: object, what: str) -> np.ndarray:
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{what} is not finite: {p.tolist()}")
     return p
+
+
+def as_real(value: object, what: str) -> float:
+    """A finite float, or ValueError naming `what`."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be a number, got {value!r}") from exc
+    if not math.isfinite(x):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    return x
 
 
 class Chain:
@@ -70,11 +85,16 @@ class Chain:
         # Remaining reach after each bone (the paper's b), and plain-float
         # copies for the scalar fast path, computed once per chain.
         self.reach_after = np.concatenate((np.cumsum(lengths[::-1])[::-1][1:], [0.0]))
+        # Inner radius of the ball the chain after bone i cannot reach from
+        # bone i's tail (a dominant bone leaves a hole): 2 max(l) - sum(l).
+        longest_after = np.concatenate((np.maximum.accumulate(lengths[::-1])[::-1][1:], [0.0]))
+        self.inner_after = np.maximum(0.0, 2.0 * longest_after - self.reach_after)
         self._scalar = (
             tuple(map(tuple, pts.tolist())),
             tuple(lengths.tolist()),
             tuple(map(tuple, self.directions.tolist())),
             tuple(self.reach_after.tolist()),
+            tuple(self.inner_after.tolist()),
             tuple(map(tuple, self.fallback_axes.tolist())),
         )
 

@@ -35,11 +35,13 @@ def run(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Iterate `step` on every target until it is within `tolerance`, stalls
     or hits `max_iterations`. Targets at or beyond full reach are answered at
-    once with the straight chain (FABRIK's unreachable branch, for all)."""
+    once with the straight chain (FABRIK's unreachable branch, for all), and
+    so are those within `tolerance` of it, which the straight chain reaches."""
     m = targets.shape[0]
     points = np.array(np.broadcast_to(chain.points if start is None else start, (m,) + chain.points.shape))
     iterations = np.zeros(m, dtype=np.int64)
-    far = np.linalg.norm(targets - chain.root, axis=1) >= chain.total_length * (1.0 - 1e-12)
+    # Within tolerance of full reach the straight chain already reaches.
+    far = np.linalg.norm(targets - chain.root, axis=1) >= chain.total_length - tolerance
     if np.any(far):
         points[far] = straight_toward(chain, targets[far])
         iterations[far] = 1

@@ -10,17 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import quat
-from .chain import Chain
+from .chain import Chain, as_real
 
 VARIANTS = ("dls", "pseudoinverse", "transpose")
 
 
 def check_options(variant: str, damping: float, max_step: float) -> None:
-    if variant not in VARIANTS:
+    if not isinstance(variant, str) or variant not in VARIANTS:
         raise ValueError(f"unknown jacobian variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-    if not (np.isfinite(damping) and damping >= 0.0):
+    if as_real(damping, "damping") < 0.0:
         raise ValueError(f"damping must be a finite number >= 0, got {damping!r}")
-    if not (np.isfinite(max_step) and max_step > 0.0):
+    if as_real(max_step, "max_step") <= 0.0:
         raise ValueError(f"max_step must be a positive angle in radians, got {max_step!r}")
 
 

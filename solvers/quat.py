@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# Below this |sin| two unit vectors are treated as parallel: the cross product
-# no longer defines an axis (paper §3.1.1).
-PARALLEL_EPS = 1e-12
+# |u x v| (unit vectors) below this does not define an axis: far above the
+# rounding noise of nearly (anti)parallel vectors, so the choice is stable.
+AXIS_EPS = 1e-10
 
 
 def normalize(v: np.ndarray) -> np.ndarray:
@@ -68,16 +68,27 @@ def from_rotation_vector(rv: np.ndarray) -> np.ndarray:
 def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray:
     """Shortest-arc rotation taking unit `u` onto unit `v` (no twist about `u`).
 
-    For opposite vectors the arc is ambiguous; it turns 180° about
-    `fallback_axis` (a unit vector perpendicular to `u`).
+    Exact to rounding at every angle: (1 + u.v, u x v) where u.v >= 0; past
+    90°, where 1 + u.v cancels, the angle from atan2 and the axis
+    re-orthogonalised to `u`; and near a half turn, where u x v is noise,
+    a half turn about `fallback_axis` (unit, perpendicular to `u`) followed
+    by the small swing from -u onto `v`.
     """
-    dot = np.sum(u * v, axis=-1)
     cross = np.cross(u, v)
+    s = np.linalg.norm(cross, axis=-1)
+    dot = np.sum(u * v, axis=-1)
     q = np.concatenate(((1.0 + dot)[..., None], cross), axis=-1)
-    opposite = (1.0 + dot) < PARALLEL_EPS
-    if np.any(opposite):
-        flip = np.concatenate((np.zeros(fallback_axis.shape[:-1] + (1,)), fallback_axis), axis=-1)
-        q = np.where(opposite[..., None], np.broadcast_to(flip, q.shape), q)
+    obtuse = dot < 0.0
+    if np.any(obtuse):
+        defined = s > AXIS_EPS
+        axis = cross / np.where(defined, s, 1.0)[..., None]
+        axis = normalize(axis - np.sum(axis * u, axis=-1, keepdims=True) * u)
+        half = 0.5 * np.arctan2(s, dot)
+        wide = np.concatenate((np.cos(half)[..., None], np.sin(half)[..., None] * axis), axis=-1)
+        flip = np.concatenate((np.zeros_like(dot)[..., None], fallback_axis), axis=-1)
+        rest = np.concatenate(((1.0 - dot)[..., None], np.cross(-u, v)), axis=-1)
+        turned = multiply(normalize(rest), flip)
+        q = np.where(obtuse[..., None], np.where(defined[..., None], wide, turned), q)
     return normalize(q)
 
 

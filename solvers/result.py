@@ -13,8 +13,10 @@ from .chain import Chain
 @dataclass(frozen=True, slots=True)
 class Solution:
     """One solve. `rotations[i]` is the world-space rotation taking bone i from
-    its input orientation to its solved one (the minimal swing: no invented
-    twist), so `solved_direction = rotate(rotations[i], input_direction)`."""
+    its input orientation to its solved one, so `solved_direction =
+    rotate(rotations[i], input_direction)`. Position-only solvers use the
+    minimal swing relative to the parent (see `swing_rotations`): no twist is
+    invented in any bone's local rotation."""
 
     points: np.ndarray  # (n+1, 3)
     rotations: np.ndarray  # (n, 4) unit quaternions (w, x, y, z)
@@ -56,21 +58,39 @@ class BatchSolution:
 
 
 def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
-    """Minimal-swing rotations (..., n, 4) from `chain`'s bones to `points`."""
+    """World rotations (..., n, 4) taking the chain's bones to `points`, built
+    root to tip so that each bone turns by the minimal swing *relative to its
+    parent*: bone i first inherits its parent's rotation R_{i-1}, then swings
+    from that inherited direction onto its solved one. A bone's local (parent-
+    relative) rotation therefore never gains twist about its own axis, which
+    is what Blender shows in the bone's rotation channels."""
     solved = quat.normalize(np.diff(points, axis=-2))
-    rest = np.broadcast_to(chain.directions, solved.shape)
-    fallback = np.broadcast_to(chain.fallback_axes, solved.shape)
-    return quat.swing(rest, solved, fallback)
+    shape = solved.shape[:-2]
+    rots = np.empty(shape + (chain.n_bones, 4))
+    inherited = np.zeros(shape + (4,))
+    inherited[..., 0] = 1.0
+    for i in range(chain.n_bones):
+        cur = quat.rotate(inherited, np.broadcast_to(chain.directions[i], shape + (3,)))
+        axis = quat.rotate(inherited, np.broadcast_to(chain.fallback_axes[i], shape + (3,)))
+        inherited = quat.normalize(quat.multiply(quat.swing(cur, solved[..., i, :], axis), inherited))
+        rots[..., i, :] = inherited
+    return rots
 
 
 def batch_result(
-    chain: Chain, points: np.ndarray, targets: np.ndarray, iterations: np.ndarray, tolerance: float, method: str
+    chain: Chain,
+    points: np.ndarray,
+    targets: np.ndarray,
+    iterations: np.ndarray,
+    tolerance: float,
+    method: str,
+    rotations: np.ndarray | None = None,
 ) -> BatchSolution:
     """Package solved points (m, n+1, 3) with their rotations and errors."""
     error = np.linalg.norm(points[:, -1] - targets, axis=-1)
     return BatchSolution(
         points,
-        swing_rotations(chain, points),
+        swing_rotations(chain, points) if rotations is None else rotations,
         np.asarray(iterations, dtype=np.int64),
         error,
         error <= tolerance,

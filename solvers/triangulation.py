@@ -25,7 +25,8 @@ import math
 import numpy as np
 
 from . import quat
-from .chain import Chain
+from .chain import Chain, as_real
+from .quat import AXIS_EPS
 from .result import BatchSolution, Solution, batch_result
 
 BAND = 1e-12
@@ -33,130 +34,152 @@ BAND = 1e-12
 
 def check_fold_angle(fold_angle: float) -> float:
     """The fold angle in radians; any value in [90°, 180°] keeps reachability."""
-    fold = float(fold_angle)
-    if not math.isfinite(fold) or not 90.0 <= fold <= 180.0:
+    fold = as_real(fold_angle, "fold_angle")
+    if not 90.0 <= fold <= 180.0:
         raise ValueError(f"fold_angle must be between 90 and 180 degrees, got {fold_angle!r}")
     return math.radians(fold)
 
 
 def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> Solution:
-    """Scalar fast path: plain floats, no numpy until the result is packed."""
-    fold = check_fold_angle(fold_angle)
-    cos_fold, sin_fold = math.cos(fold), math.sin(fold)
-    pts, lengths, dirs, reach, fallbacks = chain._scalar
+    """Scalar fast path: plain floats, no numpy until the result is packed.
+
+    The accumulated quaternion q after joint i is bone i's output rotation:
+    inherited from the parents, then the minimal swing onto its new direction.
+    """
+    cos_fold = -1.0 if fold_angle == 180.0 else math.cos(check_fold_angle(fold_angle))
+    pts, lengths, dirs, reach, inner, fallbacks = chain._scalar
     tx, ty, tz = float(target[0]), float(target[1]), float(target[2])
     band = BAND * chain.total_length
-    n = len(lengths)
     px, py, pz = pts[0]
     out = [pts[0]]
+    rots = []
     qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0  # rotation inherited from the parents
     axis = None  # last joint's rotation axis (§3.1.1)
-    i = 0
-    while i < n:
-        a, b = lengths[i], reach[i]
-        cx, cy, cz = tx - px, ty - py, tz - pz
-        c = math.sqrt(cx * cx + cy * cy + cz * cz)
-        if c >= a + b - band:
-            # Full triangle formed or out of reach: this bone and all after it
-            # point straight at the target (§3.1.2, §3.1.3).
-            cx, cy, cz = cx / c, cy / c, cz / c
-            for k in range(i, n):
-                px, py, pz = px + lengths[k] * cx, py + lengths[k] * cy, pz + lengths[k] * cz
-                out.append((px, py, pz))
-            break
+    straight = False
+    for i, a in enumerate(lengths):
+        b = reach[i]
         # Current direction of bone i: its input direction turned by its parents.
         dx, dy, dz = dirs[i]
         ux, uy, uz = 2.0 * (qy * dz - qz * dy), 2.0 * (qz * dx - qx * dz), 2.0 * (qx * dy - qy * dx)
         ax = dx + qw * ux + qy * uz - qz * uy
         ay = dy + qw * uy + qz * ux - qx * uz
         az = dz + qw * uz + qx * uy - qy * ux
-        if c <= band:
+        if not straight:
+            cx, cy, cz = tx - px, ty - py, tz - pz
+            c = math.sqrt(cx * cx + cy * cy + cz * cz)
+            # Full triangle formed, or out of reach: this bone and all after it
+            # point straight at the target (§3.1.2, §3.1.3).
+            straight = c >= a + b - band
+            if c > band:
+                cx, cy, cz = cx / c, cy / c, cz / c
+        if straight:
+            nx, ny, nz = cx, cy, cz
+        elif c <= band:
             nx, ny, nz = ax, ay, az  # target on this joint: any direction serves
+        elif c <= abs(a - b) + band and a > b:
+            nx, ny, nz = cx, cy, cz  # too close and unreachable: point at it
         else:
-            cx, cy, cz = cx / c, cy / c, cz / c
-            if c <= abs(a - b) + band and a > b:
-                nx, ny, nz = cx, cy, cz  # too close and unreachable: point at it
+            if c <= abs(a - b) + band:
+                # Fold (paper: delta_b = 180°). A smaller fold angle must still
+                # leave the next joint outside the rest's unreachable hole.
+                cos_d = cos_fold
+                if fold_angle != 180.0:
+                    r = inner[i]
+                    cos_d = min(cos_d, max(-1.0, (a * a + c * c - r * r) / (2.0 * a * c)))
+                sin_d = math.sqrt(max(0.0, 1.0 - cos_d * cos_d))
             else:
-                if c <= abs(a - b) + band:
-                    cos_d, sin_d = cos_fold, sin_fold  # fold (paper: delta_b = 180°)
-                else:
-                    cos_d = (a * a + c * c - b * b) / (2.0 * a * c)  # eq. 5
-                    cos_d = 1.0 if cos_d > 1.0 else (-1.0 if cos_d < -1.0 else cos_d)
-                    sin_d = math.sqrt(1.0 - cos_d * cos_d)
-                # Unit vector in the bend plane, perpendicular to c, on a's side.
-                dot = ax * cx + ay * cy + az * cz
-                wx, wy, wz = ax - dot * cx, ay - dot * cy, az - dot * cz
-                wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-                if wn <= 1e-9:
-                    # a parallel to c: the axis is undefined (§3.1.1).
-                    if axis is None:
-                        fx, fy, fz = fallbacks[i]
-                        ux, uy, uz = 2.0 * (qy * fz - qz * fy), 2.0 * (qz * fx - qx * fz), 2.0 * (qx * fy - qy * fx)
-                        rx = fx + qw * ux + qy * uz - qz * uy
-                        ry = fy + qw * uy + qz * ux - qx * uz
-                        rz = fz + qw * uz + qx * uy - qy * ux
-                    else:
-                        rx, ry, rz = axis
-                    # w = r x c, so turning about r moves c toward w.
-                    wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
-                    wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-                    if wn <= 1e-9:  # the remembered axis is along c too
-                        fx, fy, fz = fallbacks[i]
-                        wx, wy, wz = fy * cz - fz * cy, fz * cx - fx * cz, fx * cy - fy * cx
-                        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-                        if wn <= 1e-9:
-                            k = 0 if abs(cx) <= min(abs(cy), abs(cz)) else (1 if abs(cy) <= abs(cz) else 2)
-                            ex = (1.0 if k == 0 else 0.0, 1.0 if k == 1 else 0.0, 1.0 if k == 2 else 0.0)
-                            wx, wy, wz = ex[1] * cz - ex[2] * cy, ex[2] * cx - ex[0] * cz, ex[0] * cy - ex[1] * cx
-                            wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-                nx, ny, nz = cos_d * cx + sin_d * wx / wn, cos_d * cy + sin_d * wy / wn, cos_d * cz + sin_d * wz / wn
-                # w comes from nearly parallel vectors when a is close to c:
-                # renormalise so the bone length stays exact.
-                nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-                nx, ny, nz = nx / nn, ny / nn, nz / nn
+                cos_d = (a * a + c * c - b * b) / (2.0 * a * c)  # eq. 5
+                cos_d = 1.0 if cos_d > 1.0 else (-1.0 if cos_d < -1.0 else cos_d)
+                sin_d = math.sqrt(1.0 - cos_d * cos_d)
+            # Unit vector in the bend plane, perpendicular to c, on a's side.
+            dot = ax * cx + ay * cy + az * cz
+            wx, wy, wz = ax - dot * cx, ay - dot * cy, az - dot * cz
+            # Project twice: with a nearly (anti)parallel to c the first pass
+            # leaves rounding noise along c that is large next to |w|.
+            dot = wx * cx + wy * cy + wz * cz
+            wx, wy, wz = wx - dot * cx, wy - dot * cy, wz - dot * cz
+            wn = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if wn <= 1e-9:
+                wx, wy, wz = _undefined_plane(axis, fallbacks[i], (qw, qx, qy, qz), (cx, cy, cz))
+                wn = 1.0
+            nx, ny, nz = cos_d * cx + sin_d * wx / wn, cos_d * cy + sin_d * wy / wn, cos_d * cz + sin_d * wz / wn
+            # w comes from nearly parallel vectors when a is close to c:
+            # renormalise so the bone length stays exact.
+            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
+            nx, ny, nz = nx / nn, ny / nn, nz / nn
         # Children inherit the swing a -> n (eq. 7's axis a x c), composed onto q.
         sx, sy, sz = ay * nz - az * ny, az * nx - ax * nz, ax * ny - ay * nx
-        sw = 1.0 + ax * nx + ay * ny + az * nz
+        dot = ax * nx + ay * ny + az * nz
         sn = math.sqrt(sx * sx + sy * sy + sz * sz)
-        if sn > 1e-12:
+        if sn > AXIS_EPS:
             axis = (sx / sn, sy / sn, sz / sn)
-        if sw < 1e-12:  # a half turn: about the remembered or fallback axis
-            sw = 0.0
-            sx, sy, sz = axis if axis is not None else fallbacks[i]
-            sn = 1.0
-        norm = math.sqrt(sw * sw + sn * sn)
-        sw, sx, sy, sz = sw / norm, sx / norm, sy / norm, sz / norm
+        if dot >= 0.0:  # (1 + a.n, a x n) is accurate here
+            sw = 1.0 + dot
+            norm = math.sqrt(sw * sw + sn * sn)
+            sw, sx, sy, sz = sw / norm, sx / norm, sy / norm, sz / norm
+        else:
+            fb = _rotate((qw, qx, qy, qz), fallbacks[i])
+            sw, sx, sy, sz = _obtuse_swing((ax, ay, az), (nx, ny, nz), (sx, sy, sz), sn, dot, fb)
         qw, qx, qy, qz = (
             sw * qw - sx * qx - sy * qy - sz * qz,
             sw * qx + sx * qw + sy * qz - sz * qy,
             sw * qy - sx * qz + sy * qw + sz * qx,
             sw * qz + sx * qy - sy * qx + sz * qw,
         )
+        rots.append((qw, qx, qy, qz))
         px, py, pz = px + a * nx, py + a * ny, pz + a * nz
         out.append((px, py, pz))
-        i += 1
     ex, ey, ez = px - tx, py - ty, pz - tz
     error = math.sqrt(ex * ex + ey * ey + ez * ez)
-    return Solution(
-        np.array(out), _swings(out, lengths, dirs, fallbacks), 1, error, error <= tolerance, "triangulation"
+    return Solution(np.array(out), np.array(rots), 1, error, error <= tolerance, "triangulation")
+
+
+def _rotate(q: tuple, v: tuple) -> tuple:
+    qw, qx, qy, qz = q
+    vx, vy, vz = v
+    ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+    return (vx + qw * ux + qy * uz - qz * uy, vy + qw * uy + qz * ux - qx * uz, vz + qw * uz + qx * uy - qy * ux)
+
+
+def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, fallback: tuple) -> tuple:
+    """Swing quaternion a -> n past 90°, exact to rounding (see quat.swing)."""
+    ax, ay, az = a
+    if sn > AXIS_EPS:
+        # 1 + a.n cancels here: the angle from atan2, the axis kept normal to a.
+        rx, ry, rz = cross[0] / sn, cross[1] / sn, cross[2] / sn
+        along = rx * ax + ry * ay + rz * az
+        rx, ry, rz = rx - along * ax, ry - along * ay, rz - along * az
+        half = 0.5 * math.atan2(sn, dot)
+        s = math.sin(half) / math.sqrt(rx * rx + ry * ry + rz * rz)
+        return math.cos(half), s * rx, s * ry, s * rz
+    # Nearly a half turn: a x n is noise. Turn half way round the bone's own
+    # X axis (fallback), then the small swing from -a onto n.
+    nx, ny, nz = n
+    hw, hx, hy, hz = 1.0 - dot, az * ny - ay * nz, ax * nz - az * nx, ay * nx - ax * ny
+    norm = math.sqrt(hw * hw + hx * hx + hy * hy + hz * hz)
+    hw, hx, hy, hz = hw / norm, hx / norm, hy / norm, hz / norm
+    fx, fy, fz = fallback
+    return (
+        -hx * fx - hy * fy - hz * fz,
+        hw * fx + hy * fz - hz * fy,
+        hw * fy - hx * fz + hz * fx,
+        hw * fz + hx * fy - hy * fx,
     )
 
 
-def _swings(out: list, lengths: tuple, dirs: tuple, fallbacks: tuple) -> np.ndarray:
-    """Minimal-swing rotation of each bone from its input to its solved direction."""
-    rots = []
-    for i, (dx, dy, dz) in enumerate(dirs):
-        (x0, y0, z0), (x1, y1, z1) = out[i], out[i + 1]
-        inv = 1.0 / lengths[i]
-        vx, vy, vz = (x1 - x0) * inv, (y1 - y0) * inv, (z1 - z0) * inv
-        w = 1.0 + dx * vx + dy * vy + dz * vz
-        if w < 1e-12:
-            rots.append((0.0,) + fallbacks[i])
-            continue
-        x, y, z = dy * vz - dz * vy, dz * vx - dx * vz, dx * vy - dy * vx
-        norm = math.sqrt(w * w + x * x + y * y + z * z)
-        rots.append((w / norm, x / norm, y / norm, z / norm))
-    return np.array(rots)
+def _undefined_plane(axis: tuple | None, fallback: tuple, q: tuple, c: tuple) -> tuple:
+    """§3.1.1: bone and target vector are parallel, so a x c is undefined.
+    Turn about the last joint's axis, else the bone's own (inherited) frame X
+    axis; returns the unit bend direction r x c, perpendicular to c."""
+    cx, cy, cz = c
+    candidates = ([axis] if axis is not None else []) + [_rotate(q, fallback), fallback]
+    for rx, ry, rz in candidates:
+        wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
+        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
+        if wn > 1e-9:
+            return wx / wn, wy / wn, wz / wn
+    (px, py, pz) = quat.any_perpendicular(np.array(c)).tolist()
+    return px, py, pz
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -173,8 +196,7 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
 
     Vectors are stored component-major, (3, m), so every operation is a
     plain elementwise ufunc over m values (no small-axis reductions)."""
-    fold = check_fold_angle(fold_angle)
-    cos_fold, sin_fold = math.cos(fold), math.sin(fold)
+    cos_fold = -1.0 if fold_angle == 180.0 else math.cos(check_fold_angle(fold_angle))
     m, n = targets.shape[0], chain.n_bones
     band = BAND * chain.total_length
     t = np.ascontiguousarray(targets.T)
@@ -183,6 +205,7 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
     p[:] = chain.root[:, None]
     q = np.zeros((4, m))
     q[0] = 1.0
+    rots = np.empty((n, 4, m))
     axis = np.zeros((3, m))
     has_axis = np.zeros(m, dtype=bool)
     for i in range(n):
@@ -193,12 +216,17 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
         cur = _qrotate(q, np.broadcast_to(chain.directions[i][:, None], (3, m)))
         straight = c >= a + b - band
         close = ~straight & (c <= abs(a - b) + band)
-        cos_d = np.clip((a * a + c * c - b * b) / (2.0 * a * np.where(c > 0, c, 1.0)), -1.0, 1.0)
-        sin_d = np.sqrt(1.0 - cos_d * cos_d)
+        safe_c = np.where(c > 0, c, 1.0)
+        cos_d = np.clip((a * a + c * c - b * b) / (2.0 * a * safe_c), -1.0, 1.0)
         if np.any(close):
-            cos_d[close] = cos_fold
-            sin_d[close] = sin_fold
+            fold_cos = np.full(m, cos_fold)
+            if fold_angle != 180.0:  # stay out of the rest's unreachable hole
+                r = chain.inner_after[i]
+                fold_cos = np.minimum(fold_cos, np.maximum(-1.0, (a * a + c * c - r * r) / (2.0 * a * safe_c)))
+            cos_d = np.where(close, fold_cos, cos_d)
+        sin_d = np.sqrt(np.maximum(0.0, 1.0 - cos_d * cos_d))
         perp = cur - np.einsum("ij,ij->j", cur, chat) * chat
+        perp -= np.einsum("ij,ij->j", perp, chat) * chat  # twice: see solve_one
         pn = np.sqrt(np.einsum("ij,ij->j", perp, perp))
         undefined = pn <= 1e-9
         if np.any(undefined):
@@ -220,23 +248,24 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
             perp[:, k] = w
             pn[k] = wn
         new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
-        new /= np.sqrt(np.einsum("ij,ij->j", new, new))  # exact bone length (see solve_one)
+        nn = np.sqrt(np.einsum("ij,ij->j", new, new))
+        new /= np.where(nn > 0.0, nn, 1.0)  # exact bone length (see solve_one)
         direct = straight | (close & (a > b))
         new = np.where(direct, chat, new)
         new = np.where(~straight & (c <= band), cur, new)
         # Children inherit the swing cur -> new (axis cur x new), composed onto q.
         cross = _cross(cur, new)
         cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
-        moved = cn > 1e-12
+        moved = cn > AXIS_EPS
         axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)
         has_axis |= moved
-        sw = 1.0 + np.einsum("ij,ij->j", cur, new)
-        half = sw < 1e-12
-        if np.any(half):
-            fallback = np.where(has_axis, axis, chain.fallback_axes[i][:, None])
-            cross = np.where(half, fallback, cross)
-            sw = np.where(half, 0.0, sw)
-        s = np.concatenate((sw[None], cross))
+        dot = np.einsum("ij,ij->j", cur, new)
+        s = np.concatenate(((1.0 + dot)[None], cross))
+        obtuse = dot < 0.0
+        if np.any(obtuse):  # 1 + cur.new cancels: see quat.swing
+            k = np.flatnonzero(obtuse)
+            fb = _qrotate(q[:, k], np.broadcast_to(chain.fallback_axes[i][:, None], (3, k.size)))
+            s[:, k] = quat.swing(cur[:, k].T, new[:, k].T, fb.T).T
         s /= np.sqrt(np.einsum("ij,ij->j", s, s))
         q = np.stack(
             (
@@ -246,8 +275,15 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
                 s[0] * q[3] + s[1] * q[2] - s[2] * q[1] + s[3] * q[0],
             )
         )
+        rots[i] = q
         p = p + a * new
         points[i + 1] = p
     return batch_result(
-        chain, points.transpose(2, 0, 1), targets, np.ones(m, dtype=np.int64), tolerance, "triangulation"
+        chain,
+        points.transpose(2, 0, 1),
+        targets,
+        np.ones(m, dtype=np.int64),
+        tolerance,
+        "triangulation",
+        rots.transpose(2, 0, 1),
     )
