@@ -16,30 +16,27 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Matrix, Vector
 
-# A 3x3 part with smallest singular value below this (relative to the largest)
-# cannot be inverted reliably.
+# A 3x3 part whose determinant is below this fraction of (Frobenius norm)^3 has
+# an axis scaled to (nearly) zero and cannot be inverted reliably.
 MIN_RELATIVE_SCALE = 1e-9
-
-
-def _as_numpy(matrix: Matrix) -> np.ndarray:
-    return np.array(matrix, dtype=float)
 
 
 @dataclass(frozen=True)
 class ObjectSpace:
-    """An armature object's transform, checked once per solve."""
+    """An armature object's transform, checked once per solve (mathutils: cheap for one matrix)."""
 
-    matrix: np.ndarray  # (4, 4) matrix_world
-    stretch: float  # largest singular value of the 3x3 part
+    matrix: Matrix  # matrix_world
+    inverse: Matrix
+    stretch: float  # Frobenius norm of the 3x3 part: >= its largest singular value
 
     def to_local(self, point_world) -> np.ndarray:
         p = np.asarray(point_world, dtype=float)
         if p.shape != (3,) or not np.all(np.isfinite(p)):
             raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
-        return np.linalg.solve(self.matrix[:3, :3], p - self.matrix[:3, 3])
+        return np.array(self.inverse @ Vector(p.tolist()), dtype=float)
 
     def to_world(self, point) -> np.ndarray:
-        return self.matrix[:3, :3] @ np.asarray(point, dtype=float) + self.matrix[:3, 3]
+        return np.array(self.matrix @ Vector([float(x) for x in point]), dtype=float)
 
     def distance_to_local(self, distance: float) -> float:
         """An armature-space distance that is at most `distance` in world space in any direction."""
@@ -48,18 +45,20 @@ class ObjectSpace:
 
 def object_space(obj) -> ObjectSpace:
     """The object's transform, or ValueError if it cannot be inverted (zero scale, non-finite)."""
-    m = _as_numpy(obj.matrix_world)
-    if not np.all(np.isfinite(m)):
+    m = obj.matrix_world.copy()
+    if not is_finite_matrix(m):
         raise ValueError(f"object '{obj.name}' has a non-finite transform")
-    s = np.linalg.svd(m[:3, :3], compute_uv=False)
-    if s[0] <= 0.0 or s[-1] <= MIN_RELATIVE_SCALE * s[0]:
+    m3 = m.to_3x3()
+    fro = math.sqrt(sum(x * x for row in m3 for x in row))
+    # |det| is the product of the singular values: tiny against fro^3 means some axis is ~0.
+    if fro == 0.0 or abs(m3.determinant()) <= MIN_RELATIVE_SCALE * fro**3:
         raise ValueError(f"object '{obj.name}' has zero scale on some axis; it cannot be posed by IK")
-    return ObjectSpace(m, float(s[0]))
+    return ObjectSpace(m, m.inverted(), fro)
 
 
 def check_object_matrix(obj) -> np.ndarray:
     """The object's matrix_world as (4, 4) numpy, or ValueError if unusable."""
-    return object_space(obj).matrix
+    return np.array(object_space(obj).matrix, dtype=float)
 
 
 def world_to_armature(obj, point_world) -> np.ndarray:
