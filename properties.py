@@ -20,7 +20,9 @@ from bpy.props import (
 
 from .solvers import JACOBIAN_VARIANTS, METHODS, OPTIONS
 
-METHOD_ITEMS = [(name, name.capitalize() if name != "ccd" else "CCD", desc) for name, desc in METHODS.items()]
+METHOD_LABELS = {"triangulation": "Triangulation", "fabrik": "FABRIK", "ccd": "CCD", "jacobian": "Jacobian"}
+# Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.
+METHOD_ITEMS = [(name, METHOD_LABELS.get(name, name.title()), desc) for name, desc in METHODS.items()]
 VARIANT_DESCRIPTIONS = {
     "dls": "Damped least squares: stable near singular poses",
     "pseudoinverse": "Moore-Penrose pseudoinverse: fast, can jump near singular poses",

@@ -80,7 +80,8 @@ class CHAINIK_OT_solve(bpy.types.Operator):
             overrides = {
                 "tip": self.tip or None,
                 "chain_length": self.chain_length or None,
-                "target_bone": self.target_bone or None,
+                # A target given by name brings its own bone (or none), never the panel's.
+                "target_bone": self.target_bone or ("" if self.target else None),
                 "method": self.method or None,
             }
             if self.target:

@@ -228,3 +228,14 @@ def test_auto_keying_keys_the_solved_rotations(scene):
         scene.frame_set(frame)
         assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
     scene.tool_settings.use_keyframe_insert_auto = False
+
+
+def test_target_argument_does_not_inherit_the_panel_target_bone(scene):
+    obj, target = _rig_with_target()
+    other = straight_chain(1, name="Goal")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.target_bone = "b2", 3, other, "b0"
+    assert bpy.ops.chain_ik.solve(target=target.name) == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
