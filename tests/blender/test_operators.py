@@ -182,6 +182,11 @@ def test_live_mode_follows_the_target_without_feedback(scene, ext):
         bpy.context.view_layer.update()  # runs depsgraph_update_post: the handler solves
         bpy.context.view_layer.update()  # let the written pose evaluate
         assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
+    # The armature moves: the chain follows the (still) target.
+    obj.location = (0.3, -0.2, 0.1)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
     # Nothing moved: a further update solves nothing (no loop through our own writes).
     assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
     item.live = False
