@@ -59,8 +59,10 @@ def solve_live(scene, depsgraph) -> int:
             _signatures[key] = sig
             try:
                 outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
-            except ValueError:
-                continue  # Live mode stays quiet; Solve reports the same error in words.
+            except (ValueError, ReferenceError):
+                # Live mode stays quiet (it runs on every update); Solve reports the same
+                # error in words. ReferenceError: a target removed mid-update.
+                continue
             rig.apply(obj, outcome.write.values)
             store_result(item, outcome)
             solved += 1
