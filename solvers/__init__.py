@@ -9,6 +9,7 @@ sol.points, sol.rotations, sol.error, sol.reached, sol.iterations
 from .api import DEFAULT_RELATIVE_TOLERANCE, METHODS, OPTIONS, solve, solve_batch
 from .chain import Chain
 from .jacobian import VARIANTS as JACOBIAN_VARIANTS
+from .limits import JointLimits, make_limits
 from .metrics import rotation_cost
 from .result import BatchSolution, Solution
 
@@ -23,4 +24,6 @@ __all__ = [
     "JACOBIAN_VARIANTS",
     "DEFAULT_RELATIVE_TOLERANCE",
     "rotation_cost",
+    "JointLimits",
+    "make_limits",
 ]

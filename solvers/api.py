@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import ccd, fabrik, iterate, jacobian, triangulation
+from . import ccd, constrained, fabrik, iterate, jacobian, triangulation
 from .chain import Chain, as_point
 from .result import BatchSolution, Solution, batch_result
 
@@ -64,8 +64,9 @@ def _iterative(
         step = ccd.make_step(chain)
     else:
         step = jacobian.make_step(chain, **options)
-    points, iterations = iterate.run(chain, targets, tolerance, max_iterations, step)
-    return batch_result(chain, points, targets, iterations, tolerance, method)
+    points, iterations, local = iterate.run(chain, targets, tolerance, max_iterations, step)
+    rotations = None if local is None else constrained.rotations(chain, constrained.forward(chain, local)[0])
+    return batch_result(chain, points, targets, iterations, tolerance, method, rotations)
 
 
 def solve(
@@ -88,6 +89,8 @@ def solve(
     tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
     t = as_point(target, "target")
     if method == "triangulation":
+        if chain.limits is not None:  # the vectorised pass carries the limits
+            return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
         return triangulation.solve_one(chain, t, tol, **options)
     return _iterative(chain, t[None, :], method, tol, iters, options)[0]
 

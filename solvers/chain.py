@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from . import quat
+from .limits import JointLimits
 
 # A bone shorter than this fraction of the whole chain counts as zero-length:
 # its direction (and so any rotation of it) is undefined.
@@ -39,17 +40,42 @@ def as_real(value: object, what: str) -> float:
     return x
 
 
+def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
+    try:
+        q = np.array(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be quaternions (w, x, y, z): {exc}") from exc
+    if q.shape != shape or not np.all(np.isfinite(q)):
+        raise ValueError(f"{what} must be finite with shape {shape}, got {q.shape}")
+    norms = np.linalg.norm(q, axis=-1, keepdims=True)
+    if np.any(np.abs(norms - 1.0) > 1e-6):
+        raise ValueError(f"{what} quaternions must be unit length")
+    return q / norms
+
+
 class Chain:
     """A serial chain of n >= 1 bones given by its n+1 joint positions.
 
     `points` (n+1, 3): root first, tip last. Bone lengths are fixed from them.
+    `limits` (see `make_limits`) restrict each bone's local rotation; they
+    need `frames`, and optionally `reference` (each bone's rest orientation in
+    its parent's frame, (n, 4); default: the input pose is the rest pose) and
+    `base_frame` (the root's parent frame, (4,); default: identity).
     `frames` (optional): each bone's world orientation, as (n, 4) unit
     quaternions (w, x, y, z) or (n, 3, 3) rotation matrices. Solvers carry
     them through (`Solution.frames`), so bone roll/twist survives a solve, and
     a bone's frame X axis is the tie-breaker when a rotation axis is undefined.
     """
 
-    def __init__(self, points: object, frames: object | None = None) -> None:
+    def __init__(
+        self,
+        points: object,
+        frames: object | None = None,
+        *,
+        limits: JointLimits | None = None,
+        reference: object | None = None,
+        base_frame: object | None = None,
+    ) -> None:
         try:
             pts = np.array(points, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -82,6 +108,7 @@ class Chain:
             perp = x_axes - along * self.directions
             ok = np.linalg.norm(perp, axis=1) > 1e-6
             self.fallback_axes = np.where(ok[:, None], quat.normalize(perp), quat.any_perpendicular(self.directions))
+        self._read_joints(limits, reference, base_frame)
         # Remaining reach after each bone (the paper's b), and plain-float
         # copies for the scalar fast path, computed once per chain.
         self.reach_after = np.concatenate((np.cumsum(lengths[::-1])[::-1][1:], [0.0]))
@@ -89,6 +116,11 @@ class Chain:
         # bone i's tail (a dominant bone leaves a hole): 2 max(l) - sum(l).
         longest_after = np.concatenate((np.maximum.accumulate(lengths[::-1])[::-1][1:], [0.0]))
         self.inner_after = np.maximum(0.0, 2.0 * longest_after - self.reach_after)
+        # A fold narrower than 180° keeps the next joint this far out: just
+        # past the hole, so the next triangle is not exactly flat (where its
+        # angle is a square root of rounding noise).
+        margin = np.minimum(1e-6 * total, 0.5 * (self.reach_after - self.inner_after))
+        self.fold_guard = tuple(np.where(self.inner_after > 0.0, self.inner_after + margin, 0.0).tolist())
         self._scalar = (
             tuple(map(tuple, pts.tolist())),
             tuple(lengths.tolist()),
@@ -105,6 +137,32 @@ class Chain:
     @property
     def root(self) -> np.ndarray:
         return self.points[0]
+
+    def _read_joints(self, limits: JointLimits | None, reference: object | None, base_frame: object | None) -> None:
+        """Joint model for limits: each bone's local rotation is
+        L_i = (P_i R_i)^-1 F_i, with P_i the parent's frame (`base_frame` for
+        the root), R_i the bone's rest orientation in its parent (`reference`;
+        by default the input pose is the rest pose) and F_i its frame."""
+        n = self.n_bones
+        self.limits = limits
+        if limits is None and reference is None and base_frame is None:
+            return
+        if self.frames is None:
+            raise ValueError("joint limits, a reference pose or a base frame need bone frames")
+        if limits is not None and (not isinstance(limits, JointLimits) or limits.n_bones != n):
+            raise ValueError(f"limits must be JointLimits for {n} bones (see solvers.make_limits)")
+        base = (
+            np.array([1.0, 0.0, 0.0, 0.0]) if base_frame is None else _unit_quaternions(base_frame, (4,), "base_frame")
+        )
+        parents = np.concatenate((base[None], self.frames[:-1]))
+        if reference is None:
+            ref = quat.multiply(quat.conjugate(parents), self.frames)
+        else:
+            ref = _unit_quaternions(reference, (n, 4), "reference")
+        self.base_frame = base
+        self.reference = ref
+        self.input_locals = quat.multiply(quat.conjugate(quat.multiply(parents, ref)), self.frames)
+        self.link_local = quat.rotate(quat.conjugate(self.frames), self.directions)
 
     def _read_frames(self, frames: object) -> np.ndarray:
         try:

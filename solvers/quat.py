@@ -27,6 +27,11 @@ def any_perpendicular(v: np.ndarray) -> np.ndarray:
     return normalize(np.cross(v, basis))
 
 
+def conjugate(q: np.ndarray) -> np.ndarray:
+    """Inverse of unit quaternions."""
+    return np.asarray(q, dtype=float) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
 def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a*b (apply b first, then a)."""
     aw, ax, ay, az = np.moveaxis(a, -1, 0)
@@ -63,6 +68,15 @@ def from_rotation_vector(rv: np.ndarray) -> np.ndarray:
     # sin(x/2)/x -> 1/2 as x -> 0; keeps tiny Jacobian steps exact.
     scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5)
     return np.concatenate((np.cos(half)[..., None], rv * scale[..., None]), axis=-1)
+
+
+def to_rotation_vector(q: np.ndarray) -> np.ndarray:
+    """Axis x angle (angle in [0, pi]) of unit quaternions (..., 4)."""
+    q = np.where(q[..., :1] < 0.0, -q, q)
+    vec = q[..., 1:]
+    s = np.linalg.norm(vec, axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    return np.where(s > 1e-300, vec * (angle / np.where(s > 1e-300, s, 1.0)), 0.0)
 
 
 def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray:

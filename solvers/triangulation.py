@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from . import quat
+from . import constrained, quat
 from .chain import Chain, as_real
 from .quat import AXIS_EPS
 from .result import BatchSolution, Solution, batch_result
@@ -40,14 +40,30 @@ def check_fold_angle(fold_angle: float) -> float:
     return math.radians(fold)
 
 
+def law_of_cosines(a, b, c, sqrt):
+    """cos and sin of the angle between sides a and c of a triangle (a, b, c),
+    eq. 5, for floats or arrays. Computed from the factored 1 + cos and 1 - cos
+    so a nearly flat triangle keeps its accuracy; clipped to a valid angle
+    when no triangle exists."""
+    two_ac = 2.0 * a * c
+    plus = (a + c - b) * (a + c + b) / two_ac  # 1 + cos
+    minus = (b - a + c) * (b + a - c) / two_ac  # 1 - cos
+    plus, minus = plus * (plus > 0.0), minus * (minus > 0.0)  # x * (x > 0): max(x, 0) for both
+    cos = 0.5 * (plus - minus)
+    cos = cos / (0.5 * (plus + minus))  # normalise: plus + minus = 2 exactly in exact arithmetic
+    return cos, sqrt(plus * minus) / (0.5 * (plus + minus))
+
+
 def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> Solution:
     """Scalar fast path: plain floats, no numpy until the result is packed.
 
     The accumulated quaternion q after joint i is bone i's output rotation:
     inherited from the parents, then the minimal swing onto its new direction.
     """
-    cos_fold = -1.0 if fold_angle == 180.0 else math.cos(check_fold_angle(fold_angle))
+    fold = math.pi if fold_angle == 180.0 else check_fold_angle(fold_angle)
+    cos_fold, sin_fold = (-1.0, 0.0) if fold_angle == 180.0 else (math.cos(fold), math.sin(fold))
     pts, lengths, dirs, reach, inner, fallbacks = chain._scalar
+    inner = chain.fold_guard
     tx, ty, tz = float(target[0]), float(target[1]), float(target[2])
     band = BAND * chain.total_length
     px, py, pz = pts[0]
@@ -82,15 +98,13 @@ def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: fl
             if c <= abs(a - b) + band:
                 # Fold (paper: delta_b = 180°). A smaller fold angle must still
                 # leave the next joint outside the rest's unreachable hole.
-                cos_d = cos_fold
+                cos_d, sin_d = cos_fold, sin_fold
                 if fold_angle != 180.0:
-                    r = inner[i]
-                    cos_d = min(cos_d, max(-1.0, (a * a + c * c - r * r) / (2.0 * a * c)))
-                sin_d = math.sqrt(max(0.0, 1.0 - cos_d * cos_d))
+                    cos_r, sin_r = law_of_cosines(a, inner[i], c, math.sqrt)
+                    if cos_r < cos_d:
+                        cos_d, sin_d = cos_r, sin_r
             else:
-                cos_d = (a * a + c * c - b * b) / (2.0 * a * c)  # eq. 5
-                cos_d = 1.0 if cos_d > 1.0 else (-1.0 if cos_d < -1.0 else cos_d)
-                sin_d = math.sqrt(1.0 - cos_d * cos_d)
+                cos_d, sin_d = law_of_cosines(a, b, c, math.sqrt)  # eq. 5
             # Unit vector in the bend plane, perpendicular to c, on a's side.
             dot = ax * cx + ay * cy + az * cz
             wx, wy, wz = ax - dot * cx, ay - dot * cy, az - dot * cz
@@ -191,12 +205,85 @@ def _qrotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return v + q[0] * t + _cross(q[1:], t)
 
 
+def _desired(
+    chain: Chain,
+    i: int,
+    b: float,
+    c: np.ndarray,
+    chat: np.ndarray,
+    cur: np.ndarray,
+    fallback: np.ndarray,
+    axis: np.ndarray,
+    has_axis: np.ndarray,
+    fold: tuple,
+) -> np.ndarray:
+    """Bone i's new direction (3, m), vectorised §3 (see solve_one): straight,
+    toward, fold or the eq. 5 triangle, in the plane of `cur` and the target.
+    `fallback` is the bone's turned frame X axis (§3.1.1)."""
+    cos_fold, sin_fold, fold_angle = fold
+    m = c.shape[0]
+    a = chain.lengths[i]
+    band = BAND * chain.total_length
+    straight = c >= a + b - band
+    close = ~straight & (c <= abs(a - b) + band)
+    safe_c = np.where(c > 0, c, 1.0)
+    cos_d, sin_d = law_of_cosines(a, b, safe_c, np.sqrt)
+    if np.any(close):
+        fold_cos, fold_sin = np.full(m, cos_fold), np.full(m, sin_fold)
+        if fold_angle != 180.0:  # stay out of the rest's unreachable hole
+            cos_r, sin_r = law_of_cosines(a, chain.fold_guard[i], safe_c, np.sqrt)
+            wider = cos_r < fold_cos
+            fold_cos, fold_sin = np.where(wider, cos_r, fold_cos), np.where(wider, sin_r, fold_sin)
+        cos_d, sin_d = np.where(close, fold_cos, cos_d), np.where(close, fold_sin, sin_d)
+    perp = cur - np.einsum("ij,ij->j", cur, chat) * chat
+    perp -= np.einsum("ij,ij->j", perp, chat) * chat  # twice: see solve_one
+    pn = np.sqrt(np.einsum("ij,ij->j", perp, perp))
+    undefined = pn <= 1e-9
+    if np.any(undefined):
+        # §3.1.1: the last joint's axis, else the bone's (turned) frame X.
+        k = np.flatnonzero(undefined)
+        ck = chat[:, k]
+        r = np.where(has_axis[k], axis[:, k], fallback[:, k])
+        w = _cross(r, ck)
+        wn = np.sqrt(np.einsum("ij,ij->j", w, w))
+        bad = wn <= 1e-9
+        if np.any(bad):
+            w[:, bad] = _cross(np.broadcast_to(chain.fallback_axes[i][:, None], (3, int(bad.sum()))), ck[:, bad])
+            wn = np.sqrt(np.einsum("ij,ij->j", w, w))
+            bad = wn <= 1e-9
+            if np.any(bad):
+                w[:, bad] = quat.any_perpendicular(ck[:, bad].T).T
+                wn[bad] = 1.0
+        perp[:, k] = w
+        pn[k] = wn
+    new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
+    nn = np.sqrt(np.einsum("ij,ij->j", new, new))
+    new /= np.where(nn > 0.0, nn, 1.0)  # exact bone length (see solve_one)
+    new = np.where(straight | (close & (a > b)), chat, new)
+    return np.where(~straight & (c <= band), cur, new)
+
+
+def _fold_params(fold_angle: float) -> tuple:
+    if fold_angle == 180.0:
+        return -1.0, 0.0, 180.0
+    fold = check_fold_angle(fold_angle)
+    return math.cos(fold), math.sin(fold), fold_angle
+
+
+def _to_target(t: np.ndarray, p: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]:
+    cvec = t - p
+    c = np.sqrt(cvec[0] * cvec[0] + cvec[1] * cvec[1] + cvec[2] * cvec[2])  # as solve_one, to the bit
+    return c, cvec / np.where(c > band, c, 1.0)
+
+
 def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
     """The same pass vectorised over targets (m, 3): a loop over joints only.
 
     Vectors are stored component-major, (3, m), so every operation is a
     plain elementwise ufunc over m values (no small-axis reductions)."""
-    cos_fold = -1.0 if fold_angle == 180.0 else math.cos(check_fold_angle(fold_angle))
+    if chain.limits is not None:
+        return solve_limited(chain, targets, tolerance, fold_angle)
+    fold = _fold_params(fold_angle)
     m, n = targets.shape[0], chain.n_bones
     band = BAND * chain.total_length
     t = np.ascontiguousarray(targets.T)
@@ -209,50 +296,10 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
     axis = np.zeros((3, m))
     has_axis = np.zeros(m, dtype=bool)
     for i in range(n):
-        a, b = chain.lengths[i], chain.reach_after[i]
-        cvec = t - p
-        c = np.sqrt(np.einsum("ij,ij->j", cvec, cvec))
-        chat = cvec / np.where(c > band, c, 1.0)
+        c, chat = _to_target(t, p, band)
         cur = _qrotate(q, np.broadcast_to(chain.directions[i][:, None], (3, m)))
-        straight = c >= a + b - band
-        close = ~straight & (c <= abs(a - b) + band)
-        safe_c = np.where(c > 0, c, 1.0)
-        cos_d = np.clip((a * a + c * c - b * b) / (2.0 * a * safe_c), -1.0, 1.0)
-        if np.any(close):
-            fold_cos = np.full(m, cos_fold)
-            if fold_angle != 180.0:  # stay out of the rest's unreachable hole
-                r = chain.inner_after[i]
-                fold_cos = np.minimum(fold_cos, np.maximum(-1.0, (a * a + c * c - r * r) / (2.0 * a * safe_c)))
-            cos_d = np.where(close, fold_cos, cos_d)
-        sin_d = np.sqrt(np.maximum(0.0, 1.0 - cos_d * cos_d))
-        perp = cur - np.einsum("ij,ij->j", cur, chat) * chat
-        perp -= np.einsum("ij,ij->j", perp, chat) * chat  # twice: see solve_one
-        pn = np.sqrt(np.einsum("ij,ij->j", perp, perp))
-        undefined = pn <= 1e-9
-        if np.any(undefined):
-            # §3.1.1: the last joint's axis, else the bone's (turned) frame X.
-            k = np.flatnonzero(undefined)
-            ck = chat[:, k]
-            fb = _qrotate(q[:, k], np.broadcast_to(chain.fallback_axes[i][:, None], (3, k.size)))
-            r = np.where(has_axis[k], axis[:, k], fb)
-            w = _cross(r, ck)
-            wn = np.sqrt(np.einsum("ij,ij->j", w, w))
-            bad = wn <= 1e-9
-            if np.any(bad):
-                w[:, bad] = _cross(np.broadcast_to(chain.fallback_axes[i][:, None], (3, int(bad.sum()))), ck[:, bad])
-                wn = np.sqrt(np.einsum("ij,ij->j", w, w))
-                bad = wn <= 1e-9
-                if np.any(bad):
-                    w[:, bad] = quat.any_perpendicular(ck[:, bad].T).T
-                    wn[bad] = 1.0
-            perp[:, k] = w
-            pn[k] = wn
-        new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
-        nn = np.sqrt(np.einsum("ij,ij->j", new, new))
-        new /= np.where(nn > 0.0, nn, 1.0)  # exact bone length (see solve_one)
-        direct = straight | (close & (a > b))
-        new = np.where(direct, chat, new)
-        new = np.where(~straight & (c <= band), cur, new)
+        fb = _qrotate(q, np.broadcast_to(chain.fallback_axes[i][:, None], (3, m)))
+        new = _desired(chain, i, chain.reach_after[i], c, chat, cur, fb, axis, has_axis, fold)
         # Children inherit the swing cur -> new (axis cur x new), composed onto q.
         cross = _cross(cur, new)
         cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
@@ -264,8 +311,7 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
         obtuse = dot < 0.0
         if np.any(obtuse):  # 1 + cur.new cancels: see quat.swing
             k = np.flatnonzero(obtuse)
-            fb = _qrotate(q[:, k], np.broadcast_to(chain.fallback_axes[i][:, None], (3, k.size)))
-            s[:, k] = quat.swing(cur[:, k].T, new[:, k].T, fb.T).T
+            s[:, k] = quat.swing(cur[:, k].T, new[:, k].T, fb[:, k].T).T
         s /= np.sqrt(np.einsum("ij,ij->j", s, s))
         q = np.stack(
             (
@@ -276,7 +322,7 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
             )
         )
         rots[i] = q
-        p = p + a * new
+        p = p + chain.lengths[i] * new
         points[i + 1] = p
     return batch_result(
         chain,
@@ -286,4 +332,84 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
         tolerance,
         "triangulation",
         rots.transpose(2, 0, 1),
+    )
+
+
+def largest_bends(chain: Chain) -> np.ndarray:
+    """Per bone, the largest swing its limits allow, radians (n,)."""
+    lim = chain.limits
+    lo = np.abs(np.where(lim.lock[:, [0, 2]], 0.0, lim.minimum[:, [0, 2]]))
+    hi = np.abs(np.where(lim.lock[:, [0, 2]], 0.0, lim.maximum[:, [0, 2]]))
+    return np.minimum(np.maximum(lo, hi).max(axis=1), lim.cone)
+
+
+def collapsed_reach(chain: Chain) -> np.ndarray:
+    """Per bone i, the distance from its tail to the tip when the bones after
+    it curl as far as their limits allow, all in one plane and one sense
+    (§3.1.3's 'length of the chain when fully collapsed'; a planar estimate)."""
+    bend = largest_bends(chain)
+    out = np.zeros(chain.n_bones)
+    for i in range(chain.n_bones - 1):
+        heading = np.concatenate(([0.0], np.cumsum(bend[i + 2 :])))
+        links = chain.lengths[i + 1 :]
+        out[i] = math.hypot(float(np.sum(links * np.cos(heading))), float(np.sum(links * np.sin(heading))))
+    return out
+
+
+def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
+    """Triangulation with joint limits (§3.1.3): each joint's turn is clamped
+    into its limits (the paper's "checking theta before rotating"), and when
+    the straight rest of the chain cannot close a triangle, b becomes the
+    length of the rest fully collapsed, so limited chains still find poses."""
+    fold = _fold_params(fold_angle)
+    m, n = targets.shape[0], chain.n_bones
+    band = BAND * chain.total_length
+    collapsed = collapsed_reach(chain)
+    bends = largest_bends(chain)
+    t = np.ascontiguousarray(targets.T)
+    local = constrained.start_locals(chain, m)
+    points = np.empty((m, n + 1, 3))
+    points[:, 0] = chain.root
+    parent = np.broadcast_to(chain.base_frame, (m, 4))
+    axis = np.zeros((3, m))
+    has_axis = np.zeros(m, dtype=bool)
+    side = constrained.perpendicular(chain.link_local)
+    for i in range(n):
+        p = np.ascontiguousarray(points[:, i].T)
+        c, chat = _to_target(t, p, band)
+        inherited = quat.multiply(quat.multiply(parent, chain.reference[i]), local[:, i])
+        cur = quat.rotate(inherited, np.broadcast_to(chain.link_local[i], (m, 3))).T
+        fb = quat.rotate(inherited, np.broadcast_to(side[i], (m, 3))).T
+        a, b = chain.lengths[i], chain.reach_after[i]
+        new = _desired(chain, i, b, c, chat, cur, fb, axis, has_axis, fold)
+        # §3.1.3: where the triangle with the straight rest would make the
+        # next joint bend past its limit, use the rest fully collapsed.
+        short = np.zeros(m, dtype=bool)
+        if i + 1 < n and collapsed[i] < b:
+            ahead = t - (p + a * new)
+            ahead_n = np.sqrt(np.einsum("ij,ij->j", ahead, ahead))
+            cos_bend = np.einsum("ij,ij->j", new, ahead) / np.where(ahead_n > 0.0, ahead_n, 1.0)
+            short = (cos_bend < math.cos(bends[i + 1]) - 1e-12) & (c < a + collapsed[i])
+        if np.any(short):
+            k = np.flatnonzero(short)
+            new[:, k] = _desired(
+                chain, i, collapsed[i], c[k], chat[:, k], cur[:, k], fb[:, k], axis[:, k], has_axis[k], fold
+            )
+        parent, local[:, i] = constrained.aim(chain, i, parent, local[:, i], new.T)
+        actual = quat.rotate(parent, np.broadcast_to(chain.link_local[i], (m, 3)))
+        cross = _cross(cur, actual.T)
+        cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
+        moved = cn > AXIS_EPS
+        axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)
+        has_axis |= moved
+        points[:, i + 1] = points[:, i] + a * actual
+    frames = constrained.forward(chain, local)[0]
+    return batch_result(
+        chain,
+        points,
+        targets,
+        np.ones(m, dtype=np.int64),
+        tolerance,
+        "triangulation",
+        constrained.rotations(chain, frames),
     )

