@@ -53,6 +53,16 @@ def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
     return q / norms
 
 
+def _perpendicular(d: tuple) -> tuple:
+    """Unit vector perpendicular to unit `d`, as quat.any_perpendicular."""
+    k = min(range(3), key=lambda j: abs(d[j]))
+    e = [0.0, 0.0, 0.0]
+    e[k] = 1.0
+    x, y, z = d[1] * e[2] - d[2] * e[1], d[2] * e[0] - d[0] * e[2], d[0] * e[1] - d[1] * e[0]
+    r = math.sqrt(x * x + y * y + z * z)
+    return (x / r, y / r, z / r)
+
+
 class Chain:
     """A serial chain of n >= 1 bones given by its n+1 joint positions.
 
@@ -84,50 +94,70 @@ class Chain:
             raise ValueError(f"chain points must have shape (n+1, 3), got {pts.shape}")
         if pts.shape[0] < 2:
             raise ValueError(f"a chain needs at least 2 points (1 bone), got {pts.shape[0]}")
-        if not np.all(np.isfinite(pts)):
-            bad = int(np.argwhere(~np.all(np.isfinite(pts), axis=1))[0, 0])
-            raise ValueError(f"chain point {bad} is not finite: {pts[bad].tolist()}")
-        vectors = np.diff(pts, axis=0)
-        lengths = np.linalg.norm(vectors, axis=1)
-        total = float(lengths.sum())
-        short = np.flatnonzero(lengths <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300))
-        if short.size:
-            i = int(short[0])
-            raise ValueError(f"bone {i} has zero length (points {i} and {i + 1} coincide)")
+        rows = pts.tolist()
+        # Plain Python floats from here: chains are short, and the rig builds
+        # one per solve, where numpy's per-call cost on tiny arrays dominates.
+        for k, row in enumerate(rows):
+            if not all(map(math.isfinite, row)):
+                raise ValueError(f"chain point {k} is not finite: {row}")
+        n = len(rows) - 1
+        lengths, dirs = [], []
+        for (x0, y0, z0), (x1, y1, z1) in zip(rows, rows[1:], strict=False):
+            dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
+            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            lengths.append(length)
+            dirs.append((dx / length, dy / length, dz / length) if length > 0.0 else (0.0, 0.0, 0.0))
+        total = math.fsum(lengths)
+        for k, length in enumerate(lengths):
+            if length <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300):
+                raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
         pts.setflags(write=False)
         self.points = pts
-        self.lengths = lengths
+        self.lengths = np.array(lengths)
         self.total_length = total
-        self.directions = vectors / lengths[:, None]
+        self.directions = np.array(dirs)
         self.frames = None if frames is None else self._read_frames(frames)
-        if self.frames is None:
-            self.fallback_axes = quat.any_perpendicular(self.directions)
-        else:
-            x_axes = quat.rotate(self.frames, np.broadcast_to([1.0, 0.0, 0.0], (self.n_bones, 3)))
-            along = np.sum(x_axes * self.directions, axis=1, keepdims=True)
-            perp = x_axes - along * self.directions
-            ok = np.linalg.norm(perp, axis=1) > 1e-6
-            self.fallback_axes = np.where(ok[:, None], quat.normalize(perp), quat.any_perpendicular(self.directions))
+        # Tie-breaker axis per bone, perpendicular to it: its frame X axis
+        # (Blender's bend axis) where frames are given, else a fixed one.
+        fallbacks = []
+        quats = [None] * n if self.frames is None else self.frames.tolist()
+        for d, q in zip(dirs, quats, strict=True):
+            axis = None
+            if q is not None:
+                w, x, y, z = q
+                ax, ay, az = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)
+                along = ax * d[0] + ay * d[1] + az * d[2]
+                ax, ay, az = ax - along * d[0], ay - along * d[1], az - along * d[2]
+                an = math.sqrt(ax * ax + ay * ay + az * az)
+                if an > 1e-6:
+                    axis = (ax / an, ay / an, az / an)
+            fallbacks.append(axis or _perpendicular(d))
+        self.fallback_axes = np.array(fallbacks)
         self._read_joints(limits, reference, base_frame)
-        # Remaining reach after each bone (the paper's b), and plain-float
-        # copies for the scalar fast path, computed once per chain.
-        self.reach_after = np.concatenate((np.cumsum(lengths[::-1])[::-1][1:], [0.0]))
-        # Inner radius of the ball the chain after bone i cannot reach from
-        # bone i's tail (a dominant bone leaves a hole): 2 max(l) - sum(l).
-        longest_after = np.concatenate((np.maximum.accumulate(lengths[::-1])[::-1][1:], [0.0]))
-        self.inner_after = np.maximum(0.0, 2.0 * longest_after - self.reach_after)
+        # Remaining reach after each bone (the paper's b) and, for a chain
+        # with a dominant bone, the inner radius of the hole the rest cannot
+        # reach from that bone's tail: 2 max(l) - sum(l).
+        reach, inner = [0.0] * n, [0.0] * n
+        rest, longest = 0.0, 0.0
+        for k in range(n - 1, -1, -1):
+            reach[k], inner[k] = rest, max(0.0, 2.0 * longest - rest)
+            rest += lengths[k]
+            longest = max(longest, lengths[k])
+        self.reach_after = np.array(reach)
+        self.inner_after = np.array(inner)
         # A fold narrower than 180° keeps the next joint this far out: just
         # past the hole, so the next triangle is not exactly flat (where its
         # angle is a square root of rounding noise).
-        margin = np.minimum(1e-6 * total, 0.5 * (self.reach_after - self.inner_after))
-        self.fold_guard = tuple(np.where(self.inner_after > 0.0, self.inner_after + margin, 0.0).tolist())
+        self.fold_guard = tuple(
+            r + min(1e-6 * total, 0.5 * (b - r)) if r > 0.0 else 0.0 for r, b in zip(inner, reach, strict=True)
+        )
         self._scalar = (
-            tuple(map(tuple, pts.tolist())),
-            tuple(lengths.tolist()),
-            tuple(map(tuple, self.directions.tolist())),
-            tuple(self.reach_after.tolist()),
-            tuple(self.inner_after.tolist()),
-            tuple(map(tuple, self.fallback_axes.tolist())),
+            tuple(map(tuple, rows)),
+            tuple(lengths),
+            tuple(dirs),
+            tuple(reach),
+            tuple(inner),
+            tuple(fallbacks),
         )
 
     @property

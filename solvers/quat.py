@@ -12,10 +12,22 @@ import numpy as np
 AXIS_EPS = 1e-10
 
 
+def cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cross products along the last axis (np.cross costs ~10x more on small arrays)."""
+    u0, u1, u2 = u[..., 0], u[..., 1], u[..., 2]
+    v0, v1, v2 = v[..., 0], v[..., 1], v[..., 2]
+    return np.stack((u1 * v2 - u2 * v1, u2 * v0 - u0 * v2, u0 * v1 - u1 * v0), axis=-1)
+
+
+def norm(v: np.ndarray) -> np.ndarray:
+    """Euclidean norms along the last axis."""
+    return np.sqrt(np.sum(v * v, axis=-1))
+
+
 def normalize(v: np.ndarray) -> np.ndarray:
     """Unit vectors along the last axis; zero vectors stay zero."""
-    norm = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.divide(v, norm, out=np.zeros_like(v), where=norm > 0.0)
+    n = norm(v)[..., None]
+    return np.divide(v, n, out=np.zeros_like(v), where=n > 0.0)
 
 
 def any_perpendicular(v: np.ndarray) -> np.ndarray:
@@ -24,7 +36,7 @@ def any_perpendicular(v: np.ndarray) -> np.ndarray:
     # Cross with the world axis least aligned with v: never degenerate.
     idx = np.argmin(np.abs(v), axis=-1)
     basis = np.eye(3)[idx]
-    return normalize(np.cross(v, basis))
+    return normalize(cross(v, basis))
 
 
 def conjugate(q: np.ndarray) -> np.ndarray:
@@ -51,8 +63,8 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors `v` (..., 3) by unit quaternions `q` (..., 4)."""
     w = q[..., :1]
     u = q[..., 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def from_axis_angle(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
@@ -88,19 +100,19 @@ def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray
     a half turn about `fallback_axis` (unit, perpendicular to `u`) followed
     by the small swing from -u onto `v`.
     """
-    cross = np.cross(u, v)
-    s = np.linalg.norm(cross, axis=-1)
+    uxv = cross(u, v)
+    s = norm(uxv)
     dot = np.sum(u * v, axis=-1)
-    q = np.concatenate(((1.0 + dot)[..., None], cross), axis=-1)
+    q = np.concatenate(((1.0 + dot)[..., None], uxv), axis=-1)
     obtuse = dot < 0.0
     if np.any(obtuse):
         defined = s > AXIS_EPS
-        axis = cross / np.where(defined, s, 1.0)[..., None]
+        axis = uxv / np.where(defined, s, 1.0)[..., None]
         axis = normalize(axis - np.sum(axis * u, axis=-1, keepdims=True) * u)
         half = 0.5 * np.arctan2(s, dot)
         wide = np.concatenate((np.cos(half)[..., None], np.sin(half)[..., None] * axis), axis=-1)
         flip = np.concatenate((np.zeros_like(dot)[..., None], fallback_axis), axis=-1)
-        rest = np.concatenate(((1.0 - dot)[..., None], np.cross(-u, v)), axis=-1)
+        rest = np.concatenate(((1.0 - dot)[..., None], cross(-u, v)), axis=-1)
         turned = multiply(normalize(rest), flip)
         q = np.where(obtuse[..., None], np.where(defined[..., None], wide, turned), q)
     return normalize(q)
