@@ -113,10 +113,44 @@ class ChainIKChain(bpy.types.PropertyGroup):
     comparison: CollectionProperty(type=ChainIKResult)
 
 
+INTERPOLATION_ITEMS = [
+    ("BEZIER", "Bezier", "Smooth curves through the keys (Blender's default)"),
+    ("LINEAR", "Linear", "Straight lines between keys (key reduction's tolerance holds exactly)"),
+    ("CONSTANT", "Constant", "Hold each key until the next"),
+]
+
+
+class ChainIKBake(bpy.types.PropertyGroup):
+    """How Bake keys this armature's chains (the Bake operator's defaults; scripts may override)."""
+
+    use_scene_range: BoolProperty(
+        name="Scene Range", description="Bake the scene's frame range; off: the range below", default=True
+    )
+    frame_start: IntProperty(name="Start", description="First frame to bake", default=1)
+    frame_end: IntProperty(name="End", description="Last frame to bake", default=250)
+    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, soft_max=10)
+    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER")
+    reduce: BoolProperty(
+        name="Reduce Keys",
+        description="Drop keys that linear interpolation between their neighbours reproduces within the tolerance",
+        default=False,
+    )
+    reduce_tolerance: FloatProperty(
+        name="Tolerance",
+        description="Largest channel difference a dropped key may leave (radians, or quaternion components)",
+        default=1e-3,
+        min=1e-7,
+        soft_max=0.1,
+        precision=5,
+    )
+
+
 class ChainIKSettings(bpy.types.PropertyGroup):
-    """All chains of one armature object."""
+    """All chains of one armature object, and how they are baked."""
 
     chains: CollectionProperty(type=ChainIKChain)
+    # Per armature, beside its chains: which frames and how to key them is a property of the rig's job.
+    bake: PointerProperty(type=ChainIKBake)
     active_index: IntProperty(name="Active Chain", default=0, min=0)
 
     @property
@@ -126,7 +160,7 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         return None
 
 
-CLASSES = (ChainIKResult, ChainIKChain, ChainIKSettings)
+CLASSES = (ChainIKResult, ChainIKChain, ChainIKBake, ChainIKSettings)
 
 
 def register_owner() -> None:

@@ -1,7 +1,7 @@
 """Thin bpy operators: poll, call rig + solvers, report."""
 
-from . import chains, compare, live, solve
+from . import bake, chains, compare, live, solve
 
-CLASSES = (*solve.CLASSES, *chains.CLASSES, *compare.CLASSES)
+CLASSES = (*solve.CLASSES, *bake.CLASSES, *chains.CLASSES, *compare.CLASSES)
 
-__all__ = ["CLASSES", "chains", "compare", "live", "solve"]
+__all__ = ["CLASSES", "bake", "chains", "compare", "live", "solve"]

@@ -69,6 +69,16 @@ def solve_live(scene, depsgraph) -> int:
     return solved
 
 
+def is_busy() -> bool:
+    return _busy
+
+
+def set_busy(state: bool) -> None:
+    """Bake sets this while it steps through frames: Live must not pose the rig meanwhile."""
+    global _busy
+    _busy = state
+
+
 @persistent
 def on_update(scene, depsgraph=None) -> None:
     global _busy

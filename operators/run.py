@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import bpy
 import numpy as np
 
 from .. import rig, solvers
@@ -59,6 +60,46 @@ def spec_from_item(item, **overrides) -> ChainSpec:
     return spec
 
 
+def specs_from_arguments(
+    obj, tip: str, chain_length: int, target: str, target_bone: str, method: str, chain_index: int
+) -> list[tuple[object, ChainSpec]]:
+    """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
+
+    Any explicit argument set: one chain, the rest taken from the panel's active
+    chain (if any). Otherwise the panel's chains (all, or the one at chain_index)."""
+    settings = obj.chain_ik
+    if any((tip, chain_length, target, target_bone, method)):
+        item = settings.active
+        overrides = {
+            "tip": tip or None,
+            "chain_length": chain_length or None,
+            # A target given by name brings its own bone (or none), never the panel's.
+            "target_bone": target_bone or ("" if target else None),
+            "method": method or None,
+        }
+        if target:
+            target_obj = bpy.data.objects.get(target)
+            if target_obj is None:
+                raise ValueError(f"no object named '{target}'")
+            overrides["target"] = target_obj
+        if item is None:
+            spec = ChainSpec(tip="", chain_length=2, target=None, method=method or "triangulation")
+            for key, value in overrides.items():
+                if value is not None:
+                    setattr(spec, key, value)
+            return [(None, spec)]
+        return [(item, spec_from_item(item, **overrides))]
+    if not settings.chains:
+        raise ValueError("no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
+    if chain_index >= 0:
+        if chain_index >= len(settings.chains):
+            raise ValueError(f"there is no chain {chain_index} (the list has {len(settings.chains)})")
+        items = [settings.chains[chain_index]]
+    else:
+        items = list(settings.chains)
+    return [(item, spec_from_item(item)) for item in items]
+
+
 def method_options(item, method: str) -> dict:
     if method == "triangulation":
         return {"fold_angle": item.fold_angle}
@@ -70,13 +111,7 @@ def method_options(item, method: str) -> dict:
 def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
     """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write."""
     start = time.perf_counter()
-    if spec.method not in solvers.METHODS:
-        raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
-    if spec.target is None:
-        raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
-    if spec.target is obj and not spec.target_bone:
-        raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
-    _refuse_target_moving_with_chain(obj, spec)
+    check_spec(obj, spec)
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
@@ -96,6 +131,17 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
     error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
     cost = float(solvers.rotation_cost(rig_chain.chain, solution.points))
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
+
+
+def check_spec(obj, spec: ChainSpec) -> None:
+    """Refuse settings no frame could solve (ValueError with the reason)."""
+    if spec.method not in solvers.METHODS:
+        raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
+    if spec.target is None:
+        raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
+    if spec.target is obj and not spec.target_bone:
+        raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
+    _refuse_target_moving_with_chain(obj, spec)
 
 
 def _moves_with(obj, bone_name: str, chain_names) -> bool:

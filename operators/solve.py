@@ -73,38 +73,9 @@ class CHAINIK_OT_solve(bpy.types.Operator):
         return armature_poll(cls, context)
 
     def _specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
-        settings = obj.chain_ik
-        explicit = any((self.tip, self.chain_length, self.target, self.target_bone, self.method))
-        if explicit:
-            item = settings.active
-            overrides = {
-                "tip": self.tip or None,
-                "chain_length": self.chain_length or None,
-                # A target given by name brings its own bone (or none), never the panel's.
-                "target_bone": self.target_bone or ("" if self.target else None),
-                "method": self.method or None,
-            }
-            if self.target:
-                target = bpy.data.objects.get(self.target)
-                if target is None:
-                    raise ValueError(f"no object named '{self.target}'")
-                overrides["target"] = target
-            if item is None:
-                spec = run.ChainSpec(tip="", chain_length=2, target=None, method=self.method or "triangulation")
-                for key, value in overrides.items():
-                    if value is not None:
-                        setattr(spec, key, value)
-                return [(None, spec)]
-            return [(item, run.spec_from_item(item, **overrides))]
-        if not settings.chains:
-            raise ValueError("no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
-        if self.chain_index >= 0:
-            if self.chain_index >= len(settings.chains):
-                raise ValueError(f"there is no chain {self.chain_index} (the list has {len(settings.chains)})")
-            items = [settings.chains[self.chain_index]]
-        else:
-            items = list(settings.chains)
-        return [(item, run.spec_from_item(item)) for item in items]
+        return run.specs_from_arguments(
+            obj, self.tip, self.chain_length, self.target, self.target_bone, self.method, self.chain_index
+        )
 
     def execute(self, context):
         obj = context.object

@@ -1,5 +1,7 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
+from . import keys
+from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
 from .space import (
@@ -30,4 +32,7 @@ __all__ = [
     "snapshot",
     "solved_pose_matrices",
     "tip_location",
+    "keys",
+    "PoseFK",
+    "read_chain_posed",
 ]

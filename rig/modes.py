@@ -47,11 +47,14 @@ def is_locked(pbone) -> bool:
     return any(pbone.lock_rotation) or (pbone.lock_rotations_4d and pbone.lock_rotation_w)
 
 
-def values_for(pbone, q: Quaternion) -> tuple[float, ...]:
-    """Channel values for rotation `q` in the bone's mode, continuous with the
-    current values, with locked channels kept."""
+def values_for(pbone, q: Quaternion, old: tuple[float, ...] | None = None) -> tuple[float, ...]:
+    """Channel values for rotation `q` in the bone's mode, continuous with `old`
+    (default: the current values), with locked channels kept at `old`.
+
+    Baking passes the previous frame's values as `old`, which gives quaternion
+    sign, Euler and axis-angle continuity across frames."""
     mode = pbone.rotation_mode
-    old = current_values(pbone)
+    old = current_values(pbone) if old is None else tuple(old)
     q = q.normalized()
     if mode in EULER_ORDERS:
         e = q.to_euler(mode, Euler(old, mode))

@@ -52,11 +52,21 @@ def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
     return out
 
 
-def compute_pose(obj, rig: RigChain, rotations: np.ndarray, influence: float = 1.0) -> PoseWrite:
+def compute_pose(
+    obj,
+    rig: RigChain,
+    rotations: np.ndarray,
+    influence: float = 1.0,
+    previous: dict[str, tuple[float, ...]] | None = None,
+    blend_from: dict[str, Quaternion] | None = None,
+) -> PoseWrite:
     """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose.
 
     `influence` blends each bone's local rotation from the current one (0) to
-    the solved one (1), like a constraint's influence.
+    the solved one (1), like a constraint's influence. Baking passes the
+    previous frame's values (`previous`: continuity and locks) and the
+    animated rotation at this frame (`blend_from`: what influence blends from)
+    instead of the bones' current values.
     """
     if not (0.0 <= influence <= 1.0):
         raise ValueError(f"influence must be within 0..1, got {influence}")
@@ -79,8 +89,9 @@ def compute_pose(obj, rig: RigChain, rotations: np.ndarray, influence: float = 1
             basis = bone.convert_local_to_pose(pose, bone.matrix_local, invert=True)
         q = basis.to_quaternion()
         if influence < 1.0:
-            q = modes.current_quaternion(pbone).slerp(q, influence)
-        vals = modes.values_for(pbone, q)
+            start = blend_from[name] if blend_from is not None else modes.current_quaternion(pbone)
+            q = start.slerp(q, influence)
+        vals = modes.values_for(pbone, q, None if previous is None else previous[name])
         if not all(math.isfinite(v) for v in vals):
             raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")
         values[name] = vals

@@ -124,4 +124,39 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
                 grid.label(text=f"{r.time_ms:.2f}")
 
 
-CLASSES = (CHAINIK_UL_chains, VIEW3D_PT_chain_ik, VIEW3D_PT_chain_ik_settings, VIEW3D_PT_chain_ik_result)
+class VIEW3D_PT_chain_ik_bake(_ChainIKPanel, bpy.types.Panel):
+    bl_label = "Bake"
+    bl_parent_id = "VIEW3D_PT_chain_ik"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        bake = context.object.chain_ik.bake
+        layout.prop(bake, "use_scene_range")
+        col = layout.column(align=True)
+        if bake.use_scene_range:
+            col.enabled = False
+            col.prop(context.scene, "frame_start", text="Start")
+            col.prop(context.scene, "frame_end", text="End")
+        else:
+            col.prop(bake, "frame_start")
+            col.prop(bake, "frame_end")
+        layout.prop(bake, "step")
+        layout.prop(bake, "interpolation")
+        row = layout.row(heading="Reduce Keys")
+        row.prop(bake, "reduce", text="")
+        sub = row.row()
+        sub.active = bake.reduce
+        sub.prop(bake, "reduce_tolerance", text="")
+        layout.operator("chain_ik.bake", icon="KEYINGSET")
+
+
+CLASSES = (
+    CHAINIK_UL_chains,
+    VIEW3D_PT_chain_ik,
+    VIEW3D_PT_chain_ik_settings,
+    VIEW3D_PT_chain_ik_result,
+    VIEW3D_PT_chain_ik_bake,
+)

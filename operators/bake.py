@@ -1,0 +1,105 @@
+"""`chain_ik.bake`: key the chains' solved rotations over a frame range (undoable)."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+
+from ..properties import INTERPOLATION_ITEMS
+from . import bake_run, run
+from .solve import armature_poll
+
+# Operator properties that, when a script sets them, override the panel's bake settings.
+BAKE_OVERRIDES = ("frame_start", "frame_end", "step", "interpolation", "reduce", "reduce_tolerance")
+
+
+def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
+    """BakeOptions from the panel settings (scene range when asked), with set operator properties on top."""
+    use_scene = settings.use_scene_range
+    values = {
+        "frame_start": scene.frame_start if use_scene else settings.frame_start,
+        "frame_end": scene.frame_end if use_scene else settings.frame_end,
+        "step": settings.step,
+        "interpolation": settings.interpolation,
+        "reduce": settings.reduce,
+        "reduce_tolerance": settings.reduce_tolerance,
+    }
+    if props is not None:
+        for key in BAKE_OVERRIDES:
+            if props.is_property_set(key):
+                values[key] = getattr(props, key)
+    return bake_run.BakeOptions(**values)
+
+
+class CHAINIK_OT_bake(bpy.types.Operator):
+    """Solve the active armature's IK chains at every frame of a range and key their bones' rotations"""
+
+    bl_idname = "chain_ik.bake"
+    bl_label = "Bake Chain IK"
+    bl_options = {"REGISTER", "UNDO"}
+
+    # The same script arguments as chain_ik.solve (one chain), then the range and keying.
+    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options={"SKIP_SAVE"})
+    chain_length: IntProperty(
+        name="Chain Length",
+        description="Override: bones counted up from the tip (0: panel)",
+        min=0,
+        options={"SKIP_SAVE"},
+    )
+    target: StringProperty(name="Target", description="Override: target object name", options={"SKIP_SAVE"})
+    target_bone: StringProperty(
+        name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
+    )
+    method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
+    chain_index: IntProperty(
+        name="Chain",
+        description="Bake only this chain of the list (-1: all)",
+        default=-1,
+        min=-1,
+        options={"SKIP_SAVE"},
+    )
+    # Unset (not given by a script): taken from the panel's Bake settings.
+    frame_start: IntProperty(name="Start", description="First frame", options={"SKIP_SAVE"})
+    frame_end: IntProperty(name="End", description="Last frame", options={"SKIP_SAVE"})
+    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options={"SKIP_SAVE"})
+    interpolation: EnumProperty(
+        name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options={"SKIP_SAVE"}
+    )
+    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options={"SKIP_SAVE"})
+    reduce_tolerance: FloatProperty(
+        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options={"SKIP_SAVE"}
+    )
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return armature_poll(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        try:
+            pairs = run.specs_from_arguments(
+                obj, self.tip, self.chain_length, self.target, self.target_bone, self.method, self.chain_index
+            )
+            options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
+            frames = bake_run.bake_frames(options)
+            progress = bake_run.Progress(context, len(frames))
+            try:
+                result = bake_run.bake(context, obj, [spec for _, spec in pairs], options, progress.update)
+            finally:
+                progress.end()
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report(
+            {"INFO"},
+            f"baked {result.frames} frame(s) of {len(pairs)} chain(s): {result.keys} keys"
+            f" on {len(result.bones)} bone(s), worst tip error {result.worst_error:.3g}, {result.seconds:.2f} s",
+        )
+        if result.locked:
+            self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(result.locked)}; the tip may miss")
+        if result.constrained:
+            self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(result.constrained)}")
+        return {"FINISHED"}
+
+
+CLASSES = (CHAINIK_OT_bake,)

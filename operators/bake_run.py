@@ -1,0 +1,209 @@
+"""Baking chains to rotation keys over a frame range (the Bake operator and cli.py share it).
+
+Per frame: `scene.frame_set` (the one call that evaluates the whole scene at a
+frame, animation, drivers and constraints included, and measured cheapest:
+~4 µs on a small scene against ~16 µs for frame_current + depsgraph.update()),
+then each chain is solved from the pose solved at the previous frame, rebuilt
+with this frame's parents by `rig.fk` (the pose bones are never written during
+the loop, so the animation system cannot overwrite the state, and nothing has
+to be undone on failure). Values are collected in numpy arrays in each bone's
+own rotation mode, continuous with the previous frame (quaternion sign, Euler
+and axis-angle continuity via `rig.modes.values_for`), and written only once
+every frame has been solved: a failure leaves the action untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import rig, solvers
+from ..rig import keys, modes
+from . import live, run
+
+
+@dataclass
+class BakeOptions:
+    frame_start: int
+    frame_end: int
+    step: int = 1
+    interpolation: str = "BEZIER"
+    reduce: bool = False
+    reduce_tolerance: float = 1e-3  # channel units: radians, quaternion components
+
+
+@dataclass
+class BakeResult:
+    frames: int
+    seconds: float
+    keys: int
+    worst_error: float  # largest world-space tip distance of the solutions
+    bones: tuple[str, ...]
+    locked: tuple[str, ...] = ()
+    constrained: tuple[str, ...] = ()
+    per_chain_error: dict[str, float] = field(default_factory=dict)
+
+
+def bake_frames(options: BakeOptions) -> np.ndarray:
+    if options.step < 1:
+        raise ValueError(f"step must be at least 1, got {options.step}")
+    if options.frame_end < options.frame_start:
+        raise ValueError(f"frame end {options.frame_end} is before frame start {options.frame_start}")
+    if options.interpolation not in keys.INTERPOLATIONS:
+        raise ValueError(f"unknown interpolation '{options.interpolation}'")
+    return np.arange(options.frame_start, options.frame_end + 1, options.step)
+
+
+class Progress:
+    """Window-manager progress with a window; otherwise a console line about every 10%."""
+
+    def __init__(self, context, total: int, stream=None) -> None:
+        self.total = total
+        self.stream = stream or sys.stdout
+        self.wm = context.window_manager if getattr(context, "window", None) is not None else None
+        self.every = max(1, total // 10)
+        if self.wm is not None:
+            self.wm.progress_begin(0, total)
+
+    def update(self, done: int, frame: int) -> None:
+        if done % self.every and done != self.total:
+            return
+        if self.wm is not None:
+            self.wm.progress_update(done)
+        else:
+            print(
+                f"Chain IK bake: {100 * done // self.total:3d}% (frame {frame}, {done}/{self.total})", file=self.stream
+            )
+            self.stream.flush()
+
+    def end(self) -> None:
+        if self.wm is not None:
+            self.wm.progress_end()
+
+
+def bake(
+    context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
+) -> BakeResult:
+    """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
+    start_time = time.perf_counter()
+    frames = bake_frames(options)
+    if not specs:
+        raise ValueError("no chains to bake")
+    for spec in specs:
+        run.check_spec(obj, spec)
+        rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+    scene = context.scene
+    frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    was_busy = live.is_busy()
+    live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
+    try:
+        values, worst, flags = _solve_frames(context, obj, specs, frames, progress)
+    finally:
+        scene.frame_set(frame0, subframe=subframe0)
+        live.set_busy(was_busy)
+    count = write_values(obj, frames, values, options)
+    # Show the baked pose at the current frame (the new keys drive it now).
+    scene.frame_set(frame0, subframe=subframe0)
+    return BakeResult(
+        frames=len(frames),
+        seconds=time.perf_counter() - start_time,
+        keys=count,
+        worst_error=max(worst.values()),
+        bones=tuple(values),
+        locked=tuple(sorted(flags["locked"])),
+        constrained=tuple(sorted(flags["constrained"])),
+        per_chain_error=worst,
+    )
+
+
+def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
+    """(bone -> (frames, channels) values, chain tip -> worst error, locked/constrained bone names)."""
+    scene = context.scene
+    n = len(frames)
+    values: dict[str, np.ndarray] = {}
+    state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
+    state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (continuity reference)
+    worst = {spec.tip: 0.0 for spec in specs}
+    flags: dict[str, set] = {"locked": set(), "constrained": set()}
+    for k, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        depsgraph = context.evaluated_depsgraph_get()
+        obj_eval = obj.evaluated_get(depsgraph)
+        space = rig.object_space(obj_eval)
+        if k == 0:
+            for spec in specs:
+                # Full read once: the rigidity checks and their messages.
+                for name in rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail).names:
+                    pbone = obj_eval.pose.bones[name]
+                    state_v[name] = modes.current_values(pbone)
+                    state_q[name] = modes.current_quaternion(pbone)
+                    values[name] = np.empty((n, len(state_v[name])))
+        for spec in specs:
+            target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+            target = space.to_local(target_world)
+            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q)
+            tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
+            solution = solvers.solve(
+                chain.chain,
+                target,
+                method=spec.method,
+                tolerance=tolerance,
+                max_iterations=spec.max_iterations or None,
+                **spec.options,
+            )
+            blend = None
+            if spec.influence < 1.0:
+                blend = {name: modes.current_quaternion(obj_eval.pose.bones[name]) for name in chain.names}
+            write = rig.compute_pose(obj, chain, solution.rotations, spec.influence, previous=state_v, blend_from=blend)
+            for name, vals in write.values.items():
+                state_v[name] = vals
+                state_q[name] = modes.to_quaternion(obj.pose.bones[name].rotation_mode, vals)
+                values[name][k] = vals
+            if k == 0:
+                flags["locked"].update(write.locked)
+                flags["constrained"].update(write.constrained)
+            error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
+            worst[spec.tip] = max(worst[spec.tip], error)
+        if progress is not None:
+            progress(k + 1, int(frame))
+    return values, worst, flags
+
+
+def write_values(obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions) -> int:
+    """Key every channel of every baked bone (all values were checked finite by compute_pose)."""
+    curves = keys.FCurves(obj)
+    frame_range = (float(options.frame_start), float(options.frame_end))
+    count = 0
+    for name, table in values.items():
+        prop = keys.rotation_property(obj.pose.bones[name])
+        path = keys.data_path(name, prop)
+        for index in range(table.shape[1]):
+            column = table[:, index]
+            keep = keys.reduce_keys(frames, column, options.reduce_tolerance) if options.reduce else slice(None)
+            fc = curves.ensure(path, index, name)
+            count += keys.write_keys(fc, frames[keep], column[keep], frame_range, options.interpolation)
+    return count
+
+
+def playback_error(context, obj, specs: list[run.ChainSpec], frames) -> float:
+    """Largest world distance from each chain's tip to its target when the keys play back."""
+    scene = context.scene
+    frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    worst = 0.0
+    try:
+        for frame in frames:
+            scene.frame_set(int(frame))
+            depsgraph = context.evaluated_depsgraph_get()
+            obj_eval = obj.evaluated_get(depsgraph)
+            for spec in specs:
+                bone = obj_eval.pose.bones[spec.tip]
+                tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
+                target = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+                worst = max(worst, float(np.linalg.norm(np.array(tip[:]) - target)))
+    finally:
+        scene.frame_set(frame0, subframe=subframe0)
+    return worst

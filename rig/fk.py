@@ -1,0 +1,96 @@
+"""A chain read with some bones' local rotations replaced (forward kinematics).
+
+Baking solves frame k from the pose solved at frame k-1. That pose is not in
+the evaluated armature at frame k: the bones' own animation (or their static
+channels) is there instead. Writing the previous solution to the pose bones and
+evaluating again would not help either, since the animation system overwrites
+animated channels on every frame change. So the chain's input pose at frame k is
+rebuilt here: the evaluated parents at frame k (everything outside the replaced
+bones is read as evaluated), then each replaced bone through
+`Bone.convert_local_to_pose` with its evaluated location and scale at frame k
+and its rotation taken from the previous solution. That is exactly the pose
+Blender would evaluate at frame k with the previous solution keyed (constraints
+on the replaced bones aside, which the Solve operator already warns about), at
+the cost of a few mathutils products per bone and no extra depsgraph update.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mathutils import Matrix, Quaternion, Vector
+
+from ..solvers import Chain
+from .read import RigChain, chain_bone_names
+
+
+class PoseFK:
+    """Armature-space pose matrices of an evaluated armature with `rotations` (bone -> local basis
+    rotation) replacing the evaluated rotations of those bones; their descendants follow."""
+
+    def __init__(self, obj_eval, rotations: dict[str, Quaternion]) -> None:
+        self.obj = obj_eval
+        self.rotations = rotations
+        self._cache: dict[str, Matrix] = {}
+        self._moved: dict[str, bool] = {}
+
+    def _is_moved(self, pbone) -> bool:
+        # A bone moves when it or an ancestor has a replaced rotation.
+        name = pbone.name
+        hit = self._moved.get(name)
+        if hit is None:
+            hit = name in self.rotations or (pbone.parent is not None and self._is_moved(pbone.parent))
+            self._moved[name] = hit
+        return hit
+
+    def matrix(self, name: str) -> Matrix:
+        m = self._cache.get(name)
+        if m is not None:
+            return m
+        pbone = self.obj.pose.bones[name]
+        if not self._is_moved(pbone):
+            m = pbone.matrix.copy()
+        else:
+            q = self.rotations.get(name)
+            basis = pbone.matrix_basis if q is None else Matrix.LocRotScale(pbone.location, q, pbone.scale)
+            bone = pbone.bone
+            if bone.parent is not None:
+                m = bone.convert_local_to_pose(
+                    basis,
+                    bone.matrix_local,
+                    parent_matrix=self.matrix(pbone.parent.name),
+                    parent_matrix_local=bone.parent.matrix_local,
+                )
+            else:
+                m = bone.convert_local_to_pose(basis, bone.matrix_local)
+        self._cache[name] = m
+        return m
+
+
+def read_chain_posed(obj_eval, tip: str, length: int, use_tail: bool, rotations: dict[str, Quaternion]) -> RigChain:
+    """Like `read.read_chain`, with `rotations` replacing the local rotations of those bones.
+
+    The rigidity check of `read_chain` is not repeated (the bake runs it on its first frame)."""
+    names = chain_bone_names(obj_eval, tip, length, use_tail)
+    fk = PoseFK(obj_eval, rotations)
+    mats = tuple(fk.matrix(n) for n in names)
+    if use_tail:
+        reach = fk.matrix(tip) @ Vector((0.0, obj_eval.pose.bones[tip].bone.length, 0.0))
+    else:
+        reach = fk.matrix(tip).translation
+    points = np.array([m.translation[:] for m in mats] + [reach[:]], dtype=float)
+    if not np.all(np.isfinite(points)):
+        raise ValueError(f"the pose of chain '{tip}' is not finite")
+    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
+    try:
+        chain = Chain(points, frames)
+    except ValueError as exc:
+        raise ValueError(f"chain ending at '{tip}': {exc}") from exc
+    parent = obj_eval.pose.bones[names[0]].parent
+    return RigChain(
+        names=names,
+        tip=tip,
+        use_tail=use_tail,
+        pose_matrices=mats,
+        parent_matrix=None if parent is None else fk.matrix(parent.name),
+        chain=chain,
+    )

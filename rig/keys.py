@@ -1,0 +1,165 @@
+"""Write baked rotation keys in bulk, on 4.2 actions and 4.4+/5.0 layered actions.
+
+Keys go in with `keyframe_points.add(count)` and `foreach_set` (one call per
+attribute and F-Curve, never one `keyframe_insert` per key), then
+`FCurve.update()` sorts them and recomputes the auto handles. Only the F-Curves
+of the given bones' rotation channels are touched; on those, keys inside the
+baked frame range are replaced and keys outside it are kept with all their
+attributes (handles, interpolation, easing...).
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
+# Keyframe attributes kept when a curve is rebuilt: (name, values per key, numpy dtype).
+KEY_ATTRIBUTES = (
+    ("co", 2, np.float32),
+    ("handle_left", 2, np.float32),
+    ("handle_right", 2, np.float32),
+    ("interpolation", 1, np.int32),
+    ("handle_left_type", 1, np.int32),
+    ("handle_right_type", 1, np.int32),
+    ("type", 1, np.int32),
+    ("easing", 1, np.int32),
+    ("back", 1, np.float32),
+    ("amplitude", 1, np.float32),
+    ("period", 1, np.float32),
+    ("select_control_point", 1, np.int32),
+    ("select_left_handle", 1, np.int32),
+    ("select_right_handle", 1, np.int32),
+)
+INTERPOLATIONS = tuple(bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items.keys())
+# Half a subframe: keys at fractional frames just outside the range are kept.
+FRAME_EPSILON = 1e-4
+
+
+def rotation_property(pbone) -> str:
+    return ROTATION_PATHS.get(pbone.rotation_mode, "rotation_euler")
+
+
+def data_path(bone_name: str, prop: str) -> str:
+    return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"].{prop}'
+
+
+def _ensure_slot(obj, action):
+    """The action slot animating `obj` (4.4+), assigning a new or suitable one when none is."""
+    ad = obj.animation_data
+    slot = ad.action_slot
+    if slot is None:
+        suitable = list(ad.action_suitable_slots)
+        slot = suitable[0] if suitable else action.slots.new(id_type="OBJECT", name=obj.name)
+        ad.action_slot = slot
+    return slot
+
+
+def _channelbag(action, slot):
+    try:
+        from bpy_extras.anim_utils import action_ensure_channelbag_for_slot
+    except ImportError:  # 4.4: no helper yet
+        layer = action.layers[0] if action.layers else action.layers.new("Layer")
+        strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+        return strip.channelbag(slot, ensure=True)
+    return action_ensure_channelbag_for_slot(action, slot)
+
+
+class FCurves:
+    """Find-or-create F-Curves of an object's action, whichever action API this Blender has."""
+
+    def __init__(self, obj) -> None:
+        ad = obj.animation_data or obj.animation_data_create()
+        if ad.action is None:
+            ad.action = bpy.data.actions.new(f"{obj.name}Action")
+        self.action = ad.action
+        if hasattr(self.action, "layers"):  # 4.4+: layered actions
+            self._curves = _channelbag(self.action, _ensure_slot(obj, self.action)).fcurves
+            self._layered = True
+        else:
+            self._curves = self.action.fcurves
+            self._layered = False
+
+    def ensure(self, path: str, index: int, group: str):
+        fc = self._curves.find(path, index=index)
+        if fc is not None:
+            return fc
+        if not self._layered:
+            return self._curves.new(path, index=index, action_group=group)
+        try:
+            return self._curves.new(path, index=index, group_name=group)
+        except TypeError:  # 4.4/4.5: no group_name argument
+            return self._curves.new(path, index=index)
+
+
+def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[float, float], interpolation: str) -> int:
+    """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written."""
+    frames = np.asarray(frames, dtype=np.float32)
+    values = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"refusing to key non-finite values on {fc.data_path}[{fc.array_index}]")
+    kp = fc.keyframe_points
+    old = len(kp)
+    kept: dict[str, np.ndarray] = {}
+    rebuild = False
+    if old:
+        co = np.empty(2 * old, dtype=np.float32)
+        kp.foreach_get("co", co)
+        t = co[0::2]
+        keep = (t < frame_range[0] - FRAME_EPSILON) | (t > frame_range[1] + FRAME_EPSILON)
+        rebuild = not np.all(keep)
+        if rebuild:
+            for name, width, dtype in KEY_ATTRIBUTES:
+                a = np.empty(width * old, dtype=dtype)
+                kp.foreach_get(name, a)
+                kept[name] = a.reshape(old, width)[keep].ravel()
+            old = int(np.count_nonzero(keep))
+            kp.clear()
+            kp.add(old)
+            for name, _, _ in KEY_ATTRIBUTES:
+                kp.foreach_set(name, kept[name])
+    new = len(frames)
+    kp.add(new)
+    total = old + new
+    co = np.empty(2 * total, dtype=np.float32)
+    kp.foreach_get("co", co)
+    co[2 * old :: 2] = frames
+    co[2 * old + 1 :: 2] = values
+    kp.foreach_set("co", co)
+    interp = np.empty(total, dtype=np.int32)
+    kp.foreach_get("interpolation", interp)
+    interp[old:] = INTERPOLATIONS.index(interpolation)
+    kp.foreach_set("interpolation", interp)
+    # Handles of the new keys start at (0, 0): place them on the key before update()
+    # computes the auto(-clamped) ones, so no stray handle survives a non-auto type.
+    for side in ("handle_left", "handle_right"):
+        h = np.empty(2 * total, dtype=np.float32)
+        kp.foreach_get(side, h)
+        h[2 * old :] = co[2 * old :]
+        kp.foreach_set(side, h)
+    fc.update()
+    return new
+
+
+def reduce_keys(frames: np.ndarray, values: np.ndarray, tolerance: float) -> np.ndarray:
+    """Indices of the keys to keep so that linear interpolation between kept keys
+    reproduces every dropped value within `tolerance` (greedy, first and last kept)."""
+    n = len(frames)
+    if n <= 2 or tolerance <= 0.0:
+        return np.arange(n)
+    keep = [0]
+    anchor = 0
+    j = 2
+    while j < n:
+        # Can the segment anchor -> j stand in for every key strictly between them?
+        t = frames[anchor + 1 : j]
+        w = (t - frames[anchor]) / (frames[j] - frames[anchor])
+        line = values[anchor] + w * (values[j] - values[anchor])
+        if np.max(np.abs(line - values[anchor + 1 : j])) > tolerance:
+            anchor = j - 1
+            keep.append(anchor)
+            j = anchor + 2
+        else:
+            j += 1
+    keep.append(n - 1)
+    return np.array(keep)
