@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import ccd, constrained, fabrik, iterate, jacobian, triangulation
+from . import ccd, constrained, fabrik, goals, iterate, jacobian, triangulation
 from .chain import Chain, as_point
 from .result import BatchSolution, Solution, batch_result
 
@@ -76,6 +76,10 @@ def solve(
     method: str,
     tolerance: float | None = None,
     max_iterations: int | None = None,
+    pole: object = None,
+    pole_angle: float = 0.0,
+    target_rotation: object = None,
+    rotation_weight: float = 1.0,
     **method_options: object,
 ) -> Solution:
     """Solve one target (3,) from the chain's current pose.
@@ -85,9 +89,16 @@ def solve(
     triangulation `fold_angle` (180 as in the paper, or 90..180);
     jacobian `variant` ('dls', 'pseudoinverse', 'transpose'), `damping`
     (lambda / chain length), `max_step` (radians per joint per iteration).
+
+    Goals (need bone frames): `pole` (3,) with `pole_angle` (radians), as
+    Blender's IK pole target; `target_rotation` (w, x, y, z), the tip bone's
+    wanted orientation, with `rotation_weight` 0..1 (see solvers.goals).
     """
     tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
     t = as_point(target, "target")
+    extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
+    if extra is not None:
+        return goals.solve_with_goals(chain, t[None, :], extra, _plain(method, tol, iters, options), tol)[0]
     if method == "triangulation":
         if chain.limits is not None:  # the vectorised pass carries the limits
             return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
@@ -102,9 +113,15 @@ def solve_batch(
     method: str,
     tolerance: float | None = None,
     max_iterations: int | None = None,
+    pole: object = None,
+    pole_angle: float = 0.0,
+    target_rotation: object = None,
+    rotation_weight: float = 1.0,
     **method_options: object,
 ) -> BatchSolution:
-    """Solve each of (m, 3) targets independently from the chain's pose."""
+    """Solve each of (m, 3) targets independently from the chain's pose.
+    Goals as in `solve`; `pole` and `target_rotation` may be one for all
+    targets or one per target ((m, 3), (m, 4))."""
     tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
     try:
         t = np.array(targets, dtype=float)
@@ -116,7 +133,16 @@ def solve_batch(
     if not np.all(finite):
         bad = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"target {bad} is not finite: {t[bad].tolist()}")
+    extra = goals.read_goals(chain, t.shape[0], pole, pole_angle, target_rotation, rotation_weight)
+    plain = _plain(method, tol, iters, options)
+    if extra is not None:
+        return goals.solve_with_goals(chain, t, extra, plain, tol)
+    return plain(chain, t)
+
+
+def _plain(method: str, tol: float, iters: int, options: dict):
+    """The position-only batch solve for these settings."""
     if method == "triangulation":
         triangulation.check_fold_angle(options["fold_angle"])
-        return triangulation.solve_many(chain, t, tol, **options)
-    return _iterative(chain, t, method, tol, iters, options)
+        return lambda chain, targets: triangulation.solve_many(chain, targets, tol, **options)
+    return lambda chain, targets: _iterative(chain, targets, method, tol, iters, options)

@@ -1,0 +1,211 @@
+"""Goals beyond the tip position: a pole target and the tip bone's orientation.
+
+Pole (Blender's convention, intern/iksolver): after solving, the whole chain
+turns rigidly about its root so that the root-to-tip direction points at the
+target and the root bone's "up" vector, X cos(pole_angle) + Z sin(pole_angle)
+of its solved frame, points toward the pole (both taken perpendicular to the
+root-target line). A rigid turn about the root keeps every joint angle and
+the reach. With the pole on the root-target line the side is undefined; the
+turn fades out over POLE_FADE of that line (as a fraction of the pole's
+distance) so a target moving across the line never flips the chain.
+
+Orientation (Blender's "Rotation" option): the tip bone is turned toward the
+target's orientation with a weight; the rest of the chain then reaches the
+point where that bone's head must be.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import constrained, quat
+from .chain import Chain, as_real
+from .result import BatchSolution
+
+POLE_FADE = 0.1
+
+Solver = Callable[[Chain, np.ndarray], BatchSolution]
+
+
+@dataclass(frozen=True)
+class Goals:
+    pole: np.ndarray | None  # (m, 3)
+    pole_angle: float
+    rotation: np.ndarray | None  # (m, 4) target orientations in the chain's space
+    rotation_weight: float
+
+
+def read_goals(
+    chain: Chain, m: int, pole: object, pole_angle: object, target_rotation: object, rotation_weight: object
+) -> Goals | None:
+    """Validated goals for m targets, or None when there are none."""
+    angle = as_real(pole_angle, "pole_angle")
+    weight = as_real(rotation_weight, "rotation_weight")
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"rotation_weight must be within 0..1, got {rotation_weight!r}")
+    if pole is None and (target_rotation is None or weight == 0.0):
+        return None
+    if chain.frames is None:
+        raise ValueError("a pole target or a target rotation needs bone frames (Chain(..., frames=...))")
+    poles = None
+    if pole is not None:
+        poles = _rows(pole, m, 3, "pole")
+    rotations = None
+    if target_rotation is not None and weight > 0.0:
+        rotations = _rows(target_rotation, m, 4, "target_rotation")
+        norms = quat.norm(rotations)
+        if np.any(np.abs(norms - 1.0) > 1e-6):
+            raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
+        rotations = rotations / norms[:, None]
+    return Goals(poles, angle, rotations, weight)
+
+
+def _rows(value: object, m: int, width: int, what: str) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numbers: {exc}") from exc
+    if arr.shape == (width,):
+        arr = np.broadcast_to(arr, (m, width))
+    if arr.shape != (m, width):
+        raise ValueError(f"{what} must have shape ({width},) or ({m}, {width}), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} is not finite")
+    return np.array(arr)
+
+
+def solve_with_goals(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
+    """`plain(chain, targets)` solves positions; the goals are added around it."""
+    if goals.rotation is None:
+        return _with_pole(chain, targets, goals, plain(chain, targets), tolerance)
+    return _with_rotation(chain, targets, goals, plain, tolerance)
+
+
+def _with_pole(chain: Chain, targets: np.ndarray, goals: Goals, sol: BatchSolution, tolerance: float) -> BatchSolution:
+    if goals.pole is None:
+        return sol
+    spin = pole_spin(chain, sol.points, sol.rotations, targets, goals.pole, goals.pole_angle)
+    if chain.limits is not None:
+        spin = _allowed_spin(chain, sol.rotations[:, 0], spin)
+    root = chain.root
+    points = root + quat.rotate(spin[:, None, :], sol.points - root)
+    rotations = quat.multiply(spin[:, None, :], sol.rotations)
+    error = quat.norm(points[:, -1] - targets)
+    return replace(sol, points=points, rotations=rotations, error=error, reached=error <= tolerance)
+
+
+def pole_spin(
+    chain: Chain, points: np.ndarray, rotations: np.ndarray, targets: np.ndarray, poles: np.ndarray, pole_angle: float
+) -> np.ndarray:
+    """The rigid turn (m, 4) about the root that satisfies the pole (module doc)."""
+    root = chain.root
+    m = points.shape[0]
+    direction = quat.normalize(points[:, -1] - root)
+    goal_dir = quat.normalize(targets - root)
+    goal_dir = np.where(quat.norm(goal_dir)[:, None] > 0.0, goal_dir, direction)
+    frame = quat.multiply(rotations[:, 0], chain.frames[0])
+    x_axis = quat.rotate(frame, np.broadcast_to([1.0, 0.0, 0.0], (m, 3)))
+    z_axis = quat.rotate(frame, np.broadcast_to([0.0, 0.0, 1.0], (m, 3)))
+    up = math.cos(pole_angle) * x_axis + math.sin(pole_angle) * z_axis
+    to_pole = poles - root
+    side = quat.cross(goal_dir, to_pole)
+    # How far the pole is off the root-target line, relative to its distance.
+    off_line = quat.norm(side) / np.maximum(quat.norm(to_pole), 1e-300)
+    chain_basis = _look_at(direction, up)
+    pole_basis = _look_at(goal_dir, to_pole)
+    turn = quat.from_matrix(np.einsum("mki,mkj->mij", pole_basis, chain_basis))
+    # The chain's own up along its root-tip line, or the pole on the line:
+    # no side to turn to. Fade the turn out there (continuity, no flips).
+    weight = np.clip(off_line / POLE_FADE, 0.0, 1.0)
+    weight = weight * weight * (3.0 - 2.0 * weight)
+    weight = np.where(quat.norm(quat.cross(direction, up)) > 1e-9, weight, 0.0)
+    return quat.from_rotation_vector(weight[:, None] * quat.to_rotation_vector(turn))
+
+
+def _look_at(direction: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Rows: side = dir x up, up' = side x dir, -dir (as Blender's solver)."""
+    side = quat.normalize(quat.cross(direction, up))
+    return np.stack((side, quat.cross(side, direction), -direction), axis=1)
+
+
+def _allowed_spin(chain: Chain, root_rotation: np.ndarray, spin: np.ndarray) -> np.ndarray:
+    """The spin, with the root bone's resulting local rotation kept in its limits."""
+    frame = quat.multiply(quat.multiply(spin, root_rotation), chain.frames[0])
+    rest = quat.multiply(chain.base_frame, chain.reference[0])
+    local = quat.multiply(quat.conjugate(rest), frame)
+    allowed = quat.multiply(rest, constrained.clamp_local(chain, 0, local))
+    solved = quat.multiply(root_rotation, chain.frames[0])
+    return quat.normalize(quat.multiply(allowed, quat.conjugate(solved)))
+
+
+def _with_rotation(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
+    n = chain.n_bones
+    first = _with_pole(chain, targets, goals, plain(chain, targets), tolerance)
+    free = quat.multiply(first.rotations[:, -1], chain.frames[-1])
+    wanted = quat.normalize(_slerp(free, goals.rotation, goals.rotation_weight))
+    link = np.broadcast_to(quat.rotate(quat.conjugate(chain.frames[-1]), chain.directions[-1]), targets.shape)
+    if n == 1:  # one bone: it can only turn, so the orientation wins
+        parent, sub_points, iterations = None, np.broadcast_to(chain.points[:1], (len(targets), 1, 3)), first.iterations
+        sub_rotations = np.zeros((len(targets), 0, 4))
+    else:
+        wrist = targets - chain.lengths[-1] * quat.rotate(wanted, link)
+        head = _head(chain)
+        sub = _with_pole(head, wrist, goals, plain(head, wrist), tolerance)
+        parent = quat.multiply(sub.rotations[:, -1], chain.frames[-2])
+        sub_points, sub_rotations, iterations = sub.points, sub.rotations, first.iterations + sub.iterations
+    tip_frame = _clamp_tip(chain, parent, wanted)
+    tip = sub_points[:, -1] + chain.lengths[-1] * quat.rotate(tip_frame, link)
+    points = np.concatenate((sub_points, tip[:, None]), axis=1)
+    tip_rotation = quat.multiply(tip_frame, quat.conjugate(chain.frames[-1]))
+    rotations = np.concatenate((sub_rotations, tip_rotation[:, None]), axis=1)
+    error = quat.norm(points[:, -1] - targets)
+    return replace(
+        first, points=points, rotations=rotations, error=error, reached=error <= tolerance, iterations=iterations
+    )
+
+
+def _clamp_tip(chain: Chain, parent: np.ndarray | None, frame: np.ndarray) -> np.ndarray:
+    """The tip bone's frame, kept within its limits under `parent`'s frame."""
+    if chain.limits is None:
+        return frame
+    n = chain.n_bones
+    if parent is None:
+        parent = np.broadcast_to(chain.base_frame, frame.shape)
+    rest = quat.multiply(parent, chain.reference[n - 1])
+    local = constrained.clamp_local(chain, n - 1, quat.multiply(quat.conjugate(rest), frame))
+    return quat.multiply(rest, local)
+
+
+def _head(chain: Chain) -> Chain:
+    """The chain without its tip bone (same pose, frames, limits)."""
+    n = chain.n_bones
+    limits = None
+    if chain.limits is not None:
+        lim = chain.limits
+        limits = replace(
+            lim,
+            lock=lim.lock[:-1],
+            use_limit=lim.use_limit[:-1],
+            minimum=lim.minimum[:-1],
+            maximum=lim.maximum[:-1],
+            cone=lim.cone[:-1],
+            stiffness=lim.stiffness[:-1],
+        )
+    joints = (
+        {}
+        if getattr(chain, "reference", None) is None
+        else {"reference": chain.reference[: n - 1], "base_frame": chain.base_frame}
+    )
+    return Chain(chain.points[:n], chain.frames[: n - 1], limits=limits, **joints)
+
+
+def _slerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:
+    """Spherical interpolation from a to b (shortest way) by t."""
+    dot = np.sum(a * b, axis=-1, keepdims=True)
+    b = np.where(dot < 0.0, -b, b)
+    delta = quat.multiply(b, quat.conjugate(a))
+    return quat.multiply(quat.from_rotation_vector(t * quat.to_rotation_vector(delta)), a)
