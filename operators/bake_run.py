@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import bpy
 import numpy as np
 
 from .. import rig, solvers
@@ -64,7 +65,9 @@ class Progress:
     def __init__(self, context, total: int, stream=None) -> None:
         self.total = total
         self.stream = stream or sys.stdout
-        self.wm = context.window_manager if getattr(context, "window", None) is not None else None
+        # Background mode has no window to show progress in (the bpy wheel may still report one).
+        has_window = not bpy.app.background and getattr(context, "window", None) is not None
+        self.wm = context.window_manager if has_window else None
         self.every = max(1, total // 10)
         if self.wm is not None:
             self.wm.progress_begin(0, total)

@@ -51,8 +51,10 @@ class PoseFK:
             m = pbone.matrix.copy()
         else:
             q = self.rotations.get(name)
-            basis = pbone.matrix_basis if q is None else Matrix.LocRotScale(pbone.location, q, pbone.scale)
             bone = pbone.bone
+            # Blender ignores a connected bone's location channels; so must the rebuilt basis.
+            loc = Vector() if bone.use_connect else pbone.location
+            basis = pbone.matrix_basis if q is None else Matrix.LocRotScale(loc, q, pbone.scale)
             if bone.parent is not None:
                 m = bone.convert_local_to_pose(
                     basis,

@@ -112,3 +112,22 @@ def test_recording_layout_catches_typos(rig):
         layout.prop(item, "chain_lenght")
     with pytest.raises(AssertionError, match="has no property 'tipp'"):
         layout.operator("chain_ik.solve").tipp = "x"
+
+
+@pytest.mark.parametrize("use_scene_range", [True, False])
+@pytest.mark.parametrize("reduce", [True, False])
+def test_bake_panel(rig, use_scene_range, reduce):
+    panels = _panels()
+    assert (panels.VIEW3D_PT_chain_ik_bake.bl_category, panels.VIEW3D_PT_chain_ik_bake.bl_parent_id) == (
+        "Chain IK",
+        "VIEW3D_PT_chain_ik",
+    )
+    bake = rig.chain_ik.bake
+    bake.use_scene_range, bake.reduce = use_scene_range, reduce
+    layout = _draw(panels.VIEW3D_PT_chain_ik_bake, bpy.context)
+    props = {(type(c[1]).__name__, c[2]) for c in layout.calls("prop")}
+    owner = "Scene" if use_scene_range else "ChainIKBake"
+    assert {(owner, "frame_start"), (owner, "frame_end")} <= props
+    names = {name for _, name in props}
+    assert {"use_scene_range", "step", "interpolation", "reduce", "reduce_tolerance"} <= names
+    assert ("operator", "chain_ik.bake") in layout.log

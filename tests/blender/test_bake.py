@@ -1,0 +1,297 @@
+"""chain_ik.bake: playback reaches the target, keys land only where asked, undo, continuity, progress."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, bent_rolled_disconnected, set_selected, transform
+from mathutils import Quaternion
+
+TOL = 1e-4  # world distance; keys are float32
+
+
+def fcurves(obj):
+    """The F-Curves animating `obj` (4.2: action.fcurves; 4.4+: the assigned slot's channelbag)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return []
+    if hasattr(ad.action, "fcurves"):
+        return list(ad.action.fcurves)
+    from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+    bag = animdata_get_channelbag_for_assigned_slot(ad)
+    return [] if bag is None else list(bag.fcurves)
+
+
+def keyed(obj) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in fcurves(obj)}
+
+
+def loop_target(name="Target", frames=(1, 60), center=(0.6, 0.3, 2.0), radius=0.7, tilt=0.4):
+    """An empty keyed (every frame, linear) along a tilted circle: a smooth closed path."""
+    target = add_empty(name)
+    first, last = frames
+    for f in range(first, last + 1):
+        a = 2.0 * math.pi * (f - first) / (last - first)
+        offset = (radius * math.cos(a), radius * math.sin(a) * math.cos(tilt), radius * math.sin(a) * math.sin(tilt))
+        target.location = tuple(c + o for c, o in zip(center, offset, strict=True))
+        target.keyframe_insert("location", frame=f)
+    for fc in fcurves(target):
+        for k in fc.keyframe_points:
+            k.interpolation = "LINEAR"
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = first, last
+    return target
+
+
+def playback(obj, tip, target, frames, use_tail=True) -> np.ndarray:
+    """World tip-to-target distance per frame when the keys play back."""
+    scene = bpy.context.scene
+    out = []
+    for f in frames:
+        scene.frame_set(f)
+        pb = obj.pose.bones[tip]
+        tip_world = obj.matrix_world @ (pb.tail if use_tail else pb.head)
+        out.append((tip_world - target.matrix_world.translation).length)
+    return np.array(out)
+
+
+def local_rotations(obj, names, frames) -> np.ndarray:
+    """(frames, bones, 4) local rotations as unit quaternions, whatever each bone's mode."""
+    scene = bpy.context.scene
+    out = []
+    for f in frames:
+        scene.frame_set(f)
+        row = []
+        for n in names:
+            pb = obj.pose.bones[n]
+            row.append(pb.matrix_basis.to_quaternion().normalized()[:])
+        out.append(row)
+    return np.array(out)
+
+
+def frame_jumps(quats: np.ndarray) -> np.ndarray:
+    """(frames-1, bones) rotation angle between consecutive frames, degrees."""
+    dots = np.abs(np.sum(quats[1:] * quats[:-1], axis=-1)).clip(0.0, 1.0)
+    return np.degrees(2.0 * np.arccos(dots))
+
+
+def _bent_rig(matrix_world=None):
+    obj = bent_rolled_disconnected(matrix_world=matrix_world)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def _bake(**kwargs):
+    return bpy.ops.chain_ik.bake(**kwargs)
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "XYZ", "ZXY", "AXIS_ANGLE"])
+def test_playback_reaches_the_target_every_frame(scene, mode):
+    obj = _bent_rig(transform((0.5, -1.0, 0.2), (0.2, 0.0, 0.7), (1.2, 1.2, 1.2)))
+    for n in ("upper", "fore", "hand"):
+        obj.pose.bones[n].rotation_mode = mode
+    target = loop_target(center=(0.9, -0.2, 2.2), radius=0.5)
+    assert _bake(tip="hand", chain_length=3, target=target.name, method="triangulation") == {"FINISHED"}
+    errors = playback(obj, "hand", target, range(1, 61))
+    assert errors.max() < TOL, errors.max()
+    prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+    assert {path for path, _ in keyed(obj)} == {f'pose.bones["{n}"].{prop}' for n in ("upper", "fore", "hand")}
+
+
+def test_keys_only_in_range_and_on_chain_rotations(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 60))
+    upper, other, hand = (obj.pose.bones[n] for n in ("upper", "other", "hand"))
+    # Existing animation: rotation keys of a chain bone inside and outside the range,
+    # a location key of a chain bone, and another bone's rotation.
+    for f, angle in ((1, 0.1), (20, 0.2), (50, 0.3)):
+        upper.rotation_quaternion = Quaternion((1, 0, 0), angle)
+        upper.keyframe_insert("rotation_quaternion", frame=f, group="upper")
+    hand.location = (0.0, 0.05, 0.0)
+    hand.keyframe_insert("location", frame=20)
+    other.rotation_quaternion = Quaternion((0, 0, 1), 0.4)
+    other.keyframe_insert("rotation_quaternion", frame=20)
+    before = keyed(obj)
+    assert _bake(tip="hand", chain_length=3, target=target.name, frame_start=10, frame_end=40, step=2) == {"FINISHED"}
+    after = keyed(obj)
+    for (path, index), keys in before.items():
+        if path == 'pose.bones["upper"].rotation_quaternion':
+            kept = [k for k in keys if not 10 <= k[0] <= 40]
+            assert [k for k in after[(path, index)] if not 10 <= k[0] <= 40] == kept
+        else:
+            assert after[(path, index)] == keys, path  # other channels and bones untouched
+    baked = {key: v for key, v in after.items() if key not in before or key[0].startswith('pose.bones["upper"]')}
+    assert {path for path, _ in baked} == {f'pose.bones["{n}"].rotation_quaternion' for n in ("upper", "fore", "hand")}
+    for keys in baked.values():
+        inside = [k[0] for k in keys if 10 <= k[0] <= 40]
+        assert inside == list(range(10, 41, 2))
+    # Keys sorted, and the baked frames play back on target.
+    for fc in fcurves(obj):
+        times = [k.co[0] for k in fc.keyframe_points]
+        assert times == sorted(times)
+    assert playback(obj, "hand", target, range(10, 41, 2)).max() < TOL
+
+
+def test_creates_an_action_and_rebake_replaces(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 30))
+    assert obj.animation_data is None
+    assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
+    assert obj.animation_data.action is not None
+    first = keyed(obj)
+    assert all(len(k) == 30 for k in first.values())
+    target.location.z += 0.01  # static offset moves nothing (animated), but bake again: same count
+    assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
+    assert {k: len(v) for k, v in keyed(obj).items()} == {k: 30 for k in first}
+
+
+def test_undo_reverts_the_bake(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 30))
+    obj.pose.bones["upper"].keyframe_insert("rotation_quaternion", frame=5)
+    bpy.ops.ed.undo_push(message="before bake")
+    before = keyed(obj)
+    result = bpy.ops.chain_ik.bake("EXEC_DEFAULT", True, tip="hand", chain_length=3, target=target.name)
+    assert result == {"FINISHED"}
+    assert keyed(obj) != before
+    bpy.ops.ed.undo()
+    assert keyed(bpy.data.objects["Rig"]) == before
+    bpy.ops.ed.redo()
+    assert keyed(bpy.data.objects["Rig"]) != before
+
+
+def test_undo_option():
+    from chain_ik.operators import bake
+
+    assert bake.CHAINIK_OT_bake.bl_options == {"REGISTER", "UNDO"}
+
+
+def test_smooth_loop_has_no_jump(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 120), center=(0.5, 0.6, 1.9), radius=0.6)
+    assert _bake(tip="hand", chain_length=3, target=target.name, method="triangulation") == {"FINISHED"}
+    jumps = frame_jumps(local_rotations(obj, ("upper", "fore", "hand"), range(1, 121)))
+    per_frame = jumps.max(axis=1)
+    assert per_frame.max() <= 4.0 * np.median(per_frame), (per_frame.max(), np.median(per_frame))
+    assert playback(obj, "hand", target, range(1, 121)).max() < TOL
+
+
+@pytest.mark.parametrize("method", ["fabrik", "ccd", "jacobian"])
+def test_iterative_solvers_bake_continuously(scene, method):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 40), center=(0.5, 0.6, 1.9), radius=0.4)
+    assert _bake(tip="hand", chain_length=3, target=target.name, method=method) == {"FINISHED"}
+    assert playback(obj, "hand", target, range(1, 41)).max() < 1e-3
+    per_frame = frame_jumps(local_rotations(obj, ("upper", "fore", "hand"), range(1, 41))).max(axis=1)
+    assert per_frame.max() <= 5.0 * np.median(per_frame)
+
+
+def test_euler_and_quaternion_continuity_across_a_full_turn(scene):
+    """A target circling the root twice: Euler angles keep growing, quaternions keep their sign."""
+    bones = [("a", (0, 0, 0), (1, 0, 0), None, False, 0.0), ("b", (1, 0, 0), (2, 0, 0), "a", True, 0.0)]
+    from builders import make_armature
+
+    obj = make_armature(bones)
+    obj.pose.bones["a"].rotation_mode = "XYZ"
+    target = add_empty()
+    for f in range(1, 81):
+        a = 4.0 * math.pi * (f - 1) / 79
+        target.location = (1.5 * math.cos(a), 1.5 * math.sin(a), 0.3)
+        target.keyframe_insert("location", frame=f)
+    bpy.context.view_layer.objects.active = obj
+    assert _bake(tip="b", chain_length=2, target=target.name, frame_start=1, frame_end=80) == {"FINISHED"}
+    curves = keyed(obj)
+    z = np.array([v for _, v in curves[('pose.bones["a"].rotation_euler', 2)]])
+    assert np.abs(np.diff(z)).max() < 0.5 and z[-1] - z[0] > 2.5 * math.pi  # beyond one turn: no wrap
+    q = np.array([[v for _, v in curves[('pose.bones["b"].rotation_quaternion', i)]] for i in range(4)]).T
+    assert np.all(np.sum(q[1:] * q[:-1], axis=1) > 0.0)
+
+
+def test_panel_chains_and_panel_settings(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 30))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "hand", 3, target
+    settings = obj.chain_ik.bake
+    settings.use_scene_range = False
+    settings.frame_start, settings.frame_end, settings.step = 5, 25, 5
+    settings.interpolation = "LINEAR"
+    assert _bake() == {"FINISHED"}
+    for fc in fcurves(obj):
+        assert [k.co[0] for k in fc.keyframe_points] == [5, 10, 15, 20, 25]
+        assert {k.interpolation for k in fc.keyframe_points} == {"LINEAR"}
+    # Script arguments override the panel's settings (the step stays the panel's unless given).
+    assert _bake(frame_start=1, frame_end=3, step=1) == {"FINISHED"}
+    assert [k.co[0] for k in fcurves(obj)[0].keyframe_points] == [1, 2, 3, 5, 10, 15, 20, 25]
+
+
+def test_key_reduction(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 120), center=(0.5, 0.6, 1.9), radius=0.6)
+    common = {"tip": "hand", "chain_length": 3, "target": target.name, "interpolation": "LINEAR"}
+    assert _bake(**common, reduce=True, reduce_tolerance=2e-3) == {"FINISHED"}
+    counts = [len(fc.keyframe_points) for fc in fcurves(obj)]
+    assert max(counts) < 120 and min(counts) >= 2
+    assert playback(obj, "hand", target, range(1, 121)).max() < 0.02
+
+
+def test_bad_input_leaves_no_keys(scene):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 30))
+    with pytest.raises(RuntimeError, match="before frame start"):
+        _bake(tip="hand", chain_length=3, target=target.name, frame_start=10, frame_end=5)
+    with pytest.raises(RuntimeError, match="no bone 'nope'"):
+        _bake(tip="nope", chain_length=3, target=target.name)
+    with pytest.raises(RuntimeError, match="no object named"):
+        _bake(tip="hand", chain_length=3, target="Missing")
+    # A target that becomes non-finite mid-range: nothing is written (all or nothing).
+    fc = next(fc for fc in fcurves(target) if fc.array_index == 0)
+    fc.keyframe_points[15].co.y = float("nan")
+    with pytest.raises(RuntimeError, match="non-finite"):
+        _bake(tip="hand", chain_length=3, target=target.name)
+    assert obj.animation_data is None or not keyed(obj)
+    assert bpy.context.scene.frame_current == 1
+
+
+def test_no_armature_active(scene):
+    target = loop_target(frames=(1, 10))
+    bpy.context.view_layer.objects.active = target
+    assert not bpy.ops.chain_ik.bake.poll()
+
+
+def test_rigify_arm_loop_no_jump(scene, ext):
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    try:
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.ops.object.armature_human_metarig_add()
+        obj = bpy.context.object
+        bpy.ops.object.mode_set(mode="POSE")
+        for pb in obj.pose.bones:
+            set_selected(pb, False)
+        bpy.context.view_layer.update()
+        hand = obj.matrix_world @ obj.pose.bones["hand.L"].tail
+        shoulder = obj.matrix_world @ obj.pose.bones["upper_arm.L"].head
+        center = shoulder + (hand - shoulder) * 0.6
+        target = loop_target(frames=(1, 120), center=tuple(center), radius=0.12, tilt=1.2)
+        bpy.context.view_layer.objects.active = obj
+        assert _bake(tip="hand.L", chain_length=3, target=target.name) == {"FINISHED"}
+        names = ("upper_arm.L", "forearm.L", "hand.L")
+        per_frame = frame_jumps(local_rotations(obj, names, range(1, 121))).max(axis=1)
+        assert per_frame.max() <= 4.0 * np.median(per_frame) and per_frame.max() < 10.0
+        assert playback(obj, "hand.L", target, range(1, 121)).max() < TOL
+    finally:
+        addon_utils.disable("rigify", default_set=True)
+
+
+def test_progress_line_in_background(scene, capsys):
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 20))
+    assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
+    out = capsys.readouterr().out
+    assert "Chain IK bake:  50% (frame 10, 10/20)" in out and "100% (frame 20, 20/20)" in out
+    assert obj.animation_data.action is not None

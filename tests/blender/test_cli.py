@@ -1,0 +1,82 @@
+"""cli.py headless: run by the bpy wheel's Python on a saved .blend, as a subprocess."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import bpy
+import pytest
+from builders import add_empty, straight_chain
+from conftest import REPO
+
+CLI = REPO / "cli.py"
+
+
+@pytest.fixture
+def blend(scene, tmp_path):
+    """A 3-bone arm and an empty circling in reach, frames 1-40, saved to a tmp .blend."""
+    straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = add_empty("Goal")
+    for f in range(1, 41):
+        a = 2.0 * math.pi * f / 40
+        target.location = (1.0 * math.cos(a), 1.0 * math.sin(a), 2.0)
+        target.keyframe_insert("location", frame=f)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 40
+    path = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run([sys.executable, str(CLI), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_bakes_and_saves(blend, tmp_path):
+    out = tmp_path / "baked" / "out.blend"
+    run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1-40",
+               "--output", out)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "40 frames (1-40 step 1)" in run.stdout and "36" not in run.stderr
+    assert "keys written" in run.stdout and "worst tip error on playback" in run.stdout
+    assert "Chain IK bake: 100%" in run.stdout
+    error = float(run.stdout.split("worst tip error on playback ")[1].split()[0])
+    assert error < 1e-4
+    assert out.is_file()
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    obj = bpy.data.objects["Rig"]
+    ad = obj.animation_data
+    assert ad is not None and ad.action is not None
+
+
+def test_cli_blend_option_and_panel_chains(blend):
+    run = _cli("--blend", blend, "--", "--armature", "Rig", "--chain", "b1:2", "--target", "Goal", "--step", "4")
+    assert run.returncode == 0, run.stderr
+    assert "10 frames (1-40 step 4)" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--armature", "Nope", "--chain", "b2:3", "--target", "Goal"], "no object named 'Nope'"),
+        (["--armature", "Goal", "--chain", "b2:3", "--target", "Goal"], "not an armature"),
+        (["--armature", "Rig", "--chain", "b2", "--target", "Goal"], "TIP:LENGTH"),
+        (["--armature", "Rig", "--chain", "b2:3", "--target", "Missing"], "no object named 'Missing'"),
+        (["--armature", "Rig", "--chain", "b2:9", "--target", "Goal"], "longer than the hierarchy"),
+        (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "9-2"], "before start"),
+        (["--armature", "Rig"], "no chains"),
+    ],
+)
+def test_cli_errors_exit_non_zero(blend, args, message):
+    run = _cli(blend, "--", *args)
+    assert run.returncode != 0
+    assert message in run.stderr, run.stderr
+
+
+def test_cli_without_blend_or_arguments(blend):
+    run = _cli("--", "--armature", "Rig")
+    assert run.returncode != 0 and "give the .blend" in run.stderr
+    run = _cli(blend, "--")
+    assert run.returncode == 2 and "--armature" in run.stderr
