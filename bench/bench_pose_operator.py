@@ -93,6 +93,21 @@ def bench_chain_ik(goals, method: str):
     return run(obj, target, goals, bpy.ops.chain_ik.solve)
 
 
+class BENCH_OT_noop(bpy.types.Operator):
+    """The floor for any Python operator: the call round trip, nothing else."""
+
+    bl_idname = "bench.noop"
+    bl_label = "No-op"
+
+    def execute(self, context):
+        return {"FINISHED"}
+
+
+def bench_noop(goals):
+    obj, target = build("Noop")
+    return run(obj, target, goals, bpy.ops.bench.noop)
+
+
 def row(name: str, times, errors, baseline: float) -> str:
     ms = statistics.median(times) * 1e3
     return (
@@ -116,6 +131,10 @@ def main() -> None:
         for iters in (500,):
             t, e = bench_blender_ik(goals, iters)
             results[f"Blender IK constraint ({iters} it.)"] = (t[args.warmup :], e[args.warmup :])
+        bpy.utils.register_class(BENCH_OT_noop)
+        t, e = bench_noop(goals)
+        bpy.utils.unregister_class(BENCH_OT_noop)
+        results["any Python operator (no-op; the floor, tip not solved)"] = (t[args.warmup :], e[args.warmup :])
         for method in ("triangulation", "fabrik", "ccd", "jacobian"):
             t, e = bench_chain_ik(goals, method)
             results[f"chain_ik.solve {method}"] = (t[args.warmup :], e[args.warmup :])
