@@ -1,0 +1,264 @@
+"""Bake benchmark: Chain IK's bake against Blender's IK constraint + Bake Action, same rig, same run.
+
+Run inside a bpy venv:  <venv>/bin/python bench/bench_bake.py [--frames 1000] [--rigify-frames 240] [--memory 100000]
+
+Cases: a 5-bone and a 20-bone chain following an animated empty (a smooth
+tilted loop, several turns) for --frames frames, and Rigify's human metarig arm
+(hand.L, chain length 3) for --rigify-frames frames.
+- Chain IK:  bpy.ops.chain_ik.bake (triangulation) on the chain.
+- Blender:   an IK constraint (chain_count = chain length) on the tip bone, the
+             chain bones selected, bpy.ops.nla.bake(visual_keying=True,
+             clear_constraints=True, only_selected=True, bake_types={'POSE'}).
+Both start from the same rest pose of the same rig; per side: seconds, keys
+written, worst tip error when the baked action plays back (constraint gone),
+and the largest per-frame joint rotation (with the median for scale). Prints a
+Markdown table with Chain IK / Blender ratios. --memory N bakes the 5-bone
+chain over N frames and reports time, Python peak (tracemalloc) and RSS growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import resource
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import bpy
+import numpy as np
+from mathutils import Vector
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_extension():
+    spec = importlib.util.spec_from_file_location(
+        "chain_ik", REPO / "__init__.py", submodule_search_locations=[str(REPO)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["chain_ik"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def fcurves(obj):
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return []
+    if hasattr(ad.action, "fcurves"):
+        return list(ad.action.fcurves)
+    from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+    bag = animdata_get_channelbag_for_assigned_slot(ad)
+    return [] if bag is None else list(bag.fcurves)
+
+
+def chain_rig(n_bones: int):
+    """A gently bent connected chain of n bones (total length 5), in a fresh empty file."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    arm = bpy.data.armatures.new("Rig")
+    obj = bpy.data.objects.new("Rig", arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    head, parent, length = Vector((0, 0, 0)), None, 5.0 / n_bones
+    for i in range(n_bones):
+        eb = arm.edit_bones.new(f"b{i}")
+        eb.head = head
+        bend = 0.25 * math.sin(1.3 * i)
+        eb.tail = head + Vector((bend, 0.1 * math.cos(0.7 * i), 1.0)).normalized() * length
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        head, parent = eb.tail.copy(), eb
+    bpy.ops.object.mode_set(mode="POSE")
+    names = [f"b{i}" for i in range(n_bones)]
+    return obj, names[-1], names, Vector((0.0, 0.0, 2.6)), 1.2
+
+
+def rigify_arm():
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.context.view_layer.update()
+    names = ["upper_arm.L", "forearm.L", "hand.L"]
+    shoulder = obj.matrix_world @ obj.pose.bones["upper_arm.L"].head
+    hand = obj.matrix_world @ obj.pose.bones["hand.L"].tail
+    # A loop in front of the shoulder, well inside the arm's reach (the issue's "smooth loop").
+    center = shoulder + (hand - shoulder) * 0.55 + Vector((0.0, -0.15, 0.05))
+    return obj, "hand.L", names, center, 0.15
+
+
+def animate_target(center: Vector, radius: float, frames: int, turns: float, cyclic_period: int | None = None):
+    """An empty on a tilted smooth loop, keyed every frame (or one period + a Cycles modifier)."""
+    target = bpy.data.objects.new("Target", None)
+    bpy.context.scene.collection.objects.link(target)
+    period = cyclic_period or frames
+    for f in range(1, period + 1):
+        a = 2.0 * math.pi * turns * (f - 1) / (frames - 1) if cyclic_period is None else 2 * math.pi * (f - 1) / period
+        offset = Vector((math.cos(a), 0.6 * math.sin(a), 0.5 * math.sin(2 * a) + 0.3 * math.sin(a)))
+        target.location = center + radius * offset
+        target.keyframe_insert("location", frame=f)
+    for fc in fcurves(target):
+        fc.keyframe_points.foreach_set("interpolation", [1] * len(fc.keyframe_points))  # LINEAR
+        if cyclic_period is not None:
+            fc.modifiers.new("CYCLES")
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    return target
+
+
+def select_only(obj, names) -> None:
+    for pb in obj.pose.bones:
+        state = pb.name in names
+        if "select" in pb.bl_rna.properties:
+            pb.select = state
+        else:
+            pb.bone.select = state
+
+
+def reset(obj, names) -> None:
+    if obj.animation_data is not None:
+        obj.animation_data_clear()
+    for n in names:
+        pb = obj.pose.bones[n]
+        pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = (1, 0, 0, 0), (0, 0, 0), (0, 0, 1, 0)
+    bpy.context.scene.frame_set(1)
+
+
+def measure(obj, tip, names, target, frames: int) -> dict:
+    """Playback: worst tip error, largest and median per-frame joint rotation (degrees), keys."""
+    scene = bpy.context.scene
+    errors, quats = [], []
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        errors.append((obj.matrix_world @ obj.pose.bones[tip].tail - target.matrix_world.translation).length)
+        quats.append([obj.pose.bones[n].matrix_basis.to_quaternion().normalized()[:] for n in names])
+    q = np.array(quats)
+    dots = np.abs(np.sum(q[1:] * q[:-1], axis=-1)).clip(0.0, 1.0)
+    jumps = np.degrees(2.0 * np.arccos(dots)).max(axis=1)
+    keys = sum(len(fc.keyframe_points) for fc in fcurves(obj))
+    return {"error": max(errors), "jump": float(jumps.max()), "median": float(np.median(jumps)), "keys": keys}
+
+
+def bake_chain_ik(obj, tip, names, target, frames) -> dict:
+    bpy.context.view_layer.objects.active = obj
+    start = time.perf_counter()
+    result = bpy.ops.chain_ik.bake(
+        tip=tip, chain_length=len(names), target=target.name, method="triangulation", frame_start=1, frame_end=frames
+    )
+    seconds = time.perf_counter() - start
+    assert result == {"FINISHED"}, result
+    return {"seconds": seconds, **measure(obj, tip, names, target, frames)}
+
+
+def bake_blender(obj, tip, names, target, frames) -> dict:
+    bpy.context.view_layer.objects.active = obj
+    con = obj.pose.bones[tip].constraints.new("IK")
+    con.target, con.chain_count = target, len(names)
+    select_only(obj, names)
+    start = time.perf_counter()
+    result = bpy.ops.nla.bake(
+        frame_start=1,
+        frame_end=frames,
+        only_selected=True,
+        visual_keying=True,
+        clear_constraints=True,
+        bake_types={"POSE"},
+    )
+    seconds = time.perf_counter() - start
+    assert result == {"FINISHED"}, result
+    assert not obj.pose.bones[tip].constraints, "Bake Action left the constraint"
+    return {"seconds": seconds, **measure(obj, tip, names, target, frames)}
+
+
+def run_case(label: str, build, frames: int, turns: float) -> tuple[str, dict, dict]:
+    obj, tip, names, center, radius = build()
+    target = animate_target(center, radius, frames, turns)
+    ours = bake_chain_ik(obj, tip, names, target, frames)
+    reset(obj, names)
+    theirs = bake_blender(obj, tip, names, target, frames)
+    return label, ours, theirs
+
+
+def table(rows) -> str:
+    lines = [
+        "| case | side | seconds | keys | worst tip error | largest jump ° (median) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for label, ours, theirs in rows:
+        for side, r in (("Chain IK", ours), ("Blender IK + Bake Action", theirs)):
+            lines.append(
+                f"| {label} | {side} | {r['seconds']:.3f} | {r['keys']} | {r['error']:.2e} |"
+                f" {r['jump']:.2f} ({r['median']:.2f}) |"
+            )
+        lines.append(
+            f"| {label} | **ratio Chain IK / Blender** | **{ours['seconds'] / theirs['seconds']:.3f}**"
+            f" ({theirs['seconds'] / ours['seconds']:.1f}x faster) | {ours['keys'] / theirs['keys']:.2f} |"
+            f" {ours['error'] / max(theirs['error'], 1e-12):.2g} | {ours['jump'] / max(theirs['jump'], 1e-12):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def memory_case(frames: int) -> str:
+    obj, tip, names, center, radius = chain_rig(5)
+    target = animate_target(center, radius, frames, turns=0, cyclic_period=250)
+    bpy.context.view_layer.objects.active = obj
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    start = time.perf_counter()
+    result = bpy.ops.chain_ik.bake(tip=tip, chain_length=5, target=target.name, frame_start=1, frame_end=frames)
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert result == {"FINISHED"}
+    keys = sum(len(fc.keyframe_points) for fc in fcurves(obj))
+    return (
+        f"Memory: {frames} frames, 5 bones: {seconds:.1f} s ({1e6 * seconds / frames:.0f} µs/frame), {keys} keys;"
+        f" Python peak (tracemalloc) {peak / 2**20:.1f} MiB ({peak / frames:.0f} B/frame);"
+        f" peak RSS growth {(rss1 - rss0) / 1024:.1f} MiB (includes Blender's own {keys} keyframes)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--frames", type=int, default=1000)
+    parser.add_argument("--rigify-frames", type=int, default=240)
+    parser.add_argument("--memory", type=int, default=0, help="also bake this many frames (e.g. 100000)")
+    args = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:])
+    ext = load_extension()
+    ext.register()
+    import io
+    from contextlib import redirect_stdout
+
+    try:
+        rows = []
+        with redirect_stdout(io.StringIO()):  # Blender's and our progress lines
+            rows.append(run_case("5 bones", lambda: chain_rig(5), args.frames, 4.0))
+            rows.append(run_case("20 bones", lambda: chain_rig(20), args.frames, 4.0))
+            rows.append(run_case("Rigify arm (hand.L, 3)", rigify_arm, args.rigify_frames, 1.0))
+        print(f"bpy {bpy.app.version_string}, {args.frames} frames ({args.rigify_frames} for Rigify)\n")
+        print(table(rows))
+        if args.memory:
+            with redirect_stdout(io.StringIO()):
+                line = memory_case(args.memory)
+            print("\n" + line)
+    finally:
+        ext.unregister()
+    sys.stdout.flush()
+    if bpy.app.version < (5, 0, 0):
+        import os
+
+        os._exit(0)  # 4.2 wheel: crash at exit after add-on classes were registered
+
+
+if __name__ == "__main__":
+    main()
