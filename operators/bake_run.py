@@ -14,6 +14,7 @@ every frame has been solved: a failure leaves the action untouched.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -21,9 +22,10 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
+from mathutils import Vector
 
 from .. import rig, solvers
-from ..rig import keys, modes
+from ..rig import keys, modes, sequence
 from . import live, run
 
 
@@ -103,8 +105,10 @@ def bake(
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
+    fast = fast_path_refusal(obj, specs) == ""
+    solve_frames = _solve_frames_fast if fast else _solve_frames
     try:
-        values, worst, flags = _solve_frames(context, obj, specs, frames, progress)
+        values, worst, flags = solve_frames(context, obj, specs, frames, progress)
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
@@ -121,6 +125,76 @@ def bake(
         constrained=tuple(sorted(flags["constrained"])),
         per_chain_error=worst,
     )
+
+
+def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
+    """Why `rig.sequence`'s fast path cannot bake these chains ('' when it can); see its docstring."""
+    if any(spec.influence < 1.0 for spec in specs):
+        return "influence below 1"
+    animated = keys.animated_paths(obj)
+    chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+    taken: set[str] = set()
+    for names in chains:
+        if taken & set(names):
+            return "chains share bones"
+        taken |= set(names)
+        reason = sequence.unsuitable(obj, names, animated)
+        if reason:
+            return reason
+    # Independent chains only: no chain may ride on another's bones (parents, or an own-bone target).
+    for spec, names in zip(specs, chains, strict=True):
+        starts = [obj.pose.bones[names[0]].parent]
+        if spec.target is obj and spec.target_bone:
+            starts.append(obj.pose.bones.get(spec.target_bone))
+        if not spec.use_tail:
+            starts.append(obj.pose.bones[spec.tip])
+        for bone in starts:
+            while bone is not None:
+                if bone.name in taken and bone.name not in names:
+                    return f"chain '{spec.tip}' moves with another chain's bone '{bone.name}'"
+                bone = bone.parent
+    return ""
+
+
+def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
+    """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results)."""
+    scene = context.scene
+    worst = {spec.tip: 0.0 for spec in specs}
+    tracks = []
+    for k, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        depsgraph = context.evaluated_depsgraph_get()
+        obj_eval = obj.evaluated_get(depsgraph)
+        if k == 0:
+            tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, len(frames)) for s in specs]
+        for spec, track in zip(specs, tracks, strict=True):
+            to_world = track.to_world(obj_eval)
+            m3 = to_world.to_3x3()
+            stretch = math.sqrt(sum(x * x for row in m3 for x in row))
+            if not stretch or abs(m3.determinant()) <= rig.space.MIN_RELATIVE_SCALE * stretch**3:
+                raise ValueError(f"chain '{spec.tip}' is scaled to zero at frame {int(frame)}")
+            target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+            target = np.array(to_world.inverted() @ Vector(target_world.tolist()))
+            solution = solvers.solve(
+                track.chain,
+                target,
+                method=spec.method,
+                tolerance=spec.tolerance / stretch if spec.tolerance > 0.0 else None,
+                max_iterations=spec.max_iterations or None,
+                **spec.options,
+            )
+            track.advance(k, solution.points, solution.rotations)
+            error = (to_world @ Vector(solution.points[-1].tolist()) - Vector(target_world.tolist())).length
+            worst[spec.tip] = max(worst[spec.tip], error)
+        if progress is not None:
+            progress(k + 1, int(frame))
+    values = {}
+    for track in tracks:
+        for name, table in track.channel_values(obj).items():
+            if not np.all(np.isfinite(table)):
+                raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
+            values[name] = table
+    return values, worst, {"locked": set(), "constrained": set()}
 
 
 def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:

@@ -92,6 +92,28 @@ class FCurves:
             return self._curves.new(path, index=index)
 
 
+def action_fcurves(action) -> list:
+    """Every F-Curve of an action: 4.2's list, or every channelbag's of 4.4+'s layered actions."""
+    if hasattr(action, "layers"):
+        return [
+            fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags for fc in bag.fcurves
+        ]
+    return list(action.fcurves)
+
+
+def animated_paths(obj) -> set[str]:
+    """Data paths animated on `obj` by its action, its NLA strips or its drivers (conservative: all slots)."""
+    ad = obj.animation_data
+    if ad is None:
+        return set()
+    paths = {d.data_path for d in ad.drivers}
+    actions = [ad.action] + [strip.action for track in ad.nla_tracks for strip in track.strips]
+    for action in actions:
+        if action is not None:
+            paths.update(fc.data_path for fc in action_fcurves(action))
+    return paths
+
+
 def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[float, float], interpolation: str) -> int:
     """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written."""
     frames = np.asarray(frames, dtype=np.float32)

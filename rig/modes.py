@@ -74,22 +74,42 @@ def values_for(pbone, q: Quaternion, old: tuple[float, ...] | None = None) -> tu
             locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
             values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
         return values
-    # AXIS_ANGLE: keep the axis pointing the same way as the current one, so
-    # keyed angles do not jump between +a and -a.
-    axis, angle = q.to_axis_angle()
-    if angle < 1e-12:
-        # No rotation: keep the current axis (any axis is valid, a changing one is noise).
-        values = (0.0, *old[1:]) if math.hypot(*old[1:]) > 0 else (0.0, 0.0, 1.0, 0.0)
-    else:
-        if sum(a * b for a, b in zip(axis, old[1:], strict=True)) < 0.0:
-            axis, angle = -axis, -angle
-        # Stay within a full turn of the current angle.
-        angle += 2.0 * math.pi * round((old[0] - angle) / (2.0 * math.pi))
-        values = (angle, *axis)
+    values = axis_angle_values(q, old)
     if pbone.lock_rotations_4d:
         locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
         values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
     return values
+
+
+def axis_angle_values(q: Quaternion, old: tuple[float, ...]) -> tuple[float, ...]:
+    """(angle, x, y, z) for unit `q`, its axis pointing the way `old`'s does, so
+    keyed angles do not jump between +a and -a, and within a full turn of it."""
+    axis, angle = q.to_axis_angle()
+    if angle < 1e-12:
+        # No rotation: keep the current axis (any axis is valid, a changing one is noise).
+        return (0.0, *old[1:]) if math.hypot(*old[1:]) > 0 else (0.0, 0.0, 1.0, 0.0)
+    if sum(a * b for a, b in zip(axis, old[1:], strict=True)) < 0.0:
+        axis, angle = -axis, -angle
+    angle += 2.0 * math.pi * round((old[0] - angle) / (2.0 * math.pi))
+    return (angle, *axis)
+
+
+def continuous_series(mode: str, quats, first_old: tuple[float, ...]) -> list[tuple[float, ...]]:
+    """Channel values of unit quaternions (m, 4) for an unlocked bone, each
+    continuous with the one before (the first with `first_old`): what
+    `values_for` gives frame after frame, without touching the pose bone."""
+    out: list[tuple[float, ...]] = []
+    old = tuple(first_old)
+    if mode in EULER_ORDERS:
+        prev = Euler(old, mode)
+        for q in quats:
+            prev = Quaternion(q).to_euler(mode, prev)
+            out.append(tuple(prev))
+        return out
+    for q in quats:
+        old = axis_angle_values(Quaternion(q), old)
+        out.append(old)
+    return out
 
 
 def set_values(pbone, values: tuple[float, ...]) -> None:

@@ -295,3 +295,73 @@ def test_progress_line_in_background(scene, capsys):
     out = capsys.readouterr().out
     assert "Chain IK bake:  50% (frame 10, 10/20)" in out and "100% (frame 20, 20/20)" in out
     assert obj.animation_data.action is not None
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "YZX", "AXIS_ANGLE"])
+def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
+    """rig.sequence (parent-space state, vectorised conversion) against rig.fk + rig.write per frame,
+    with the chain's parent bone and the armature object both animated."""
+    from chain_ik.operators import bake_run
+
+    obj = _bent_rig(transform((0.2, 0.1, 0.0), (0.1, 0.0, 0.3), (1.1, 1.1, 1.1)))
+    for n in ("upper", "fore", "hand"):
+        obj.pose.bones[n].rotation_mode = mode
+    root = obj.pose.bones["root"]
+    for f, angle in ((1, 0.0), (30, 0.5), (60, -0.3)):
+        root.rotation_quaternion = Quaternion((1.0, 0.3, 0.2), angle)
+        root.keyframe_insert("rotation_quaternion", frame=f)
+        obj.location.x = 0.2 + 0.01 * f
+        obj.keyframe_insert("location", frame=f)
+    target = loop_target(frames=(1, 60), center=(0.8, 0.4, 2.0), radius=0.5)
+    args = {"tip": "hand", "chain_length": 3, "target": target.name}
+    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    assert bake_run.fast_path_refusal(obj, specs) == ""
+    unbaked = obj.animation_data.action.copy()
+    assert _bake(**args) == {"FINISHED"}
+    fast = keyed(obj)
+    assert playback(obj, "hand", target, range(1, 61)).max() < TOL
+    obj.animation_data.action = unbaked
+    assert not any("hand" in path for path, _ in keyed(obj))
+    for name in ("upper", "fore", "hand"):
+        pb = obj.pose.bones[name]
+        pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = (1, 0, 0, 0), (0, 0, 0), (0, 0, 1, 0)
+    monkeypatch.setattr(bake_run, "fast_path_refusal", lambda obj, specs: "forced")
+    assert _bake(**args) == {"FINISHED"}
+    chain_keys = {key for key in fast if any(f'"{n}"' in key[0] for n in ("upper", "fore", "hand"))}
+    general = {key: v for key, v in keyed(obj).items() if key in chain_keys}
+    assert general.keys() == chain_keys and len(chain_keys) == (3 if mode == "YZX" else 4) * 3
+    if mode != "AXIS_ANGLE":
+        for key, keys in general.items():
+            np.testing.assert_allclose(np.array(keys), np.array(fast[key]), atol=2e-5, err_msg=str(key))
+        return
+    # (angle, axis) and (-angle, -axis) are one rotation; which one a bone starts
+    # with depends on the sign of a near-zero dot product: compare rotations.
+    for n in ("upper", "fore", "hand"):
+        path = f'pose.bones["{n}"].rotation_axis_angle'
+        a, b = ([[v for _, v in keys[(path, i)]] for i in range(4)] for keys in (general, fast))
+        for (angle_a, *axis_a), (angle_b, *axis_b) in zip(zip(*a, strict=True), zip(*b, strict=True), strict=True):
+            assert abs(Quaternion(axis_a, angle_a).dot(Quaternion(axis_b, angle_b))) > 1.0 - 1e-6  # float32 keys
+
+
+def test_fast_path_refusals(scene):
+    from chain_ik.operators import bake_run
+
+    obj = _bent_rig()
+    target = add_empty()
+    spec = bake_run.run.ChainSpec(tip="hand", chain_length=3, target=target)
+    assert bake_run.fast_path_refusal(obj, [spec]) == ""
+    obj.pose.bones["fore"].lock_rotation[0] = True
+    assert "locked" in bake_run.fast_path_refusal(obj, [spec])
+    obj.pose.bones["fore"].lock_rotation[0] = False
+    obj.pose.bones["hand"].keyframe_insert("scale", frame=1)
+    assert "animated channels" in bake_run.fast_path_refusal(obj, [spec])
+    obj.animation_data_clear()
+    obj.pose.bones["upper"].constraints.new("COPY_LOCATION")
+    assert "constraints" in bake_run.fast_path_refusal(obj, [spec])
+    upper = obj.pose.bones["upper"]
+    upper.constraints.remove(upper.constraints[0])
+    spec.influence = 0.5
+    assert "influence" in bake_run.fast_path_refusal(obj, [spec])
+    spec.influence = 1.0
+    other = bake_run.run.ChainSpec(tip="fore", chain_length=1, target=target)
+    assert "share" in bake_run.fast_path_refusal(obj, [spec, other])

@@ -1,0 +1,119 @@
+"""Fast baking of a chain whose shape in its parent's frame depends on its rotations only.
+
+When no chain bone has constraints, locked rotations or animated
+location/scale, and every chain bone inherits its parent's rotation, the chain
+seen from the root's parent (the parent's pose space, or armature space for a
+root bone) is a function of the chain bones' local rotations alone. The
+solution of frame k-1, kept in that space, is then *exactly* the chain's pose
+at frame k before solving, whatever the parent and the armature object do
+between frames: only the target moves into that space. So the per-frame work
+is: evaluate the frame, map the target, solve, keep the solved points and bone
+frames. The local rotations and each bone's channel values for all frames are
+computed afterwards in one vectorised pass, instead of per frame through
+`convert_local_to_pose` (`rig.fk` + `rig.write`, the general path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mathutils import Matrix, Vector
+
+from ..solvers import Chain
+from . import modes
+from .read import read_chain
+
+
+def unsuitable(obj, names, animated_paths: set[str]) -> str:
+    """Why the fast path cannot bake these chain bones ('' when it can)."""
+    for name in names:
+        pbone = obj.pose.bones[name]
+        if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
+            return f"bone '{name}' has constraints"
+        if modes.is_locked(pbone):
+            return f"bone '{name}' has locked rotation channels"
+        if not pbone.bone.use_inherit_rotation:
+            return f"bone '{name}' does not inherit rotation"
+        prefix = f'pose.bones["{name}"].'
+        if any(p.startswith(prefix) and not p.startswith(prefix + "rotation") for p in animated_paths):
+            return f"bone '{name}' has animated channels other than rotation"
+    return ""
+
+
+def _quats(matrices) -> np.ndarray:
+    return np.array([m.to_quaternion().normalized()[:] for m in matrices], dtype=float)
+
+
+def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products of (..., 4) quaternion arrays (w, x, y, z)."""
+    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
+    return np.stack(
+        (
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ),
+        axis=-1,
+    )
+
+
+CONJUGATE = np.array([1.0, -1.0, -1.0, -1.0])
+
+
+class ChainTrack:
+    """One chain's state across frames, in the root parent's space."""
+
+    def __init__(self, obj_eval, tip: str, length: int, use_tail: bool, frames: int) -> None:
+        start = read_chain(obj_eval, tip, length, use_tail)  # checks (rigid, finite) and the first pose
+        self.names = start.names
+        root = obj_eval.pose.bones[self.names[0]]
+        self.parent = root.parent.name if root.parent is not None else ""
+        to_parent = start.parent_matrix.inverted() if start.parent_matrix is not None else Matrix.Identity(4)
+        mats = [to_parent @ m for m in start.pose_matrices]
+        reach = to_parent @ Vector(start.chain.points[-1].tolist())
+        points = [m.translation[:] for m in mats] + [reach[:]]
+        self.chain = Chain(points, _quats(mats))
+        # Rest orientation of each chain bone in its parent's rest frame.
+        rel = []
+        for name in self.names:
+            bone = obj_eval.pose.bones[name].bone
+            rest = bone.matrix_local if bone.parent is None else bone.parent.matrix_local.inverted() @ bone.matrix_local
+            rel.append(rest.to_quaternion().normalized()[:])
+        self.rest_relative = np.array(rel)
+        self.first_values = {n: modes.current_values(obj_eval.pose.bones[n]) for n in self.names}
+        self.frames = np.empty((frames, len(self.names), 4))
+
+    def to_world(self, obj_eval) -> Matrix:
+        """The map from this chain's space to world space at the evaluated frame."""
+        m = obj_eval.matrix_world
+        return m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
+
+    def advance(self, k: int, points: np.ndarray, rotations: np.ndarray) -> None:
+        """Keep frame k's solution: the next frame starts from it."""
+        frames = qmul(rotations, self.chain.frames)
+        self.chain = Chain(points, frames)
+        self.frames[k] = self.chain.frames
+
+    def local_rotations(self) -> np.ndarray:
+        """(frames, bones, 4) local (basis) rotations: W_i = W_{i-1} R_i B_i, so B_i = R_i^-1 W_{i-1}^-1 W_i."""
+        w = self.frames
+        parent = np.concatenate((np.broadcast_to([1.0, 0.0, 0.0, 0.0], w[:, :1].shape), w[:, :-1]), axis=1)
+        local = qmul(self.rest_relative * CONJUGATE, qmul(parent * CONJUGATE, w))
+        return local / np.linalg.norm(local, axis=-1, keepdims=True)
+
+    def channel_values(self, obj) -> dict[str, np.ndarray]:
+        """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame values."""
+        local = self.local_rotations()
+        out = {}
+        for i, name in enumerate(self.names):
+            mode = obj.pose.bones[name].rotation_mode
+            q = local[:, i]
+            if mode == "QUATERNION":
+                # Sign continuity: flip where a key would point away from the one before.
+                ref = np.array(self.first_values[name], dtype=float)
+                dots = np.einsum("ij,ij->i", q, np.vstack((ref, q[:-1])))
+                out[name] = q * np.where(np.cumprod(np.where(dots < 0.0, -1.0, 1.0)) < 0.0, -1.0, 1.0)[:, None]
+            else:
+                out[name] = np.array(modes.continuous_series(mode, q.tolist(), self.first_values[name]))
+        return out
