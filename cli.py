@@ -150,7 +150,7 @@ def run(args: argparse.Namespace, package) -> dict:
         pairs = ops_run.specs_from_arguments(obj, tip, length, args.target or "", args.target_bone, args.method, -1)
         specs = [spec for _, spec in pairs]
         frames = bake_run.bake_frames(options)
-        progress = bake_run.Progress(context, len(frames))
+        progress = bake_run.Progress(context)
         result = bake_run.bake(context, obj, specs, options, progress.update)
         started = time.perf_counter()
         playback = bake_run.playback_error(context, obj, specs, frames)

@@ -81,8 +81,7 @@ class CHAINIK_OT_bake(bpy.types.Operator):
                 obj, self.tip, self.chain_length, self.target, self.target_bone, self.method, self.chain_index
             )
             options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
-            frames = bake_run.bake_frames(options)
-            progress = bake_run.Progress(context, len(frames))
+            progress = bake_run.Progress(context)
             try:
                 result = bake_run.bake(context, obj, [spec for _, spec in pairs], options, progress.update)
             finally:

@@ -14,7 +14,6 @@ every frame has been solved: a failure leaves the action untouched.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -22,7 +21,6 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from mathutils import Vector
 
 from .. import rig, solvers
 from ..rig import keys, modes, sequence
@@ -62,27 +60,30 @@ def bake_frames(options: BakeOptions) -> np.ndarray:
 
 
 class Progress:
-    """Window-manager progress with a window; otherwise a console line about every 10%."""
+    """Window-manager progress with a window; otherwise a console line every 10%.
 
-    def __init__(self, context, total: int, stream=None) -> None:
-        self.total = total
+    `update(fraction, frame)`: the share of the work done (0..1) and the frame being worked on."""
+
+    STEPS = 10
+
+    def __init__(self, context, stream=None) -> None:
         self.stream = stream or sys.stdout
+        self.shown = 0
         # Background mode has no window to show progress in (the bpy wheel may still report one).
         has_window = not bpy.app.background and getattr(context, "window", None) is not None
         self.wm = context.window_manager if has_window else None
-        self.every = max(1, total // 10)
         if self.wm is not None:
-            self.wm.progress_begin(0, total)
+            self.wm.progress_begin(0, 1000)
 
-    def update(self, done: int, frame: int) -> None:
-        if done % self.every and done != self.total:
+    def update(self, fraction: float, frame: int) -> None:
+        step = int(fraction * self.STEPS + 1e-9)
+        if step <= self.shown:
             return
+        self.shown = step
         if self.wm is not None:
-            self.wm.progress_update(done)
+            self.wm.progress_update(int(1000 * fraction))
         else:
-            print(
-                f"Chain IK bake: {100 * done // self.total:3d}% (frame {frame}, {done}/{self.total})", file=self.stream
-            )
+            print(f"Chain IK bake: {100 * step // self.STEPS:3d}% (frame {frame})", file=self.stream)
             self.stream.flush()
 
     def end(self) -> None:
@@ -157,39 +158,34 @@ def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
 
 
 def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
-    """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results)."""
+    """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results).
+
+    Two passes: first every frame is evaluated once to map each target into its
+    chain's space (the chain's own pose does not enter), then each chain is
+    solved frame after frame from the previous solution, without Blender."""
     scene = context.scene
-    worst = {spec.tip: 0.0 for spec in specs}
+    n = len(frames)
     tracks = []
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
         depsgraph = context.evaluated_depsgraph_get()
         obj_eval = obj.evaluated_get(depsgraph)
         if k == 0:
-            tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, len(frames)) for s in specs]
+            tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, n) for s in specs]
         for spec, track in zip(specs, tracks, strict=True):
-            to_world = track.to_world(obj_eval)
-            m3 = to_world.to_3x3()
-            stretch = math.sqrt(sum(x * x for row in m3 for x in row))
-            if not stretch or abs(m3.determinant()) <= rig.space.MIN_RELATIVE_SCALE * stretch**3:
-                raise ValueError(f"chain '{spec.tip}' is scaled to zero at frame {int(frame)}")
             target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
-            target = np.array(to_world.inverted() @ Vector(target_world.tolist()))
-            solution = solvers.solve(
-                track.chain,
-                target,
-                method=spec.method,
-                tolerance=spec.tolerance / stretch if spec.tolerance > 0.0 else None,
-                max_iterations=spec.max_iterations or None,
-                **spec.options,
-            )
-            track.advance(k, solution.points, solution.rotations)
-            error = (to_world @ Vector(solution.points[-1].tolist()) - Vector(target_world.tolist())).length
-            worst[spec.tip] = max(worst[spec.tip], error)
+            track.sample(k, obj_eval, target_world, int(frame))
         if progress is not None:
-            progress(k + 1, int(frame))
-    values = {}
-    for track in tracks:
+            progress(0.5 * (k + 1) / n, int(frame))
+    worst, values = {}, {}
+    for i, (spec, track) in enumerate(zip(specs, tracks, strict=True)):
+        done = (0.5 + 0.5 * i / len(specs), 0.5 / len(specs))
+
+        def report(k: int, done=done) -> None:
+            if progress is not None:
+                progress(done[0] + done[1] * (k + 1) / n, int(frames[k]))
+
+        worst[spec.tip] = track.solve(spec, report)
         for name, table in track.channel_values(obj).items():
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
@@ -246,7 +242,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
             error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
             worst[spec.tip] = max(worst[spec.tip], error)
         if progress is not None:
-            progress(k + 1, int(frame))
+            progress((k + 1) / n, int(frame))
     return values, worst, flags
 
 

@@ -7,20 +7,24 @@ root bone) is a function of the chain bones' local rotations alone. The
 solution of frame k-1, kept in that space, is then *exactly* the chain's pose
 at frame k before solving, whatever the parent and the armature object do
 between frames: only the target moves into that space. So the per-frame work
-is: evaluate the frame, map the target, solve, keep the solved points and bone
-frames. The local rotations and each bone's channel values for all frames are
+is: evaluate the frame and map the target (a first pass through Blender),
+then solve from the previous frame's solution (a second pass, numpy only).
+The local rotations and each bone's channel values for all frames are
 computed afterwards in one vectorised pass, instead of per frame through
 `convert_local_to_pose` (`rig.fk` + `rig.write`, the general path).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..solvers import Chain
+from ..solvers import Chain, solve
 from . import modes
 from .read import read_chain
+from .space import MIN_RELATIVE_SCALE
 
 
 def unsuitable(obj, names, animated_paths: set[str]) -> str:
@@ -82,18 +86,47 @@ class ChainTrack:
             rel.append(rest.to_quaternion().normalized()[:])
         self.rest_relative = np.array(rel)
         self.first_values = {n: modes.current_values(obj_eval.pose.bones[n]) for n in self.names}
-        self.frames = np.empty((frames, len(self.names), 4))
+        self.frames = np.empty((frames, len(self.names), 4))  # solved bone orientations per frame
+        self.targets = np.empty((frames, 3))  # in this chain's space
+        self.to_world = np.empty((frames, 4, 4))
+        self.stretch = np.empty(frames)
 
-    def to_world(self, obj_eval) -> Matrix:
-        """The map from this chain's space to world space at the evaluated frame."""
+    def sample(self, k: int, obj_eval, target_world: np.ndarray, frame: int) -> None:
+        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
         m = obj_eval.matrix_world
-        return m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
+        to_world = m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
+        m3 = to_world.to_3x3()
+        stretch = math.sqrt(sum(x * x for row in m3 for x in row))
+        if not stretch or abs(m3.determinant()) <= MIN_RELATIVE_SCALE * stretch**3:
+            raise ValueError(f"the chain ending at '{self.names[-1]}' is scaled to zero at frame {frame}")
+        self.targets[k] = to_world.inverted() @ Vector(target_world.tolist())
+        self.to_world[k] = to_world
+        self.stretch[k] = stretch
 
-    def advance(self, k: int, points: np.ndarray, rotations: np.ndarray) -> None:
-        """Keep frame k's solution: the next frame starts from it."""
-        frames = qmul(rotations, self.chain.frames)
-        self.chain = Chain(points, frames)
-        self.frames[k] = self.chain.frames
+    def solve(self, spec, report=None) -> float:
+        """Solve every sampled frame from the previous frame's solution; the worst world tip error.
+
+        `spec`: method, tolerance (world distance, 0: default), max_iterations, options."""
+        tips = np.empty((len(self.targets), 3))
+        for k, target in enumerate(self.targets):
+            solution = solve(
+                self.chain,
+                target,
+                method=spec.method,
+                tolerance=spec.tolerance / self.stretch[k] if spec.tolerance > 0.0 else None,
+                max_iterations=spec.max_iterations or None,
+                **spec.options,
+            )
+            self.frames[k] = solution.frames(self.chain)
+            self.chain = Chain(solution.points, self.frames[k])
+            tips[k] = solution.points[-1]
+            if report is not None:
+                report(k)
+        world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
+        return float(np.max(np.linalg.norm(world - self.targets_world(), axis=1)))
+
+    def targets_world(self) -> np.ndarray:
+        return np.einsum("kij,kj->ki", self.to_world[:, :3, :3], self.targets) + self.to_world[:, :3, 3]
 
     def local_rotations(self) -> np.ndarray:
         """(frames, bones, 4) local (basis) rotations: W_i = W_{i-1} R_i B_i, so B_i = R_i^-1 W_{i-1}^-1 W_i."""

@@ -293,7 +293,9 @@ def test_progress_line_in_background(scene, capsys):
     target = loop_target(frames=(1, 20))
     assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
     out = capsys.readouterr().out
-    assert "Chain IK bake:  50% (frame 10, 10/20)" in out and "100% (frame 20, 20/20)" in out
+    lines = [line for line in out.splitlines() if line.startswith("Chain IK bake: ") and "%" in line]
+    assert [int(line.split()[3].rstrip("%")) for line in lines] == list(range(10, 101, 10))
+    assert lines[-1] == "Chain IK bake: 100% (frame 20)"
     assert obj.animation_data.action is not None
 
 
