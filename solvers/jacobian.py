@@ -64,13 +64,21 @@ def make_step(chain: Chain, variant: str = "dls", damping: float = 0.05, max_ste
     eye = np.eye(3)
 
     def step(points: np.ndarray, local: None, targets: np.ndarray):
-        k = points.shape[0]
         tip = points[:, -1]
+        err = targets - tip
         arms = tip[:, None, :] - points[:, :n, :]  # (k, n, 3)
-        # d tip / d omega_jk = e_k x arm_j  ->  J (k, 3, 3n); e_k x r = -[r]x e_k.
-        jac = -np.cross(arms[:, :, None, :], eye[None, None, :, :])  # (k, n, 3 axes, 3 comps)
-        jac = jac.transpose(0, 3, 1, 2).reshape(k, 3, 3 * n)
-        omega = _clamp_turns(_joint_step(jac, targets - tip, variant, lam2).reshape(k, n, 3), max_step)
+        # World-axis ball joints: J_j = -[r_j]x, so J J^T = sum_j (|r_j|^2 I - r_j r_j^T) is a 3x3
+        # sum and J^T b has blocks r_j x b: no (3, 3n) matrix is ever built.
+        jjt = np.einsum("knc,knc->k", arms, arms)[:, None, None] * eye - np.einsum("kni,knj->kij", arms, arms)
+        if variant == "transpose":
+            moved = jjt @ err[:, :, None]
+            alpha = np.einsum("ki,ki->k", err, moved[:, :, 0]) / np.maximum(np.sum(moved * moved, axis=(1, 2)), 1e-300)
+            beta = alpha[:, None] * err
+        elif variant == "pseudoinverse":  # J+ = J^T (J J^T)+
+            beta = (np.linalg.pinv(jjt, rcond=1e-10, hermitian=True) @ err[:, :, None])[:, :, 0]
+        else:
+            beta = np.linalg.solve(jjt + lam2 * eye, err[:, :, None])[:, :, 0]
+        omega = _clamp_turns(quat.cross(arms, beta[:, None, :]), max_step)
         turn = quat.from_rotation_vector(np.cumsum(omega, axis=1))
         dirs = quat.rotate(turn, quat.normalize(np.diff(points, axis=1)))
         new = np.empty_like(points)

@@ -148,7 +148,7 @@ def from_twist_swing(tau: np.ndarray, sx: np.ndarray, sz: np.ndarray) -> np.ndar
 def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.ndarray:
     """The allowed local rotation for `local` (..., 4) of `bone` (an index, or
     an index array broadcasting with local's leading shape)."""
-    tau, sx, sz = twist_swing(local)
+    tau0, sx0, sz0 = tau, sx, sz = twist_swing(local)
     lock = limits.lock[bone]
     use = limits.use_limit[bone]
     # Twist (Y): lock, then its interval.
@@ -161,9 +161,11 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all((lo <= 0.0) & (hi >= 0.0), axis=-1)
     ex = np.where(sx >= 0.0, hi[..., 0], -lo[..., 0])
     ez = np.where(sz >= 0.0, hi[..., 1], -lo[..., 1])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r2 = np.where(sx != 0.0, (sx / ex) ** 2, 0.0) + np.where(sz != 0.0, (sz / ez) ** 2, 0.0)
-    scale = np.where(both & (r2 > 1.0), 1.0 / np.sqrt(np.where(r2 > 1.0, r2, 1.0)), 1.0)
+    # Rounding slack: near a half-turn swing the angle is a square root of
+    # these components, so a last-bit excess must not count as outside.
+    scale = np.where(both & (r2 > 1.0 + 1e-12), 1.0 / np.sqrt(np.where(r2 > 1.0, r2, 1.0)), 1.0)
     sx, sz = sx * scale, sz * scale
     sx = np.clip(sx, lo[..., 0], hi[..., 0])
     sz = np.clip(sz, lo[..., 1], hi[..., 1])
@@ -171,7 +173,7 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     # (both sets are convex, so the segment between stays in the box/ellipse).
     radius = np.sin(0.5 * limits.cone[bone])
     r = np.hypot(sx, sz)
-    outside = r > radius
+    outside = r > radius + 1e-12
     if np.any(outside):
         p0 = _nearest_allowed_swing(limits)[bone]
         px, pz = p0[..., 0], p0[..., 1]
@@ -185,7 +187,10 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
         t = np.clip(t, 0.0, 1.0)
         sx = np.where(outside, px + t * dx, sx)
         sz = np.where(outside, pz + t * dz, sz)
-    return from_twist_swing(tau, sx, sz)
+    # Rebuild only what changed: recomposing a swing near a half turn takes
+    # sqrt(1 - |s|^2) of rounding noise and would move an allowed rotation.
+    changed = (tau != tau0) | (sx != sx0) | (sz != sz0)
+    return quat.normalize(np.where(changed[..., None], from_twist_swing(tau, sx, sz), local))
 
 
 def violation(limits: JointLimits, local: np.ndarray) -> np.ndarray:
