@@ -224,3 +224,159 @@ def describe(chain: solvers.Chain, target=None) -> None:
     if target is not None:
         text += f", target={np.asarray(target, dtype=float).tolist()!r}"
     note(text)
+
+
+# --------------------------------------------------------------------------- joint limits and goals
+
+
+def frames_along(directions: np.ndarray, rolls) -> np.ndarray:
+    """Blender-like bone frames (n, 4): Y along each bone direction, X rolled by
+    `rolls` (radians) about it."""
+    mats = []
+    for d, roll in zip(np.asarray(directions, dtype=float), rolls, strict=True):
+        p = quat.any_perpendicular(d)
+        q = np.cross(p, d)
+        x = math.cos(roll) * p + math.sin(roll) * q
+        mats.append(np.column_stack((x, d, np.cross(x, d))))
+    return quat.from_matrix(np.array(mats))
+
+
+@st.composite
+def bone_limits(draw) -> dict:
+    """One bone's limits as make_limits fields: free, hinge, random locks,
+    per-axis ranges (asymmetric, possibly not containing 0), a cone, stiffness."""
+    kind = draw(st.sampled_from(["free", "hinge", "locks", "ranges", "cone", "ranges+cone"]))
+    lock = [False, False, False]
+    use = [False, False, False]
+    lo = [-math.pi] * 3
+    hi = [math.pi] * 3
+    cone = math.pi
+    if kind == "hinge":
+        lock = [False, True, True]
+        if draw(st.booleans()):
+            use[0] = True
+            lo[0], hi[0] = sorted(draw(st.tuples(st.floats(-math.pi, math.pi), st.floats(-math.pi, math.pi))))
+    elif kind == "locks":
+        lock = list(draw(st.tuples(st.booleans(), st.booleans(), st.booleans())))
+    if kind in ("ranges", "ranges+cone"):
+        use = list(draw(st.tuples(st.booleans(), st.booleans(), st.booleans())))
+        for k in range(3):
+            a, b = sorted(draw(st.tuples(st.floats(-math.pi, math.pi), st.floats(-math.pi, math.pi))))
+            lo[k], hi[k] = a, b
+        if draw(st.booleans()):
+            lock[draw(st.integers(0, 2))] = True
+    if kind in ("cone", "ranges+cone"):
+        cone = draw(st.floats(0.0, math.pi))
+    stiffness = list(draw(st.tuples(*[st.sampled_from([0.0, 0.0, 0.3, 0.9, 0.99])] * 3)))
+    return {"lock": lock, "use_limit": use, "minimum": lo, "maximum": hi, "cone": cone, "stiffness": stiffness}
+
+
+def make_chain_limits(fields: list[dict]) -> solvers.JointLimits:
+    """make_limits from per-bone field dicts. Where a bone's X/Z region misses
+    its cone (invalid), the cone is dropped, then (X and Z ranges both far
+    from zero: their corner is past a half-turn swing) the Z range too."""
+    fields = [dict(f) for f in fields]
+    for f in fields:
+        for fix in ("cone", "z"):
+            try:
+                solvers.make_limits(1, **f)
+                break
+            except ValueError:
+                if fix == "cone":
+                    f["cone"] = math.pi
+                else:
+                    f["use_limit"] = [f["use_limit"][0], f["use_limit"][1], False]
+    keys = ["lock", "use_limit", "minimum", "maximum", "cone", "stiffness"]
+    return solvers.make_limits(len(fields), **{k: np.array([f[k] for f in fields]) for k in keys})
+
+
+@st.composite
+def limited_chains(draw, min_bones: int = 1, max_bones: int = 12) -> solvers.Chain:
+    """Random chains with frames (random rolls, Y along each bone), random
+    limits and, sometimes, a random base frame (the root's parent)."""
+    plain = draw(chains(min_bones, max_bones))
+    n = plain.n_bones
+    rolls = draw(st.lists(st.floats(-math.pi, math.pi), min_size=n, max_size=n))
+    limits = make_chain_limits([draw(bone_limits()) for _ in range(n)])
+    base = None
+    if draw(st.booleans()):
+        axis = draw(unit_vectors())
+        base = quat.from_axis_angle(axis, draw(st.floats(-math.pi, math.pi)))
+    return solvers.Chain(plain.points, frames_along(plain.directions, rolls), limits=limits, base_frame=base)
+
+
+def solved_locals(chain: solvers.Chain, rotations: np.ndarray) -> np.ndarray:
+    """Local rotations (..., n, 4) of a solve: L = (P R)^-1 F with F the solved
+    frames and P the parent's solved frame (the base frame for the root)."""
+    rotations = np.asarray(rotations, dtype=float)
+    frames = quat.multiply(rotations, chain.frames)
+    base = np.broadcast_to(chain.base_frame, frames.shape[:-2] + (1, 4))
+    parents = np.concatenate((base, frames[..., :-1, :]), axis=-2)
+    return quat.multiply(quat.conjugate(quat.multiply(parents, chain.reference)), frames)
+
+
+def limit_violation(chain: solvers.Chain, rotations: np.ndarray) -> np.ndarray:
+    """Per bone, radians outside the limits of a solve's rotations (..., n)."""
+    from solvers import limits as joint_limits
+
+    return joint_limits.violation(chain.limits, solved_locals(chain, rotations))
+
+
+def forward_kinematics(chain: solvers.Chain, locals_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Frames (n, 4) and points (n+1, 3) of one pose given as local rotations
+    (n, 4): F_i = P_i R_i L_i, p_{i+1} = p_i + l_i F_i (bone's link in its frame)."""
+    n = chain.n_bones
+    frames = np.empty((n, 4))
+    points = np.empty((n + 1, 3))
+    points[0] = chain.root
+    parent = chain.base_frame
+    for i in range(n):
+        parent = quat.multiply(quat.multiply(parent, chain.reference[i]), locals_[i])
+        frames[i] = parent
+        link = quat.rotate(quat.conjugate(chain.frames[i]), chain.directions[i])
+        points[i + 1] = points[i] + chain.lengths[i] * quat.rotate(parent, link)
+    return frames, points
+
+
+def random_rotations(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Uniform random unit quaternions (*shape, 4)."""
+    q = rng.normal(size=tuple(shape) + (4,))
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def allowed_pose(chain: solvers.Chain, rng: np.random.Generator, spread: float = 1.0) -> np.ndarray:
+    """A random pose (n, 4) inside the chain's limits: random local rotations
+    (angles scaled by `spread`) clamped into them."""
+    from solvers import limits as joint_limits
+
+    local = quat.from_rotation_vector(spread * quat.to_rotation_vector(random_rotations(rng, (chain.n_bones,))))
+    if chain.limits is None:
+        return local
+    return joint_limits.clamp(chain.limits, np.arange(chain.n_bones), local)
+
+
+def check_limited_solution(chain: solvers.Chain, points, rotations, *, violation_atol: float = 1e-9) -> None:
+    """A limited chain's solve (single or batch): finite, root fixed, lengths
+    kept, rotations unit and consistent with the points, no limit violated."""
+    pts = np.asarray(points)
+    rots = np.asarray(rotations)
+    assert np.all(np.isfinite(pts)), "non-finite points"
+    assert np.all(np.isfinite(rots)), "non-finite rotations"
+    np.testing.assert_array_equal(pts[..., 0, :], np.broadcast_to(chain.root, pts[..., 0, :].shape))
+    lengths = np.linalg.norm(np.diff(pts, axis=-2), axis=-1)
+    np.testing.assert_allclose(
+        lengths, np.broadcast_to(chain.lengths, lengths.shape), rtol=LENGTH_RTOL, err_msg="bone lengths drifted"
+    )
+    np.testing.assert_allclose(np.linalg.norm(rots, axis=-1), 1.0, atol=1e-12, err_msg="rotations not unit")
+    solved = np.diff(pts, axis=-2)
+    solved = solved / np.linalg.norm(solved, axis=-1, keepdims=True)
+    np.testing.assert_allclose(
+        quat.rotate(rots, np.broadcast_to(chain.directions, solved.shape)),
+        solved,
+        atol=ROTATION_ATOL,
+        err_msg="rotations do not take the input directions to the solved ones",
+    )
+    worst = limit_violation(chain, rots)
+    assert np.max(worst) < violation_atol, (
+        f"limits violated: {np.max(worst):.3g} rad at {np.argwhere(worst >= violation_atol)[:5].tolist()}"
+    )

@@ -1,0 +1,242 @@
+"""Joint limits: the limits model (make_limits validation, twist/swing split,
+clamp, violation) and every solver on limited chains (no output ever
+violates a limit; lengths, finiteness, determinism, batch == single; reach
+rates on targets made from allowed poses)."""
+
+import math
+
+import ik_strategies as ik
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solvers
+from solvers import limits as joint_limits
+from solvers import quat
+
+SIGN_FREE_ATOL = 1e-12
+
+
+def same_rotation(a, b, atol=1e-10):
+    """Quaternions a and b (..., 4) are the same rotation (q and -q alike)."""
+    d = np.minimum(np.linalg.norm(a - b, axis=-1), np.linalg.norm(a + b, axis=-1))
+    return bool(np.all(d <= atol))
+
+
+@st.composite
+def rotations(draw):
+    axis = draw(ik.unit_vectors())
+    return quat.from_axis_angle(axis, draw(st.floats(-math.pi, math.pi)))
+
+
+@st.composite
+def one_bone_limits(draw):
+    return ik.make_chain_limits([draw(ik.bone_limits())])
+
+
+# --------------------------------------------------------------------------- the limits model
+
+
+@given(q=rotations())
+def test_twist_swing_round_trip(q):
+    tau, sx, sz = joint_limits.twist_swing(q)
+    assert -math.pi < tau <= math.pi
+    assert sx * sx + sz * sz <= 1.0 + 1e-12
+    assert same_rotation(joint_limits.from_twist_swing(tau, sx, sz), q)
+
+
+def test_twist_swing_of_pure_axis_rotations():
+    for a in np.linspace(-3.0, 3.0, 13):
+        tau, sx, sz = joint_limits.twist_swing(quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), a))
+        assert math.isclose(tau, a, abs_tol=1e-12) and abs(sx) < 1e-15 and abs(sz) < 1e-15
+        tau, sx, sz = joint_limits.twist_swing(quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), a))
+        assert abs(tau) < 1e-12 and math.isclose(sx, math.sin(a / 2), abs_tol=1e-15) and abs(sz) < 1e-15
+        tau, sx, sz = joint_limits.twist_swing(quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), a))
+        assert abs(tau) < 1e-12 and abs(sx) < 1e-15 and math.isclose(sz, math.sin(a / 2), abs_tol=1e-15)
+
+
+@settings(max_examples=150)
+@given(limits=one_bone_limits(), q=rotations())
+def test_clamp_satisfies_limits_and_is_idempotent(limits, q):
+    c = joint_limits.clamp(limits, 0, q)
+    np.testing.assert_allclose(np.linalg.norm(c), 1.0, atol=1e-12)
+    assert joint_limits.violation(limits, c[None])[0] < 1e-9
+    assert same_rotation(joint_limits.clamp(limits, 0, c), c, atol=1e-9), "clamp is not idempotent"
+    # violation is the angle between q and its clamped self.
+    v = joint_limits.violation(limits, q[None])[0]
+    assert math.isclose(v, quat.angle(quat.multiply(c, quat.conjugate(q))), abs_tol=1e-12)
+
+
+@settings(max_examples=150)
+@given(limits=one_bone_limits(), q=rotations(), t=st.floats(0.0, 1.0))
+def test_allowed_rotations_are_unchanged(limits, q, t):
+    # An allowed rotation: a clamped one, pulled toward the allowed swing
+    # nearest zero (the allowed set is convex in (tau, sx, sz)).
+    tau, sx, sz = joint_limits.twist_swing(joint_limits.clamp(limits, 0, q))
+    lo, hi = joint_limits._swing_bounds(limits)
+    near = np.clip(0.0, lo[0], hi[0])
+    tw = 0.0 if limits.lock[0, 1] else float(np.clip(0.0, limits.minimum[0, 1], limits.maximum[0, 1]))
+    allowed = joint_limits.from_twist_swing(
+        tw + t * (tau - tw), near[0] + t * (sx - near[0]), near[1] + t * (sz - near[1])
+    )
+    assert joint_limits.violation(limits, allowed[None])[0] < 1e-9
+    assert same_rotation(joint_limits.clamp(limits, 0, allowed), allowed, atol=1e-12)
+
+
+@given(q=rotations(), lo=st.floats(-math.pi, 0.0), hi=st.floats(0.0, math.pi))
+def test_hinge_allows_only_x_rotation(q, lo, hi):
+    for use in (False, True):
+        limits = solvers.make_limits(1, lock=[False, True, True], use_limit=[use, False, False], minimum=lo, maximum=hi)
+        c = joint_limits.clamp(limits, 0, q)
+        assert abs(c[2]) < 1e-15 and abs(c[3]) < 1e-15, f"hinge output {c} turns about Y or Z"
+        if use:
+            a = 2.0 * math.atan2(c[1], c[0])
+            a = (a + math.pi) % (2 * math.pi) - math.pi
+            assert lo - 1e-12 <= a <= hi + 1e-12
+    x_only = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), 0.5 * (lo + hi))
+    assert same_rotation(joint_limits.clamp(limits, 0, x_only), x_only)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2], ids=["x", "y-twist", "z"])
+@settings(max_examples=40)
+@given(
+    bounds=st.tuples(st.floats(-math.pi, math.pi), st.floats(-math.pi, math.pi)).map(sorted),
+    a=st.floats(-math.pi + 1e-9, math.pi),
+)
+def test_pure_axis_rotation_allowed_iff_within_range(axis, bounds, a):
+    lo, hi = bounds
+    use = [False, False, False]
+    use[axis] = True
+    limits = solvers.make_limits(1, use_limit=use, minimum=lo, maximum=hi)
+    e = np.zeros(3)
+    e[axis] = 1.0
+    v = joint_limits.violation(limits, quat.from_axis_angle(e, a)[None])[0]
+    # Clamping a pure rotation about one limited axis stays on that axis, at
+    # the nearer bound: the violation is the angle of the rotation between.
+    outside = max(lo - a, a - hi, 0.0)
+    assert math.isclose(v, min(outside, 2.0 * math.pi - outside), abs_tol=1e-9), (lo, hi, a, v)
+    assert (v < 1e-9) == (lo <= a <= hi) or abs(outside) < 1e-9
+
+
+def test_make_limits_rejects_bad_input():
+    cases = [
+        (dict(use_limit=[True, False, False], minimum=[0.5, 0, 0], maximum=[0.1, 0, 0]), "X limit"),
+        (dict(use_limit=[False, True, False], minimum=[0, -4.0, 0], maximum=[0, 0, 0]), "Y limit"),
+        (dict(use_limit=[False, False, True], minimum=[0, 0, 0], maximum=[0, 0, 3.3]), "Z limit"),
+        (dict(stiffness=[0, 1.0, 0]), "stiffness"),
+        (dict(stiffness=[-0.1, 0, 0]), "stiffness"),
+        (dict(minimum=[math.nan, 0, 0]), "non-finite"),
+        (dict(maximum=[0, math.inf, 0]), "non-finite"),
+        (dict(cone=-0.1), "cone"),
+        (dict(cone=math.nan), "cone"),
+        (dict(use_limit=[True, False, False], minimum=[1.0, 0, 0], maximum=[2.0, 0, 0], cone=0.5), "cone"),
+        (dict(minimum=np.zeros((3, 3))), r"\(2, 3\)"),
+    ]
+    for kwargs, match in cases:
+        with pytest.raises(ValueError, match=match):
+            solvers.make_limits(2, **kwargs)
+    # Valid edge cases.
+    solvers.make_limits(2, use_limit=True, minimum=-math.pi, maximum=math.pi, stiffness=0.99, cone=0.0)
+    solvers.make_limits(2, use_limit=[True, False, False], minimum=[1.0, 0, 0], maximum=[2.0, 0, 0], cone=2.0)
+
+
+def test_chain_limits_need_frames_and_matching_size():
+    pts = [[0, 0, 0], [0, 1, 0], [0, 2, 0]]
+    with pytest.raises(ValueError, match="frames"):
+        solvers.Chain(pts, limits=solvers.make_limits(2))
+    frames = np.tile([1.0, 0.0, 0.0, 0.0], (2, 1))
+    with pytest.raises(ValueError, match="2 bones"):
+        solvers.Chain(pts, frames, limits=solvers.make_limits(3))
+    chain = solvers.Chain(pts, frames, limits=solvers.make_limits(2))
+    np.testing.assert_allclose(chain.input_locals, frames)
+
+
+# --------------------------------------------------------------------------- solvers on limited chains
+
+
+@st.composite
+def limited_chain_and_targets(draw, max_bones=12):
+    chain = draw(ik.limited_chains(max_bones=max_bones))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    reach = chain.total_length
+    u = draw(ik.unit_vectors())
+    reachable = ik.forward_kinematics(chain, ik.allowed_pose(chain, rng))[1][-1]
+    targets = np.array(
+        [
+            reachable,
+            chain.root + reach * draw(st.floats(1.0001, 5.0)) * u,  # far beyond full reach
+            chain.root,  # at the root
+            chain.root - 0.5 * reach * chain.directions[0],  # behind the root
+            chain.root + reach * np.array(draw(st.tuples(*[st.floats(-1.5, 1.5)] * 3))),  # anywhere
+        ]
+    )
+    return chain, targets, seed
+
+
+def describe_limited(chain, targets):
+    from hypothesis import note
+
+    lim = chain.limits
+    note(
+        f"points={np.asarray(chain.points).tolist()!r}\nframes={chain.frames.tolist()!r}\n"
+        f"base_frame={chain.base_frame.tolist()!r}\nlock={lim.lock.tolist()!r}\nuse_limit={lim.use_limit.tolist()!r}\n"
+        f"minimum={lim.minimum.tolist()!r}\nmaximum={lim.maximum.tolist()!r}\ncone={lim.cone.tolist()!r}\n"
+        f"stiffness={lim.stiffness.tolist()!r}\ntargets={targets.tolist()!r}"
+    )
+
+
+# The limits must hold after every iteration, so a low cap loses nothing
+# here and keeps CCD / FABRIK on 12 limited bones affordable.
+PROPERTY_ITERATIONS = 12
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+@settings(max_examples=15)
+@given(case=limited_chain_and_targets())
+def test_solvers_never_violate_limits(config, case):
+    chain, targets, _ = case
+    describe_limited(chain, targets)
+    kw = {} if config[0] == "triangulation" else {"max_iterations": PROPERTY_ITERATIONS}
+    batch = ik.solve_batch(chain, targets, config, **kw)
+    ik.check_limited_solution(chain, batch.points, batch.rotations)
+    np.testing.assert_allclose(batch.error, np.linalg.norm(batch.points[:, -1] - targets, axis=1), rtol=1e-12)
+    # batch == single (target 0: reachable; for cheap chains also the root
+    # target), and deterministic.
+    for k in (0, 2) if chain.n_bones <= 4 else (0,):
+        one = ik.solve(chain, targets[k], config, **kw)
+        ik.check_limited_solution(chain, one.points, one.rotations)
+        np.testing.assert_allclose(one.points, batch.points[k], rtol=0, atol=1e-9 * chain.total_length)
+        assert same_rotation(one.rotations, batch.rotations[k], atol=1e-8)
+        if chain.n_bones <= 4:
+            again = ik.solve(chain, targets[k], config, **kw)
+            np.testing.assert_array_equal(one.points, again.points)
+            np.testing.assert_array_equal(one.rotations, again.rotations)
+
+
+def test_unlimited_limits_change_nothing():
+    """Free limits (no locks, ranges or cone) give the frames-only solve."""
+    rng = np.random.default_rng(3)
+    plain = solvers.Chain(ik.chain_points([0, 0, 0], [1.0, 0.8, 0.6], [0, 1, 0], [0.4, 0.3], [0.0, 1.0]))
+    frames = ik.frames_along(plain.directions, [0.1, 0.2, 0.3])
+    framed = solvers.Chain(plain.points, frames)
+    free = solvers.Chain(plain.points, frames, limits=solvers.make_limits(3))
+    targets = ik.rng_reachable_targets(plain, 5, 1) + 0.0 * rng.normal(size=(5, 3))
+    for method, options in ik.CONFIGS:
+        a = solvers.solve_batch(framed, targets, method=method, **options)
+        b = solvers.solve_batch(free, targets, method=method, **options)
+        assert np.all(b.error <= a.error + 1e-6 * plain.total_length), method
+        ik.check_limited_solution(free, b.points, b.rotations)
+
+
+def test_clamp_to_a_half_turn_swing_keeps_the_twist():
+    """Regression: clamping may land on the unit circle sx^2 + sz^2 = 1 (a
+    half-turn swing, where the no-cone disk of radius sin(180°/2) = 1 cuts the
+    box); with a twist there, the result must still be allowed."""
+    limits = solvers.make_limits(1, use_limit=[False, False, True], minimum=[0, 0, 2.0], maximum=[0, 0, 2.0])
+    q = np.array([0.54030231, 0.73846026, 0.40342268, 0.0])
+    q /= np.linalg.norm(q)
+    c = joint_limits.clamp(limits, 0, q)
+    assert joint_limits.violation(limits, c[None])[0] < 1e-9
+    assert same_rotation(joint_limits.clamp(limits, 0, c), c, atol=1e-9)
