@@ -240,3 +240,94 @@ def test_clamp_to_a_half_turn_swing_keeps_the_twist():
     c = joint_limits.clamp(limits, 0, q)
     assert joint_limits.violation(limits, c[None])[0] < 1e-9
     assert same_rotation(joint_limits.clamp(limits, 0, c), c, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- reach on limited chains
+
+
+def reach_cases():
+    """Four fixed chains (2, 3, 5, 8 bones; seeded) with random limits (every
+    axis limited to asymmetric ranges around 0, some hinges, some cones, some
+    stiffness), 12 targets each made by forward kinematics from random
+    allowed poses: reachable by construction."""
+    rng = np.random.default_rng(2024)
+    cases = []
+    for n in (2, 3, 5, 8):
+        lengths = rng.uniform(0.5, 2.0, n)
+        bends, azimuths = rng.uniform(0, 0.6, n - 1), rng.uniform(0, 2 * math.pi, n - 1)
+        plain = solvers.Chain(ik.chain_points([0, 0, 0], lengths, [0, 1, 0], bends, azimuths))
+        frames = ik.frames_along(plain.directions, rng.uniform(-math.pi, math.pi, n))
+        lo, hi = -rng.uniform(0.2, 2.0, (n, 3)), rng.uniform(0.2, 2.0, (n, 3))
+        lock = np.zeros((n, 3), bool)
+        lock[rng.random(n) < 0.3, 1:] = True
+        cone = np.where(rng.random(n) < 0.3, rng.uniform(0.8, 2.5, n), math.pi)
+        stiffness = np.where(rng.random((n, 3)) < 0.3, 0.5, 0.0)
+        limits = solvers.make_limits(
+            n, lock=lock, use_limit=True, minimum=lo, maximum=hi, cone=cone, stiffness=stiffness
+        )
+        chain = solvers.Chain(plain.points, frames, limits=limits)
+        targets = np.array([ik.forward_kinematics(chain, ik.allowed_pose(chain, rng))[1][-1] for _ in range(12)])
+        cases.append((chain, targets))
+    return cases
+
+
+# Reach rates measured on reach_cases() (48 targets) with the current solvers:
+#   triangulation 9/48 (0.19; 7/12 on 2 bones, 2/12 on 3, 0/12 on 5 and 8),
+#   triangulation fold 90° 9/48, fabrik 22/48 (0.46), ccd 32/48 (0.67),
+#   jacobian dls 39/48 (0.81), pseudoinverse 38/48 (0.79), transpose 28/48 (0.58).
+# Floors sit a little below (constrained IK can legitimately miss: the
+# iterative methods stop in local minima of a limited chain).
+REACH_FLOORS = {
+    "triangulation": 0.15,
+    "triangulation-fold_angle=90.0": 0.15,
+    "fabrik": 0.4,
+    "ccd": 0.6,
+    "jacobian-variant=dls": 0.75,
+    "jacobian-variant=pseudoinverse": 0.75,
+    "jacobian-variant=transpose": 0.5,
+}
+
+
+@pytest.fixture(scope="module")
+def reach_rates():
+    cases = reach_cases()
+    rates = {}
+    for config, cid in zip(ik.CONFIGS, ik.CONFIG_IDS, strict=True):
+        hits = total = 0
+        for chain, targets in cases:
+            batch = ik.solve_batch(chain, targets, config)
+            ik.check_limited_solution(chain, batch.points, batch.rotations)
+            hits += int(np.sum(batch.reached))
+            total += len(targets)
+        rates[cid] = hits / total
+    print("reach rates on limited chains:", {k: round(v, 3) for k, v in rates.items()})
+    return rates
+
+
+@pytest.mark.parametrize("cid", ik.CONFIG_IDS)
+def test_reach_rate_floor_on_limited_chains(reach_rates, cid):
+    assert reach_rates[cid] >= REACH_FLOORS[cid], f"{cid} reached {reach_rates[cid]:.2f}"
+
+
+@pytest.mark.parametrize("cid", ["triangulation", "jacobian-variant=dls", "jacobian-variant=pseudoinverse"])
+def test_triangulation_and_jacobian_reach_a_clear_majority(reach_rates, cid):
+    # Every target here is reachable within the limits by construction.
+    assert reach_rates[cid] >= 0.6, f"{cid} reached only {reach_rates[cid]:.2f} of reachable targets"
+
+
+def test_blender_arm_keeps_limits_on_box_targets():
+    """A Blender-like arm (18, 18, 4 along Y; elbow cone 126°, wrist cone 90°)
+    on the paper's targets (uniform in a 60-unit box around the root)."""
+    ys = np.array([0.0, 18.0, 36.0, 40.0])
+    points = np.stack((np.zeros(4), ys, np.zeros(4)), axis=1)
+    frames = np.tile([1.0, 0.0, 0.0, 0.0], (3, 1))
+    limits = solvers.make_limits(3, cone=[math.pi, math.radians(126), math.radians(90)])
+    chain = solvers.Chain(points, frames, limits=limits)
+    targets = np.random.default_rng(7).uniform(-30.0, 30.0, (40, 3))
+    for config in ik.CONFIGS:
+        batch = ik.solve_batch(
+            chain, targets, config, tolerance=0.5, **({} if config[0] == "triangulation" else {"max_iterations": 99})
+        )
+        ik.check_limited_solution(chain, batch.points, batch.rotations)
+        violation = ik.limit_violation(chain, batch.rotations)
+        assert np.max(violation) < 1e-9, config
