@@ -23,7 +23,7 @@ import bpy
 import numpy as np
 
 from .. import rig, solvers
-from ..rig import keys, modes, sequence
+from ..rig import keys, modes, sampling, sequence
 from . import live, run
 
 
@@ -165,18 +165,27 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dic
     solved frame after frame from the previous solution, without Blender."""
     scene = context.scene
     n = len(frames)
-    tracks = []
-    for k, frame in enumerate(frames):
-        scene.frame_set(int(frame))
-        depsgraph = context.evaluated_depsgraph_get()
-        obj_eval = obj.evaluated_get(depsgraph)
-        if k == 0:
-            tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, n) for s in specs]
+    scene.frame_set(int(frames[0]))
+    depsgraph = context.evaluated_depsgraph_get()
+    obj_eval = obj.evaluated_get(depsgraph)
+    tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, n) for s in specs]
+    direct = not sampling.armature_static_reason(obj, [t.names[0] for t in tracks])
+    direct = direct and not sampling.direct_targets_reason(scene, obj, specs)
+    if direct:
+        # Nothing but the targets' own location curves moves: evaluate just those.
         for spec, track in zip(specs, tracks, strict=True):
-            target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
-            track.sample(k, obj_eval, target_world, int(frame))
-        if progress is not None:
-            progress(0.5 * (k + 1) / n, int(frame))
+            track.sample_all(track.space_to_world(obj_eval), sampling.target_positions(spec.target, frames), frames)
+    else:
+        for k, frame in enumerate(frames):
+            if k:
+                scene.frame_set(int(frame))
+                depsgraph = context.evaluated_depsgraph_get()
+                obj_eval = obj.evaluated_get(depsgraph)
+            for spec, track in zip(specs, tracks, strict=True):
+                target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+                track.sample(k, track.space_to_world(obj_eval), target_world, int(frame))
+            if progress is not None:
+                progress(0.5 * (k + 1) / n, int(frame))
     worst, values = {}, {}
     for i, (spec, track) in enumerate(zip(specs, tracks, strict=True)):
         done = (0.5 + 0.5 * i / len(specs), 0.5 / len(specs))

@@ -91,10 +91,13 @@ class ChainTrack:
         self.to_world = np.empty((frames, 4, 4))
         self.stretch = np.empty(frames)
 
-    def sample(self, k: int, obj_eval, target_world: np.ndarray, frame: int) -> None:
-        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
+    def space_to_world(self, obj_eval) -> Matrix:
+        """The map from this chain's space to world space, at the evaluated frame."""
         m = obj_eval.matrix_world
-        to_world = m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
+        return m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
+
+    def sample(self, k: int, to_world: Matrix, target_world: np.ndarray, frame: int) -> None:
+        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
         m3 = to_world.to_3x3()
         stretch = math.sqrt(sum(x * x for row in m3 for x in row))
         if not stretch or abs(m3.determinant()) <= MIN_RELATIVE_SCALE * stretch**3:
@@ -102,6 +105,17 @@ class ChainTrack:
         self.targets[k] = to_world.inverted() @ Vector(target_world.tolist())
         self.to_world[k] = to_world
         self.stretch[k] = stretch
+
+    def sample_all(self, to_world: Matrix, targets_world: np.ndarray, frames) -> None:
+        """Every frame at once, for a chain space that does not move (see rig.sampling)."""
+        if not np.all(np.isfinite(targets_world)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(targets_world), axis=1))[0])
+            raise ValueError(f"the target is at a non-finite location at frame {int(frames[bad])}")
+        self.sample(0, to_world, targets_world[0], int(frames[0]))
+        inverse = np.array(to_world.inverted())
+        self.targets[:] = targets_world @ inverse[:3, :3].T + inverse[:3, 3]
+        self.to_world[:] = np.array(to_world)
+        self.stretch[:] = self.stretch[0]
 
     def solve(self, spec, report=None) -> float:
         """Solve every sampled frame from the previous frame's solution; the worst world tip error.

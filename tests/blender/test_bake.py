@@ -294,7 +294,8 @@ def test_progress_line_in_background(scene, capsys):
     assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("Chain IK bake: ") and "%" in line]
-    assert [int(line.split()[3].rstrip("%")) for line in lines] == list(range(10, 101, 10))
+    shown = [int(line.split()[3].rstrip("%")) for line in lines]
+    assert shown == sorted(set(shown)) and shown[-1] == 100 and set(shown) <= set(range(10, 101, 10))
     assert lines[-1] == "Chain IK bake: 100% (frame 20)"
     assert obj.animation_data.action is not None
 
@@ -367,3 +368,84 @@ def test_fast_path_refusals(scene):
     spec.influence = 1.0
     other = bake_run.run.ChainSpec(tip="fore", chain_length=1, target=target)
     assert "share" in bake_run.fast_path_refusal(obj, [spec, other])
+
+
+def test_direct_target_sampling_equals_frame_set(scene, monkeypatch):
+    """rig.sampling (F-Curves evaluated directly) against frame_set per frame: same keys.
+    The target has a Noise modifier, a delta location and a static channel."""
+    from chain_ik.operators import bake_run
+    from chain_ik.rig import sampling
+
+    obj = _bent_rig(transform((0.3, 0.0, 0.1), (0.0, 0.2, 0.4), (0.9, 0.9, 0.9)))
+    target = loop_target(frames=(1, 50), center=(0.8, 0.4, 2.0), radius=0.4)
+    target.delta_location = (0.02, -0.03, 0.01)
+    x_curve = next(fc for fc in fcurves(target) if fc.array_index == 0)
+    noise = x_curve.modifiers.new("NOISE")
+    noise.strength, noise.scale = 0.1, 3.0
+    fcurves(target)[2].keyframe_points[10].co.y += 0.05  # an uneven z
+    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    assert sampling.armature_static_reason(obj, ["upper"]) == ""
+    assert sampling.direct_targets_reason(bpy.context.scene, obj, specs) == ""
+    direct = sampling.target_positions(target, np.arange(1, 51))
+    scene = bpy.context.scene
+    for f in (1, 17, 50):
+        scene.frame_set(f)
+        np.testing.assert_allclose(direct[f - 1], target.matrix_world.translation[:], atol=1e-6)
+    args = {"tip": "hand", "chain_length": 3, "target": target.name}
+    assert _bake(**args) == {"FINISHED"}
+    first = keyed(obj)
+    assert playback(obj, "hand", target, range(1, 51)).max() < TOL
+    monkeypatch.setattr(sampling, "direct_targets_reason", lambda *a: "forced")
+    obj.animation_data_clear()
+    for name in ("upper", "fore", "hand"):
+        obj.pose.bones[name].rotation_quaternion = (1, 0, 0, 0)
+    assert _bake(**args) == {"FINISHED"}
+    for key, keys in keyed(obj).items():
+        np.testing.assert_allclose(np.array(keys), np.array(first[key]), atol=1e-6, err_msg=str(key))
+
+
+def test_direct_sampling_refusals(scene):
+    from chain_ik.operators import bake_run
+    from chain_ik.rig import sampling
+
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 10))
+    scene = bpy.context.scene
+    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+
+    def reason():
+        return sampling.armature_static_reason(obj, ["upper"]) or sampling.direct_targets_reason(scene, obj, specs)
+
+    assert reason() == ""
+    obj.pose.bones["root"].keyframe_insert("rotation_quaternion", frame=1)
+    assert "bone 'root' is animated" in reason()
+    obj.animation_data_clear()
+    obj.keyframe_insert("location", frame=1)
+    assert "armature object is animated" in reason()
+    obj.animation_data_clear()
+    parent = add_empty("Parent")
+    target.parent = parent
+    assert "parented" in reason()
+    target.parent = None
+    con = target.constraints.new("COPY_LOCATION")
+    assert "constraints" in reason()
+    target.constraints.remove(con)
+    fcurves(target)[0].mute = True
+    assert "muted" in reason()
+    fcurves(target)[0].mute = False
+    target.animation_data.action_influence = 0.5
+    assert "blended" in reason()
+    target.animation_data.action_influence = 1.0
+    scene.render.frame_map_new = 50
+    assert "time remapping" in reason()
+    scene.render.frame_map_new = 100
+
+    def handler(scene, depsgraph=None):
+        pass
+
+    bpy.app.handlers.frame_change_pre.append(handler)
+    try:
+        assert "handlers" in reason()
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(handler)
+    assert reason() == ""
