@@ -135,11 +135,12 @@ def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     taken: set[str] = set()
-    for names in chains:
+    for spec, names in zip(specs, chains, strict=True):
         if taken & set(names):
             return "chains share bones"
         taken |= set(names)
-        reason = sequence.unsuitable(obj, names, animated)
+        # With use_tail off the tip bone's head reaches: it must ride rigidly on the chain too.
+        reason = sequence.unsuitable(obj, names if spec.use_tail else (*names, spec.tip), animated)
         if reason:
             return reason
     # Independent chains only: no chain may ride on another's bones (parents, or an own-bone target).

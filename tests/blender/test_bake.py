@@ -449,3 +449,25 @@ def test_direct_sampling_refusals(scene):
     finally:
         bpy.app.handlers.frame_change_pre.remove(handler)
     assert reason() == ""
+
+
+@pytest.mark.parametrize("animated_tip", [False, True])
+def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
+    from chain_ik.operators import bake_run
+
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 40), center=(0.4, 0.5, 1.8), radius=0.3)
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.use_tail = "hand", 2, target, False
+    if animated_tip:  # the reaching head moves with the tip bone's own (ignored: connected) location
+        hand = obj.pose.bones["hand"]
+        hand.keyframe_insert("location", frame=1)
+        hand.location = (0.0, 0.1, 0.0)
+        hand.keyframe_insert("location", frame=40)
+    spec = bake_run.run.spec_from_item(item)
+    assert (bake_run.fast_path_refusal(obj, [spec]) == "") != animated_tip
+    assert _bake() == {"FINISHED"}
+    assert playback(obj, "hand", target, range(1, 41), use_tail=False).max() < TOL
+    assert {path for path, _ in keyed(obj) if "rotation" in path} == {
+        f'pose.bones["{n}"].rotation_quaternion' for n in ("upper", "fore")
+    }
