@@ -329,13 +329,25 @@ def forward_kinematics(chain: solvers.Chain, locals_: np.ndarray) -> tuple[np.nd
     frames = np.empty((n, 4))
     points = np.empty((n + 1, 3))
     points[0] = chain.root
-    parent = chain.base_frame
+    base, reference = joint_model(chain)
+    parent = base
     for i in range(n):
-        parent = quat.multiply(quat.multiply(parent, chain.reference[i]), locals_[i])
+        parent = quat.multiply(quat.multiply(parent, reference[i]), locals_[i])
         frames[i] = parent
         link = quat.rotate(quat.conjugate(chain.frames[i]), chain.directions[i])
         points[i + 1] = points[i] + chain.lengths[i] * quat.rotate(parent, link)
     return frames, points
+
+
+def joint_model(chain: solvers.Chain) -> tuple[np.ndarray, np.ndarray]:
+    """(base frame, reference) of a framed chain; for one built without
+    limits, reference or base frame: identity and the input pose as rest."""
+    base = getattr(chain, "base_frame", None)
+    if base is not None:
+        return base, chain.reference
+    base = np.array([1.0, 0.0, 0.0, 0.0])
+    parents = np.concatenate((base[None], chain.frames[:-1]))
+    return base, quat.multiply(quat.conjugate(parents), chain.frames)
 
 
 def random_rotations(rng: np.random.Generator, shape: tuple) -> np.ndarray:

@@ -7,6 +7,8 @@ import math
 import ik_strategies as ik
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import solvers
 from solvers import quat
@@ -198,3 +200,166 @@ def test_pole_keeps_the_root_within_its_limits(config):
         chain, np.array([t for t, _ in targets]), config, pole=np.array([p for _, p in targets]), pole_angle=0.3
     )
     ik.check_limited_solution(chain, batch.points, batch.rotations)
+
+
+# --------------------------------------------------------------------------- tip orientation
+
+
+def fk_goals(chain, m, seed, spread=0.8):
+    """m (target, tip orientation) pairs from forward kinematics of random
+    poses (local rotations up to ~spread x 180°): reachable by construction."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(m):
+        frames, points = ik.forward_kinematics(chain, ik.allowed_pose(chain, rng, spread))
+        out.append((points[-1], frames[-1]))
+    return out
+
+
+def framed_chain(n, seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.uniform(0.5, 1.5, n)
+    plain = solvers.Chain(
+        ik.chain_points([0, 0, 0], lengths, [0, 1, 0], rng.uniform(0.1, 0.8, n - 1), rng.uniform(0, 6.2, n - 1))
+    )
+    return solvers.Chain(plain.points, ik.frames_along(plain.directions, rng.uniform(-3, 3, n)))
+
+
+def tip_frame(chain, sol):
+    return quat.multiply(sol.rotations[-1], chain.frames[-1])
+
+
+def rotation_angle(a, b):
+    return float(quat.angle(quat.multiply(a, quat.conjugate(b))))
+
+
+# Measured with the current solvers on framed_chain(n, seed=n) for n = 2, 3, 5
+# and fk_goals(m=8, seed=10 + n): 24 goals per method. Position reached:
+#   triangulation 24/24 (both fold angles), fabrik 24/24, ccd 23/24,
+#   jacobian dls 24/24, pseudoinverse 24/24, transpose 22/24.
+ORIENTATION_REACH_FLOORS = {cid: 1.0 for cid in ik.CONFIG_IDS}
+ORIENTATION_REACH_FLOORS["ccd"] = 0.9
+ORIENTATION_REACH_FLOORS["jacobian-variant=transpose"] = 0.9
+
+
+@pytest.fixture(scope="module")
+def orientation_runs():
+    runs = {}
+    for config, cid in zip(ik.CONFIGS, ik.CONFIG_IDS, strict=True):
+        hits = total = 0
+        worst_angle = 0.0
+        for n in (2, 3, 5):
+            chain = framed_chain(n, seed=n)
+            for target, rotation in fk_goals(chain, 8, seed=10 + n):
+                sol = ik.solve(chain, target, config, target_rotation=rotation)
+                assert np.all(np.isfinite(sol.points)) and np.all(np.isfinite(sol.rotations))
+                np.testing.assert_allclose(
+                    np.linalg.norm(np.diff(sol.points, axis=0), axis=1), chain.lengths, rtol=1e-9
+                )
+                worst_angle = max(worst_angle, rotation_angle(tip_frame(chain, sol), rotation))
+                hits += int(sol.reached)
+                total += 1
+        runs[cid] = (hits / total, worst_angle)
+    print("orientation goal, position reach rates:", {k: round(v[0], 3) for k, v in runs.items()})
+    return runs
+
+
+@pytest.mark.parametrize("cid", ik.CONFIG_IDS)
+def test_tip_orientation_reached_with_position(orientation_runs, cid):
+    rate, worst_angle = orientation_runs[cid]
+    assert worst_angle < 1e-9, f"tip frame off the target rotation by {worst_angle:.3g} rad"
+    assert rate >= ORIENTATION_REACH_FLOORS[cid], f"{cid}: position reached for {rate:.2f} of the goals"
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+def test_rotation_weight_zero_and_half(config):
+    chain = framed_chain(3, seed=3)
+    for target, rotation in fk_goals(chain, 3, seed=4):
+        free = ik.solve(chain, target, config)
+        zero = ik.solve(chain, target, config, target_rotation=rotation, rotation_weight=0.0)
+        np.testing.assert_array_equal(zero.points, free.points)
+        np.testing.assert_array_equal(zero.rotations, free.rotations)
+        half = ik.solve(chain, target, config, target_rotation=rotation, rotation_weight=0.5)
+        full_angle = rotation_angle(rotation, tip_frame(chain, free))
+        assert math.isclose(
+            rotation_angle(tip_frame(chain, half), tip_frame(chain, free)), 0.5 * full_angle, abs_tol=1e-9
+        )
+        assert math.isclose(rotation_angle(tip_frame(chain, half), rotation), 0.5 * full_angle, abs_tol=1e-9)
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+def test_one_bone_takes_the_orientation(config):
+    chain = framed_chain(1, seed=1)
+    rotation = quat.from_axis_angle(np.array([0.6, 0.0, 0.8]), 1.1)
+    sol = ik.solve(chain, [3.0, 0.0, 0.0], config, target_rotation=rotation)
+    assert rotation_angle(tip_frame(chain, sol), rotation) < 1e-9
+    np.testing.assert_allclose(np.linalg.norm(sol.points[1] - sol.points[0]), chain.lengths[0], rtol=1e-12)
+    np.testing.assert_array_equal(sol.points[0], chain.root)
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+def test_batch_goals_equal_single_solves(config):
+    chain = framed_chain(3, seed=7)
+    goals = fk_goals(chain, 4, seed=8)
+    targets = np.array([t for t, _ in goals])
+    rotations = np.array([r for _, r in goals])
+    poles = np.array([[2.0, 1.0, 0.5], [-1.0, 2.0, 0.0], [0.0, 0.0, 3.0], [1.0, -2.0, 1.0]])
+    batch = ik.solve_batch(chain, targets, config, pole=poles, pole_angle=0.4, target_rotation=rotations)
+    for k in range(len(targets)):
+        one = ik.solve(chain, targets[k], config, pole=poles[k], pole_angle=0.4, target_rotation=rotations[k])
+        np.testing.assert_allclose(one.points, batch.points[k], rtol=0, atol=1e-9 * chain.total_length)
+        assert same_rotation(one.rotations, batch.rotations[k], 1e-8)
+        assert one.reached == batch.reached[k] or abs(one.error - batch.error[k]) < 1e-9
+    # One pole / rotation for all targets broadcasts.
+    shared = ik.solve_batch(chain, targets, config, pole=poles[0], target_rotation=rotations[0])
+    one = ik.solve(chain, targets[2], config, pole=poles[0], target_rotation=rotations[0])
+    np.testing.assert_allclose(one.points, shared.points[2], rtol=0, atol=1e-9 * chain.total_length)
+
+
+def test_bad_goal_inputs_raise():
+    chain = framed_chain(2, seed=2)
+    plain = solvers.Chain(chain.points)
+    t = [0.5, 1.0, 0.2]
+    r = [1.0, 0.0, 0.0, 0.0]
+    bad = [
+        (chain, dict(target_rotation=[1.0, 0.1, 0.0, 0.0]), "unit"),
+        (chain, dict(target_rotation=[0.0, 0.0, 0.0, 0.0]), "unit"),
+        (chain, dict(target_rotation=r, rotation_weight=1.5), "rotation_weight"),
+        (chain, dict(target_rotation=r, rotation_weight=-0.1), "rotation_weight"),
+        (chain, dict(target_rotation=r, rotation_weight=math.nan), "rotation_weight"),
+        (chain, dict(target_rotation=[1.0, 0.0, 0.0]), "target_rotation"),
+        (chain, dict(target_rotation=[[1.0, 0.0, 0.0, 0.0]] * 2), "target_rotation"),
+        (chain, dict(target_rotation=[math.nan, 0.0, 0.0, 0.0]), "target_rotation"),
+        (chain, dict(pole=[1.0, math.nan, 0.0]), "pole"),
+        (chain, dict(pole=[1.0, 0.0]), "pole"),
+        (chain, dict(pole=[1.0, 0.0, 0.0], pole_angle=math.inf), "pole_angle"),
+        (chain, dict(pole=[1.0, 0.0, 0.0], pole_angle="a"), "pole_angle"),
+        (plain, dict(pole=[1.0, 0.0, 0.0]), "frames"),
+        (plain, dict(target_rotation=r), "frames"),
+    ]
+    for c, kwargs, match in bad:
+        for method in ("triangulation", "jacobian"):
+            with pytest.raises(ValueError, match=match):
+                solvers.solve(c, t, method=method, **kwargs)
+    with pytest.raises(ValueError, match="pole"):
+        solvers.solve_batch(chain, [t, t], method="fabrik", pole=[[1.0, 0.0, 0.0]] * 3)
+    with pytest.raises(ValueError, match="target_rotation"):
+        solvers.solve_batch(chain, [t, t], method="ccd", target_rotation=[r] * 3)
+
+
+@pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
+@settings(max_examples=6)
+@given(chain=ik.limited_chains(max_bones=5), seed=st.integers(0, 2**32 - 1), weight=st.sampled_from([1.0, 0.5]))
+def test_goals_on_limited_chains_never_violate_limits(config, chain, seed, weight):
+    rng = np.random.default_rng(seed)
+    frames, points = ik.forward_kinematics(chain, ik.allowed_pose(chain, rng))
+    pole = chain.root + chain.total_length * rng.normal(size=3)
+    kw = {} if config[0] == "triangulation" else {"max_iterations": 12}
+    targets = np.array([points[-1], chain.root + 3.0 * chain.total_length * rng.normal(size=3)])
+    rotations = np.array([frames[-1], ik.random_rotations(rng, ())])
+    batch = ik.solve_batch(
+        chain, targets, config, pole=pole, pole_angle=0.7, target_rotation=rotations, rotation_weight=weight, **kw
+    )
+    ik.check_limited_solution(chain, batch.points, batch.rotations)
+    one = ik.solve(chain, targets[0], config, target_rotation=rotations[0], rotation_weight=weight, **kw)
+    ik.check_limited_solution(chain, one.points, one.rotations)
