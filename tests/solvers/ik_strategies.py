@@ -389,6 +389,10 @@ def check_limited_solution(chain: solvers.Chain, points, rotations, *, violation
         err_msg="rotations do not take the input directions to the solved ones",
     )
     worst = limit_violation(chain, rots)
-    assert np.max(worst) < violation_atol, (
-        f"limits violated: {np.max(worst):.3g} rad at {np.argwhere(worst >= violation_atol)[:5].tolist()}"
-    )
+    if np.max(worst) >= violation_atol:
+        at = np.unravel_index(np.argmax(worst), worst.shape)
+        local = solved_locals(chain, rots)[at]
+        raise AssertionError(
+            f"limits violated: {np.max(worst):.3g} rad, worst at {list(map(int, at))} (local rotation"
+            f" {local.tolist()}); all at {np.argwhere(worst >= violation_atol)[:5].tolist()}"
+        )

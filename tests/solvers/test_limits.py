@@ -8,7 +8,7 @@ import math
 import ik_strategies as ik
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 import solvers
@@ -193,7 +193,9 @@ PROPERTY_ITERATIONS = 12
 
 
 @pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
-@settings(max_examples=15)
+# No shrinking: each example solves up to 12 limited bones, and shrinking a
+# failure costs minutes; the failing example is printed in full (note).
+@settings(max_examples=15, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(case=limited_chain_and_targets())
 def test_solvers_never_violate_limits(config, case):
     chain, targets, _ = case
