@@ -108,6 +108,35 @@ class ChainIKChain(bpy.types.PropertyGroup):
         name="Influence", description="Blend from the current pose (0) to the solved one (1)", default=1.0, min=0, max=1
     )
     live: BoolProperty(name="Live", description="Solve again whenever the target or the armature moves", default=False)
+    use_limits: BoolProperty(
+        name="Use Bone IK Limits",
+        description="Honour each chain bone's own IK locks, limits and stiffness (Bone > Inverse Kinematics)",
+        default=True,
+    )
+    # Blender's IK constraint convention: the root bone's X axis turned by the pole
+    # angle about its Y axis points toward the pole.
+    pole_target: PointerProperty(
+        name="Pole Target", description="Object (or bone of an armature) the chain bends toward", type=bpy.types.Object
+    )
+    pole_subtarget: StringProperty(name="Pole Bone", description="With an armature pole target: the bone (its head)")
+    pole_angle: FloatProperty(
+        name="Pole Angle",
+        description="Turn of the bend plane about the root-target line, as the IK constraint's Pole Angle",
+        default=0.0,
+        min=-3.141592653589793,
+        max=3.141592653589793,
+        subtype="ANGLE",
+    )
+    use_rotation: BoolProperty(
+        name="Rotation", description="The tip bone turns to the target's orientation (as the IK constraint's Rotation)"
+    )
+    rotation_weight: FloatProperty(
+        name="Rotation Weight",
+        description="How far the tip bone turns from its reached orientation toward the target's",
+        default=1.0,
+        min=0.0,
+        max=1.0,
+    )
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)

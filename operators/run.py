@@ -26,6 +26,12 @@ class ChainSpec:
     max_iterations: int = 0  # 0 = solver default
     options: dict = field(default_factory=dict)
     influence: float = 1.0
+    use_limits: bool = True  # the bones' own IK settings (Bone > Inverse Kinematics)
+    pole: object = None  # bpy Object (original) or None
+    pole_bone: str = ""
+    pole_angle: float = 0.0  # radians, Blender's IK pole angle
+    use_rotation: bool = False  # the tip bone turns to the target's orientation
+    rotation_weight: float = 1.0
 
 
 @dataclass
@@ -53,6 +59,12 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         max_iterations=item.max_iterations,
         options=method_options(item, method),
         influence=item.influence,
+        use_limits=item.use_limits,
+        pole=item.pole_target,
+        pole_bone=item.pole_subtarget,
+        pole_angle=item.pole_angle,
+        use_rotation=item.use_rotation,
+        rotation_weight=item.rotation_weight,
     )
     for key, value in overrides.items():
         if key != "method" and value is not None:
@@ -61,14 +73,24 @@ def spec_from_item(item, **overrides) -> ChainSpec:
 
 
 def specs_from_arguments(
-    obj, tip: str, chain_length: int, target: str, target_bone: str, method: str, chain_index: int
+    obj,
+    tip: str,
+    chain_length: int,
+    target: str,
+    target_bone: str,
+    method: str,
+    chain_index: int,
+    pole: str = "",
+    pole_bone: str = "",
+    pole_angle: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
     Any explicit argument set: one chain, the rest taken from the panel's active
-    chain (if any). Otherwise the panel's chains (all, or the one at chain_index)."""
+    chain (if any). Otherwise the panel's chains (all, or the one at chain_index).
+    `pole_angle` None: not given (the panel's, or 0)."""
     settings = obj.chain_ik
-    if any((tip, chain_length, target, target_bone, method)):
+    if any((tip, chain_length, target, target_bone, method, pole, pole_bone)) or pole_angle is not None:
         item = settings.active
         overrides = {
             "tip": tip or None,
@@ -82,6 +104,15 @@ def specs_from_arguments(
             if target_obj is None:
                 raise ValueError(f"no object named '{target}'")
             overrides["target"] = target_obj
+        if pole:
+            pole_obj = bpy.data.objects.get(pole)
+            if pole_obj is None:
+                raise ValueError(f"no pole object named '{pole}'")
+            overrides["pole"] = pole_obj
+            overrides["pole_bone"] = pole_bone  # like the target: a named pole brings its own bone
+        elif pole_bone:
+            overrides["pole_bone"] = pole_bone
+        overrides["pole_angle"] = pole_angle
         if item is None:
             spec = ChainSpec(tip="", chain_length=2, target=None, method=method or "triangulation")
             for key, value in overrides.items():
@@ -115,7 +146,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
-    rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
+    rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     target_world = rig.target_world_location(target_eval, spec.target_bone)
     target = space.to_local(target_world)
     tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
@@ -125,12 +156,27 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
         method=spec.method,
         tolerance=tolerance,
         max_iterations=spec.max_iterations or None,
+        **goal_arguments(spec, depsgraph, obj_eval, space, rig_chain),
         **spec.options,
     )
     write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
     error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
     cost = float(solvers.rotation_cost(rig_chain.chain, solution.points))
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
+
+
+def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> dict:
+    """solvers.solve's pole and target_rotation arguments (armature space), only those in use."""
+    goals = {}
+    if spec.pole is not None:
+        pole_eval = spec.pole.evaluated_get(depsgraph)
+        goals["pole"] = space.to_local(rig.target_world_location(pole_eval, spec.pole_bone))
+        goals["pole_angle"] = float(spec.pole_angle)
+    if spec.use_rotation and spec.rotation_weight > 0.0:
+        world = rig.ik_settings.world_matrix(spec.target.evaluated_get(depsgraph), spec.target_bone)
+        goals["target_rotation"] = rig.ik_settings.tip_goal_rotation(obj_eval, space.inverse, world, rig_chain)
+        goals["rotation_weight"] = float(spec.rotation_weight)
+    return goals
 
 
 def check_spec(obj, spec: ChainSpec) -> None:
@@ -141,6 +187,8 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
         raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
+    if spec.pole is not None and spec.pole is obj and not spec.pole_bone:
+        raise ValueError("the armature cannot be its own pole target (pick a bone of it, or another object)")
     _refuse_target_moving_with_chain(obj, spec)
 
 

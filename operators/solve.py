@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import IntProperty, StringProperty
+from bpy.props import FloatProperty, IntProperty, StringProperty
 
 from .. import rig
 from . import run
@@ -60,6 +60,11 @@ class CHAINIK_OT_solve(bpy.types.Operator):
         name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
     )
     method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
+    pole: StringProperty(name="Pole Target", description="Override: pole object name", options={"SKIP_SAVE"})
+    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options={"SKIP_SAVE"})
+    pole_angle: FloatProperty(
+        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
+    )
     chain_index: IntProperty(
         name="Chain",
         description="Solve only this chain of the list (-1: all)",
@@ -73,8 +78,18 @@ class CHAINIK_OT_solve(bpy.types.Operator):
         return armature_poll(cls, context)
 
     def _specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
+        angle = self.pole_angle if self.properties.is_property_set("pole_angle") else None
         return run.specs_from_arguments(
-            obj, self.tip, self.chain_length, self.target, self.target_bone, self.method, self.chain_index
+            obj,
+            self.tip,
+            self.chain_length,
+            self.target,
+            self.target_bone,
+            self.method,
+            self.chain_index,
+            pole=self.pole,
+            pole_bone=self.pole_bone,
+            pole_angle=angle,
         )
 
     def execute(self, context):

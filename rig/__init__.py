@@ -1,6 +1,6 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import keys
+from . import ik_settings, keys
 from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
@@ -33,6 +33,7 @@ __all__ = [
     "solved_pose_matrices",
     "tip_location",
     "keys",
+    "ik_settings",
     "PoseFK",
     "read_chain_posed",
 ]

@@ -26,6 +26,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..solvers import Chain
+from . import ik_settings
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,11 @@ def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple
     return tuple(reversed(names))
 
 
-def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True) -> RigChain:
-    """The chain ending at `tip`, from an evaluated armature object."""
+def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limits: bool = False) -> RigChain:
+    """The chain ending at `tip`, from an evaluated armature object.
+
+    use_limits: the bones' own IK settings (locks, limits, stiffness) become the
+    chain's joint limits (see ik_settings); bones without any keep the plain solve."""
     names = chain_bone_names(obj_eval, tip, length, use_tail)
     bones = [obj_eval.pose.bones[n] for n in names]
     mats = tuple(b.matrix.copy() for b in bones)
@@ -86,17 +90,23 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True) -> RigCha
     for b, m in zip(bones, mats, strict=True):
         _check_rigid(b, m)
     frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
+    parent = bones[0].parent
+    parent_matrix = None if parent is None else parent.matrix.copy()
+    joints = {}
+    limits = ik_settings.read_limits(bones) if use_limits else None
+    if limits is not None:
+        reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
+        joints = {"limits": limits, "reference": reference, "base_frame": base}
     try:
-        chain = Chain(points, frames)
+        chain = Chain(points, frames, **joints)
     except ValueError as exc:
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc
-    parent = bones[0].parent
     return RigChain(
         names=names,
         tip=tip,
         use_tail=use_tail,
         pose_matrices=mats,
-        parent_matrix=None if parent is None else parent.matrix.copy(),
+        parent_matrix=parent_matrix,
         chain=chain,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from .. import solvers
+from .. import rig, solvers
 
 CATEGORY = "Chain IK"
 
@@ -74,6 +74,8 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         if item.target is not None and item.target.type == "ARMATURE":
             layout.prop_search(item, "target_bone", item.target.data, "bones")
         layout.prop(item, "influence", slider=True)
+        _draw_goals(layout, item)
+        _draw_limits(layout, obj, item)
         layout.separator()
         layout.prop(item, "method")
         layout.label(text=solvers.METHODS.get(item.method, ""), icon="INFO")
@@ -88,6 +90,33 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             if item.jacobian_variant == "dls":
                 col.prop(item, "damping")
             col.prop(item, "max_step")
+
+
+def _draw_goals(layout, item) -> None:
+    """Pole target and tip orientation, laid out like the IK constraint's."""
+    col = layout.column()
+    col.prop(item, "pole_target")
+    if item.pole_target is not None:
+        if item.pole_target.type == "ARMATURE":
+            col.prop_search(item, "pole_subtarget", item.pole_target.data, "bones")
+        col.prop(item, "pole_angle")
+    row = layout.row(heading="Rotation")
+    row.prop(item, "use_rotation", text="")
+    sub = row.row()
+    sub.active = item.use_rotation
+    sub.prop(item, "rotation_weight", text="", slider=True)
+
+
+def _draw_limits(layout, obj, item) -> None:
+    """Whether the bones' own IK limits apply, and which are set on this chain's bones."""
+    layout.prop(item, "use_limits")
+    lines = rig.ik_settings.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
+    col = layout.column(align=True)
+    col.active = item.use_limits
+    if not lines:
+        col.label(text="No IK limits on the chain's bones")
+    for line in lines:
+        col.label(text=line, icon="CON_ROTLIMIT")
 
 
 class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
