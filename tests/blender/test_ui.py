@@ -131,3 +131,33 @@ def test_bake_panel(rig, use_scene_range, reduce):
     names = {name for _, name in props}
     assert {"use_scene_range", "step", "interpolation", "reduce", "reduce_tolerance"} <= names
     assert ("operator", "chain_ik.bake") in layout.log
+
+
+@pytest.mark.parametrize("pole_kind", ["none", "empty", "armature"])
+def test_settings_panel_limits_pole_and_rotation(rig, pole_kind):
+    import math
+
+    item = rig.chain_ik.chains.add()
+    item.tip, item.chain_length = "b2", 2
+    if pole_kind == "empty":
+        item.pole_target = add_empty("Pole")
+    elif pole_kind == "armature":
+        item.pole_target = straight_chain(1, name="Poles")
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = rig
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
+    props = {c[2] for c in layout.calls("prop") + layout.calls("prop_search")}
+    assert {"use_limits", "pole_target", "use_rotation", "rotation_weight"} <= props
+    assert ("pole_subtarget" in props) == (pole_kind == "armature")
+    assert ("pole_angle" in props) == (pole_kind != "none")
+    assert ("label", "No IK limits on the chain's bones") in layout.log
+    b2 = rig.pose.bones["b2"]
+    b2.lock_ik_y = b2.lock_ik_z = True
+    b2.use_ik_limit_x, b2.ik_min_x, b2.ik_max_x, b2.ik_stiffness_x = True, 0.0, math.radians(150.0), 0.25
+    rig.pose.bones["b0"].lock_ik_x = True  # outside the 2-bone chain: not listed
+    labels = [c[1] for c in _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context).calls("label")]
+    assert "b2: X 0°..150°, X stiffness 0.25, Y Z locked" in labels
+    assert not any(text.startswith("b0") for text in labels)
+    item.tip = "missing"  # an invalid chain draws no summary and does not fail
+    labels = [c[1] for c in _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context).calls("label")]
+    assert not any(text.startswith("b2") for text in labels)

@@ -1,0 +1,353 @@
+"""Issue 5 in Blender: a Rigify metarig leg whose knee is limited in the bone's own IK
+settings, a pole target and the tip orientation, against Blender's own IK constraint."""
+
+from __future__ import annotations
+
+import math
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, world_point
+from mathutils import Quaternion, Vector
+
+METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
+LEG = ("thigh.L", "shin.L")
+KNEE_MAX = 150.0  # degrees; the metarig's natural bend is a positive rotation of shin.L about its X axis
+TOL = 1e-4  # world distance
+
+
+@pytest.fixture(scope="module")
+def rigify(ext):
+    addon_utils.enable("rigify", default_set=True)
+    yield
+    addon_utils.disable("rigify", default_set=True)
+
+
+@pytest.fixture
+def leg(scene, rigify):
+    """The metarig (moved, turned, scaled), the knee a hinge in 0..150° in its own IK settings, a chain item."""
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    obj.rotation_euler = (0.0, 0.0, 0.6)
+    obj.location = (1.0, -2.0, 0.3)
+    obj.scale = (1.3, 1.3, 1.3)
+    bpy.ops.object.mode_set(mode="POSE")
+    for name in LEG:
+        obj.pose.bones[name].rotation_mode = "QUATERNION"
+    shin = obj.pose.bones["shin.L"]
+    shin.lock_ik_y = shin.lock_ik_z = True
+    shin.use_ik_limit_x = True
+    shin.ik_min_x, shin.ik_max_x = 0.0, math.radians(KNEE_MAX)
+    target = add_empty("Target")
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "shin.L", 2, target
+    item.tolerance, item.max_iterations = TOL / 10, 2000
+    return obj, item
+
+
+def _set_pose(obj, thigh: Quaternion, knee_degrees: float) -> None:
+    obj.pose.bones["thigh.L"].rotation_quaternion = thigh
+    obj.pose.bones["shin.L"].rotation_quaternion = Quaternion((1, 0, 0), math.radians(knee_degrees))
+    bpy.context.view_layer.update()
+
+
+def _rest(obj) -> None:
+    _set_pose(obj, Quaternion(), 0.0)
+
+
+def _random_thigh(rng) -> Quaternion:
+    axis = Vector(rng.normal(size=3)).normalized()
+    return Quaternion(axis, rng.uniform(0.0, 0.7))
+
+
+def _knee_side(obj) -> tuple[np.ndarray, np.ndarray]:
+    """World knee, hip and ankle -> (unit offset of the knee from the hip-ankle line, knee)."""
+    hip, knee, ankle = world_point(obj, "thigh.L", False), world_point(obj, "shin.L", False), world_point(obj, "shin.L")
+    axis = (ankle - hip) / np.linalg.norm(ankle - hip)
+    off = (knee - hip) - np.dot(knee - hip, axis) * axis
+    return off / np.linalg.norm(off), knee
+
+
+def _pole_for(obj, distance: float = 0.5) -> np.ndarray:
+    """A pole point in front of the current knee, in its bend plane."""
+    side, knee = _knee_side(obj)
+    return knee + distance * side
+
+
+def _side_of(obj, point) -> float:
+    """Cosine between the knee's offset and the point's offset from the hip-ankle line."""
+    side, _ = _knee_side(obj)
+    hip, ankle = world_point(obj, "thigh.L", False), world_point(obj, "shin.L")
+    axis = (ankle - hip) / np.linalg.norm(ankle - hip)
+    off = (np.asarray(point) - hip) - np.dot(np.asarray(point) - hip, axis) * axis
+    return float(np.dot(side, off / np.linalg.norm(off)))
+
+
+def _knee_local(obj) -> Quaternion:
+    """shin.L's local rotation (no constraints on it: the basis is the local rotation)."""
+    return obj.pose.bones["shin.L"].matrix_basis.to_quaternion()
+
+
+def _assert_hinge(q: Quaternion, max_degrees: float = KNEE_MAX) -> None:
+    q = q if q.w >= 0 else -q
+    assert abs(q.y) < 1e-5 and abs(q.z) < 1e-5, f"knee twists or swings sideways: {q}"
+    angle = math.degrees(2.0 * math.atan2(q.x, q.w))
+    assert -1e-3 <= angle <= max_degrees + 1e-3, f"knee bent {angle:.3f}° outside 0..{max_degrees}°"
+
+
+# Triangulation and FABRIK turn the thigh without twisting it, so with a hinge knee the
+# bend plane misses targets off it (solver-side gap, reported); CCD and the Jacobian reach all.
+MISS_HINGE_TARGETS = pytest.mark.xfail(strict=True, reason="solvers: no root twist to align a hinge child's plane")
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param("triangulation", marks=MISS_HINGE_TARGETS),
+        pytest.param("fabrik", marks=MISS_HINGE_TARGETS),
+        "ccd",
+        "jacobian",
+    ],
+)
+def test_fk_targets_reached_within_the_knee_limit_and_toward_the_pole(leg, method):
+    obj, item = leg
+    item.method = method
+    pole = add_empty("Pole")
+    item.pole_target, item.pole_angle = pole, math.radians(-90.0)
+    bpy.context.view_layer.objects.active = obj
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        _set_pose(obj, _random_thigh(rng), rng.uniform(15.0, 140.0))
+        goal, pole.location = world_point(obj, "shin.L"), _pole_for(obj)
+        _rest(obj)
+        item.target.location = goal
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        assert np.linalg.norm(world_point(obj, "shin.L") - goal) < TOL
+        _assert_hinge(_knee_local(obj))
+        assert _side_of(obj, pole.location) > math.cos(math.radians(1.0))  # the bend plane holds the pole
+
+
+def test_knee_sign_matches_blenders_ik_constraint(leg):
+    """Without a pole, from rest: Blender's IK and ours bend the knee the same (positive X) way."""
+    obj, item = leg
+    hip = world_point(obj, "thigh.L", False)
+    item.target.location = hip + 0.6 * (world_point(obj, "shin.L") - hip)
+    for method in METHODS:
+        _rest(obj)
+        assert bpy.ops.chain_ik.solve(method=method) == {"FINISHED"}
+        q = _knee_local(obj)
+        assert math.degrees(2.0 * math.atan2(q.x, q.w)) > 20.0, method
+        _assert_hinge(q)
+    _rest(obj)
+    con = obj.pose.bones["shin.L"].constraints.new("IK")
+    con.target, con.chain_count = item.target, 2
+    bpy.context.view_layer.update()
+    shin = obj.pose.bones["shin.L"]
+    rest = obj.data.bones["thigh.L"].matrix_local.to_3x3().inverted() @ obj.data.bones["shin.L"].matrix_local.to_3x3()
+    local = ((obj.pose.bones["thigh.L"].matrix.to_3x3() @ rest).inverted() @ shin.matrix.to_3x3()).to_quaternion()
+    assert math.degrees(2.0 * math.atan2(local.x, local.w)) > 20.0  # Blender: positive X too
+    _assert_hinge(local)
+
+
+def _knee_degrees(obj) -> float:
+    q = _knee_local(obj)
+    q = q if q.w >= 0 else -q
+    return math.degrees(2.0 * math.atan2(q.x, q.w))
+
+
+def _deep_bend_target(obj, knee: float = 100.0) -> np.ndarray:
+    _set_pose(obj, Quaternion((1, 0, 0), 0.3), knee)
+    goal = world_point(obj, "shin.L")
+    _rest(obj)
+    return goal
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_limits_are_read_from_the_bones(leg, method):
+    obj, item = leg
+    item.method = method
+    item.target.location = _deep_bend_target(obj)
+    shin = obj.pose.bones["shin.L"]
+    shin.ik_max_x = math.radians(40.0)  # the target needs 100°
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert _knee_degrees(obj) <= 40.0 + 1e-3
+    _assert_hinge(_knee_local(obj), 40.0)
+    assert np.linalg.norm(world_point(obj, "shin.L") - np.array(item.target.location)) > 1e-2
+    # The toggle: the bones' settings ignored, the knee bends past them.
+    _rest(obj)
+    item.use_limits = False
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "shin.L") - np.array(item.target.location)) < TOL
+    assert _knee_degrees(obj) > 45.0 or abs(_knee_local(obj).y) + abs(_knee_local(obj).z) > 1e-3
+
+
+def test_read_chain_limits_match_the_bone_settings(leg):
+    from chain_ik import rig
+
+    obj, _ = leg
+    shin = obj.pose.bones["shin.L"]
+    shin.ik_stiffness_x, shin.ik_min_x = 0.3, math.radians(-10.0)
+    obj.pose.bones["thigh.L"].lock_ik_y = True
+    chain = rig.read_chain(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()), "shin.L", 2, True, True).chain
+    lim = chain.limits
+    assert lim.lock.tolist() == [[False, True, False], [False, True, True]]
+    assert lim.use_limit.tolist() == [[False, False, False], [True, False, False]]
+    assert math.degrees(lim.minimum[1, 0]) == pytest.approx(-10.0, abs=1e-4)
+    assert math.degrees(lim.maximum[1, 0]) == pytest.approx(KNEE_MAX, abs=1e-4)
+    assert lim.stiffness[1, 0] == pytest.approx(0.3)
+    # Rest pose: both local rotations are the identity (reference and base frame consistent with Blender).
+    for q in chain.input_locals:
+        assert abs(abs(q[0]) - 1.0) < 1e-6
+    for name in LEG:  # no settings at all: the plain, unlimited chain
+        pb = obj.pose.bones[name]
+        pb.lock_ik_y = pb.lock_ik_z = pb.use_ik_limit_x = False
+        pb.ik_stiffness_x = 0.0
+    assert rig.read_chain(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()), "shin.L", 2).chain.limits is None
+
+
+def _blender_ik(obj, target, pole, pole_angle: float, use_rotation: bool = False, tip: str = "shin.L", count: int = 2):
+    con = obj.pose.bones[tip].constraints.new("IK")
+    con.target, con.chain_count = target, count
+    if pole is not None:
+        con.pole_target, con.pole_angle = pole, pole_angle
+    con.use_rotation = use_rotation
+    con.iterations = 5000
+    bpy.context.view_layer.update()
+    return con
+
+
+@pytest.mark.parametrize("pole_angle", [-90.0, 0.0])
+def test_pole_side_matches_blenders_ik_constraint(leg, pole_angle):
+    """Same rig, limits, pole and pole angle: the knee lands on the same side (and place) in both."""
+    obj, item = leg
+    pole = add_empty("Pole")
+    item.pole_target, item.pole_angle = pole, math.radians(pole_angle)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        _set_pose(obj, _random_thigh(rng), rng.uniform(40.0, 120.0))
+        item.target.location = world_point(obj, "shin.L")
+        hip = world_point(obj, "thigh.L", False)
+        pole.location = hip + Vector(rng.normal(size=3)).normalized() * 0.8
+        _rest(obj)
+        con = _blender_ik(obj, item.target, pole, math.radians(pole_angle))
+        blender_knee = world_point(obj, "shin.L", False)
+        blender_side = _side_of(obj, blender_knee)
+        obj.pose.bones["shin.L"].constraints.remove(con)
+        for method in ("ccd", "jacobian"):  # reach every such target (see the report on the others)
+            _rest(obj)
+            assert bpy.ops.chain_ik.solve(method=method) == {"FINISHED"}
+            knee = world_point(obj, "shin.L", False)
+            assert blender_side > 0.99
+            assert np.linalg.norm(knee - blender_knee) < 0.01, method
+            _assert_hinge(_knee_local(obj))
+
+
+def _knee_path(obj, item, steps: int, blender: bool = False) -> np.ndarray:
+    """Knee positions while the target crosses the hip-pole line, each solve from the previous pose."""
+    pole = item.pole_target
+    hip = world_point(obj, "thigh.L", False)
+    along = (np.array(pole.location) - hip) / np.linalg.norm(np.array(pole.location) - hip)
+    across = np.cross(along, [0.0, 0.0, 1.0])
+    across /= np.linalg.norm(across)
+    _rest(obj)
+    con = _blender_ik(obj, item.target, pole, item.pole_angle) if blender else None
+    knees = []
+    for s in np.linspace(-0.15, 0.15, steps):
+        item.target.location = hip + 0.55 * along + s * across
+        if con is None:
+            assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+            _assert_hinge(_knee_local(obj))
+        knees.append(world_point(obj, "shin.L", False))
+    if con is not None:
+        obj.pose.bones["shin.L"].constraints.remove(con)
+    return np.linalg.norm(np.diff(knees, axis=0), axis=1)
+
+
+def test_pole_no_flip_when_the_target_crosses_the_root_pole_line(leg):
+    """Past the hip-pole line the pole is on the other side, so the knee must go round to it:
+    Blender's constraint flips in one step; ours swings continuously (the step shrinks with the
+    target's step), within the pole's fade zone."""
+    obj, item = leg
+    item.method = "jacobian"
+    item.pole_target, item.pole_angle = add_empty("Pole"), math.radians(-90.0)
+    _set_pose(obj, Quaternion(), 60.0)
+    item.pole_target.location = _pole_for(obj, 0.6)
+    coarse, fine = _knee_path(obj, item, 61), _knee_path(obj, item, 241)
+    blender = _knee_path(obj, item, 241, blender=True)
+    print("knee steps: coarse", coarse.max(), "fine", fine.max(), "blender", blender.max(), "median", np.median(fine))
+    assert fine.max() < 0.5 * coarse.max()  # continuous: a flip would not shrink with the step
+    assert fine.max() < 0.5 * blender.max()  # Blender's constraint jumps across in one step
+    # Away from the swing, the knee moves with the target (no wobble).
+    assert np.median(fine) < 0.01 and np.sort(fine)[-int(0.9 * len(fine))] <= 3.0 * np.median(fine)
+
+
+def test_tip_rotation_matches_the_target_like_blenders_ik(leg):
+    """thigh, shin, foot reaching an FK pose's foot tail and orientation: the foot turns to the target."""
+    obj, item = leg
+    item.tip, item.chain_length, item.use_rotation, item.method = "foot.L", 3, True, "jacobian"
+    foot = obj.pose.bones["foot.L"]
+    foot.rotation_mode = "QUATERNION"
+    rng = np.random.default_rng(11)
+    target = item.target
+    for _ in range(3):
+        _set_pose(obj, _random_thigh(rng), rng.uniform(20.0, 100.0))
+        foot.rotation_quaternion = Quaternion(Vector(rng.normal(size=3)).normalized(), 0.5)
+        bpy.context.view_layer.update()
+        wanted = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+        target.rotation_mode = "QUATERNION"
+        target.location, target.rotation_quaternion = obj.matrix_world @ foot.tail, wanted
+        _rest(obj)
+        foot.rotation_quaternion = Quaternion()
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        bpy.context.view_layer.update()
+        got = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+        assert math.degrees(got.rotation_difference(wanted).angle) < 0.05
+        assert np.linalg.norm(world_point(obj, "foot.L") - np.array(target.location)) < TOL
+        _assert_hinge(_knee_local(obj))
+        # Blender's IK constraint with Rotation on: the same meaning (the foot takes the target's orientation).
+        _rest(obj)
+        foot.rotation_quaternion = Quaternion()
+        con = _blender_ik(obj, target, None, 0.0, use_rotation=True, tip="foot.L", count=3)
+        blender = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+        foot.constraints.remove(con)
+        assert math.degrees(blender.rotation_difference(wanted).angle) < 2.0
+
+
+def test_solve_script_arguments_pole(leg):
+    obj, item = leg
+    item.target.location = _deep_bend_target(obj, 80.0)
+    hip = world_point(obj, "thigh.L", False)
+    side = add_empty("Side", location=hip + np.array([0.0, 0.0, -0.4]) + 0.8 * np.cross([0, 0, 1.0], [1.0, 0, 0]))
+    kwargs = {"tip": "shin.L", "chain_length": 2, "target": "Target", "method": "jacobian"}
+    assert bpy.ops.chain_ik.solve(pole="Side", pole_angle=math.radians(-90.0), **kwargs) == {"FINISHED"}
+    assert _side_of(obj, side.location) > 0.99
+    # A bone of another armature as the pole; the panel's pole stays unset.
+    other = bpy.data.objects.new("Poles", bpy.data.armatures.new("Poles"))
+    bpy.context.scene.collection.objects.link(other)
+    bpy.context.view_layer.objects.active = other
+    bpy.ops.object.mode_set(mode="EDIT")
+    eb = other.data.edit_bones.new("p")
+    eb.head, eb.tail = Vector(side.location), Vector(side.location) + Vector((0, 0, 0.1))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = obj
+    _rest(obj)
+    assert bpy.ops.chain_ik.solve(pole="Poles", pole_bone="p", pole_angle=math.radians(-90.0), **kwargs) == {"FINISHED"}
+    assert _side_of(obj, side.location) > 0.99
+    assert item.pole_target is None
+    with pytest.raises(RuntimeError, match="no pole object"):
+        bpy.ops.chain_ik.solve(pole="Nope", **kwargs)
+
+
+def test_compare_solvers_use_the_same_limits_and_pole(leg):
+    obj, item = leg
+    item.target.location = _deep_bend_target(obj)
+    item.pole_target, item.pole_angle = add_empty("Pole", location=(1.0, -4.0, 1.0)), math.radians(-90.0)
+    obj.pose.bones["shin.L"].ik_max_x = math.radians(40.0)
+    assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+    assert len(item.comparison) == 4 and all(row.error > 1e-2 for row in item.comparison)
+    item.use_limits = False
+    assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+    assert {row.method for row in item.comparison if row.error < TOL} >= {"jacobian", "ccd"}
