@@ -112,7 +112,7 @@ def test_pole_convention_and_knee_toward_pole(config, lengths):
     hinged knees (bending one way about X) the knee then points at the pole."""
     for hinged in (False, True):
         chain = bent_chain(lengths, [0.6] * (len(lengths) - 1), knee_hinges=hinged)
-        for target, pole in pole_targets(chain, 6, seed=len(lengths)):
+        for target, pole in pole_targets(chain, 4, seed=len(lengths)):
             free = ik.solve(chain, target, config)
             sol = ik.solve(chain, target, config, pole=pole, pole_angle=POLE_ANGLE)
             assert np.all(np.isfinite(sol.points)) and np.all(np.isfinite(sol.rotations))
@@ -193,7 +193,7 @@ def test_pole_keeps_the_root_within_its_limits(config):
     root = {"use_limit": [True, True, True], "minimum": [-0.4, -0.2, -0.5], "maximum": [0.7, 0.3, 0.4], "cone": 0.8}
     chain = bent_chain((1.0, 0.8, 0.6), [0.5, 0.5], knee_hinges=True, root_limits=root)
     targets = pole_targets(chain, 8, seed=5)
-    for target, pole in targets:
+    for target, pole in targets[:2]:
         sol = ik.solve(chain, target, config, pole=pole, pole_angle=POLE_ANGLE)
         ik.check_limited_solution(chain, sol.points, sol.rotations)
     batch = ik.solve_batch(
