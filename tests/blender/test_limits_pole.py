@@ -351,3 +351,37 @@ def test_compare_solvers_use_the_same_limits_and_pole(leg):
     item.use_limits = False
     assert bpy.ops.chain_ik.compare() == {"FINISHED"}
     assert {row.method for row in item.comparison if row.error < TOL} >= {"jacobian", "ccd"}
+
+
+def test_tip_rotation_with_the_head_reaching(leg):
+    """use_tail off: the chain is thigh + shin and foot.L's head reaches; foot.L still takes the target's rotation."""
+    obj, item = leg
+    item.tip, item.use_tail, item.use_rotation, item.method, item.use_limits = "foot.L", False, True, "jacobian", False
+    foot, shin = obj.pose.bones["foot.L"], obj.pose.bones["shin.L"]
+    foot.rotation_mode = "QUATERNION"
+    foot.rotation_quaternion = Quaternion((0, 0, 1), 0.3)  # the foot's own pose is kept: it only follows the shin
+    _set_pose(obj, _random_thigh(np.random.default_rng(3)), 70.0)
+    shin.rotation_quaternion = Quaternion((0, 1, 0), 0.4) @ shin.rotation_quaternion
+    bpy.context.view_layer.update()
+    wanted = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+    item.target.rotation_mode = "QUATERNION"
+    item.target.location, item.target.rotation_quaternion = obj.matrix_world @ foot.head, wanted
+    _rest(obj)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    got = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+    assert math.degrees(got.rotation_difference(wanted).angle) < 0.05
+    assert np.linalg.norm(world_point(obj, "foot.L", False) - np.array(item.target.location)) < TOL
+    assert tuple(foot.rotation_quaternion) == pytest.approx(tuple(Quaternion((0, 0, 1), 0.3)))
+
+
+def test_limits_on_a_bone_not_inheriting_rotation_are_refused(leg):
+    obj, item = leg
+    item.target.location = _deep_bend_target(obj)
+    obj.data.bones["shin.L"].use_inherit_rotation = False
+    before = [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG]
+    with pytest.raises(RuntimeError, match="does not inherit its parent's rotation"):
+        bpy.ops.chain_ik.solve()
+    assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG] == before
+    item.use_limits = False  # the way out the message names
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
