@@ -2,7 +2,8 @@
 
 A depsgraph_update_post (and frame_change_post) handler. No feedback loop:
 each live chain remembers a signature of what it depends on from outside the
-chain (target location, armature matrix, the root's parent pose, settings) and
+chain (target location, and orientation with Rotation on, pole location, armature
+matrix, the root's parent pose, settings, the chain bones' IK settings) and
 is solved only when that changed. Writing the pose changes none of those, so
 the update our own write causes finds nothing to do. The handlers are added
 in register() and removed in unregister().
@@ -21,13 +22,22 @@ _signatures: dict[tuple[str, int], tuple] = {}
 _busy = False
 
 
-def _signature(obj_eval, item, target_eval) -> tuple:
+def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
     parts.append((item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence))
     parts.append((item.tolerance, item.max_iterations, item.fold_angle, item.jacobian_variant, item.damping))
+    parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     if target_eval is not None:
         try:
             parts.append(tuple(rig.target_world_location(target_eval, item.target_bone)))
+            if item.use_rotation:  # the target's orientation is a goal too
+                parts.append(tuple(map(tuple, rig.ik_settings.world_matrix(target_eval, item.target_bone))))
+        except ValueError:
+            parts.append(None)
+    if item.pole_target is not None:
+        try:
+            pole_eval = item.pole_target.evaluated_get(depsgraph)
+            parts.append(tuple(rig.target_world_location(pole_eval, item.pole_subtarget)))
         except ValueError:
             parts.append(None)
     try:
@@ -35,6 +45,8 @@ def _signature(obj_eval, item, target_eval) -> tuple:
         parent = obj_eval.pose.bones[names[0]].parent
         if parent is not None:
             parts.append(tuple(map(tuple, parent.matrix)))
+        if item.use_limits:
+            parts.append(rig.ik_settings.settings_signature(obj_eval, names))
     except ValueError:
         parts.append(None)
     return tuple(parts)
@@ -53,7 +65,7 @@ def solve_live(scene, depsgraph) -> int:
                 _signatures.pop(key, None)
                 continue
             target_eval = item.target.evaluated_get(depsgraph) if item.target is not None else None
-            sig = _signature(obj_eval, item, target_eval)
+            sig = _signature(obj_eval, item, target_eval, depsgraph)
             if _signatures.get(key) == sig:
                 continue
             _signatures[key] = sig

@@ -189,7 +189,9 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
     if spec.pole is not None and spec.pole is obj and not spec.pole_bone:
         raise ValueError("the armature cannot be its own pole target (pick a bone of it, or another object)")
-    _refuse_target_moving_with_chain(obj, spec)
+    _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target")
+    if spec.pole is not None:
+        _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
 
 
 def _moves_with(obj, bone_name: str, chain_names) -> bool:
@@ -201,15 +203,14 @@ def _moves_with(obj, bone_name: str, chain_names) -> bool:
     return False
 
 
-def _refuse_target_moving_with_chain(obj, spec: ChainSpec) -> None:
-    """A target carried by the chain would chase itself (and loop forever in Live mode)."""
+def _refuse_target_moving_with_chain(obj, spec: ChainSpec, carrier, bone: str, what: str) -> None:
+    """A target (or pole) carried by the chain would chase itself (and loop forever in Live mode)."""
     names = None
-    carrier, bone = spec.target, spec.target_bone
     while carrier is not None:
         if carrier is obj and bone:
             names = names or rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
             if _moves_with(obj, bone, names):
-                raise ValueError(f"the target moves with the chain (through bone '{bone}'): pick another target")
+                raise ValueError(f"the {what} moves with the chain (through bone '{bone}'): pick another {what}")
         bone = carrier.parent_bone if carrier.parent_type == "BONE" else ""
         carrier = carrier.parent
 

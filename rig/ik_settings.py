@@ -142,3 +142,13 @@ def chain_limit_lines(obj, tip: str, length: int, use_tail: bool) -> list[str]:
     except ValueError:
         return []
     return limit_lines(obj, names)
+
+
+SETTING_NAMES = tuple(
+    f"{kind}_{a}" for kind in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness") for a in AXES
+)
+
+
+def settings_signature(obj, names) -> tuple:
+    """The chain bones' IK settings as plain values (Live re-solves when they change)."""
+    return tuple(tuple(getattr(obj.pose.bones[n], s) for s in SETTING_NAMES) for n in names)

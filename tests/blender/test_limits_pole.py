@@ -385,3 +385,38 @@ def test_limits_on_a_bone_not_inheriting_rotation_are_refused(leg):
     assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG] == before
     item.use_limits = False  # the way out the message names
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+
+
+def test_live_follows_the_pole_and_the_bones_ik_settings_without_feedback(leg):
+    from chain_ik.operators import live
+
+    obj, item = leg
+    item.method = "jacobian"
+    item.target.location = _deep_bend_target(obj, 80.0)
+    hip = world_point(obj, "thigh.L", False)
+    pole = add_empty("Pole", location=hip + np.array([0.6, 0.0, -0.3]))
+    item.pole_target, item.pole_angle = pole, math.radians(-90.0)
+    item.live = True
+    try:
+        for offset in ((0.6, 0.0, -0.3), (-0.6, 0.0, -0.3), (0.0, -0.6, -0.3)):
+            pole.location = hip + np.array(offset)
+            bpy.context.view_layer.update()  # the handler solves
+            assert _side_of(obj, pole.location) > 0.99
+        obj.pose.bones["shin.L"].ik_max_x = math.radians(30.0)  # a bone's IK setting changes: solved again
+        bpy.context.view_layer.update()
+        assert _knee_degrees(obj) <= 30.0 + 1e-3
+        assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
+    finally:
+        item.live = False
+
+
+def test_pole_carried_by_the_chain_is_refused(leg):
+    obj, item = leg
+    item.target.location = _deep_bend_target(obj)
+    item.pole_target, item.pole_subtarget = obj, "foot.L"  # below shin.L: it moves with the chain
+    before = [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG]
+    with pytest.raises(RuntimeError, match="pole target moves with the chain"):
+        bpy.ops.chain_ik.solve()
+    assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG] == before
+    item.pole_subtarget = "spine"  # outside the chain: fine
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
