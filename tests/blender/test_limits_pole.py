@@ -420,3 +420,59 @@ def test_pole_carried_by_the_chain_is_refused(leg):
     assert [tuple(obj.pose.bones[n].rotation_quaternion) for n in LEG] == before
     item.pole_subtarget = "spine"  # outside the chain: fine
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+
+
+def _local_in_pose(obj) -> Quaternion:
+    """shin.L's local rotation from the evaluated pose matrices (what a constraint produced)."""
+    bones = obj.data.bones
+    rest = bones["thigh.L"].matrix_local.to_3x3().inverted() @ bones["shin.L"].matrix_local.to_3x3()
+    parent = obj.pose.bones["thigh.L"].matrix.to_3x3().normalized()
+    q = ((parent @ rest).inverted() @ obj.pose.bones["shin.L"].matrix.to_3x3().normalized()).to_quaternion()
+    return q if q.w >= 0 else -q
+
+
+@pytest.mark.parametrize("axis", ["x", "z"])
+def test_limit_sign_is_blenders(leg, axis):
+    """Only a positive turn about the knee's own X (or Z) allowed: a target made with +60° is reached
+    by Blender's IK constraint and by every solver, both turning the knee +60° about that axis."""
+    obj, item = leg
+    shin = obj.pose.bones["shin.L"]
+    shin.lock_ik_x, shin.lock_ik_y, shin.lock_ik_z = axis != "x", True, axis != "z"
+    shin.use_ik_limit_x, shin.use_ik_limit_z = axis == "x", axis == "z"
+    shin.ik_min_x = shin.ik_min_z = 0.0
+    shin.ik_max_x = shin.ik_max_z = math.radians(150.0)
+    thigh = Quaternion((0.0, 1.0, 0.0), 0.4)
+    obj.pose.bones["thigh.L"].rotation_quaternion = thigh
+    shin.rotation_quaternion = Quaternion((axis == "x", 0.0, axis == "z"), math.radians(60.0))
+    bpy.context.view_layer.update()
+    goal = world_point(obj, "shin.L")
+    item.target.location = goal
+    k = "xyz".index(axis) + 1
+
+    def bend() -> float:
+        q = _local_in_pose(obj)
+        return math.degrees(2.0 * math.atan2(q[k], q.w))
+
+    _rest(obj)
+    # Blender's constraint (no pole: with one, its solver stays straight on a Z hinge from rest).
+    con = _blender_ik(obj, item.target, None, 0.0)
+    assert np.linalg.norm(world_point(obj, "shin.L") - goal) < 1e-3
+    assert bend() == pytest.approx(60.0, abs=0.5)
+    shin.constraints.remove(con)
+    for method in ("ccd", "jacobian"):
+        _rest(obj)
+        assert bpy.ops.chain_ik.solve(method=method) == {"FINISHED"}
+        assert np.linalg.norm(world_point(obj, "shin.L") - goal) < TOL
+        assert bend() == pytest.approx(60.0, abs=1e-2)
+    # The range negated: neither Blender nor Chain IK can turn +60° any more.
+    setattr(shin, f"ik_min_{axis}", math.radians(-150.0))
+    setattr(shin, f"ik_max_{axis}", 0.0)
+    _rest(obj)
+    con = _blender_ik(obj, item.target, None, 0.0)
+    assert np.linalg.norm(world_point(obj, "shin.L") - goal) > 0.05
+    shin.constraints.remove(con)
+    for method in METHODS:
+        _rest(obj)
+        assert bpy.ops.chain_ik.solve(method=method) == {"FINISHED"}
+        assert np.linalg.norm(world_point(obj, "shin.L") - goal) > 0.05
+        assert bend() <= 1e-3
