@@ -152,6 +152,12 @@ def test_knee_sign_matches_blenders_ik_constraint(leg):
     _assert_hinge(local)
 
 
+def _angle(a: Quaternion, b: Quaternion) -> float:
+    """Degrees between two orientations (the short way)."""
+    d = math.degrees(a.rotation_difference(b).angle)
+    return min(d, 360.0 - d)
+
+
 def _knee_degrees(obj) -> float:
     q = _knee_local(obj)
     q = q if q.w >= 0 else -q
@@ -304,7 +310,7 @@ def test_tip_rotation_matches_the_target_like_blenders_ik(leg):
         assert bpy.ops.chain_ik.solve() == {"FINISHED"}
         bpy.context.view_layer.update()
         got = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
-        assert math.degrees(got.rotation_difference(wanted).angle) < 0.05
+        assert _angle(got, wanted) < 0.05
         assert np.linalg.norm(world_point(obj, "foot.L") - np.array(target.location)) < TOL
         _assert_hinge(_knee_local(obj))
         # Blender's IK constraint with Rotation on: the same meaning (the foot takes the target's orientation).
@@ -313,7 +319,7 @@ def test_tip_rotation_matches_the_target_like_blenders_ik(leg):
         con = _blender_ik(obj, target, None, 0.0, use_rotation=True, tip="foot.L", count=3)
         blender = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
         foot.constraints.remove(con)
-        assert math.degrees(blender.rotation_difference(wanted).angle) < 2.0
+        assert _angle(blender, wanted) < 2.0
 
 
 def test_solve_script_arguments_pole(leg):
@@ -370,7 +376,7 @@ def test_tip_rotation_with_the_head_reaching(leg):
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
     bpy.context.view_layer.update()
     got = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
-    assert math.degrees(got.rotation_difference(wanted).angle) < 0.05
+    assert _angle(got, wanted) < 0.05
     assert np.linalg.norm(world_point(obj, "foot.L", False) - np.array(item.target.location)) < TOL
     assert tuple(foot.rotation_quaternion) == pytest.approx(tuple(Quaternion((0, 0, 1), 0.3)))
 
@@ -476,3 +482,26 @@ def test_limit_sign_is_blenders(leg, axis):
         assert bpy.ops.chain_ik.solve(method=method) == {"FINISHED"}
         assert np.linalg.norm(world_point(obj, "shin.L") - goal) > 0.05
         assert bend() <= 1e-3
+
+
+def test_rotation_weight_turns_the_tip_part_way(leg):
+    obj, item = leg
+    item.tip, item.chain_length, item.method, item.use_limits = "foot.L", 3, "jacobian", False
+    foot = obj.pose.bones["foot.L"]
+    foot.rotation_mode = "QUATERNION"
+    wanted = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion() @ Quaternion((1, 0, 0), 0.8)
+    item.target.rotation_mode = "QUATERNION"
+    item.target.location = world_point(obj, "foot.L") + np.array([0.05, -0.05, 0.1])
+    item.target.rotation_quaternion = wanted
+    misses = []
+    for use, weight in ((False, 1.0), (True, 0.5), (True, 1.0)):
+        _rest(obj)
+        foot.rotation_quaternion = Quaternion()
+        item.use_rotation, item.rotation_weight = use, weight
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        bpy.context.view_layer.update()
+        got = (obj.matrix_world @ foot.matrix).to_3x3().normalized().to_quaternion()
+        misses.append(_angle(got, wanted))
+        assert np.linalg.norm(world_point(obj, "foot.L") - np.array(item.target.location)) < TOL
+    assert misses[0] > 20.0 and misses[2] < 0.05
+    assert 0.3 * misses[0] < misses[1] < 0.7 * misses[0]
