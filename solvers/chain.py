@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -169,30 +170,54 @@ class Chain:
         return self.points[0]
 
     def _read_joints(self, limits: JointLimits | None, reference: object | None, base_frame: object | None) -> None:
-        """Joint model for limits: each bone's local rotation is
-        L_i = (P_i R_i)^-1 F_i, with P_i the parent's frame (`base_frame` for
-        the root), R_i the bone's rest orientation in its parent (`reference`;
-        by default the input pose is the rest pose) and F_i its frame."""
+        """Joint model: each bone's local rotation is L_i = (P_i R_i)^-1 F_i,
+        with P_i the parent's frame (`base_frame` for the root), R_i the bone's
+        rest orientation in its parent (`reference`; by default the input pose
+        is the rest pose) and F_i its frame. Validated now, built on first use
+        (most solves never need it)."""
         n = self.n_bones
         self.limits = limits
-        if limits is None and reference is None and base_frame is None:
-            return
         if self.frames is None:
-            raise ValueError("joint limits, a reference pose or a base frame need bone frames")
+            if limits is not None or reference is not None or base_frame is not None:
+                raise ValueError("joint limits, a reference pose or a base frame need bone frames")
+            return
         if limits is not None and (not isinstance(limits, JointLimits) or limits.n_bones != n):
             raise ValueError(f"limits must be JointLimits for {n} bones (see solvers.make_limits)")
-        base = (
-            np.array([1.0, 0.0, 0.0, 0.0]) if base_frame is None else _unit_quaternions(base_frame, (4,), "base_frame")
-        )
+        self._base_arg = None if base_frame is None else _unit_quaternions(base_frame, (4,), "base_frame")
+        self._reference_arg = None if reference is None else _unit_quaternions(reference, (n, 4), "reference")
+
+    @functools.cached_property
+    def _joints(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        if self.frames is None:
+            raise ValueError("the joint model needs bone frames")
+        base = np.array([1.0, 0.0, 0.0, 0.0]) if self._base_arg is None else self._base_arg
         parents = np.concatenate((base[None], self.frames[:-1]))
-        if reference is None:
-            ref = quat.multiply(quat.conjugate(parents), self.frames)
-        else:
-            ref = _unit_quaternions(reference, (n, 4), "reference")
-        self.base_frame = base
-        self.reference = ref
-        self.input_locals = quat.multiply(quat.conjugate(quat.multiply(parents, ref)), self.frames)
-        self.link_local = quat.rotate(quat.conjugate(self.frames), self.directions)
+        ref = (
+            quat.multiply(quat.conjugate(parents), self.frames) if self._reference_arg is None else self._reference_arg
+        )
+        local = quat.multiply(quat.conjugate(quat.multiply(parents, ref)), self.frames)
+        link = quat.rotate(quat.conjugate(self.frames), self.directions)
+        return base, ref, local, link
+
+    @property
+    def base_frame(self) -> np.ndarray:
+        """The root bone's parent frame (4,)."""
+        return self._joints[0]
+
+    @property
+    def reference(self) -> np.ndarray:
+        """Each bone's rest orientation in its parent's frame (n, 4)."""
+        return self._joints[1]
+
+    @property
+    def input_locals(self) -> np.ndarray:
+        """Each bone's local rotation in the input pose (n, 4)."""
+        return self._joints[2]
+
+    @property
+    def link_local(self) -> np.ndarray:
+        """Each bone's link (head to next head) in its own frame, unit (n, 3)."""
+        return self._joints[3]
 
     def _read_frames(self, frames: object) -> np.ndarray:
         try:
@@ -208,12 +233,15 @@ class Chain:
                 raise ValueError("frames must be proper rotation matrices (orthonormal, det +1)")
             return quat.from_matrix(f)
         if f.shape == (n, 4):
-            if not np.all(np.isfinite(f)):
-                raise ValueError("frames contain non-finite values")
-            norms = np.linalg.norm(f, axis=1)
-            if np.any(np.abs(norms - 1.0) > 1e-6):
-                raise ValueError("frame quaternions must be unit length")
-            return f / norms[:, None]
+            unit = []
+            for w, x, y, z in f.tolist():  # plain floats: cheaper than numpy for a few rows
+                norm = math.sqrt(w * w + x * x + y * y + z * z)
+                if not math.isfinite(norm):
+                    raise ValueError("frames contain non-finite values")
+                if abs(norm - 1.0) > 1e-6:
+                    raise ValueError("frame quaternions must be unit length")
+                unit.append((w / norm, x / norm, y / norm, z / norm))
+            return np.array(unit)
         raise ValueError(f"frames must have shape ({n}, 4) or ({n}, 3, 3), got {f.shape}")
 
     def __repr__(self) -> str:

@@ -5,9 +5,10 @@ turns rigidly about its root so that the root-to-tip direction points at the
 target and the root bone's "up" vector, X cos(pole_angle) + Z sin(pole_angle)
 of its solved frame, points toward the pole (both taken perpendicular to the
 root-target line). A rigid turn about the root keeps every joint angle and
-the reach. With the pole on the root-target line the side is undefined; the
-turn fades out over POLE_FADE of that line (as a fraction of the pole's
-distance) so a target moving across the line never flips the chain.
+the reach. With the pole on the root-target line the side is undefined;
+within POLE_FADE of that line (as a fraction of the pole's distance) the
+wanted side blends toward the root bone's rest side (see pole_spin), so a
+pole or target moving across the line never flips the chain.
 
 Orientation (Blender's "Rotation" option): the tip bone is turned toward the
 target's orientation with a weight; the rest of the chain then reaches the
@@ -101,29 +102,56 @@ def _with_pole(chain: Chain, targets: np.ndarray, goals: Goals, sol: BatchSoluti
 def pole_spin(
     chain: Chain, points: np.ndarray, rotations: np.ndarray, targets: np.ndarray, poles: np.ndarray, pole_angle: float
 ) -> np.ndarray:
-    """The rigid turn (m, 4) about the root that satisfies the pole (module doc)."""
+    """The rigid turn (m, 4) about the root that satisfies the pole (module doc).
+
+    Near the root-target line the pole's side is undefined and flips as the
+    pole (or target) crosses it. There the wanted up direction turns, with
+    the pole's distance from the line, toward a fixed one: the root bone's
+    rest up (its reference pose; the input pose for chains without one). It
+    does not depend on the pose being solved from, so solving frame after
+    frame from the previous pose turns the chain smoothly instead of
+    flipping it."""
     root = chain.root
     m = points.shape[0]
     direction = quat.normalize(points[:, -1] - root)
     goal_dir = quat.normalize(targets - root)
     goal_dir = np.where(quat.norm(goal_dir)[:, None] > 0.0, goal_dir, direction)
+    c, s = math.cos(pole_angle), math.sin(pole_angle)
     frame = quat.multiply(rotations[:, 0], chain.frames[0])
-    x_axis = quat.rotate(frame, np.broadcast_to([1.0, 0.0, 0.0], (m, 3)))
-    z_axis = quat.rotate(frame, np.broadcast_to([0.0, 0.0, 1.0], (m, 3)))
-    up = math.cos(pole_angle) * x_axis + math.sin(pole_angle) * z_axis
+    up = _up(frame, c, s, m)
+    rest = quat.multiply(chain.base_frame, chain.reference[0])
+    rest_up = _side(goal_dir, _up(np.broadcast_to(rest, (m, 4)), c, s, m))
     to_pole = poles - root
-    side = quat.cross(goal_dir, to_pole)
+    pole_side = _side(goal_dir, to_pole)
     # How far the pole is off the root-target line, relative to its distance.
-    off_line = quat.norm(side) / np.maximum(quat.norm(to_pole), 1e-300)
-    chain_basis = _look_at(direction, up)
-    pole_basis = _look_at(goal_dir, to_pole)
-    turn = quat.from_matrix(np.einsum("mki,mkj->mij", pole_basis, chain_basis))
-    # The chain's own up along its root-tip line, or the pole on the line:
-    # no side to turn to. Fade the turn out there (continuity, no flips).
+    off_line = quat.norm(quat.cross(goal_dir, to_pole)) / np.maximum(quat.norm(to_pole), 1e-300)
     weight = np.clip(off_line / POLE_FADE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
-    weight = np.where(quat.norm(quat.cross(direction, up)) > 1e-9, weight, 0.0)
-    return quat.from_rotation_vector(weight[:, None] * quat.to_rotation_vector(turn))
+    # Blend the two sides as vectors, not as angles: an angle blend jumps
+    # wherever pole_side passes opposite rest_up (a whole curve of poles), a
+    # vector blend only where both are opposite *and* the weight is one half.
+    wanted = weight[:, None] * pole_side + (1.0 - weight)[:, None] * rest_up
+    turn = quat.from_matrix(np.einsum("mki,mkj->mij", _look_at(goal_dir, wanted), _look_at(direction, up)))
+    # No side to turn to: the chain's up along its root-tip line, or neither
+    # the pole nor the rest pose defines one.
+    usable = (quat.norm(quat.cross(direction, up)) > 1e-9) & (quat.norm(wanted) > 1e-9)
+    return np.where(usable[:, None], turn, np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def _up(frame: np.ndarray, c: float, s: float, m: int) -> np.ndarray:
+    """X cos(angle) + Z sin(angle) of frames (m, 4)."""
+    x_axis = quat.rotate(frame, np.broadcast_to([1.0, 0.0, 0.0], (m, 3)))
+    z_axis = quat.rotate(frame, np.broadcast_to([0.0, 0.0, 1.0], (m, 3)))
+    return c * x_axis + s * z_axis
+
+
+def _side(direction: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Unit part of v perpendicular to unit `direction` (zero where v is along it)."""
+    perp = v - np.sum(v * direction, axis=1, keepdims=True) * direction
+    n = quat.norm(perp)
+    return np.where(
+        n[:, None] > 1e-12 * np.maximum(quat.norm(v), 1e-300)[:, None], perp / np.maximum(n, 1e-300)[:, None], 0.0
+    )
 
 
 def _look_at(direction: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -195,12 +223,13 @@ def _head(chain: Chain) -> Chain:
             cone=lim.cone[:-1],
             stiffness=lim.stiffness[:-1],
         )
-    joints = (
-        {}
-        if getattr(chain, "reference", None) is None
-        else {"reference": chain.reference[: n - 1], "base_frame": chain.base_frame}
+    return Chain(
+        chain.points[:n],
+        chain.frames[: n - 1],
+        limits=limits,
+        reference=chain.reference[: n - 1],
+        base_frame=chain.base_frame,
     )
-    return Chain(chain.points[:n], chain.frames[: n - 1], limits=limits, **joints)
 
 
 def _slerp(a: np.ndarray, b: np.ndarray, t: float) -> np.ndarray:

@@ -24,6 +24,8 @@ import numpy as np
 from . import quat
 
 AXES = "xyz"
+# Largest |(sx, sz)| a clamped swing keeps: 180° - 2e-4 rad, so its twist stays readable.
+HALF_TURN_RADIUS = 1.0 - 5e-9
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,12 @@ def _nearest_allowed_swing(limits: JointLimits) -> np.ndarray:
 def twist_swing(local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split local rotations (..., 4) into twist angle tau (...,) about Y and
     swing components sx, sz (...,), with the swing's w >= 0."""
+    tau, _, sx, sz = _decompose(local)
+    return tau, sx, sz
+
+
+def _decompose(local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tau, sw, sx, sz): the twist angle and the whole swing quaternion."""
     w, x, y, z = np.moveaxis(local, -1, 0)
     norm = np.hypot(w, y)
     ok = norm > 1e-12
@@ -129,16 +137,19 @@ def twist_swing(local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sz = z * tw - x * ty
     sw = w * tw + y * ty
     flip = sw < 0.0  # S and T both negated: the same rotation, swing <= 180°
-    sx, sz = np.where(flip, -sx, sx), np.where(flip, -sz, sz)
+    sw, sx, sz = np.abs(sw), np.where(flip, -sx, sx), np.where(flip, -sz, sz)
     tw, ty = np.where(flip, -tw, tw), np.where(flip, -ty, ty)
     tau = 2.0 * np.arctan2(ty, tw)
     tau = np.where(tau > math.pi, tau - 2.0 * math.pi, np.where(tau <= -math.pi, tau + 2.0 * math.pi, tau))
-    return tau, sx, sz
+    return tau, sw, sx, sz
 
 
-def from_twist_swing(tau: np.ndarray, sx: np.ndarray, sz: np.ndarray) -> np.ndarray:
-    """Local rotations S * T from a twist angle and swing components."""
-    sw = np.sqrt(np.maximum(0.0, 1.0 - sx * sx - sz * sz))
+def from_twist_swing(tau: np.ndarray, sx: np.ndarray, sz: np.ndarray, sw: np.ndarray | None = None) -> np.ndarray:
+    """Local rotations S * T from a twist angle and swing components (the
+    swing's w from them unless given: near a half turn sqrt(1 - |s|^2) is
+    rounding noise, so a kept swing passes its own w)."""
+    if sw is None:
+        sw = np.sqrt(np.maximum(0.0, 1.0 - sx * sx - sz * sz))
     swing_q = np.stack((sw, sx, np.zeros_like(sx), sz), axis=-1)
     half = 0.5 * tau
     twist_q = np.stack((np.cos(half), np.zeros_like(half), np.sin(half), np.zeros_like(half)), axis=-1)
@@ -148,7 +159,8 @@ def from_twist_swing(tau: np.ndarray, sx: np.ndarray, sz: np.ndarray) -> np.ndar
 def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.ndarray:
     """The allowed local rotation for `local` (..., 4) of `bone` (an index, or
     an index array broadcasting with local's leading shape)."""
-    tau0, sx0, sz0 = tau, sx, sz = twist_swing(local)
+    tau0, sw0, sx0, sz0 = _decompose(local)
+    tau, sx, sz = tau0, sx0, sz0
     lock = limits.lock[bone]
     use = limits.use_limit[bone]
     # Twist (Y): lock, then its interval.
@@ -158,7 +170,8 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     # ellipse (a quarter-ellipse per quadrant), otherwise a box.
     lo_all, hi_all = _swing_bounds(limits)
     lo, hi = lo_all[bone], hi_all[bone]
-    both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all((lo <= 0.0) & (hi >= 0.0), axis=-1)
+    # (Strictly around zero: a zero semi-axis would collapse the ellipse.)
+    both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all((lo < 0.0) & (hi > 0.0), axis=-1)
     ex = np.where(sx >= 0.0, hi[..., 0], -lo[..., 0])
     ez = np.where(sz >= 0.0, hi[..., 1], -lo[..., 1])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -171,9 +184,11 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     sz = np.clip(sz, lo[..., 1], hi[..., 1])
     # Cone: move toward the allowed swing nearest zero until inside the disk
     # (both sets are convex, so the segment between stays in the box/ellipse).
-    radius = np.sin(0.5 * limits.cone[bone])
+    # A swing is at most a half turn; at exactly a half turn (w = y = 0) the
+    # twist can no longer be told apart, so stay a hair inside it.
+    radius = np.minimum(np.sin(0.5 * limits.cone[bone]), HALF_TURN_RADIUS)
     r = np.hypot(sx, sz)
-    outside = r > radius + 1e-12
+    outside = r > radius + 1e-10
     if np.any(outside):
         p0 = _nearest_allowed_swing(limits)[bone]
         px, pz = p0[..., 0], p0[..., 1]
@@ -190,7 +205,11 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     # Rebuild only what changed: recomposing a swing near a half turn takes
     # sqrt(1 - |s|^2) of rounding noise and would move an allowed rotation.
     changed = (tau != tau0) | (sx != sx0) | (sz != sz0)
-    return quat.normalize(np.where(changed[..., None], from_twist_swing(tau, sx, sz), local))
+    swing_kept = (sx == sx0) & (sz == sz0)
+    rebuilt = from_twist_swing(
+        tau, sx, sz, np.where(swing_kept, sw0, np.sqrt(np.maximum(0.0, 1.0 - sx * sx - sz * sz)))
+    )
+    return quat.normalize(np.where(changed[..., None], rebuilt, local))
 
 
 def violation(limits: JointLimits, local: np.ndarray) -> np.ndarray:

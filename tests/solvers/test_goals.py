@@ -133,14 +133,30 @@ def test_pole_convention_and_knee_toward_pole(config, lengths):
 
 
 @pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
-def test_pole_on_the_line_is_finite_and_fades(config):
+def test_pole_on_the_line_is_finite_and_falls_back_to_the_rest_side(config):
+    """A pole on the root-target line gives no side: the root bone's up then
+    takes its rest pose's side (here the input pose is the rest pose), with
+    the reach of the position-only solve."""
     chain = bent_chain((1.0, 1.0, 0.5), [0.5, 0.4])
     target = np.array([0.3, 1.2, 0.9])
     free = ik.solve(chain, target, config)
+    line = (target - chain.root) / np.linalg.norm(target - chain.root)
+
+    def up_side(frame):
+        up = math.cos(POLE_ANGLE) * quat.rotate(frame, np.array([1.0, 0.0, 0.0])) + math.sin(POLE_ANGLE) * quat.rotate(
+            frame, np.array([0.0, 0.0, 1.0])
+        )
+        up = up - up.dot(line) * line
+        return up / np.linalg.norm(up)
+
+    rest_side = up_side(chain.frames[0])
     for scale in (2.0, 0.5, -1.0, 1e-9):
         sol = ik.solve(chain, target, config, pole=chain.root + scale * target, pole_angle=POLE_ANGLE)
         assert np.all(np.isfinite(sol.points)) and np.all(np.isfinite(sol.rotations))
-        np.testing.assert_allclose(sol.points, free.points, atol=1e-12)
+        # The turn also lines the root-tip direction up with the target: never farther.
+        assert sol.error <= free.error + 1e-9 * chain.total_length
+        solved_side = up_side(quat.multiply(sol.rotations[0], chain.frames[0]))
+        np.testing.assert_allclose(solved_side, rest_side, atol=1e-6)
     # Pole at the root itself: no side, finite.
     sol = ik.solve(chain, target, config, pole=chain.root, pole_angle=POLE_ANGLE)
     assert np.all(np.isfinite(sol.points))
@@ -164,7 +180,8 @@ def knee_steps(config, steps, moving, sequential):
         assert np.all(np.isfinite(sol.points))
         knees.append(sol.points[1])
         if sequential:
-            chain = solvers.Chain(sol.points, sol.frames(chain))
+            # The rest pose stays the first chain's (as the rig passes Blender's rest).
+            chain = solvers.Chain(sol.points, sol.frames(chain), reference=rest.reference, base_frame=rest.base_frame)
     return np.linalg.norm(np.diff(knees, axis=0), axis=1)
 
 
