@@ -51,6 +51,11 @@ class CHAINIK_OT_bake(bpy.types.Operator):
         name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
     )
     method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
+    pole: StringProperty(name="Pole Target", description="Override: pole object name", options={"SKIP_SAVE"})
+    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options={"SKIP_SAVE"})
+    pole_angle: FloatProperty(
+        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
+    )
     chain_index: IntProperty(
         name="Chain",
         description="Bake only this chain of the list (-1: all)",
@@ -77,8 +82,18 @@ class CHAINIK_OT_bake(bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         try:
+            angle = self.pole_angle if self.properties.is_property_set("pole_angle") else None
             pairs = run.specs_from_arguments(
-                obj, self.tip, self.chain_length, self.target, self.target_bone, self.method, self.chain_index
+                obj,
+                self.tip,
+                self.chain_length,
+                self.target,
+                self.target_bone,
+                self.method,
+                self.chain_index,
+                pole=self.pole,
+                pole_bone=self.pole_bone,
+                pole_angle=angle,
             )
             options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
             progress = bake_run.Progress(context)

@@ -132,6 +132,8 @@ def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
     """Why `rig.sequence`'s fast path cannot bake these chains ('' when it can); see its docstring."""
     if any(spec.influence < 1.0 for spec in specs):
         return "influence below 1"
+    if any(spec.pole is not None or (spec.use_rotation and spec.rotation_weight > 0.0) for spec in specs):
+        return "pole target or tip rotation"
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     taken: set[str] = set()
@@ -141,6 +143,8 @@ def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
         taken |= set(names)
         # With use_tail off the tip bone's head reaches: it must ride rigidly on the chain too.
         reason = sequence.unsuitable(obj, names if spec.use_tail else (*names, spec.tip), animated)
+        if not reason and spec.use_limits and rig.ik_settings.read_limits([obj.pose.bones[n] for n in names]):
+            reason = "bones with IK limits"
         if reason:
             return reason
     # Independent chains only: no chain may ride on another's bones (parents, or an own-bone target).
@@ -220,7 +224,8 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
         if k == 0:
             for spec in specs:
                 # Full read once: the rigidity checks and their messages.
-                for name in rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail).names:
+                first = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+                for name in first.names:
                     pbone = obj_eval.pose.bones[name]
                     state_v[name] = modes.current_values(pbone)
                     state_q[name] = modes.current_quaternion(pbone)
@@ -228,14 +233,20 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
         for spec in specs:
             target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
             target = space.to_local(target_world)
-            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q)
+            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)
             tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
+            # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
+            # chain bone: read both from the evaluated pose, where they are consistent.
+            goal_chain = chain
+            if spec.use_rotation and not spec.use_tail:
+                goal_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
             solution = solvers.solve(
                 chain.chain,
                 target,
                 method=spec.method,
                 tolerance=tolerance,
                 max_iterations=spec.max_iterations or None,
+                **run.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
                 **spec.options,
             )
             blend = None

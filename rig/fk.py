@@ -20,6 +20,7 @@ import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import Chain
+from . import ik_settings
 from .read import RigChain, chain_bone_names
 
 
@@ -68,7 +69,9 @@ class PoseFK:
         return m
 
 
-def read_chain_posed(obj_eval, tip: str, length: int, use_tail: bool, rotations: dict[str, Quaternion]) -> RigChain:
+def read_chain_posed(
+    obj_eval, tip: str, length: int, use_tail: bool, rotations: dict[str, Quaternion], use_limits: bool = False
+) -> RigChain:
     """Like `read.read_chain`, with `rotations` replacing the local rotations of those bones.
 
     The rigidity check of `read_chain` is not repeated (the bake runs it on its first frame)."""
@@ -83,16 +86,23 @@ def read_chain_posed(obj_eval, tip: str, length: int, use_tail: bool, rotations:
     if not np.all(np.isfinite(points)):
         raise ValueError(f"the pose of chain '{tip}' is not finite")
     frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
+    parent = obj_eval.pose.bones[names[0]].parent
+    parent_matrix = None if parent is None else fk.matrix(parent.name)
+    joints = {}
+    limits = ik_settings.read_limits([obj_eval.pose.bones[n] for n in names]) if use_limits else None
+    if limits is not None:
+        bones = [obj_eval.pose.bones[n] for n in names]
+        reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
+        joints = {"limits": limits, "reference": reference, "base_frame": base}
     try:
-        chain = Chain(points, frames)
+        chain = Chain(points, frames, **joints)
     except ValueError as exc:
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc
-    parent = obj_eval.pose.bones[names[0]].parent
     return RigChain(
         names=names,
         tip=tip,
         use_tail=use_tail,
         pose_matrices=mats,
-        parent_matrix=None if parent is None else fk.matrix(parent.name),
+        parent_matrix=parent_matrix,
         chain=chain,
     )
