@@ -2,7 +2,7 @@
 
 Inside Blender (the .blend is opened by Blender itself):
     blender --background scene.blend --python cli.py -- --armature Rig --chain hand.L:3 --target Goal \\
-        --method triangulation --frames 1-250 [--step 1] [--output baked.blend]
+        --method triangulation --frames 1-250 [--step 1] [--output baked.blend] [--pole Knee --pole-angle -90]
 With the `bpy` wheel's Python (the script opens the .blend):
     python cli.py scene.blend -- --armature Rig --chain hand.L:3 --target Goal --frames 1-250 --output baked.blend
     python cli.py --blend scene.blend -- ...
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import sys
 import time
@@ -45,6 +46,9 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--chain", help="TIP:LENGTH (default: the armature's chains from the panel)")
     p.add_argument("--target", help="target object name (with --chain)")
     p.add_argument("--target-bone", default="", help="bone of an armature target")
+    p.add_argument("--pole", default="", help="pole target object name (with --chain)")
+    p.add_argument("--pole-bone", default="", help="bone of an armature pole target")
+    p.add_argument("--pole-angle", type=float, default=None, metavar="DEG", help="pole angle in degrees")
     p.add_argument("--method", default="", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)")
     p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range)")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
@@ -147,7 +151,19 @@ def run(args: argparse.Namespace, package) -> dict:
         reduce_tolerance=args.reduce if args.reduce > 0.0 else 1e-3,
     )
     try:
-        pairs = ops_run.specs_from_arguments(obj, tip, length, args.target or "", args.target_bone, args.method, -1)
+        angle = None if args.pole_angle is None else math.radians(args.pole_angle)
+        pairs = ops_run.specs_from_arguments(
+            obj,
+            tip,
+            length,
+            args.target or "",
+            args.target_bone,
+            args.method,
+            -1,
+            pole=args.pole,
+            pole_bone=args.pole_bone,
+            pole_angle=angle,
+        )
         specs = [spec for _, spec in pairs]
         frames = bake_run.bake_frames(options)
         progress = bake_run.Progress(context)

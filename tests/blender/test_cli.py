@@ -67,6 +67,7 @@ def test_cli_blend_option_and_panel_chains(blend):
         (["--armature", "Rig", "--chain", "b2:9", "--target", "Goal"], "longer than the hierarchy"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "9-2"], "before start"),
         (["--armature", "Rig"], "no chains"),
+        (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--pole", "Nope"], "no pole object named 'Nope'"),
     ],
 )
 def test_cli_errors_exit_non_zero(blend, args, message):
