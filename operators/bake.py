@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..properties import INTERPOLATION_ITEMS
 from . import bake_run, run
+from .chain_args import ChainArguments
 from .solve import armature_poll
 
 # Operator properties that, when a script sets them, override the panel's bake settings.
@@ -31,31 +32,14 @@ def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
     return bake_run.BakeOptions(**values)
 
 
-class CHAINIK_OT_bake(bpy.types.Operator):
+class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
     """Solve the active armature's IK chains at every frame of a range and key their bones' rotations"""
 
     bl_idname = "chain_ik.bake"
     bl_label = "Bake Chain IK"
     bl_options = {"REGISTER", "UNDO"}
 
-    # The same script arguments as chain_ik.solve (one chain), then the range and keying.
-    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options={"SKIP_SAVE"})
-    chain_length: IntProperty(
-        name="Chain Length",
-        description="Override: bones counted up from the tip (0: panel)",
-        min=0,
-        options={"SKIP_SAVE"},
-    )
-    target: StringProperty(name="Target", description="Override: target object name", options={"SKIP_SAVE"})
-    target_bone: StringProperty(
-        name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
-    )
-    method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
-    pole: StringProperty(name="Pole Target", description="Override: pole object name", options={"SKIP_SAVE"})
-    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options={"SKIP_SAVE"})
-    pole_angle: FloatProperty(
-        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
-    )
+    # Script arguments: ChainArguments (as chain_ik.solve), then the range and keying.
     chain_index: IntProperty(
         name="Chain",
         description="Bake only this chain of the list (-1: all)",

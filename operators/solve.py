@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import FloatProperty, IntProperty, StringProperty
+from bpy.props import IntProperty
 
 from .. import rig
 from . import run
+from .chain_args import ChainArguments
 
 
 def armature_poll(cls, context) -> bool:
@@ -39,32 +40,13 @@ def result_line(outcome: run.ChainOutcome, error: float) -> str:
     )
 
 
-class CHAINIK_OT_solve(bpy.types.Operator):
+class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
     """Pose the active armature's IK chains so their tips reach their targets"""
 
     bl_idname = "chain_ik.solve"
     bl_label = "Solve Chain IK"
     bl_options = {"REGISTER", "UNDO"}
 
-    # Script arguments: any of these set solves one chain, taking the rest
-    # from the active chain of the panel (if any). SKIP_SAVE: never remembered.
-    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options={"SKIP_SAVE"})
-    chain_length: IntProperty(
-        name="Chain Length",
-        description="Override: bones counted up from the tip (0: panel)",
-        min=0,
-        options={"SKIP_SAVE"},
-    )
-    target: StringProperty(name="Target", description="Override: target object name", options={"SKIP_SAVE"})
-    target_bone: StringProperty(
-        name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
-    )
-    method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
-    pole: StringProperty(name="Pole Target", description="Override: pole object name", options={"SKIP_SAVE"})
-    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options={"SKIP_SAVE"})
-    pole_angle: FloatProperty(
-        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
-    )
     chain_index: IntProperty(
         name="Chain",
         description="Solve only this chain of the list (-1: all)",

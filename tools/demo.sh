@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The main job. Until baking lands (issue 4) it runs the solver core on the
-# triangulation paper's experiment and prints the comparison tables.
+# The main job: build a rig, bake its IK motion headless through cli.py (as
+# `blender --background scene.blend --python cli.py -- ...` would), play it
+# back, print a summary and draw docs/bake_demo.png; then the solver core on
+# a small version of the triangulation paper's experiment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/env.sh
 py="$(venv_for "${BLENDER_VERSIONS%% *}")"
-"$py" bench/paper_experiment.py --targets "${TARGETS:-2000}" --sequential "${SEQUENTIAL:-300}" --fabrik-targets 300
+"$py" tools/demo_bake.py
+echo
+"$py" bench/paper_experiment.py --targets "${TARGETS:-2000}" --sequential "${SEQUENTIAL:-200}" --fabrik-targets 200
