@@ -56,6 +56,11 @@ def fcurves(obj):
     return [] if bag is None else list(bag.fcurves)
 
 
+def speed(theirs: float, ours: float) -> str:
+    """'**N.Nx faster**' or 'N.Nx slower', never a fraction of 'faster'."""
+    return f"**{theirs / ours:.1f}x faster**" if ours <= theirs else f"{ours / theirs:.1f}x slower"
+
+
 def chain_rig(n_bones: int):
     """A gently bent connected chain of n bones (total length 5), in a fresh empty file."""
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -220,7 +225,7 @@ def table(rows) -> str:
         row(label, f"Chain IK bake ({method})", ours)
         lines.append(
             f"| {label} | ratio Chain IK ({method}) / Blender | {ours['seconds'] / theirs['seconds']:.3f}"
-            f" (**{theirs['seconds'] / ours['seconds']:.1f}x faster**) | {ours['keys'] / theirs['keys']:.2f} |"
+            f" ({speed(theirs['seconds'], ours['seconds'])}) | {ours['keys'] / theirs['keys']:.2f} |"
             f" {ours['error'] / max(theirs['error'], 1e-12):.2g} | {ours['jump'] / max(theirs['jump'], 1e-12):.2f} |"
         )
     return "\n".join(lines)
