@@ -19,9 +19,7 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
-from ..solvers import Chain
-from . import ik_settings
-from .read import RigChain, chain_bone_names
+from .read import RigChain, assemble, chain_bone_names
 
 
 class PoseFK:
@@ -83,26 +81,7 @@ def read_chain_posed(
     else:
         reach = fk.matrix(tip).translation
     points = np.array([m.translation[:] for m in mats] + [reach[:]], dtype=float)
-    if not np.all(np.isfinite(points)):
-        raise ValueError(f"the pose of chain '{tip}' is not finite")
-    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
     parent = obj_eval.pose.bones[names[0]].parent
     parent_matrix = None if parent is None else fk.matrix(parent.name)
-    joints = {}
-    limits = ik_settings.read_limits([obj_eval.pose.bones[n] for n in names]) if use_limits else None
-    if limits is not None:
-        bones = [obj_eval.pose.bones[n] for n in names]
-        reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
-        joints = {"limits": limits, "reference": reference, "base_frame": base}
-    try:
-        chain = Chain(points, frames, **joints)
-    except ValueError as exc:
-        raise ValueError(f"chain ending at '{tip}': {exc}") from exc
-    return RigChain(
-        names=names,
-        tip=tip,
-        use_tail=use_tail,
-        pose_matrices=mats,
-        parent_matrix=parent_matrix,
-        chain=chain,
-    )
+    bones = [obj_eval.pose.bones[n] for n in names]
+    return assemble(names, tip, use_tail, bones, mats, points, parent_matrix, use_limits)

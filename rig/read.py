@@ -85,13 +85,23 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limit
     end = obj_eval.pose.bones[tip]
     reach = end.tail if use_tail else end.head
     points = np.array(heads + [np.array(reach[:], dtype=float)])
-    if not np.all(np.isfinite(points)):
-        raise ValueError(f"the pose of chain '{tip}' is not finite")
-    for b, m in zip(bones, mats, strict=True):
-        _check_rigid(b, m)
-    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
     parent = bones[0].parent
     parent_matrix = None if parent is None else parent.matrix.copy()
+    # Finite pose first (in assemble), then the rigidity check: the same order of errors as before.
+    rig_chain = assemble(names, tip, use_tail, bones, mats, points, parent_matrix, use_limits)
+    for b, m in zip(bones, mats, strict=True):
+        _check_rigid(b, m)
+    return rig_chain
+
+
+def assemble(
+    names, tip: str, use_tail: bool, bones, mats, points: np.ndarray, parent_matrix: Matrix | None, use_limits: bool
+) -> RigChain:
+    """The RigChain of chain bones posed at `mats` (armature space) reaching `points[-1]`:
+    the solver's Chain with frames, and joint limits from the bones' IK settings if asked."""
+    if not np.all(np.isfinite(points)):
+        raise ValueError(f"the pose of chain '{tip}' is not finite")
+    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
     joints = {}
     limits = ik_settings.read_limits(bones) if use_limits else None
     if limits is not None:

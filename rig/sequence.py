@@ -21,7 +21,7 @@ import math
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..solvers import Chain, solve
+from ..solvers import Chain, quat, solve
 from . import modes
 from .read import read_chain
 from .space import MIN_RELATIVE_SCALE
@@ -45,24 +45,6 @@ def unsuitable(obj, names, animated_paths: set[str]) -> str:
 
 def _quats(matrices) -> np.ndarray:
     return np.array([m.to_quaternion().normalized()[:] for m in matrices], dtype=float)
-
-
-def qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton products of (..., 4) quaternion arrays (w, x, y, z)."""
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack(
-        (
-            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-        ),
-        axis=-1,
-    )
-
-
-CONJUGATE = np.array([1.0, -1.0, -1.0, -1.0])
 
 
 class ChainTrack:
@@ -146,7 +128,7 @@ class ChainTrack:
         """(frames, bones, 4) local (basis) rotations: W_i = W_{i-1} R_i B_i, so B_i = R_i^-1 W_{i-1}^-1 W_i."""
         w = self.frames
         parent = np.concatenate((np.broadcast_to([1.0, 0.0, 0.0, 0.0], w[:, :1].shape), w[:, :-1]), axis=1)
-        local = qmul(self.rest_relative * CONJUGATE, qmul(parent * CONJUGATE, w))
+        local = quat.multiply(quat.conjugate(self.rest_relative), quat.multiply(quat.conjugate(parent), w))
         return local / np.linalg.norm(local, axis=-1, keepdims=True)
 
     def channel_values(self, obj) -> dict[str, np.ndarray]:
