@@ -28,6 +28,7 @@ from . import constrained, quat
 from .chain import Chain, as_real
 from .quat import AXIS_EPS
 from .result import BatchSolution, Solution, batch_result
+from .triangulation_scalar import fold_terms, law_of_cosines, one_pass
 
 BAND = 1e-12
 
@@ -40,160 +41,18 @@ def check_fold_angle(fold_angle: float) -> float:
     return math.radians(fold)
 
 
-def law_of_cosines(a, b, c, sqrt):
-    """cos and sin of the angle between sides a and c of a triangle (a, b, c),
-    eq. 5, for floats or arrays. Computed from the factored 1 + cos and 1 - cos
-    so a nearly flat triangle keeps its accuracy; clipped to a valid angle
-    when no triangle exists."""
-    two_ac = 2.0 * a * c
-    plus = (a + c - b) * (a + c + b) / two_ac  # 1 + cos
-    minus = (b - a + c) * (b + a - c) / two_ac  # 1 - cos
-    plus, minus = plus * (plus > 0.0), minus * (minus > 0.0)  # x * (x > 0): max(x, 0) for both
-    cos = 0.5 * (plus - minus)
-    cos = cos / (0.5 * (plus + minus))  # normalise: plus + minus = 2 exactly in exact arithmetic
-    return cos, sqrt(plus * minus) / (0.5 * (plus + minus))
-
-
 def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> Solution:
-    """Scalar fast path: plain floats, no numpy until the result is packed.
-
-    The accumulated quaternion q after joint i is bone i's output rotation:
-    inherited from the parents, then the minimal swing onto its new direction.
-    """
-    fold = math.pi if fold_angle == 180.0 else check_fold_angle(fold_angle)
-    cos_fold, sin_fold = (-1.0, 0.0) if fold_angle == 180.0 else (math.cos(fold), math.sin(fold))
-    pts, lengths, dirs, reach, inner, fallbacks = chain._scalar
-    inner = chain.fold_guard
-    tx, ty, tz = float(target[0]), float(target[1]), float(target[2])
+    """Scalar fast path: plain floats, no numpy until the result is packed."""
+    if fold_angle != 180.0:
+        check_fold_angle(fold_angle)
+    fold = fold_terms(fold_angle)
+    pts, lengths, dirs, reach, _, fallbacks = chain._scalar
+    t = (float(target[0]), float(target[1]), float(target[2]))
     band = BAND * chain.total_length
-    px, py, pz = pts[0]
-    out = [pts[0]]
-    rots = []
-    qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0  # rotation inherited from the parents
-    axis = None  # last joint's rotation axis (§3.1.1)
-    straight = False
-    for i, a in enumerate(lengths):
-        b = reach[i]
-        # Current direction of bone i: its input direction turned by its parents.
-        dx, dy, dz = dirs[i]
-        ux, uy, uz = 2.0 * (qy * dz - qz * dy), 2.0 * (qz * dx - qx * dz), 2.0 * (qx * dy - qy * dx)
-        ax = dx + qw * ux + qy * uz - qz * uy
-        ay = dy + qw * uy + qz * ux - qx * uz
-        az = dz + qw * uz + qx * uy - qy * ux
-        if not straight:
-            cx, cy, cz = tx - px, ty - py, tz - pz
-            c = math.sqrt(cx * cx + cy * cy + cz * cz)
-            # Full triangle formed, or out of reach: this bone and all after it
-            # point straight at the target (§3.1.2, §3.1.3).
-            straight = c >= a + b - band
-            if c > band:
-                cx, cy, cz = cx / c, cy / c, cz / c
-        if straight:
-            nx, ny, nz = cx, cy, cz
-        elif c <= band:
-            nx, ny, nz = ax, ay, az  # target on this joint: any direction serves
-        elif c <= abs(a - b) + band and a > b:
-            nx, ny, nz = cx, cy, cz  # too close and unreachable: point at it
-        else:
-            if c <= abs(a - b) + band:
-                # Fold (paper: delta_b = 180°). A smaller fold angle must still
-                # leave the next joint outside the rest's unreachable hole.
-                cos_d, sin_d = cos_fold, sin_fold
-                if fold_angle != 180.0:
-                    cos_r, sin_r = law_of_cosines(a, inner[i], c, math.sqrt)
-                    if cos_r < cos_d:
-                        cos_d, sin_d = cos_r, sin_r
-            else:
-                cos_d, sin_d = law_of_cosines(a, b, c, math.sqrt)  # eq. 5
-            # Unit vector in the bend plane, perpendicular to c, on a's side.
-            dot = ax * cx + ay * cy + az * cz
-            wx, wy, wz = ax - dot * cx, ay - dot * cy, az - dot * cz
-            # Project twice: with a nearly (anti)parallel to c the first pass
-            # leaves rounding noise along c that is large next to |w|.
-            dot = wx * cx + wy * cy + wz * cz
-            wx, wy, wz = wx - dot * cx, wy - dot * cy, wz - dot * cz
-            wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-            if wn <= 1e-9:
-                wx, wy, wz = _undefined_plane(axis, fallbacks[i], (qw, qx, qy, qz), (cx, cy, cz))
-                wn = 1.0
-            nx, ny, nz = cos_d * cx + sin_d * wx / wn, cos_d * cy + sin_d * wy / wn, cos_d * cz + sin_d * wz / wn
-            # w comes from nearly parallel vectors when a is close to c:
-            # renormalise so the bone length stays exact.
-            nn = math.sqrt(nx * nx + ny * ny + nz * nz)
-            nx, ny, nz = nx / nn, ny / nn, nz / nn
-        # Children inherit the swing a -> n (eq. 7's axis a x c), composed onto q.
-        sx, sy, sz = ay * nz - az * ny, az * nx - ax * nz, ax * ny - ay * nx
-        dot = ax * nx + ay * ny + az * nz
-        sn = math.sqrt(sx * sx + sy * sy + sz * sz)
-        if sn > AXIS_EPS:
-            axis = (sx / sn, sy / sn, sz / sn)
-        if dot >= 0.0:  # (1 + a.n, a x n) is accurate here
-            sw = 1.0 + dot
-            norm = math.sqrt(sw * sw + sn * sn)
-            sw, sx, sy, sz = sw / norm, sx / norm, sy / norm, sz / norm
-        else:
-            fb = _rotate((qw, qx, qy, qz), fallbacks[i])
-            sw, sx, sy, sz = _obtuse_swing((ax, ay, az), (nx, ny, nz), (sx, sy, sz), sn, dot, fb)
-        qw, qx, qy, qz = (
-            sw * qw - sx * qx - sy * qy - sz * qz,
-            sw * qx + sx * qw + sy * qz - sz * qy,
-            sw * qy - sx * qz + sy * qw + sz * qx,
-            sw * qz + sx * qy - sy * qx + sz * qw,
-        )
-        rots.append((qw, qx, qy, qz))
-        px, py, pz = px + a * nx, py + a * ny, pz + a * nz
-        out.append((px, py, pz))
-    ex, ey, ez = px - tx, py - ty, pz - tz
-    error = math.sqrt(ex * ex + ey * ey + ez * ez)
+    out, rots, _ = one_pass(pts[0], lengths, dirs, reach, chain.fold_guard, fallbacks, t, band, fold_angle, fold)
+    px, py, pz = out[-1]
+    error = math.sqrt((px - t[0]) ** 2 + (py - t[1]) ** 2 + (pz - t[2]) ** 2)
     return Solution(np.array(out), np.array(rots), 1, error, error <= tolerance, "triangulation")
-
-
-def _rotate(q: tuple, v: tuple) -> tuple:
-    qw, qx, qy, qz = q
-    vx, vy, vz = v
-    ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
-    return (vx + qw * ux + qy * uz - qz * uy, vy + qw * uy + qz * ux - qx * uz, vz + qw * uz + qx * uy - qy * ux)
-
-
-def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, fallback: tuple) -> tuple:
-    """Swing quaternion a -> n past 90°, exact to rounding (see quat.swing)."""
-    ax, ay, az = a
-    if sn > AXIS_EPS:
-        # 1 + a.n cancels here: the angle from atan2, the axis kept normal to a.
-        rx, ry, rz = cross[0] / sn, cross[1] / sn, cross[2] / sn
-        along = rx * ax + ry * ay + rz * az
-        rx, ry, rz = rx - along * ax, ry - along * ay, rz - along * az
-        half = 0.5 * math.atan2(sn, dot)
-        s = math.sin(half) / math.sqrt(rx * rx + ry * ry + rz * rz)
-        return math.cos(half), s * rx, s * ry, s * rz
-    # Nearly a half turn: a x n is noise. Turn half way round the bone's own
-    # X axis (fallback), then the small swing from -a onto n.
-    nx, ny, nz = n
-    hw, hx, hy, hz = 1.0 - dot, az * ny - ay * nz, ax * nz - az * nx, ay * nx - ax * ny
-    norm = math.sqrt(hw * hw + hx * hx + hy * hy + hz * hz)
-    hw, hx, hy, hz = hw / norm, hx / norm, hy / norm, hz / norm
-    fx, fy, fz = fallback
-    return (
-        -hx * fx - hy * fy - hz * fz,
-        hw * fx + hy * fz - hz * fy,
-        hw * fy - hx * fz + hz * fx,
-        hw * fz + hx * fy - hy * fx,
-    )
-
-
-def _undefined_plane(axis: tuple | None, fallback: tuple, q: tuple, c: tuple) -> tuple:
-    """§3.1.1: bone and target vector are parallel, so a x c is undefined.
-    Turn about the last joint's axis, else the bone's own (inherited) frame X
-    axis; returns the unit bend direction r x c, perpendicular to c."""
-    cx, cy, cz = c
-    candidates = ([axis] if axis is not None else []) + [_rotate(q, fallback), fallback]
-    for rx, ry, rz in candidates:
-        wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
-        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-        if wn > 1e-9:
-            return wx / wn, wy / wn, wz / wn
-    (px, py, pz) = quat.any_perpendicular(np.array(c)).tolist()
-    return px, py, pz
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
