@@ -12,6 +12,7 @@ from .jacobian import VARIANTS as JACOBIAN_VARIANTS
 from .limits import JointLimits, make_limits
 from .metrics import rotation_cost
 from .result import BatchSolution, Solution
+from .sequence import SequenceSolution, solve_sequence
 
 __all__ = [
     "Chain",
@@ -19,6 +20,8 @@ __all__ = [
     "BatchSolution",
     "solve",
     "solve_batch",
+    "solve_sequence",
+    "SequenceSolution",
     "METHODS",
     "OPTIONS",
     "JACOBIAN_VARIANTS",

@@ -24,7 +24,7 @@ METHODS: dict[str, str] = {
 
 DEFAULT_MAX_ITERATIONS = {"triangulation": 1, "fabrik": 100, "ccd": 100, "jacobian": 200}
 OPTIONS = {
-    "triangulation": {"fold_angle": 180.0},
+    "triangulation": {"fold_angle": 180.0, "smooth_fold": 0.0},
     "fabrik": {},
     "ccd": {},
     "jacobian": {"variant": "dls", "damping": 0.05, "max_step": 0.5},
@@ -86,7 +86,9 @@ def solve(
 
     `tolerance` is a distance (default DEFAULT_RELATIVE_TOLERANCE x chain
     length); `max_iterations` caps iterative methods. Method options:
-    triangulation `fold_angle` (180 as in the paper, or 90..180);
+    triangulation `fold_angle` (180 as in the paper, or 90..180) and
+    `smooth_fold` (0 as in the paper .. 1: a fold that turns at a bounded
+    rate as the target crosses the fold distance, for animation);
     jacobian `variant` ('dls', 'pseudoinverse', 'transpose'), `damping`
     (lambda / chain length), `max_step` (radians per joint per iteration).
 

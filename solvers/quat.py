@@ -59,6 +59,19 @@ def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
+def cumulative(q: np.ndarray) -> np.ndarray:
+    """Running products along axis 0: out[k] = q[k] q[k-1] ... q[0].
+
+    A parallel prefix scan (log2 of the length vectorised products) instead of
+    one small product per step."""
+    out = np.array(q, dtype=float)
+    shift = 1
+    while shift < len(out):
+        out[shift:] = multiply(out[shift:], out[:-shift])
+        shift *= 2
+    return out
+
+
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors `v` (..., 3) by unit quaternions `q` (..., 4)."""
     w = q[..., :1]

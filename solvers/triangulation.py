@@ -28,7 +28,7 @@ from . import constrained, quat
 from .chain import Chain, as_real
 from .quat import AXIS_EPS
 from .result import BatchSolution, Solution, batch_result
-from .triangulation_scalar import fold_terms, law_of_cosines, one_pass
+from .triangulation_scalar import blended_reach, fold_blend, fold_terms, law_of_cosines, one_pass
 
 BAND = 1e-12
 
@@ -41,15 +41,29 @@ def check_fold_angle(fold_angle: float) -> float:
     return math.radians(fold)
 
 
-def solve_one(chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> Solution:
+def check_smooth_fold(smooth_fold: float, fold_angle: float) -> float:
+    """The smooth-fold amount, 0 (the paper's sharp fold) to 1 (see triangulation_scalar.fold_blend)."""
+    smooth = as_real(smooth_fold, "smooth_fold")
+    if not 0.0 <= smooth <= 1.0:
+        raise ValueError(f"smooth_fold must be between 0 and 1, got {smooth_fold!r}")
+    if smooth and fold_angle != 180.0:
+        raise ValueError("smooth_fold smooths the paper's 180° fold; it needs fold_angle 180")
+    return smooth
+
+
+def solve_one(
+    chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0, smooth_fold: float = 0.0
+) -> Solution:
     """Scalar fast path: plain floats, no numpy until the result is packed."""
-    if fold_angle != 180.0:
+    if fold_angle != 180.0 or smooth_fold:
         check_fold_angle(fold_angle)
+        check_smooth_fold(smooth_fold, fold_angle)
     fold = fold_terms(fold_angle)
-    pts, lengths, dirs, reach, _, fallbacks = chain._scalar
+    pts, lengths, dirs, reach, inner, fallbacks = chain._scalar
+    blend = fold_blend(lengths, reach, inner, smooth_fold) if smooth_fold else None
     t = (float(target[0]), float(target[1]), float(target[2]))
     band = BAND * chain.total_length
-    out, rots, _ = one_pass(pts[0], lengths, dirs, reach, chain.fold_guard, fallbacks, t, band, fold_angle, fold)
+    out, rots, _ = one_pass(pts[0], lengths, dirs, reach, chain.fold_guard, fallbacks, t, band, fold_angle, fold, blend)
     px, py, pz = out[-1]
     error = math.sqrt((px - t[0]) ** 2 + (py - t[1]) ** 2 + (pz - t[2]) ** 2)
     return Solution(np.array(out), np.array(rots), 1, error, error <= tolerance, "triangulation")
@@ -75,6 +89,7 @@ def _desired(
     axis: np.ndarray,
     has_axis: np.ndarray,
     fold: tuple,
+    blend_width: float = 0.0,
 ) -> np.ndarray:
     """Bone i's new direction (3, m), vectorised §3 (see solve_one): straight,
     toward, fold or the eq. 5 triangle, in the plane of `cur` and the target.
@@ -84,9 +99,16 @@ def _desired(
     a = chain.lengths[i]
     band = BAND * chain.total_length
     straight = c >= a + b - band
-    close = ~straight & (c <= abs(a - b) + band)
     safe_c = np.where(c > 0, c, 1.0)
-    cos_d, sin_d = law_of_cosines(a, b, safe_c, np.sqrt)
+    if blend_width > 0.0:  # smooth fold (see triangulation_scalar.fold_blend)
+        x = a + c - b
+        close = ~straight & (x <= -blend_width)
+        mid = ~straight & ~close & (x < blend_width)
+        reach = np.where(mid, blended_reach(a, b, c, blend_width), b)
+        cos_d, sin_d = law_of_cosines(a, reach, safe_c, np.sqrt)
+    else:
+        close = ~straight & (c <= abs(a - b) + band)
+        cos_d, sin_d = law_of_cosines(a, b, safe_c, np.sqrt)
     if np.any(close):
         fold_cos, fold_sin = np.full(m, cos_fold), np.full(m, sin_fold)
         if fold_angle != 180.0:  # stay out of the rest's unreachable hole
@@ -135,14 +157,19 @@ def _to_target(t: np.ndarray, p: np.ndarray, band: float) -> tuple[np.ndarray, n
     return c, cvec / np.where(c > band, c, 1.0)
 
 
-def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
+def solve_many(
+    chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0, smooth_fold: float = 0.0
+) -> BatchSolution:
     """The same pass vectorised over targets (m, 3): a loop over joints only.
 
     Vectors are stored component-major, (3, m), so every operation is a
     plain elementwise ufunc over m values (no small-axis reductions)."""
-    if chain.limits is not None:
+    smooth = check_smooth_fold(smooth_fold, fold_angle)
+    if chain.limits is not None:  # limits fold by the collapsed reach (§3.1.3) instead
         return solve_limited(chain, targets, tolerance, fold_angle)
     fold = _fold_params(fold_angle)
+    _, lengths, _, reach, inner, _ = chain._scalar
+    blend = fold_blend(lengths, reach, inner, smooth)
     m, n = targets.shape[0], chain.n_bones
     band = BAND * chain.total_length
     t = np.ascontiguousarray(targets.T)
@@ -158,7 +185,8 @@ def solve_many(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: 
         c, chat = _to_target(t, p, band)
         cur = _qrotate(q, np.broadcast_to(chain.directions[i][:, None], (3, m)))
         fb = _qrotate(q, np.broadcast_to(chain.fallback_axes[i][:, None], (3, m)))
-        new = _desired(chain, i, chain.reach_after[i], c, chat, cur, fb, axis, has_axis, fold)
+        width = 0.0 if blend is None else blend[i]
+        new = _desired(chain, i, chain.reach_after[i], c, chat, cur, fb, axis, has_axis, fold, width)
         # Children inherit the swing cur -> new (axis cur x new), composed onto q.
         cross = _cross(cur, new)
         cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))

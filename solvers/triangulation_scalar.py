@@ -36,6 +36,33 @@ def law_of_cosines(a, b, c, sqrt):
     return cos, sqrt(plus * minus) / (0.5 * (plus + minus))
 
 
+def fold_blend(lengths, reach, inner, smooth: float) -> tuple | None:
+    """Per bone, the width of the smooth fold (None when `smooth` is 0).
+
+    The paper folds a bone straight back while the target is closer than
+    b - a, and forms the triangle beyond: the bone's angle then moves as the
+    square root of the target's distance past b - a, a pop along a smooth
+    path. The smooth fold replaces the sharp switch between the next joint's
+    distance a + c (folded) and b (triangle) by a quadratic soft minimum of
+    width w, so every angle moves at a bounded rate. w is kept small enough
+    that the triangle (a, distance, c) exists and the rest of the chain can
+    still reach that distance (outside its hole), so reach is unchanged."""
+    if smooth <= 0.0:
+        return None
+    return tuple(
+        smooth * 0.8 * min(a, b - a, b - r) if b > a and b > r else 0.0
+        for a, b, r in zip(lengths, reach, inner, strict=True)
+    )
+
+
+def blended_reach(a, b, c, width):
+    """The next joint's distance from the target in the smooth fold: the soft
+    minimum of a + c and b (floats or arrays)."""
+    x = a + c - b
+    h = (width - abs(x)) / width
+    return (b + x * (x < 0.0)) - 0.25 * h * h * width
+
+
 def one_pass(
     root: tuple,
     lengths: tuple,
@@ -47,13 +74,15 @@ def one_pass(
     band: float,
     fold_angle: float,
     fold: tuple[float, float],
+    blend: tuple | None = None,
 ) -> tuple[list, list, list]:
     """(points, rotations, new directions) as lists of tuples.
 
     `dirs` are the bones' current unit directions, `reach` the straight reach
     after each bone (the paper's b), `guard` the fold guard radii, `fallbacks[i]`
     bone i's tie-breaker axis (perpendicular to it; indexed lazily), `fold` the
-    cos and sin of `fold_angle`. The accumulated quaternion q after joint i is
+    cos and sin of `fold_angle`, `blend` the smooth-fold widths (see
+    fold_blend) or None for the paper's sharp fold. The accumulated quaternion q after joint i is
     bone i's output rotation: inherited from the parents, then the minimal
     swing onto its new direction.
     """
@@ -89,7 +118,10 @@ def one_pass(
         elif c <= abs(a - b) + band and a > b:
             nx, ny, nz = cx, cy, cz  # too close and unreachable: point at it
         else:
-            if c <= abs(a - b) + band:
+            wb = 0.0 if blend is None else blend[i]
+            if wb > 0.0 and -wb < a + c - b < wb:
+                cos_d, sin_d = law_of_cosines(a, blended_reach(a, b, c, wb), c, math.sqrt)
+            elif (a + c - b <= -wb) if wb > 0.0 else (c <= abs(a - b) + band):
                 # Fold (paper: delta_b = 180°). A smaller fold angle must still
                 # leave the next joint outside the rest's unreachable hole.
                 cos_d, sin_d = cos_fold, sin_fold

@@ -137,6 +137,10 @@ def test_unknown_option(entry, method):
         ("triangulation", {"fold_angle": math.nan}, "fold_angle"),
         ("triangulation", {"fold_angle": "wide"}, "fold_angle"),
         ("triangulation", {"fold_angle": None}, "fold_angle"),
+        ("triangulation", {"smooth_fold": -0.1}, "smooth_fold"),
+        ("triangulation", {"smooth_fold": 1.5}, "smooth_fold"),
+        ("triangulation", {"smooth_fold": math.nan}, "smooth_fold"),
+        ("triangulation", {"smooth_fold": 0.5, "fold_angle": 90.0}, "smooth_fold"),
         ("jacobian", {"variant": "newton"}, "variant"),
         ("jacobian", {"variant": None}, "variant"),
         ("jacobian", {"damping": -0.1}, "damping"),
@@ -181,7 +185,7 @@ def test_not_a_chain(entry):
 def test_public_constants():
     assert set(solvers.METHODS) >= {"triangulation", "fabrik", "ccd", "jacobian"}
     assert solvers.JACOBIAN_VARIANTS == ("dls", "pseudoinverse", "transpose")
-    assert solvers.OPTIONS["triangulation"] == {"fold_angle": 180.0}
+    assert solvers.OPTIONS["triangulation"] == {"fold_angle": 180.0, "smooth_fold": 0.0}
     assert solvers.OPTIONS["jacobian"]["variant"] == "dls"
     assert {"damping", "max_step"} <= set(solvers.OPTIONS["jacobian"])
     assert solvers.DEFAULT_RELATIVE_TOLERANCE == 1e-5
