@@ -88,6 +88,17 @@ class ChainIKChain(bpy.types.PropertyGroup):
         min=90.0,
         max=180.0,
     )
+    smooth_fold: FloatProperty(
+        name="Smooth Fold",
+        description=(
+            "Triangulation with a 180° fold: 0 folds sharply as in the paper (a joint can pop when the target"
+            " crosses the fold distance); 1 keeps every joint's speed bounded, for animation and bakes"
+        ),
+        default=1.0,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
     jacobian_variant: EnumProperty(name="Variant", items=VARIANT_ITEMS, default=OPTIONS["jacobian"]["variant"])
     damping: FloatProperty(
         name="Damping",

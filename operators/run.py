@@ -3,11 +3,11 @@ Solve and Compare operators and the Live handler; no bpy operators here)."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 import bpy
-import numpy as np
 
 from .. import rig, solvers
 
@@ -133,7 +133,8 @@ def specs_from_arguments(
 
 def method_options(item, method: str) -> dict:
     if method == "triangulation":
-        return {"fold_angle": item.fold_angle}
+        # The smooth fold smooths the paper's 180° fold only (the panel greys it out otherwise).
+        return {"fold_angle": item.fold_angle, "smooth_fold": item.smooth_fold if item.fold_angle == 180.0 else 0.0}
     if method == "jacobian":
         return {"variant": item.jacobian_variant, "damping": item.damping, "max_step": item.max_step}
     return {}
@@ -147,8 +148,8 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
     rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
-    target_world = rig.target_world_location(target_eval, spec.target_bone)
-    target = space.to_local(target_world)
+    target_world = rig.space.target_world_point(target_eval, spec.target_bone)
+    target = space.to_local_point(target_world)
     tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
     solution = solvers.solve(
         rig_chain.chain,
@@ -160,9 +161,25 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
         **spec.options,
     )
     write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
-    error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
-    cost = float(solvers.rotation_cost(rig_chain.chain, solution.points))
+    points = solution.points.tolist()
+    error = space.world_distance(points[-1], target_world)
+    cost = rotation_cost(rig_chain.chain.directions[0].tolist(), points)
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
+
+
+def rotation_cost(first_direction, points) -> float:
+    """solvers.rotation_cost of one solve, in plain floats (numpy's per-call cost dominates for
+    one short chain): the angles, in degrees, between each bone and its parent, the first
+    bone against `first_direction` (its input direction)."""
+    total = 0.0
+    px, py, pz = first_direction
+    for (x0, y0, z0), (x1, y1, z1) in zip(points, points[1:], strict=False):
+        dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
+        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
+        dx, dy, dz = dx / norm, dy / norm, dz / norm
+        total += math.degrees(math.acos(min(1.0, max(-1.0, dx * px + dy * py + dz * pz))))
+        px, py, pz = dx, dy, dz
+    return total
 
 
 def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> dict:
@@ -227,8 +244,8 @@ def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOut
     try:
         for spec in specs:
             outcome = solve_spec(obj, spec, depsgraph_get())
-            for name in outcome.write.values:
-                saved.setdefault(name, rig.snapshot(obj, [name])[name])
+            for name, values in outcome.write.before.items():
+                saved.setdefault(name, values)
             rig.apply(obj, outcome.write.values)
             outcomes.append(outcome)
     except Exception:

@@ -32,6 +32,8 @@ KEY_ATTRIBUTES = (
     ("select_right_handle", 1, np.int32),
 )
 INTERPOLATIONS = tuple(bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items.keys())
+# What keyframe_points.add() gives whatever the preferences say (4.2 and 5.0).
+NEW_KEY_INTERPOLATION = INTERPOLATIONS.index("BEZIER")
 # Half a subframe: keys at fractional frames just outside the range are kept.
 FRAME_EPSILON = 1e-4
 
@@ -141,24 +143,21 @@ def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[fl
             for name, _, _ in KEY_ATTRIBUTES:
                 kp.foreach_set(name, kept[name])
     new = len(frames)
-    kp.add(new)
+    kp.add(new)  # new keys come as BEZIER with AUTO_CLAMPED handles, which update() places
     total = old + new
     co = np.empty(2 * total, dtype=np.float32)
-    kp.foreach_get("co", co)
+    if old:
+        kp.foreach_get("co", co)
     co[2 * old :: 2] = frames
     co[2 * old + 1 :: 2] = values
     kp.foreach_set("co", co)
-    interp = np.empty(total, dtype=np.int32)
-    kp.foreach_get("interpolation", interp)
-    interp[old:] = INTERPOLATIONS.index(interpolation)
-    kp.foreach_set("interpolation", interp)
-    # Handles of the new keys start at (0, 0): place them on the key before update()
-    # computes the auto(-clamped) ones, so no stray handle survives a non-auto type.
-    for side in ("handle_left", "handle_right"):
-        h = np.empty(2 * total, dtype=np.float32)
-        kp.foreach_get(side, h)
-        h[2 * old :] = co[2 * old :]
-        kp.foreach_set(side, h)
+    code = INTERPOLATIONS.index(interpolation)
+    if code != NEW_KEY_INTERPOLATION:
+        interp = np.empty(total, dtype=np.int32)
+        if old:
+            kp.foreach_get("interpolation", interp)
+        interp[old:] = code
+        kp.foreach_set("interpolation", interp)
     fc.update()
     return new
 

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from mathutils import Matrix, Vector
 
-from ..solvers import Chain, quat, solve
+from ..solvers import Chain, quat, solve_sequence
 from . import modes
 from .read import read_chain
 from .space import MIN_RELATIVE_SCALE
@@ -103,21 +103,18 @@ class ChainTrack:
         """Solve every sampled frame from the previous frame's solution; the worst world tip error.
 
         `spec`: method, tolerance (world distance, 0: default), max_iterations, options."""
-        tips = np.empty((len(self.targets), 3))
-        for k, target in enumerate(self.targets):
-            solution = solve(
-                self.chain,
-                target,
-                method=spec.method,
-                tolerance=spec.tolerance / self.stretch[k] if spec.tolerance > 0.0 else None,
-                max_iterations=spec.max_iterations or None,
-                **spec.options,
-            )
-            self.frames[k] = solution.frames(self.chain)
-            self.chain = Chain(solution.points, self.frames[k])
-            tips[k] = solution.points[-1]
-            if report is not None:
-                report(k)
+        tolerance = spec.tolerance / self.stretch if spec.tolerance > 0.0 else None
+        steps = solve_sequence(
+            self.chain,
+            self.targets,
+            method=spec.method,
+            tolerance=tolerance,
+            max_iterations=spec.max_iterations or None,
+            progress=report,
+            **spec.options,
+        )
+        self.frames[:] = steps.frames
+        tips = steps.points[:, -1]
         world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
         return float(np.max(np.linalg.norm(world - self.targets_world(), axis=1)))
 

@@ -157,7 +157,7 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
     flat_points, flat_rots = [], []
     for k, target in enumerate(map(tuple, targets.tolist())):
         out, rots, dirs = one_pass(
-            pts[0], lengths, dirs, reach, guard, fallbacks, target, band, fold_angle, fold, blend
+            pts[0], lengths, dirs, reach, guard, fallbacks, target, band, fold_angle, fold, blend, True
         )
         fallbacks.record(rots, dirs)
         flat_points += out

@@ -75,6 +75,7 @@ def one_pass(
     fold_angle: float,
     fold: tuple[float, float],
     blend: tuple | None = None,
+    carry: bool = False,
 ) -> tuple[list, list, list]:
     """(points, rotations, new directions) as lists of tuples.
 
@@ -82,9 +83,16 @@ def one_pass(
     after each bone (the paper's b), `guard` the fold guard radii, `fallbacks[i]`
     bone i's tie-breaker axis (perpendicular to it; indexed lazily), `fold` the
     cos and sin of `fold_angle`, `blend` the smooth-fold widths (see
-    fold_blend) or None for the paper's sharp fold. The accumulated quaternion q after joint i is
-    bone i's output rotation: inherited from the parents, then the minimal
-    swing onto its new direction.
+    fold_blend) or None for the paper's sharp fold. The accumulated
+    quaternion q after joint i is bone i's output rotation: inherited from the
+    parents, then the minimal swing onto its new direction.
+
+    `carry` (solving a sequence): bones that end up collinear with their
+    parent, straight at the target or folded away from it, share the parent's
+    direction tuple. When the next pass finds a bone sharing its parent's
+    direction and the parent straight or folded again, the bone's current
+    direction is the parent's new one, so it needs no swing while it does the
+    same: a long chain costs O(1) per such bone instead of the full step.
     """
     cos_fold, sin_fold = fold
     tx, ty, tz = target
@@ -95,8 +103,21 @@ def one_pass(
     qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0  # rotation inherited from the parents
     axis = None  # last joint's rotation axis (§3.1.1)
     straight = False
+    kind, shared = 0, None  # with carry: the parent went straight (1) or folded (2) along `shared`
+    c = folds = 0.0
     for i, a in enumerate(lengths):
         b = reach[i]
+        if kind and dirs[i] is dirs[i - 1]:
+            if kind == 2:  # the parent folded straight away from the target
+                c += lengths[i - 1]
+                wb = 0.0 if blend is None else blend[i]
+                folds = b > a and ((a + c - b <= -wb) if wb > 0.0 else (c <= b - a + band))
+            if kind == 1 or folds:
+                rots.append(rots[-1])
+                new_dirs.append(shared)
+                px, py, pz = px + a * shared[0], py + a * shared[1], pz + a * shared[2]
+                out.append((px, py, pz))
+                continue
         # Current direction of bone i: its input direction turned by its parents.
         dx, dy, dz = dirs[i]
         ux, uy, uz = 2.0 * (qy * dz - qz * dy), 2.0 * (qz * dx - qx * dz), 2.0 * (qx * dy - qy * dx)
@@ -111,8 +132,9 @@ def one_pass(
             straight = c >= a + b - band
             if c > band:
                 cx, cy, cz = cx / c, cy / c, cz / c
+        folded = False
         if straight:
-            nx, ny, nz = cx, cy, cz
+            nx, ny, nz = shared if kind == 1 else (cx, cy, cz)
         elif c <= band:
             nx, ny, nz = ax, ay, az  # target on this joint: any direction serves
         elif c <= abs(a - b) + band and a > b:
@@ -125,6 +147,7 @@ def one_pass(
                 # Fold (paper: delta_b = 180°). A smaller fold angle must still
                 # leave the next joint outside the rest's unreachable hole.
                 cos_d, sin_d = cos_fold, sin_fold
+                folded = fold_angle == 180.0
                 if fold_angle != 180.0:
                     cos_r, sin_r = law_of_cosines(a, guard[i], c, math.sqrt)
                     if cos_r < cos_d:
@@ -140,13 +163,15 @@ def one_pass(
             wx, wy, wz = wx - dot * cx, wy - dot * cy, wz - dot * cz
             wn = math.sqrt(wx * wx + wy * wy + wz * wz)
             if wn <= 1e-9:
-                wx, wy, wz = _undefined_plane(axis, fallbacks[i], (qw, qx, qy, qz), (cx, cy, cz))
+                wx, wy, wz = _undefined_plane(axis, fallbacks, i, (qw, qx, qy, qz), (cx, cy, cz))
                 wn = 1.0
             nx, ny, nz = cos_d * cx + sin_d * wx / wn, cos_d * cy + sin_d * wy / wn, cos_d * cz + sin_d * wz / wn
             # w comes from nearly parallel vectors when a is close to c:
             # renormalise so the bone length stays exact.
             nn = math.sqrt(nx * nx + ny * ny + nz * nz)
             nx, ny, nz = nx / nn, ny / nn, nz / nn
+            if folded and kind == 2:
+                nx, ny, nz = shared  # folded after a folded parent: exactly its direction
         # Children inherit the swing a -> n (eq. 7's axis a x c), composed onto q.
         sx, sy, sz = ay * nz - az * ny, az * nx - ax * nz, ax * ny - ay * nx
         dot = ax * nx + ay * ny + az * nz
@@ -158,8 +183,8 @@ def one_pass(
             norm = math.sqrt(sw * sw + sn * sn)
             sw, sx, sy, sz = sw / norm, sx / norm, sy / norm, sz / norm
         else:
-            fb = _rotate((qw, qx, qy, qz), fallbacks[i])
-            sw, sx, sy, sz = _obtuse_swing((ax, ay, az), (nx, ny, nz), (sx, sy, sz), sn, dot, fb)
+            q = (qw, qx, qy, qz)
+            sw, sx, sy, sz = _obtuse_swing((ax, ay, az), (nx, ny, nz), (sx, sy, sz), sn, dot, q, fallbacks, i)
         qw, qx, qy, qz = (
             sw * qw - sx * qx - sy * qy - sz * qz,
             sw * qx + sx * qw + sy * qz - sz * qy,
@@ -169,7 +194,13 @@ def one_pass(
         rots.append((qw, qx, qy, qz))
         px, py, pz = px + a * nx, py + a * ny, pz + a * nz
         out.append((px, py, pz))
-        new_dirs.append((nx, ny, nz))
+        if kind == 1 or (kind == 2 and folded):
+            new_dirs.append(shared)  # the parent's own tuple: see `carry`
+        else:
+            new_dirs.append((nx, ny, nz))
+        if carry:
+            kind = 1 if straight else 2 if folded else 0
+            shared = new_dirs[-1] if kind else None
     return out, rots, new_dirs
 
 
@@ -180,8 +211,9 @@ def _rotate(q: tuple, v: tuple) -> tuple:
     return (vx + qw * ux + qy * uz - qz * uy, vy + qw * uy + qz * ux - qx * uz, vz + qw * uz + qx * uy - qy * ux)
 
 
-def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, fallback: tuple) -> tuple:
-    """Swing quaternion a -> n past 90°, exact to rounding (see quat.swing)."""
+def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, q: tuple, fallbacks, i: int) -> tuple:
+    """Swing quaternion a -> n past 90°, exact to rounding (see quat.swing).
+    `fallbacks[i]` (bone i's tie-breaker axis, turned by q) is read only for a half turn."""
     ax, ay, az = a
     if sn > AXIS_EPS:
         # 1 + a.n cancels here: the angle from atan2, the axis kept normal to a.
@@ -197,7 +229,7 @@ def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, fallb
     hw, hx, hy, hz = 1.0 - dot, az * ny - ay * nz, ax * nz - az * nx, ay * nx - ax * ny
     norm = math.sqrt(hw * hw + hx * hx + hy * hy + hz * hz)
     hw, hx, hy, hz = hw / norm, hx / norm, hy / norm, hz / norm
-    fx, fy, fz = fallback
+    fx, fy, fz = _rotate(q, fallbacks[i])
     return (
         -hx * fx - hy * fy - hz * fz,
         hw * fx + hy * fz - hz * fy,
@@ -206,13 +238,21 @@ def _obtuse_swing(a: tuple, n: tuple, cross: tuple, sn: float, dot: float, fallb
     )
 
 
-def _undefined_plane(axis: tuple | None, fallback: tuple, q: tuple, c: tuple) -> tuple:
+def _undefined_plane(axis: tuple | None, fallbacks, i: int, q: tuple, c: tuple) -> tuple:
     """§3.1.1: bone and target vector are parallel, so a x c is undefined.
-    Turn about the last joint's axis, else the bone's own (inherited) frame X
-    axis; returns the unit bend direction r x c, perpendicular to c."""
+    Turn about the last joint's axis, else bone i's own (inherited) frame X
+    axis `fallbacks[i]` (read only then); returns the unit bend direction
+    r x c, perpendicular to c."""
     cx, cy, cz = c
-    candidates = ([axis] if axis is not None else []) + [_rotate(q, fallback), fallback]
-    for rx, ry, rz in candidates:
+
+    def candidates():
+        if axis is not None:
+            yield axis
+        fallback = fallbacks[i]
+        yield _rotate(q, fallback)
+        yield fallback
+
+    for rx, ry, rz in candidates():
         wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
         wn = math.sqrt(wx * wx + wy * wy + wz * wz)
         if wn > 1e-9:

@@ -85,6 +85,9 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             col.prop(item, "max_iterations")
         if item.method == "triangulation":
             col.prop(item, "fold_angle")
+            row = col.row()
+            row.active = item.fold_angle == 180.0
+            row.prop(item, "smooth_fold")
         elif item.method == "jacobian":
             col.prop(item, "jacobian_variant")
             if item.jacobian_variant == "dls":

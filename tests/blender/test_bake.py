@@ -148,6 +148,22 @@ def test_creates_an_action_and_rebake_replaces(scene):
     assert {k: len(v) for k, v in keyed(obj).items()} == {k: 30 for k in first}
 
 
+def test_new_keys_are_bezier_with_placed_auto_handles(scene):
+    """Blender's default keys: the bulk write leaves the handles to FCurve.update()."""
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 20))
+    assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
+    for fc in fcurves(obj):
+        kps = fc.keyframe_points
+        assert {k.interpolation for k in kps} == {"BEZIER"}
+        assert {k.handle_left_type for k in kps} | {k.handle_right_type for k in kps} == {"AUTO_CLAMPED"}
+        for prev, key, nxt in zip(kps[:-2], kps[1:-1], kps[2:], strict=True):
+            assert prev.co.x < key.handle_left.x < key.co.x < key.handle_right.x < nxt.co.x
+            low, high = sorted((prev.co.y, nxt.co.y))
+            if low <= key.co.y <= high:  # monotone here: clamped handles stay within the neighbours
+                assert low - 1e-6 <= key.handle_left.y <= high + 1e-6
+
+
 def test_undo_reverts_the_bake(scene):
     obj = _bent_rig()
     target = loop_target(frames=(1, 30))
