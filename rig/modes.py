@@ -47,6 +47,21 @@ def is_locked(pbone) -> bool:
     return any(pbone.lock_rotation) or (pbone.lock_rotations_4d and pbone.lock_rotation_w)
 
 
+def channel_values(pbone, mode: str) -> tuple[float, ...]:
+    """`current_values` for a bone whose `rotation_mode` is already known."""
+    if mode == "QUATERNION":
+        return pbone.rotation_quaternion[:]
+    if mode == "AXIS_ANGLE":
+        return pbone.rotation_axis_angle[:]
+    return pbone.rotation_euler[:]
+
+
+def locks(pbone) -> tuple[tuple[bool, bool, bool], bool, bool]:
+    """(lock_rotation, lock_rotations_4d, lock_rotation_w): the bone's rotation locks, read once."""
+    four = pbone.lock_rotations_4d
+    return pbone.lock_rotation[:], four, four and pbone.lock_rotation_w
+
+
 def values_for(pbone, q: Quaternion, old: tuple[float, ...] | None = None) -> tuple[float, ...]:
     """Channel values for rotation `q` in the bone's mode, continuous with `old`
     (default: the current values), with locked channels kept at `old`.
@@ -54,30 +69,36 @@ def values_for(pbone, q: Quaternion, old: tuple[float, ...] | None = None) -> tu
     Baking passes the previous frame's values as `old`, which gives quaternion
     sign, Euler and axis-angle continuity across frames."""
     mode = pbone.rotation_mode
-    old = current_values(pbone) if old is None else tuple(old)
+    old = channel_values(pbone, mode) if old is None else tuple(old)
+    return values_in_mode(mode, q, old, *locks(pbone))
+
+
+def values_in_mode(
+    mode: str, q: Quaternion, old: tuple[float, ...], lock: tuple[bool, bool, bool], four: bool, lock_w: bool
+) -> tuple[float, ...]:
+    """`values_for` with the bone's mode, `old` values and `locks` given (no bone access)."""
     q = q.normalized()
     if mode in EULER_ORDERS:
         e = q.to_euler(mode, Euler(old, mode))
-        return tuple(o if lock else v for v, o, lock in zip(e, old, pbone.lock_rotation, strict=True))
-    if is_locked(pbone) and not pbone.lock_rotations_4d:
+        if not (lock[0] or lock[1] or lock[2]):
+            return e[:]
+        return tuple(o if lk else v for v, o, lk in zip(e, old, lock, strict=True))
+    if (lock[0] or lock[1] or lock[2]) and not four:
         # 3D locks act on Euler XYZ angles, as in Blender's transform tools.
         cur = to_quaternion(mode, old)
         e_old = cur.to_euler("XYZ")
         e = q.to_euler("XYZ", e_old)
-        q = Euler(tuple(o if lock else v for v, o, lock in zip(e, e_old, pbone.lock_rotation, strict=True)))
+        q = Euler(tuple(o if lk else v for v, o, lk in zip(e, e_old, lock, strict=True)))
         q = q.to_quaternion()
     if mode == "QUATERNION":
         if q.dot(Quaternion(old)) < 0.0:
             q.negate()
-        values = tuple(q)
-        if pbone.lock_rotations_4d:
-            locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
-            values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
-        return values
-    values = axis_angle_values(q, old)
-    if pbone.lock_rotations_4d:
-        locks = (pbone.lock_rotation_w, *pbone.lock_rotation)
-        values = tuple(o if lock else v for v, o, lock in zip(values, old, locks, strict=True))
+        values = q[:]
+    else:
+        values = axis_angle_values(q, old)
+    if four:
+        locks4 = (lock_w, *lock)
+        values = tuple(o if lk else v for v, o, lk in zip(values, old, locks4, strict=True))
     return values
 
 

@@ -20,7 +20,9 @@ Conventions (documented for users in the README section on chains):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 from mathutils import Matrix
@@ -39,38 +41,45 @@ class RigChain:
     pose_matrices: tuple[Matrix, ...]  # evaluated armature-space PoseBone.matrix per chain bone
     parent_matrix: Matrix | None  # evaluated pose matrix of the root's parent (outside the chain)
     chain: Chain  # points: heads of the chain bones, then the reaching point
+    # Chain bones with active constraints, when the read looked (read_chain); None: not known.
+    constrained: tuple[str, ...] | None = field(default=None, compare=False)
 
     @property
     def n_bones(self) -> int:
         return len(self.names)
 
 
-def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple[str, ...]:
-    """Names of the bones a solve rotates, root first, or ValueError."""
+def chain_pose_bones(obj, tip: str, length: int, use_tail: bool = True) -> tuple[list, object]:
+    """(the pose bones a solve rotates, root first; the tip pose bone), or ValueError."""
     if obj is None or obj.type != "ARMATURE":
         raise ValueError("the active object is not an armature")
     if not tip:
         raise ValueError("no tip bone set")
-    pbone = obj.pose.bones.get(tip)
-    if pbone is None:
+    end = obj.pose.bones.get(tip)
+    if end is None:
         raise ValueError(f"armature '{obj.name}' has no bone '{tip}'")
     if int(length) < 1:
         raise ValueError(f"chain length must be at least 1, got {length}")
-    first = pbone if use_tail else pbone.parent
-    if first is None:
+    bone = end if use_tail else end.parent
+    if bone is None:
         raise ValueError(f"bone '{tip}' has no parent, so its head cannot be moved (use its tail)")
-    names = []
-    bone = first
-    while bone is not None and len(names) < length:
-        names.append(bone.name)
+    bones = []
+    while bone is not None and len(bones) < length:
+        bones.append(bone)
         bone = bone.parent
-    if len(names) < length:
+    if len(bones) < length:
         above = "" if use_tail else " above it"
         raise ValueError(
-            f"chain length {length} is longer than the hierarchy: '{tip}' has only {len(names)} bone(s){above}"
+            f"chain length {length} is longer than the hierarchy: '{tip}' has only {len(bones)} bone(s){above}"
             " up to the root"
         )
-    return tuple(reversed(names))
+    bones.reverse()
+    return bones, end
+
+
+def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple[str, ...]:
+    """Names of the bones a solve rotates, root first, or ValueError."""
+    return tuple(b.name for b in chain_pose_bones(obj, tip, length, use_tail)[0])
 
 
 def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limits: bool = False) -> RigChain:
@@ -78,67 +87,73 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limit
 
     use_limits: the bones' own IK settings (locks, limits, stiffness) become the
     chain's joint limits (see ik_settings); bones without any keep the plain solve."""
-    names = chain_bone_names(obj_eval, tip, length, use_tail)
-    bones = [obj_eval.pose.bones[n] for n in names]
+    bones, end = chain_pose_bones(obj_eval, tip, length, use_tail)
+    names = tuple(b.name for b in bones)
     mats = tuple(b.matrix.copy() for b in bones)
-    heads = [np.array(m.translation[:], dtype=float) for m in mats]
-    end = obj_eval.pose.bones[tip]
-    reach = end.tail if use_tail else end.head
-    points = np.array(heads + [np.array(reach[:], dtype=float)])
+    points = [m.translation[:] for m in mats]
+    points.append((end.tail if use_tail else end.head)[:])
     parent = bones[0].parent
     parent_matrix = None if parent is None else parent.matrix.copy()
-    # Finite pose first (in assemble), then the rigidity check: the same order of errors as before.
-    rig_chain = assemble(names, tip, use_tail, bones, mats, points, parent_matrix, use_limits)
-    for b, m in zip(bones, mats, strict=True):
-        _check_rigid(b, m)
-    return rig_chain
+    # Finite pose and the solver's chain first, then the rigidity check: the same order of errors as before.
+    chain = _solver_chain(tip, bones, mats, points, parent_matrix, use_limits)
+    constrained = tuple(b.name for b, m in zip(bones, mats, strict=True) if _check_rigid(b, m))
+    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, constrained)
 
 
 def assemble(
-    names, tip: str, use_tail: bool, bones, mats, points: np.ndarray, parent_matrix: Matrix | None, use_limits: bool
+    names, tip: str, use_tail: bool, bones, mats, points, parent_matrix: Matrix | None, use_limits: bool
 ) -> RigChain:
-    """The RigChain of chain bones posed at `mats` (armature space) reaching `points[-1]`:
-    the solver's Chain with frames, and joint limits from the bones' IK settings if asked."""
-    if not np.all(np.isfinite(points)):
+    """The RigChain of chain bones posed at `mats` (armature space) reaching `points[-1]`
+    ((n+1, 3), an array or rows of floats): the solver's Chain with frames, and joint
+    limits from the bones' IK settings if asked."""
+    chain = _solver_chain(tip, bones, mats, points, parent_matrix, use_limits)
+    return RigChain(names, tip, use_tail, mats, parent_matrix, chain)
+
+
+def _solver_chain(tip: str, bones, mats, points, parent_matrix: Matrix | None, use_limits: bool) -> Chain:
+    if isinstance(points, np.ndarray):
+        finite = bool(np.all(np.isfinite(points)))
+    else:
+        finite = all(map(math.isfinite, itertools.chain.from_iterable(points)))
+    if not finite:
         raise ValueError(f"the pose of chain '{tip}' is not finite")
-    frames = np.array([m.to_quaternion().normalized()[:] for m in mats], dtype=float)
+    frames = [m.to_quaternion().normalized()[:] for m in mats]
     joints = {}
     limits = ik_settings.read_limits(bones) if use_limits else None
     if limits is not None:
         reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
         joints = {"limits": limits, "reference": reference, "base_frame": base}
     try:
-        chain = Chain(points, frames, **joints)
+        return Chain(points, frames, **joints)
     except ValueError as exc:
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc
-    return RigChain(
-        names=names,
-        tip=tip,
-        use_tail=use_tail,
-        pose_matrices=mats,
-        parent_matrix=parent_matrix,
-        chain=chain,
-    )
 
 
 # Relative deviation from a similarity transform tolerated (float32 pose data).
 RIGID_TOLERANCE = 1e-4
 
 
-def _check_rigid(pbone, pose: Matrix) -> None:
-    """Refuse a bone whose local rotation is sheared by an inherited non-uniform scale."""
-    if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
-        return  # the constraint's result is not a function of the basis alone; Solve warns instead
+def _check_rigid(pbone, pose: Matrix) -> bool:
+    """Refuse a bone whose local rotation is sheared by an inherited non-uniform scale.
+
+    Returns True for a bone with active constraints (not checked: the constraint's result is
+    not a function of the basis alone; Solve warns instead), False for a checked bone."""
+    for c in pbone.constraints:
+        if c.enabled and c.influence > 0.0:
+            return True
     basis = pbone.matrix_basis.to_3x3()
     if abs(basis.determinant()) < 1e-12:
         raise ValueError(f"bone '{pbone.name}' has zero scale")
     # mathutils, not numpy: 3x3 products on single matrices are ~10x cheaper here.
     inherited = pose.to_3x3() @ basis.inverted()
-    gram = inherited.transposed() @ inherited
-    c = (gram[0][0] + gram[1][1] + gram[2][2]) / 3.0
-    deviation = max(abs(gram[i][j] - (c if i == j else 0.0)) for i in range(3) for j in range(3))
+    (g00, g01, g02), (g10, g11, g12), (g20, g21, g22) = inherited.transposed() @ inherited
+    c = (g00 + g11 + g22) / 3.0
+    deviation = max(
+        abs(g00 - c), abs(g11 - c), abs(g22 - c), abs(g01), abs(g02), abs(g10), abs(g12), abs(g20), abs(g21)
+    )
     if c <= 0.0 or deviation > RIGID_TOLERANCE * c:
         raise ValueError(
             f"bone '{pbone.name}' inherits a non-uniform scale, so rotating it would stretch it:"
             " use uniform scale on its parents, or set its Inherit Scale to None or Average"
         )
+    return False

@@ -30,13 +30,25 @@ class ObjectSpace:
     stretch: float  # Frobenius norm of the 3x3 part: >= its largest singular value
 
     def to_local(self, point_world) -> np.ndarray:
-        p = np.asarray(point_world, dtype=float)
-        if p.shape != (3,) or not np.all(np.isfinite(p)):
+        return np.array(self.to_local_point(point_world), dtype=float)
+
+    def to_local_point(self, point_world) -> tuple[float, float, float]:
+        """`to_local` as plain floats (ValueError if not finite)."""
+        try:
+            x, y, z = (float(c) for c in point_world)
+            finite = math.isfinite(x) and math.isfinite(y) and math.isfinite(z)
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
             raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
-        return np.array(self.inverse @ Vector(p.tolist()), dtype=float)
+        return (self.inverse @ Vector((x, y, z)))[:]
 
     def to_world(self, point) -> np.ndarray:
         return np.array(self.matrix @ Vector([float(x) for x in point]), dtype=float)
+
+    def world_distance(self, point, point_world) -> float:
+        """World distance from armature-space `point` to world-space `point_world`."""
+        return math.dist(self.matrix @ Vector([float(x) for x in point]), point_world)
 
     def distance_to_local(self, distance: float) -> float:
         """An armature-space distance that is at most `distance` in world space in any direction."""
@@ -46,10 +58,13 @@ class ObjectSpace:
 def object_space(obj) -> ObjectSpace:
     """The object's transform, or ValueError if it cannot be inverted (zero scale, non-finite)."""
     m = obj.matrix_world.copy()
-    if not is_finite_matrix(m):
-        raise ValueError(f"object '{obj.name}' has a non-finite transform")
     m3 = m.to_3x3()
-    fro = math.sqrt(sum(x * x for row in m3 for x in row))
+    (a, b, c), (d, e, f), (g, h, i) = m3
+    fro2 = a * a + b * b + c * c + d * d + e * e + f * f + g * g + h * h + i * i
+    # A finite sum of squares means a finite 3x3 part; otherwise check element by element.
+    if not (math.isfinite(fro2) and all(map(math.isfinite, m.col[3]))) and not is_finite_matrix(m):
+        raise ValueError(f"object '{obj.name}' has a non-finite transform")
+    fro = math.sqrt(fro2)
     # |det| is the product of the singular values: tiny against fro^3 means some axis is ~0.
     if fro == 0.0 or abs(m3.determinant()) <= MIN_RELATIVE_SCALE * fro**3:
         raise ValueError(f"object '{obj.name}' has zero scale on some axis; it cannot be posed by IK")
@@ -76,6 +91,11 @@ def target_world_location(target, subtarget: str = "") -> np.ndarray:
     Pass evaluated objects (obj.evaluated_get(depsgraph)) so animation and
     constraints at the current frame are included.
     """
+    return np.array(target_world_point(target, subtarget), dtype=float)
+
+
+def target_world_point(target, subtarget: str = "") -> tuple[float, float, float]:
+    """`target_world_location` as plain floats."""
     if target is None:
         raise ValueError("no target object set")
     if subtarget:
@@ -87,10 +107,10 @@ def target_world_location(target, subtarget: str = "") -> np.ndarray:
         point = target.matrix_world @ pbone.head
     else:
         point = target.matrix_world.translation
-    p = np.array(point[:], dtype=float)
-    if not np.all(np.isfinite(p)):
-        raise ValueError(f"target '{target.name}' is at a non-finite location {p.tolist()}")
-    return p
+    x, y, z = point
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        raise ValueError(f"target '{target.name}' is at a non-finite location {[x, y, z]}")
+    return (x, y, z)
 
 
 def vector(p) -> Vector:

@@ -15,8 +15,9 @@ failure never leaves a half-written pose.
 
 from __future__ import annotations
 
+import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
@@ -32,23 +33,29 @@ class PoseWrite:
     values: dict[str, tuple[float, ...]]
     locked: tuple[str, ...]  # chain bones whose locked channels were kept
     constrained: tuple[str, ...]  # chain bones with active constraints (result may differ)
+    # The bones' channel values when the pose was computed (a snapshot, for restoring).
+    before: dict[str, tuple[float, ...]] = field(default_factory=dict, compare=False)
 
 
 def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
     """New armature-space pose matrices of the chain bones, root first."""
     rot = np.asarray(rotations, dtype=float)
-    if rot.shape != (rig.n_bones, 4) or not np.all(np.isfinite(rot)):
+    if rot.shape != (rig.n_bones, 4):
+        raise ValueError("the solver returned invalid rotations")
+    rows = rot.tolist()
+    if not all(map(math.isfinite, itertools.chain.from_iterable(rows))):
         raise ValueError("the solver returned invalid rotations")
     out: list[Matrix] = []
-    head = rig.pose_matrices[0].translation.copy()
-    for i, old in enumerate(rig.pose_matrices):
-        r = Quaternion(rot[i].tolist()).normalized().to_matrix()
+    olds = rig.pose_matrices
+    head = olds[0].translation.copy()
+    last = len(olds) - 1
+    for i, old in enumerate(olds):
+        r = Quaternion(rows[i]).normalized().to_matrix()
         new = (r @ old.to_3x3()).to_4x4()
         new.translation = head
         out.append(new)
-        if i + 1 < rig.n_bones:
-            link = rig.pose_matrices[i + 1].translation - old.translation
-            head = head + r @ link
+        if i < last:
+            head = head + r @ (olds[i + 1].translation - old.translation)
     return out
 
 
@@ -72,35 +79,43 @@ def compute_pose(
         raise ValueError(f"influence must be within 0..1, got {influence}")
     matrices = solved_pose_matrices(rig, rotations)
     values: dict[str, tuple[float, ...]] = {}
+    before: dict[str, tuple[float, ...]] = {}
     locked, constrained = [], []
     parent_pose = rig.parent_matrix
+    pose_bones = obj.pose.bones
     for name, pose in zip(rig.names, matrices, strict=True):
-        pbone = obj.pose.bones[name]
+        pbone = pose_bones[name]
         bone = pbone.bone
-        if bone.parent is not None and parent_pose is not None:
+        parent = bone.parent
+        if parent is not None and parent_pose is not None:
             basis = bone.convert_local_to_pose(
                 pose,
                 bone.matrix_local,
                 parent_matrix=parent_pose,
-                parent_matrix_local=bone.parent.matrix_local,
+                parent_matrix_local=parent.matrix_local,
                 invert=True,
             )
         else:
             basis = bone.convert_local_to_pose(pose, bone.matrix_local, invert=True)
         q = basis.to_quaternion()
+        mode = pbone.rotation_mode
+        current = before[name] = modes.channel_values(pbone, mode)
         if influence < 1.0:
-            start = blend_from[name] if blend_from is not None else modes.current_quaternion(pbone)
+            start = blend_from[name] if blend_from is not None else modes.to_quaternion(mode, current)
             q = start.slerp(q, influence)
-        vals = modes.values_for(pbone, q, None if previous is None else previous[name])
-        if not all(math.isfinite(v) for v in vals):
+        lock, four, lock_w = modes.locks(pbone)
+        vals = modes.values_in_mode(mode, q, current if previous is None else tuple(previous[name]), lock, four, lock_w)
+        if not all(map(math.isfinite, vals)):
             raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")
         values[name] = vals
-        if modes.is_locked(pbone):
+        if lock[0] or lock[1] or lock[2] or lock_w:
             locked.append(name)
-        if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
-            constrained.append(name)
         parent_pose = pose
-    return PoseWrite(values, tuple(locked), tuple(constrained))
+    if rig.constrained is not None:
+        constrained = list(rig.constrained)
+    else:
+        constrained = [n for n in rig.names if any(c.enabled and c.influence > 0.0 for c in pose_bones[n].constraints)]
+    return PoseWrite(values, tuple(locked), tuple(constrained), before)
 
 
 def snapshot(obj, names) -> dict[str, tuple[float, ...]]:
