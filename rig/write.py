@@ -83,20 +83,19 @@ def compute_pose(
     locked, constrained = [], []
     parent_pose = rig.parent_matrix
     pose_bones = obj.pose.bones
-    for name, pose in zip(rig.names, matrices, strict=True):
+    parent_local = None  # the parent's rest matrix (the chain is a parent walk: the bone before, after the root)
+    for i, (name, pose) in enumerate(zip(rig.names, matrices, strict=True)):
         pbone = pose_bones[name]
         bone = pbone.bone
-        parent = bone.parent
-        if parent is not None and parent_pose is not None:
+        local = bone.matrix_local
+        if i == 0 and bone.parent is not None:
+            parent_local = bone.parent.matrix_local
+        if parent_local is not None and parent_pose is not None:
             basis = bone.convert_local_to_pose(
-                pose,
-                bone.matrix_local,
-                parent_matrix=parent_pose,
-                parent_matrix_local=parent.matrix_local,
-                invert=True,
+                pose, local, parent_matrix=parent_pose, parent_matrix_local=parent_local, invert=True
             )
         else:
-            basis = bone.convert_local_to_pose(pose, bone.matrix_local, invert=True)
+            basis = bone.convert_local_to_pose(pose, local, invert=True)
         q = basis.to_quaternion()
         mode = pbone.rotation_mode
         current = before[name] = modes.channel_values(pbone, mode)
@@ -110,7 +109,7 @@ def compute_pose(
         values[name] = vals
         if lock[0] or lock[1] or lock[2] or lock_w:
             locked.append(name)
-        parent_pose = pose
+        parent_pose, parent_local = pose, local
     if rig.constrained is not None:
         constrained = list(rig.constrained)
     else:
