@@ -73,15 +73,25 @@ def solve_sequence(
     """Solve (m, 3) targets one after another, step k from step k-1's solution.
 
     `tolerance`: a distance, or one per target; defaults and method options as
-    `solve`. `progress(k)` is called after each step. Joint limits, reference
+    `solve`. `progress(k)` is called after step k, for about every hundredth
+    step and the last (steps are cheap: a call per step would show). Joint limits, reference
     pose and base frame of `chain` carry through every step."""
     t = _targets(targets)
     scalar_tol, per_step = _tolerances(chain, tolerance, len(t))
     tol, iters, options = _settings(chain, method, scalar_tol, max_iterations, method_options)
     tols = np.full(len(t), tol) if per_step is None else per_step
+    report = _sparse(progress, len(t))
     if method == "triangulation" and chain.limits is None:
-        return _triangulation(chain, t, tols, options["fold_angle"], options["smooth_fold"], progress)
-    return _step_by_step(chain, t, tols, method, iters, options, progress)
+        return _triangulation(chain, t, tols, options["fold_angle"], options["smooth_fold"], report)
+    return _step_by_step(chain, t, tols, method, iters, options, report)
+
+
+def _sparse(progress: Callable[[int], None] | None, m: int) -> Callable[[int], None] | None:
+    """`progress` called for every stride-th step and the last one."""
+    if progress is None:
+        return None
+    stride = max(1, m // 100)
+    return lambda k: progress(k) if (k + 1) % stride == 0 or k == m - 1 else None
 
 
 def _step_by_step(chain, targets, tols, method, iters, options, progress) -> SequenceSolution:

@@ -119,11 +119,14 @@ def one_pass(
                 out.append((px, py, pz))
                 continue
         # Current direction of bone i: its input direction turned by its parents.
-        dx, dy, dz = dirs[i]
-        ux, uy, uz = 2.0 * (qy * dz - qz * dy), 2.0 * (qz * dx - qx * dz), 2.0 * (qx * dy - qy * dx)
-        ax = dx + qw * ux + qy * uz - qz * uy
-        ay = dy + qw * uy + qz * ux - qx * uz
-        az = dz + qw * uz + qx * uy - qy * ux
+        ax, ay, az = dirs[i]
+        if qx or qy or qz:  # q is exactly the identity until a joint turns (the root's parents never do)
+            ux, uy, uz = 2.0 * (qy * az - qz * ay), 2.0 * (qz * ax - qx * az), 2.0 * (qx * ay - qy * ax)
+            ax, ay, az = (
+                ax + qw * ux + qy * uz - qz * uy,
+                ay + qw * uy + qz * ux - qx * uz,
+                az + qw * uz + qx * uy - qy * ux,
+            )
         if not straight:
             cx, cy, cz = tx - px, ty - py, tz - pz
             c = math.sqrt(cx * cx + cy * cy + cz * cz)
