@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
-from .. import rig, solvers
+from .. import properties, rig, solvers
 
 
 @dataclass
@@ -114,7 +114,9 @@ def specs_from_arguments(
             overrides["pole_bone"] = pole_bone
         overrides["pole_angle"] = pole_angle
         if item is None:
-            spec = ChainSpec(tip="", chain_length=2, target=None, method=method or "triangulation")
+            method = method or "triangulation"
+            spec = ChainSpec(tip="", chain_length=2, target=None, method=method)
+            spec.options = method_options(_PanelDefaults(), method)  # as a new panel chain would have
             for key, value in overrides.items():
                 if value is not None:
                     setattr(spec, key, value)
@@ -129,6 +131,13 @@ def specs_from_arguments(
     else:
         items = list(settings.chains)
     return [(item, spec_from_item(item)) for item in items]
+
+
+class _PanelDefaults:
+    """A chain item's settings at their defaults, for scripts that name a chain without a panel entry."""
+
+    def __getattr__(self, name: str):
+        return properties.ChainIKChain.bl_rna.properties[name].default
 
 
 def method_options(item, method: str) -> dict:
