@@ -63,13 +63,22 @@ def cumulative(q: np.ndarray) -> np.ndarray:
     """Running products along axis 0: out[k] = q[k] q[k-1] ... q[0].
 
     A parallel prefix scan (log2 of the length vectorised products) instead of
-    one small product per step."""
-    out = np.array(q, dtype=float)
+    one small product per step, on contiguous component arrays."""
+    q = np.asarray(q, dtype=float)
+    w, x, y, z = (np.array(q[..., i]) for i in range(4))
     shift = 1
-    while shift < len(out):
-        out[shift:] = multiply(out[shift:], out[:-shift])
+    while shift < len(w):
+        aw, ax, ay, az = w[shift:], x[shift:], y[shift:], z[shift:]
+        bw, bx, by, bz = w[:-shift], x[:-shift], y[:-shift], z[:-shift]
+        # Right sides are evaluated before the slices are overwritten.
+        w[shift:], x[shift:], y[shift:], z[shift:] = (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        )
         shift *= 2
-    return out
+    return np.stack((w, x, y, z), axis=-1)
 
 
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:

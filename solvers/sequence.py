@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain as iterchain
 
 import numpy as np
 
@@ -156,6 +157,11 @@ class _Fallbacks:
         return (ax / an, ay / an, az / an) if an > 1e-6 else _perpendicular(d)
 
 
+def _floats(rows: list[tuple], width: int) -> np.ndarray:
+    """A flat float array from many small tuples (about twice as fast as np.array on the list)."""
+    return np.fromiter(iterchain.from_iterable(rows), float, width * len(rows))
+
+
 def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> SequenceSolution:
     if fold_angle != 180.0:
         check_fold_angle(fold_angle)
@@ -175,11 +181,11 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
         if progress is not None:
             progress(k)
     m = len(targets)
-    points = np.array(flat_points).reshape(m, n + 1, 3)
+    points = _floats(flat_points, 3).reshape(m, n + 1, 3)
     error = np.linalg.norm(points[:, -1] - targets, axis=1)
     frames = None
     if chain.frames is not None:
-        steps = quat.cumulative(np.array(flat_rots).reshape(m, n, 4))
+        steps = quat.cumulative(_floats(flat_rots, 4).reshape(m, n, 4))
         frames = quat.multiply(steps, chain.frames[None])
         frames /= np.linalg.norm(frames, axis=-1, keepdims=True)
     return SequenceSolution(points, frames, error, np.ones(m, dtype=int), error <= tols, "triangulation")

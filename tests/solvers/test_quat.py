@@ -73,3 +73,15 @@ def test_multiply_composes_rotations():
     b = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), math.pi / 2)
     v = np.array([0.0, 1.0, 0.0])
     np.testing.assert_allclose(quat.rotate(quat.multiply(a, b), v), quat.rotate(a, quat.rotate(b, v)), atol=1e-15)
+
+
+def test_cumulative_is_the_running_product():
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(37, 3, 4))
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    out = quat.cumulative(q)
+    running = q[0]
+    assert np.allclose(out[0], running)
+    for k in range(1, len(q)):
+        running = quat.multiply(q[k], running)
+        assert np.allclose(out[k], running, atol=1e-13)
