@@ -7,6 +7,7 @@ solved directions from frame to frame without building a Chain per frame.
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 
 import numpy as np
 
@@ -107,6 +108,16 @@ def one_pass(
     c = folds = 0.0
     for i, a in enumerate(lengths):
         b = reach[i]
+        if kind == 1 and dirs[i] is dirs[i - 1] and dirs[-1] is dirs[i]:
+            # The rest of the chain was one straight run last pass (a run's tuple
+            # is made once, so the last bone sharing it means all between do).
+            rest = len(lengths) - i
+            rots += [rots[-1]] * rest
+            new_dirs += [shared] * rest
+            sx, sy, sz = shared
+            out += [(px + s * sx, py + s * sy, pz + s * sz) for s in accumulate(lengths[i:])]
+            px, py, pz = out[-1]
+            break
         if kind and dirs[i] is dirs[i - 1]:
             if kind == 2:  # the parent folded straight away from the target
                 c += lengths[i - 1]
