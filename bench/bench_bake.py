@@ -153,12 +153,21 @@ def measure(obj, tip, names, target, frames: int) -> dict:
     return {"error": max(errors), "jump": float(jumps.max()), "median": float(np.median(jumps)), "keys": keys}
 
 
+SHARP = "triangulation, paper's sharp fold"
+
+
 def bake_chain_ik(obj, tip, names, target, frames, method="triangulation") -> dict:
+    """Chain IK's bake with the panel's defaults, or (SHARP) a panel chain set to the paper's fold."""
     bpy.context.view_layer.objects.active = obj
+    obj.chain_ik.chains.clear()
+    args = {"tip": tip, "chain_length": len(names), "target": target.name, "method": method}
+    if method == SHARP:
+        item = obj.chain_ik.chains.add()
+        item.tip, item.chain_length, item.target, item.method = tip, len(names), target, "triangulation"
+        item.smooth_fold = 0.0
+        args = {"chain_index": 0}
     start = time.perf_counter()
-    result = bpy.ops.chain_ik.bake(
-        tip=tip, chain_length=len(names), target=target.name, method=method, frame_start=1, frame_end=frames
-    )
+    result = bpy.ops.chain_ik.bake(**args, frame_start=1, frame_end=frames)
     seconds = time.perf_counter() - start
     assert result == {"FINISHED"}, result
     return {"seconds": seconds, **measure(obj, tip, names, target, frames)}
@@ -207,14 +216,14 @@ def run_case(label: str, build, frames: int, turns: float, repeats: int, methods
 def table(rows) -> str:
     """rows: (rig label, method, Chain IK figures, Blender figures); Blender's row once per rig."""
     lines = [
-        "| rig | side | seconds | keys | worst tip error | largest jump ° (median) |",
+        "| rig | side | seconds | keys | worst tip error | largest jump ° (median; largest / median) |",
         "|---|---|---:|---:|---:|---:|",
     ]
 
     def row(label, side, r):
         lines.append(
             f"| {label} | {side} | {r['seconds']:.3f} | {r['keys']} | {r['error']:.2e} |"
-            f" {r['jump']:.2f} ({r['median']:.2f}) |"
+            f" {r['jump']:.2f} ({r['median']:.2f}; {r['jump'] / max(r['median'], 1e-12):.1f}x) |"
         )
 
     seen = set()
@@ -263,7 +272,9 @@ def main() -> None:
     parser.add_argument("--rigify-frames", type=int, default=240)
     parser.add_argument("--memory", type=int, default=0, help="also bake this many frames (e.g. 100000)")
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs per side")
-    parser.add_argument("--methods", default="triangulation,jacobian", help="Chain IK solvers to run")
+    parser.add_argument(
+        "--methods", default=f"triangulation;{SHARP};jacobian", help="Chain IK solvers to run, ';'-separated"
+    )
     args = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:])
     ext = load_extension()
     ext.register()
@@ -273,7 +284,7 @@ def main() -> None:
     try:
         rows = []
         with redirect_stdout(io.StringIO()):  # Blender's and our progress lines
-            methods = args.methods.split(",")
+            methods = args.methods.split(";")
             rows += run_case("5 bones", lambda: chain_rig(5), args.frames, 4.0, args.repeats, methods)
             rows += run_case("20 bones", lambda: chain_rig(20), args.frames, 4.0, args.repeats, methods)
             rig = rigify_arm
