@@ -103,9 +103,27 @@ class BENCH_OT_noop(bpy.types.Operator):
         return {"FINISHED"}
 
 
-def bench_noop(goals):
-    obj, target = build("Noop")
-    return run(obj, target, goals, bpy.ops.bench.noop)
+class BENCH_OT_write(bpy.types.Operator):
+    """The floor for a posing operator: write the chain's rotations (changing values, so the
+    armature is re-evaluated, as after a solve) and report one line; no reading, no solving."""
+
+    bl_idname = "bench.write"
+    bl_label = "Write"
+    count = 0
+
+    def execute(self, context):
+        BENCH_OT_write.count += 1
+        angle = 0.1 * (BENCH_OT_write.count % 7)
+        bones = context.object.pose.bones
+        for i in range(N_BONES):
+            bones[f"b{i}"].rotation_quaternion = (math.cos(angle), math.sin(angle), 0.0, 0.0)
+        self.report({"INFO"}, f"b{N_BONES - 1}: tip error 0, 1 iteration(s), rotation cost {angle:.1f}°, 0.00 ms")
+        return {"FINISHED"}
+
+
+def bench_floor(goals, operator):
+    obj, target = build("Floor")
+    return run(obj, target, goals, operator)
 
 
 def row(name: str, times, errors, baseline: float) -> str:
@@ -131,10 +149,15 @@ def main() -> None:
         for iters in (500,):
             t, e = bench_blender_ik(goals, iters)
             results[f"Blender IK constraint ({iters} it.)"] = (t[args.warmup :], e[args.warmup :])
-        bpy.utils.register_class(BENCH_OT_noop)
-        t, e = bench_noop(goals)
-        bpy.utils.unregister_class(BENCH_OT_noop)
-        results["any Python operator (no-op; the floor, tip not solved)"] = (t[args.warmup :], e[args.warmup :])
+        floors = (
+            (BENCH_OT_noop, "any Python operator (no-op; the floor, tip not solved)"),
+            (BENCH_OT_write, f"Python operator writing {N_BONES} rotations + 1 report line (no read, no solve)"),
+        )
+        for cls, name in floors:
+            bpy.utils.register_class(cls)
+            t, e = bench_floor(goals, getattr(bpy.ops.bench, cls.bl_idname.split(".")[1]))
+            bpy.utils.unregister_class(cls)
+            results[name] = (t[args.warmup :], e[args.warmup :])
         for method in ("triangulation", "fabrik", "ccd", "jacobian"):
             t, e = bench_chain_ik(goals, method)
             results[f"chain_ik.solve {method}"] = (t[args.warmup :], e[args.warmup :])

@@ -146,7 +146,8 @@ def _check_rigid(pbone, pose: Matrix) -> bool:
         raise ValueError(f"bone '{pbone.name}' has zero scale")
     # mathutils, not numpy: 3x3 products on single matrices are ~10x cheaper here.
     inherited = pose.to_3x3() @ basis.inverted()
-    (g00, g01, g02), (g10, g11, g12), (g20, g21, g22) = inherited.transposed() @ inherited
+    gram = inherited.transposed() @ inherited
+    g00, g01, g02, g10, g11, g12, g20, g21, g22 = gram[0][:] + gram[1][:] + gram[2][:]  # cheapest flattening
     c = (g00 + g11 + g22) / 3.0
     deviation = max(
         abs(g00 - c), abs(g11 - c), abs(g22 - c), abs(g01), abs(g02), abs(g10), abs(g12), abs(g20), abs(g21)
