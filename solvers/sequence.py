@@ -23,6 +23,8 @@ from .chain import Chain, _perpendicular
 from .triangulation import BAND, check_fold_angle, check_smooth_fold
 from .triangulation_scalar import fold_blend, fold_terms, one_pass
 
+CHUNK = 4096  # steps between conversions of the triangulation pass's tuples to arrays
+
 
 @dataclass(frozen=True, slots=True)
 class SequenceSolution:
@@ -125,15 +127,23 @@ class _Fallbacks:
     def __init__(self, chain: Chain) -> None:
         _, _, self.dirs, _, _, self.initial = chain._scalar
         self.frames = None if chain.frames is None else chain.frames.tolist()
-        self.known = [0] * chain.n_bones  # steps already applied to self.frames[i]
+        self.known = [0] * chain.n_bones  # steps of `history` already applied to self.frames[i]
         self.history: list[list[tuple]] = []
+        self.started = False
 
     def record(self, rotations: list[tuple], dirs: list[tuple]) -> None:
         self.history.append(rotations)
-        self.dirs = dirs
+        self.dirs, self.started = dirs, True
+
+    def rebase(self, frames: np.ndarray | None) -> None:
+        """Every bone's frame is now `frames` (n, 4): forget the recorded steps (bounded memory)."""
+        if frames is not None:
+            self.frames = frames.tolist()
+        self.known = [0] * len(self.known)
+        self.history = []
 
     def __getitem__(self, i: int) -> tuple:
-        if not self.history:
+        if not self.started:
             return self.initial[i]
         d = self.dirs[i]
         if self.frames is None:
@@ -170,22 +180,30 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
     blend = fold_blend(lengths, reach, inner, check_smooth_fold(smooth_fold, fold_angle))
     guard, band, n = chain.fold_guard, BAND * chain.total_length, chain.n_bones
     fallbacks = _Fallbacks(chain)
-    flat_points, flat_rots = [], []
-    for k, target in enumerate(map(tuple, targets.tolist())):
-        out, rots, dirs = one_pass(
-            pts[0], lengths, dirs, reach, guard, fallbacks, target, band, fold_angle, fold, blend, True
-        )
-        fallbacks.record(rots, dirs)
-        flat_points += out
-        flat_rots += rots
-        if progress is not None:
-            progress(k)
     m = len(targets)
-    points = _floats(flat_points, 3).reshape(m, n + 1, 3)
+    points = np.empty((m, n + 1, 3))
+    frames = None if chain.frames is None else np.empty((m, n, 4))
+    current = chain.frames
+    # In chunks, so the per-step tuples never pile up over a long sequence.
+    for start in range(0, m, CHUNK):
+        stop = min(start + CHUNK, m)
+        flat_points, flat_rots = [], []
+        for k, target in enumerate(map(tuple, targets[start:stop].tolist()), start):
+            out, rots, dirs = one_pass(
+                pts[0], lengths, dirs, reach, guard, fallbacks, target, band, fold_angle, fold, blend, True
+            )
+            fallbacks.record(rots, dirs)
+            flat_points += out
+            flat_rots += rots
+            if progress is not None:
+                progress(k)
+        points[start:stop] = _floats(flat_points, 3).reshape(stop - start, n + 1, 3)
+        if frames is not None:
+            steps = quat.cumulative(_floats(flat_rots, 4).reshape(stop - start, n, 4))
+            chunk = quat.multiply(steps, current[None])
+            chunk /= np.linalg.norm(chunk, axis=-1, keepdims=True)
+            frames[start:stop] = chunk
+            current = chunk[-1]
+        fallbacks.rebase(current)
     error = np.linalg.norm(points[:, -1] - targets, axis=1)
-    frames = None
-    if chain.frames is not None:
-        steps = quat.cumulative(_floats(flat_rots, 4).reshape(m, n, 4))
-        frames = quat.multiply(steps, chain.frames[None])
-        frames /= np.linalg.norm(frames, axis=-1, keepdims=True)
     return SequenceSolution(points, frames, error, np.ones(m, dtype=int), error <= tols, "triangulation")

@@ -125,3 +125,22 @@ def test_bad_input_names_the_problem(targets, kwargs, match):
     kwargs = {"method": "triangulation", **kwargs}
     with pytest.raises(ValueError, match=match):
         solvers.solve_sequence(chain, targets, **kwargs)
+
+
+@settings(max_examples=20)
+@given(case=chain_with_frames_and_path())
+def test_chunks_join_seamlessly(case):
+    """Long sequences are converted in chunks; a chunk of 2 steps must change nothing."""
+    from solvers import sequence
+
+    chain, targets = case
+    whole = solvers.solve_sequence(chain, targets, method="triangulation", smooth_fold=0.5)
+    saved = sequence.CHUNK
+    sequence.CHUNK = 2
+    try:
+        chunked = solvers.solve_sequence(chain, targets, method="triangulation", smooth_fold=0.5)
+    finally:
+        sequence.CHUNK = saved
+    scale = max(1.0, chain.total_length, float(np.abs(targets).max()))
+    assert np.allclose(whole.points, chunked.points, rtol=0.0, atol=1e-9 * scale)
+    assert same_rotations(whole.frames, chunked.frames, 1e-9)
