@@ -3,7 +3,6 @@ Solve and Compare operators and the Live handler; no bpy operators here)."""
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -172,23 +171,8 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome:
     write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
     points = solution.points.tolist()
     error = space.world_distance(points[-1], target_world)
-    cost = rotation_cost(rig_chain.chain.directions[0].tolist(), points)
+    cost = solvers.rotation_cost_one(rig_chain.chain, points)
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
-
-
-def rotation_cost(first_direction, points) -> float:
-    """solvers.rotation_cost of one solve, in plain floats (numpy's per-call cost dominates for
-    one short chain): the angles, in degrees, between each bone and its parent, the first
-    bone against `first_direction` (its input direction)."""
-    total = 0.0
-    px, py, pz = first_direction
-    for (x0, y0, z0), (x1, y1, z1) in zip(points, points[1:], strict=False):
-        dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
-        norm = math.sqrt(dx * dx + dy * dy + dz * dz)
-        dx, dy, dz = dx / norm, dy / norm, dz / norm
-        total += math.degrees(math.acos(min(1.0, max(-1.0, dx * px + dy * py + dz * pz))))
-        px, py, pz = dx, dy, dz
-    return total
 
 
 def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> dict:

@@ -10,7 +10,7 @@ from .api import DEFAULT_RELATIVE_TOLERANCE, METHODS, OPTIONS, solve, solve_batc
 from .chain import Chain
 from .jacobian import VARIANTS as JACOBIAN_VARIANTS
 from .limits import JointLimits, make_limits
-from .metrics import rotation_cost
+from .metrics import rotation_cost, rotation_cost_one
 from .result import BatchSolution, Solution
 from .sequence import SequenceSolution, solve_sequence
 
@@ -27,6 +27,7 @@ __all__ = [
     "JACOBIAN_VARIANTS",
     "DEFAULT_RELATIVE_TOLERANCE",
     "rotation_cost",
+    "rotation_cost_one",
     "JointLimits",
     "make_limits",
 ]
