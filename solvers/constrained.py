@@ -8,6 +8,8 @@ and its link (head to next head) is F_i applied to the bone's `link_local`.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import limits as joint_limits
@@ -48,7 +50,7 @@ def aim(
     link = quat.rotate(inherited, np.broadcast_to(chain.link_local[i], desired.shape))
     length = np.linalg.norm(desired, axis=-1, keepdims=True)
     desired = np.where(length > 0.0, desired / np.where(length > 0.0, length, 1.0), link)
-    fallback = quat.rotate(inherited, np.broadcast_to(perpendicular(chain.link_local[i : i + 1])[0], desired.shape))
+    fallback = quat.rotate(inherited, np.broadcast_to(sides(chain)[i], desired.shape))
     turn = quat.swing(link, desired, fallback)
     if not np.isscalar(scale) or scale != 1.0:
         turn = quat.from_rotation_vector(np.asarray(scale)[..., None] * quat.to_rotation_vector(turn))
@@ -70,6 +72,17 @@ def perpendicular(link_local: np.ndarray) -> np.ndarray:
     x = np.array([1.0, 0.0, 0.0])
     ok = np.abs(link_local @ x) < 1e-6
     return np.where(ok[:, None], x, quat.any_perpendicular(link_local))
+
+
+_SIDES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def sides(chain: Chain) -> np.ndarray:
+    """`perpendicular(chain.link_local)`, computed once per chain (every aim needs it)."""
+    out = _SIDES.get(chain)
+    if out is None:
+        out = _SIDES[chain] = perpendicular(chain.link_local)
+    return out
 
 
 def rotations(chain: Chain, frames: np.ndarray) -> np.ndarray:

@@ -24,8 +24,10 @@ import numpy as np
 from . import quat
 
 AXES = "xyz"
-# Largest |(sx, sz)| a clamped swing keeps: 180° - 2e-4 rad, so its twist stays readable.
-HALF_TURN_RADIUS = 1.0 - 5e-9
+# Largest |(sx, sz)| a clamped swing keeps: 180° - 2.8e-3 rad. Near a half turn the
+# twist is read from (w, y) ~ sqrt(1 - r^2), so rounding grows like 1 / (1 - r^2): at
+# 1 - 5e-9 a pose recomposed from clamped rotations could read 2e-9 rad outside.
+HALF_TURN_RADIUS = 1.0 - 1e-6
 
 
 @dataclass(frozen=True)
@@ -104,8 +106,8 @@ def make_limits(
     return limits
 
 
-def _swing_bounds(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds (n, 2) on (sx, sz), locks included."""
+def swing_bounds(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds (n, 2) on the swing components (sx, sz), locks included."""
     lo = np.sin(0.5 * limits.minimum[:, [0, 2]])
     hi = np.sin(0.5 * limits.maximum[:, [0, 2]])
     locked = limits.lock[:, [0, 2]]
@@ -113,7 +115,7 @@ def _swing_bounds(limits: JointLimits) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nearest_allowed_swing(limits: JointLimits) -> np.ndarray:
-    lo, hi = _swing_bounds(limits)
+    lo, hi = swing_bounds(limits)
     return np.clip(0.0, lo, hi)
 
 
@@ -159,6 +161,12 @@ def from_twist_swing(tau: np.ndarray, sx: np.ndarray, sz: np.ndarray, sw: np.nda
 def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.ndarray:
     """The allowed local rotation for `local` (..., 4) of `bone` (an index, or
     an index array broadcasting with local's leading shape)."""
+    if np.ndim(bone) == 0 and not limits.active[bone]:
+        # A free bone: only the half-turn guard below can apply, and the
+        # swing's size needs no split (|(sx, sz)| = |(x, z)|).
+        r2 = local[..., 1] * local[..., 1] + local[..., 3] * local[..., 3]
+        if np.all(r2 <= (HALF_TURN_RADIUS + 1e-10) ** 2):
+            return quat.normalize(local)
     tau0, sw0, sx0, sz0 = _decompose(local)
     tau, sx, sz = tau0, sx0, sz0
     lock = limits.lock[bone]
@@ -168,7 +176,7 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     tau = np.where(use[..., 1], np.clip(tau, limits.minimum[bone][..., 1], limits.maximum[bone][..., 1]), tau)
     # Swing (X, Z): per-axis bounds; both limited around zero -> Blender's
     # ellipse (a quarter-ellipse per quadrant), otherwise a box.
-    lo_all, hi_all = _swing_bounds(limits)
+    lo_all, hi_all = swing_bounds(limits)
     lo, hi = lo_all[bone], hi_all[bone]
     # (Strictly around zero: a zero semi-axis would collapse the ellipse.)
     both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all((lo < 0.0) & (hi > 0.0), axis=-1)

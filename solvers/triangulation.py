@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from . import constrained, quat
+from . import quat
 from .chain import Chain, as_real
 from .quat import AXIS_EPS
 from .result import BatchSolution, Solution, batch_result
@@ -166,6 +166,8 @@ def solve_many(
     plain elementwise ufunc over m values (no small-axis reductions)."""
     smooth = check_smooth_fold(smooth_fold, fold_angle)
     if chain.limits is not None:  # limits fold by the collapsed reach (§3.1.3) instead
+        from .triangulation_limited import solve_limited  # it builds on this module's helpers
+
         return solve_limited(chain, targets, tolerance, fold_angle)
     fold = _fold_params(fold_angle)
     _, lengths, _, reach, inner, _ = chain._scalar
@@ -219,84 +221,4 @@ def solve_many(
         tolerance,
         "triangulation",
         rots.transpose(2, 0, 1),
-    )
-
-
-def largest_bends(chain: Chain) -> np.ndarray:
-    """Per bone, the largest swing its limits allow, radians (n,)."""
-    lim = chain.limits
-    lo = np.abs(np.where(lim.lock[:, [0, 2]], 0.0, lim.minimum[:, [0, 2]]))
-    hi = np.abs(np.where(lim.lock[:, [0, 2]], 0.0, lim.maximum[:, [0, 2]]))
-    return np.minimum(np.maximum(lo, hi).max(axis=1), lim.cone)
-
-
-def collapsed_reach(chain: Chain) -> np.ndarray:
-    """Per bone i, the distance from its tail to the tip when the bones after
-    it curl as far as their limits allow, all in one plane and one sense
-    (§3.1.3's 'length of the chain when fully collapsed'; a planar estimate)."""
-    bend = largest_bends(chain)
-    out = np.zeros(chain.n_bones)
-    for i in range(chain.n_bones - 1):
-        heading = np.concatenate(([0.0], np.cumsum(bend[i + 2 :])))
-        links = chain.lengths[i + 1 :]
-        out[i] = math.hypot(float(np.sum(links * np.cos(heading))), float(np.sum(links * np.sin(heading))))
-    return out
-
-
-def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
-    """Triangulation with joint limits (§3.1.3): each joint's turn is clamped
-    into its limits (the paper's "checking theta before rotating"), and when
-    the straight rest of the chain cannot close a triangle, b becomes the
-    length of the rest fully collapsed, so limited chains still find poses."""
-    fold = _fold_params(fold_angle)
-    m, n = targets.shape[0], chain.n_bones
-    band = BAND * chain.total_length
-    collapsed = collapsed_reach(chain)
-    bends = largest_bends(chain)
-    t = np.ascontiguousarray(targets.T)
-    local = constrained.start_locals(chain, m)
-    points = np.empty((m, n + 1, 3))
-    points[:, 0] = chain.root
-    parent = np.broadcast_to(chain.base_frame, (m, 4))
-    axis = np.zeros((3, m))
-    has_axis = np.zeros(m, dtype=bool)
-    side = constrained.perpendicular(chain.link_local)
-    for i in range(n):
-        p = np.ascontiguousarray(points[:, i].T)
-        c, chat = _to_target(t, p, band)
-        inherited = quat.multiply(quat.multiply(parent, chain.reference[i]), local[:, i])
-        cur = quat.rotate(inherited, np.broadcast_to(chain.link_local[i], (m, 3))).T
-        fb = quat.rotate(inherited, np.broadcast_to(side[i], (m, 3))).T
-        a, b = chain.lengths[i], chain.reach_after[i]
-        new = _desired(chain, i, b, c, chat, cur, fb, axis, has_axis, fold)
-        # §3.1.3: where the triangle with the straight rest would make the
-        # next joint bend past its limit, use the rest fully collapsed.
-        short = np.zeros(m, dtype=bool)
-        if i + 1 < n and collapsed[i] < b:
-            ahead = t - (p + a * new)
-            ahead_n = np.sqrt(np.einsum("ij,ij->j", ahead, ahead))
-            cos_bend = np.einsum("ij,ij->j", new, ahead) / np.where(ahead_n > 0.0, ahead_n, 1.0)
-            short = (cos_bend < math.cos(bends[i + 1]) - 1e-12) & (c < a + collapsed[i])
-        if np.any(short):
-            k = np.flatnonzero(short)
-            new[:, k] = _desired(
-                chain, i, collapsed[i], c[k], chat[:, k], cur[:, k], fb[:, k], axis[:, k], has_axis[k], fold
-            )
-        parent, local[:, i] = constrained.aim(chain, i, parent, local[:, i], new.T)
-        actual = quat.rotate(parent, np.broadcast_to(chain.link_local[i], (m, 3)))
-        cross = _cross(cur, actual.T)
-        cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
-        moved = cn > AXIS_EPS
-        axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)
-        has_axis |= moved
-        points[:, i + 1] = points[:, i] + a * actual
-    frames = constrained.forward(chain, local)[0]
-    return batch_result(
-        chain,
-        points,
-        targets,
-        np.ones(m, dtype=np.int64),
-        tolerance,
-        "triangulation",
-        constrained.rotations(chain, frames),
     )

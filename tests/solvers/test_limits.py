@@ -74,7 +74,7 @@ def test_allowed_rotations_are_unchanged(limits, q, t):
     # An allowed rotation: a clamped one, pulled toward the allowed swing
     # nearest zero (the allowed set is convex in (tau, sx, sz)).
     tau, sx, sz = joint_limits.twist_swing(joint_limits.clamp(limits, 0, q))
-    lo, hi = joint_limits._swing_bounds(limits)
+    lo, hi = joint_limits.swing_bounds(limits)
     near = np.clip(0.0, lo[0], hi[0])
     tw = 0.0 if limits.lock[0, 1] else float(np.clip(0.0, limits.minimum[0, 1], limits.maximum[0, 1]))
     allowed = joint_limits.from_twist_swing(
@@ -319,11 +319,7 @@ def test_reach_rate_floor_on_limited_chains(reach_rates, cid):
 @pytest.mark.parametrize(
     "cid",
     [
-        # Known gap (issue 5 stays open on it): limited triangulation picks each
-        # bend plane from the target alone and clamps afterwards, so a hinge or
-        # an asymmetric range whose plane does not contain the target misses;
-        # repeating the pass does not help (measured: 5/40 after 1, 2, 5 or 20).
-        pytest.param("triangulation", marks=pytest.mark.xfail(strict=True, reason="bend plane ignores limits")),
+        "triangulation",
         "jacobian-variant=dls",
         "jacobian-variant=pseudoinverse",
     ],
