@@ -271,7 +271,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1000)
     parser.add_argument("--rigify-frames", type=int, default=240)
     parser.add_argument("--memory", type=int, default=0, help="also bake this many frames (e.g. 100000)")
-    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs per side")
+    parser.add_argument("--repeats", type=int, default=5, help="best of this many runs per side")
     parser.add_argument(
         "--methods", default=f"triangulation;{SHARP};jacobian", help="Chain IK solvers to run, ';'-separated"
     )
