@@ -111,10 +111,11 @@ class ChainTrack:
             tolerance=tolerance,
             max_iterations=spec.max_iterations or None,
             progress=report,
+            keep_points=False,
             **spec.options,
         )
         self.frames[:] = steps.frames
-        tips = steps.points[:, -1]
+        tips = steps.tips
         world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
         return float(np.max(np.linalg.norm(world - self.targets_world(), axis=1)))
 

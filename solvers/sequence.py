@@ -14,7 +14,7 @@ import gc
 import math
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain as iterchain
 
 import numpy as np
@@ -31,9 +31,10 @@ CHUNK = 4096  # steps between conversions of the triangulation pass's tuples to 
 @dataclass(frozen=True, slots=True)
 class SequenceSolution:
     """Steps of `solve_sequence`; `frames[k]` are the bones' world orientations
-    after step k (None when the chain has no frames)."""
+    after step k (None when the chain has no frames), `tips[k]` the tip."""
 
-    points: np.ndarray  # (m, n+1, 3)
+    points: np.ndarray | None  # (m, n+1, 3); None when not kept
+    tips: np.ndarray  # (m, 3) the last point of each step
     frames: np.ndarray | None  # (m, n, 4)
     error: np.ndarray  # (m,) tip-to-target distance
     iterations: np.ndarray  # (m,)
@@ -73,6 +74,7 @@ def solve_sequence(
     tolerance: object = None,
     max_iterations: int | None = None,
     progress: Callable[[int], None] | None = None,
+    keep_points: bool = True,
     **method_options: object,
 ) -> SequenceSolution:
     """Solve (m, 3) targets one after another, step k from step k-1's solution.
@@ -80,15 +82,18 @@ def solve_sequence(
     `tolerance`: a distance, or one per target; defaults and method options as
     `solve`. `progress(k)` is called after step k, for about every hundredth
     step and the last (steps are cheap: a call per step would show). Joint limits, reference
-    pose and base frame of `chain` carry through every step."""
+    pose and base frame of `chain` carry through every step. `keep_points`
+    False keeps only the tips (a bake needs the frames and the tips)."""
     t = _targets(targets)
     scalar_tol, per_step = _tolerances(chain, tolerance, len(t))
     tol, iters, options = _settings(chain, method, scalar_tol, max_iterations, method_options)
     tols = np.full(len(t), tol) if per_step is None else per_step
     report = _sparse(progress, len(t))
     if method == "triangulation" and chain.limits is None:
-        return _triangulation(chain, t, tols, options["fold_angle"], options["smooth_fold"], report)
-    return _step_by_step(chain, t, tols, method, iters, options, report)
+        steps = _triangulation(chain, t, tols, options["fold_angle"], options["smooth_fold"], report, keep_points)
+    else:
+        steps = _step_by_step(chain, t, tols, method, iters, options, report)
+    return steps if keep_points or steps.points is None else replace(steps, points=None)
 
 
 def _sparse(progress: Callable[[int], None] | None, m: int) -> Callable[[int], None] | None:
@@ -117,7 +122,7 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress) -> Seq
         current = Chain(sol.points, solved, limits=chain.limits, **keep)
         if progress is not None:
             progress(k)
-    return SequenceSolution(points, frames, error, iterations, error <= tols, method)
+    return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)
 
 
 class _Fallbacks:
@@ -187,7 +192,7 @@ def _floats(rows: list[tuple], width: int) -> np.ndarray:
     return np.fromiter(iterchain.from_iterable(rows), float, width * len(rows))
 
 
-def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> SequenceSolution:
+def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress, keep_points) -> SequenceSolution:
     if fold_angle != 180.0:
         check_fold_angle(fold_angle)
     fold = fold_terms(fold_angle)
@@ -196,7 +201,8 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
     guard, band, n = chain.fold_guard, BAND * chain.total_length, chain.n_bones
     fallbacks = _Fallbacks(chain)
     m = len(targets)
-    points = np.empty((m, n + 1, 3))
+    points = np.empty((m, n + 1, 3)) if keep_points else None
+    tips = np.empty((m, 3))
     frames = None if chain.frames is None else np.empty((m, n, 4))
     current = chain.frames
     # In chunks, so the per-step tuples never pile up over a long sequence.
@@ -209,11 +215,18 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
                     pts[0], lengths, dirs, reach, guard, fallbacks, target, band, fold_angle, fold, blend, True
                 )
                 fallbacks.record(rots, dirs)
-                flat_points += out
+                if keep_points:
+                    flat_points += out
+                else:
+                    flat_points.append(out[-1])
                 flat_rots += rots
                 if progress is not None:
                     progress(k)
-        points[start:stop] = _floats(flat_points, 3).reshape(stop - start, n + 1, 3)
+        if keep_points:
+            points[start:stop] = _floats(flat_points, 3).reshape(stop - start, n + 1, 3)
+            tips[start:stop] = points[start:stop, -1]
+        else:
+            tips[start:stop] = _floats(flat_points, 3).reshape(stop - start, 3)
         if frames is not None:
             steps = quat.cumulative(_floats(flat_rots, 4).reshape(stop - start, n, 4))
             chunk = quat.multiply(steps, current[None])
@@ -221,5 +234,5 @@ def _triangulation(chain, targets, tols, fold_angle, smooth_fold, progress) -> S
             frames[start:stop] = chunk
             current = chunk[-1]
         fallbacks.rebase(current)
-    error = np.linalg.norm(points[:, -1] - targets, axis=1)
-    return SequenceSolution(points, frames, error, np.ones(m, dtype=int), error <= tols, "triangulation")
+    error = np.linalg.norm(tips - targets, axis=1)
+    return SequenceSolution(points, tips, frames, error, np.ones(m, dtype=int), error <= tols, "triangulation")

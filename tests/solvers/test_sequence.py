@@ -144,3 +144,15 @@ def test_chunks_join_seamlessly(case):
     scale = max(1.0, chain.total_length, float(np.abs(targets).max()))
     assert np.allclose(whole.points, chunked.points, rtol=0.0, atol=1e-9 * scale)
     assert same_rotations(whole.frames, chunked.frames, 1e-9)
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik"])
+def test_tips_without_points(method):
+    chain = solvers.Chain([[0, 0, 0], [0, 1, 0], [0, 2, 0], [0, 2.5, 0]], np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)))
+    targets = np.array([[0.5, 1.5, 0.2], [0.6, 1.4, 0.3], [3.0, 0.0, 0.0]])
+    full = solvers.solve_sequence(chain, targets, method=method)
+    light = solvers.solve_sequence(chain, targets, method=method, keep_points=False)
+    assert light.points is None
+    assert np.array_equal(full.tips, full.points[:, -1])
+    assert np.array_equal(light.tips, full.tips)
+    assert np.array_equal(light.frames, full.frames)
