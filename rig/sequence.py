@@ -132,15 +132,19 @@ class ChainTrack:
     def channel_values(self, obj) -> dict[str, np.ndarray]:
         """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame values."""
         local = self.local_rotations()
+        modes_ = [obj.pose.bones[name].rotation_mode for name in self.names]
         out = {}
-        for i, name in enumerate(self.names):
-            mode = obj.pose.bones[name].rotation_mode
-            q = local[:, i]
-            if mode == "QUATERNION":
-                # Sign continuity: flip where a key would point away from the one before.
-                ref = np.array(self.first_values[name], dtype=float)
-                dots = np.einsum("ij,ij->i", q, np.vstack((ref, q[:-1])))
-                out[name] = q * np.where(np.cumprod(np.where(dots < 0.0, -1.0, 1.0)) < 0.0, -1.0, 1.0)[:, None]
-            else:
-                out[name] = np.array(modes.continuous_series(mode, q.tolist(), self.first_values[name]))
-        return out
+        quats = [i for i, mode in enumerate(modes_) if mode == "QUATERNION"]
+        if quats:
+            # Sign continuity, all quaternion bones at once: flip where a key would point away from the one before.
+            q = local[:, quats]
+            ref = np.array([self.first_values[self.names[i]] for i in quats], dtype=float)
+            dots = np.einsum("kij,kij->ki", q, np.concatenate((ref[None], q[:-1])))
+            signs = np.where(np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0) < 0.0, -1.0, 1.0)
+            signed = q * signs[..., None]
+            for j, i in enumerate(quats):
+                out[self.names[i]] = signed[:, j]
+        for i, (name, mode) in enumerate(zip(self.names, modes_, strict=True)):
+            if mode != "QUATERNION":
+                out[name] = np.array(modes.continuous_series(mode, local[:, i].tolist(), self.first_values[name]))
+        return {name: out[name] for name in self.names}
