@@ -420,6 +420,21 @@ def test_direct_target_sampling_equals_frame_set(scene, monkeypatch):
         np.testing.assert_allclose(np.array(keys), np.array(first[key]), atol=1e-6, err_msg=str(key))
 
 
+def test_curve_values_read_keys_only_where_frames_fall_on_them(scene):
+    from chain_ik.rig import sampling
+
+    target = add_empty()
+    for frame, z in ((1, 0.0), (3, 1.5), (4, -0.25), (10, 2.0)):
+        target.location.z = z
+        target.keyframe_insert("location", index=2, frame=frame)
+    fc = fcurves(target)[0]
+    for frames in ([1.0, 3.0, 4.0, 10.0], [3.0, 10.0], [1.0, 2.0, 3.0], [0.0, 1.0], [10.0, 12.0], [2.5]):
+        got = sampling.curve_values(fc, np.array(frames))
+        assert got.tolist() == [fc.evaluate(f) for f in frames], frames
+    fc.modifiers.new("NOISE")  # modifiers move values at keys too: always evaluate
+    assert sampling.curve_values(fc, np.array([3.0])).tolist() == [fc.evaluate(3.0)]
+
+
 def test_direct_sampling_refusals(scene):
     from chain_ik.operators import bake_run
     from chain_ik.rig import sampling
