@@ -68,27 +68,34 @@ def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angl
     """Limited passes (see one_pass) from the input pose; a target missed
     within reach is solved again from the previous pass's pose, the rest of
     the chain now taken as it lies (b = its current span, so the next pass
-    turns it as a whole where the limits allow), up to MAX_PASSES passes.
-    `iterations` counts the passes."""
+    turns it as a whole where the limits allow), up to MAX_PASSES passes; the
+    best pass is kept. `iterations` counts the passes."""
     fold = _fold_params(fold_angle)
     m, n = targets.shape[0], chain.n_bones
     local = constrained.start_locals(chain, m)
     points = np.empty((m, n + 1, 3))
     frames = np.empty((m, n, 4))
+    best = np.full(m, np.inf)
     passes = np.zeros(m, dtype=np.int64)
     todo = np.arange(m)
-    spans = np.broadcast_to(rest_span(chain), (m, n))
+    start, spans = local, np.broadcast_to(rest_span(chain), (m, n))
     within = np.linalg.norm(targets - chain.root, axis=1) < chain.total_length
     for k in range(MAX_PASSES):
-        local[todo], points[todo], frames[todo] = one_pass(
-            chain, targets[todo], local[todo], fold, tolerance, spans[todo]
-        )
+        got_local, got_points, got_frames = one_pass(chain, targets[todo], start[todo], fold, tolerance, spans[todo])
         passes[todo] += 1
-        error = np.linalg.norm(points[todo, -1] - targets[todo], axis=1)
-        todo = todo[(error > tolerance) & within[todo]]
-        if todo.size == 0 or k + 1 == MAX_PASSES:
+        error = np.linalg.norm(got_points[:, -1] - targets[todo], axis=1)
+        better = error < best[todo]
+        rows = todo[better]
+        best[rows] = error[better]
+        local[rows], points[rows], frames[rows] = got_local[better], got_points[better], got_frames[better]
+        keep = (error > tolerance) & within[todo]
+        if not np.any(keep) or k + 1 == MAX_PASSES:
             break
-        spans = np.linalg.norm(points[:, -1:] - points[:, 1:], axis=-1)
+        # The next pass starts where this one ended.
+        start = np.array(local)
+        start[todo], todo = got_local, todo[keep]
+        spans = np.zeros((m, n))
+        spans[todo] = np.linalg.norm(got_points[keep][:, -1:] - got_points[keep][:, 1:], axis=-1)
     rotations = constrained.rotations(chain, frames)
     return batch_result(chain, points, targets, passes, tolerance, "triangulation", rotations)
 
@@ -140,8 +147,10 @@ def one_pass(
                 chain, i, collapsed[i], c[k], chat[:, k], cur[:, k], fb[:, k], axis[:, k], has_axis[k], fold
             )
         if i + 1 < n:
+            # The rest's length the triangle assumed (stretched toward a far target).
+            rod = np.where(short, collapsed[i], np.where(c >= a + b, np.minimum(c - a, chain.reach_after[i]), b))
             parent, local[:, i], child = _place(
-                chain, i, parent, local, new.T, chat.T, points[:, i], targets, b, tolerance
+                chain, i, parent, local, new.T, chat.T, points[:, i], targets, rod, tolerance
             )
             last = child if i + 2 == n else None
         else:
@@ -175,37 +184,117 @@ def _place(
     hinge or an asymmetric range off the paper's plane, or bone i clamped off
     its triangle), the triangle turned about the target line (SWIVELS planes)
     is tried too and the plane whose rest lands nearest kept: the bend plane
-    chosen from the limits. Returns (frame, local, the child's (frame, local)
-    as aimed by the look-ahead)."""
-    frame, own = _candidate(chain, i, parent, local[:, i], new, head, targets)
-    miss, child = _lookahead(chain, i, frame, local[:, i + 1], head, targets, b)
-    bad = np.flatnonzero(miss > tolerance)
+    chosen from the limits. A hinge child's plane holds the target only at
+    isolated planes (when bone i cannot twist onto it), so there the planes
+    where it crosses the target are found by regula falsi. Returns (frame,
+    local, the child's (frame, local) as aimed by the look-ahead)."""
+    swivel = _Swivel(chain, i, parent, local[:, i], local[:, i + 1], new, chat, head, targets, b)
+    frame, own, child, miss, side = swivel.at(np.arange(len(b)), np.zeros(len(b)))
+    # A target beyond the stretched rest is missed in every plane.
+    far = np.linalg.norm(targets - head, axis=-1) >= chain.lengths[i] + chain.reach_after[i]
+    bad = np.flatnonzero((miss > tolerance) & ~far)
     if bad.size == 0:
         return frame, own, child
-    k, rep = bad.size, SWIVELS - 1
-    angles = np.linspace(0.0, 2.0 * math.pi, SWIVELS, endpoint=False)[1:]
-    cos, sin = np.cos(angles)[:, None, None], np.sin(angles)[:, None, None]
-    u, v = chat[bad], new[bad]
-    turned = cos * v + sin * quat.cross(u, v) + (1.0 - cos) * np.sum(u * v, axis=-1, keepdims=True) * u
-
-    def tile(x: np.ndarray) -> np.ndarray:
-        x = np.broadcast_to(x, (len(miss),) + x.shape[1:])[bad]
-        return np.broadcast_to(x, (rep,) + x.shape).reshape((rep * k,) + x.shape[1:])
-
-    heads, goals = tile(head), tile(targets)
-    f2, o2 = _candidate(chain, i, tile(parent), tile(local[:, i]), turned.reshape(rep * k, 3), heads, goals)
-    m2, child2 = _lookahead(chain, i, f2, tile(local[:, i + 1]), heads, goals, tile(b))
-    m2 = m2.reshape(rep, k)
+    k = bad.size
+    angles = np.linspace(0.0, 2.0 * math.pi, SWIVELS, endpoint=False)
+    rows = np.tile(bad, SWIVELS - 1)
+    phis = np.repeat(angles[1:], k)
+    f2, o2, c2, m2, s2 = swivel.at(rows, phis)
+    grid_miss = np.concatenate((miss[bad][None], m2.reshape(SWIVELS - 1, k)))
+    grid_side = np.concatenate((side[bad][None], s2.reshape(SWIVELS - 1, k)))
+    cols = np.arange(k)
     # The first plane within rounding of the best: batch and single solves
     # must not pick different planes over a last-bit difference.
-    best = np.argmax(m2 <= m2.min(axis=0) + 1e-12 * chain.total_length, axis=0)
-    wins = m2[best, np.arange(k)] < miss[bad] - 1e-12 * chain.total_length
-    rows, pick = bad[wins], (best * k + np.arange(k))[wins]
-    frame, own = frame.copy(), own.copy()
-    child = (child[0].copy(), child[1].copy())
-    frame[rows], own[rows] = f2[pick], o2[pick]
-    child[0][rows], child[1][rows] = child2[0][pick], child2[1][pick]
+    eps = 1e-12 * chain.total_length
+    best = np.argmax(grid_miss <= grid_miss.min(axis=0) + eps, axis=0)
+    best_miss, best_phi = grid_miss[best, cols], angles[best]
+    if swivel.hinge is not None and i + 2 == chain.n_bones:
+        # Bracket: the neighbouring planes around the best with a sign change.
+        nxt = (best + 1) % SWIVELS
+        prv = (best - 1) % SWIVELS
+        up = np.sign(grid_side[best, cols]) != np.sign(grid_side[nxt, cols])
+        lo_k = np.where(up, best, prv)
+        hi_k = np.where(up, nxt, best)
+        lo_phi = angles[lo_k]
+        hi_phi = np.where(hi_k == 0, 2.0 * math.pi, angles[hi_k])
+        lo_s, hi_s = grid_side[lo_k, cols], grid_side[hi_k, cols]
+        ok = np.sign(lo_s) != np.sign(hi_s)
+        if np.any(ok):
+            sub = np.flatnonzero(ok)
+            phi = _regula_falsi(swivel, bad[sub], lo_phi[sub], hi_phi[sub], lo_s[sub], hi_s[sub])
+            fr, ow, ch, mi, _ = swivel.at(bad[sub], phi)
+            better = mi < best_miss[sub] - eps
+            take = sub[better]
+            best_miss[take], best_phi[take] = mi[better], phi[better]
+    wins = best_miss < miss[bad] - eps
+    rows = bad[wins]
+    if rows.size:
+        fr, ow, ch, _, _ = swivel.at(rows, best_phi[wins])
+        frame, own = frame.copy(), own.copy()
+        child = (child[0].copy(), child[1].copy())
+        frame[rows], own[rows] = fr, ow
+        child[0][rows], child[1][rows] = ch
     return frame, own, child
+
+
+REFINE_STEPS = 8
+
+
+def _regula_falsi(swivel, rows, lo, hi, f_lo, f_hi) -> np.ndarray:
+    """Planes in [lo, hi] where the hinge child's plane holds the target
+    (Illinois variant: the retained end's value halves, so it converges
+    superlinearly instead of stalling on one side)."""
+    side = 0
+    for _ in range(REFINE_STEPS):
+        split = f_hi != f_lo
+        mid = np.where(split, (lo * f_hi - hi * f_lo) / np.where(split, f_hi - f_lo, 1.0), 0.5 * (lo + hi))
+        mid = np.clip(mid, np.minimum(lo, hi), np.maximum(lo, hi))
+        f_mid = swivel.at(rows, mid)[4]
+        left = np.sign(f_mid) == np.sign(f_lo)
+        lo, f_lo, hi, f_hi = (
+            np.where(left, mid, lo),
+            np.where(left, f_mid, f_lo),
+            np.where(left, hi, mid),
+            np.where(left, f_hi, f_mid),
+        )
+        # Illinois: halve the value at the end that stayed.
+        f_hi = np.where(left & (side == 1), 0.5 * f_hi, f_hi)
+        f_lo = np.where(~left & (side == -1), 0.5 * f_lo, f_lo)
+        side = np.where(left, 1, -1)
+    return np.where(np.abs(f_lo) < np.abs(f_hi), lo, hi)
+
+
+class _Swivel:
+    """Bone i's candidates: the triangle's direction `new` turned by phi about
+    the target line, aimed within the limits, twisted for a hinge child, and
+    judged by the look-ahead."""
+
+    def __init__(self, chain, i, parent, own, child_local, new, chat, head, targets, b) -> None:
+        self.chain, self.i = chain, i
+        self.parent = np.broadcast_to(parent, own.shape)
+        self.own, self.child_local, self.new, self.chat = own, child_local, new, chat
+        self.head, self.targets, self.b = head, targets, b
+        hinge = twist.hinge(chain, i + 1)
+        self.hinge = None if hinge is None else quat.rotate(chain.reference[i + 1], hinge[0])
+
+    def at(self, rows: np.ndarray, phi: np.ndarray):
+        """(frame, local, child (frame, local), miss, side) at planes phi for targets rows;
+        side: the target's offset from a hinge child's plane (0 without a hinge)."""
+        chain, i = self.chain, self.i
+        u, v = self.chat[rows], self.new[rows]
+        c, s = np.cos(phi)[:, None], np.sin(phi)[:, None]
+        turned = c * v + s * quat.cross(u, v) + (1.0 - c) * np.sum(u * v, axis=-1, keepdims=True) * u
+        head, targets = self.head[rows], self.targets[rows]
+        frame, own = _candidate(chain, i, self.parent[rows], self.own[rows], turned, head, targets)
+        tail = head + chain.lengths[i] * quat.rotate(frame, chain.link_local[i])
+        ahead = targets - tail
+        child = constrained.aim(chain, i + 1, frame, self.child_local[rows], ahead)
+        d = quat.rotate(child[0], chain.link_local[i + 1])
+        miss = np.linalg.norm(ahead - self.b[rows][:, None] * d, axis=-1)
+        side = np.zeros(len(rows))
+        if self.hinge is not None:
+            side = np.sum(quat.rotate(frame, self.hinge) * quat.normalize(ahead), axis=-1)
+        return frame, own, child, miss, side
 
 
 def _candidate(
@@ -216,21 +305,3 @@ def _candidate(
     frame, own = constrained.aim(chain, i, parent, local, new)
     ahead = targets - (head + chain.lengths[i] * quat.rotate(frame, chain.link_local[i]))
     return twist.align_child(chain, i, frame, own, ahead)
-
-
-def _lookahead(
-    chain: Chain,
-    i: int,
-    frame: np.ndarray,
-    child_local: np.ndarray,
-    head: np.ndarray,
-    targets: np.ndarray,
-    b: np.ndarray,
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """With bone i at `frame`: the child aimed at the target within its
-    limits, and how far the rest (a rod of length b along it) ends from the
-    target. Returns (miss, the child's (frame, local))."""
-    tail = head + chain.lengths[i] * quat.rotate(frame, chain.link_local[i])
-    child = constrained.aim(chain, i + 1, frame, child_local, targets - tail)
-    d = quat.rotate(child[0], chain.link_local[i + 1])
-    return np.linalg.norm(targets - tail - b[:, None] * d, axis=-1), child
