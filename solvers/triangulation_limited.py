@@ -1,11 +1,19 @@
-"""Triangulation with joint limits (the paper's §3.1.3).
+"""Triangulation with joint limits (the paper's §3.1.3), one pass root to tip:
 
-Each joint's turn is clamped into its limits (the paper's "checking theta
-before rotating"); where the straight rest of the chain would bend the next
-joint past its limit, b becomes the length of the rest fully collapsed. A
-bone whose child is a hinge also twists, within its own twist limit, so the
-child's hinge plane holds the target (see twist.align_child): the paper's
-bend plane is the plane of the bone and the target, which a hinge ignores.
+- b is the span of the rest of the chain in its rest pose (the straight
+  rest of the paper when the rest pose is straight); where that triangle
+  would bend the next joint past its limit, b is the rest fully collapsed;
+- each bone's turn is clamped into its limits (the paper's "checking theta
+  before rotating");
+- the bend plane comes from the limits, not only from the bone's current
+  direction: a bone whose child is a hinge twists, within its own twist
+  limit, so the child's plane holds the target (twist.align_child), and
+  where the child still could not point the rest at the target, the
+  triangle is turned about the target line to the plane whose rest lands
+  nearest (for a hinge child, the plane where it holds the target).
+
+A target the pass misses within reach gets further passes from the pose
+the last one left, b then each rest's current span (MAX_PASSES in all).
 """
 
 from __future__ import annotations
@@ -21,11 +29,13 @@ from .result import BatchSolution, batch_result
 from .triangulation import BAND, _cross, _desired, _fold_params, _to_target
 
 # A missed target is solved again from the pass's own result, at most this
-# many passes in all (measured on random limited chains: 16/40 reached after
-# one pass, 27/40 after four, 28/40 after eight).
+# many passes in all (measured on tests/solvers/test_limits.py's random limited
+# chains: 17/40 reached after one pass, 25 after three, 27 after four).
 MAX_PASSES = 4
-# Bend planes tried around the target line where the paper's plane misses.
+# Bend planes tried around the target line where the paper's plane misses,
+# and regula falsi steps toward the plane where a hinge child holds the target.
 SWIVELS = 12
+REFINE_STEPS = 8
 
 
 def largest_bends(chain: Chain) -> np.ndarray:
@@ -199,7 +209,7 @@ def _place(
     angles = np.linspace(0.0, 2.0 * math.pi, SWIVELS, endpoint=False)
     rows = np.tile(bad, SWIVELS - 1)
     phis = np.repeat(angles[1:], k)
-    f2, o2, c2, m2, s2 = swivel.at(rows, phis)
+    m2, s2 = swivel.at(rows, phis)[3:]
     grid_miss = np.concatenate((miss[bad][None], m2.reshape(SWIVELS - 1, k)))
     grid_side = np.concatenate((side[bad][None], s2.reshape(SWIVELS - 1, k)))
     cols = np.arange(k)
@@ -222,7 +232,7 @@ def _place(
         if np.any(ok):
             sub = np.flatnonzero(ok)
             phi = _regula_falsi(swivel, bad[sub], lo_phi[sub], hi_phi[sub], lo_s[sub], hi_s[sub])
-            fr, ow, ch, mi, _ = swivel.at(bad[sub], phi)
+            mi = swivel.at(bad[sub], phi)[3]
             better = mi < best_miss[sub] - eps
             take = sub[better]
             best_miss[take], best_phi[take] = mi[better], phi[better]
@@ -237,19 +247,23 @@ def _place(
     return frame, own, child
 
 
-REFINE_STEPS = 8
-
-
-def _regula_falsi(swivel, rows, lo, hi, f_lo, f_hi) -> np.ndarray:
+def _regula_falsi(
+    swivel: _Swivel, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, f_lo: np.ndarray, f_hi: np.ndarray
+) -> np.ndarray:
     """Planes in [lo, hi] where the hinge child's plane holds the target
     (Illinois variant: the retained end's value halves, so it converges
     superlinearly instead of stalling on one side)."""
-    side = 0
+    side = np.zeros(len(rows))
+    best, best_f = np.where(np.abs(f_lo) < np.abs(f_hi), lo, hi), np.minimum(np.abs(f_lo), np.abs(f_hi))
     for _ in range(REFINE_STEPS):
         split = f_hi != f_lo
         mid = np.where(split, (lo * f_hi - hi * f_lo) / np.where(split, f_hi - f_lo, 1.0), 0.5 * (lo + hi))
         mid = np.clip(mid, np.minimum(lo, hi), np.maximum(lo, hi))
         f_mid = swivel.at(rows, mid)[4]
+        closer = np.abs(f_mid) < best_f
+        best, best_f = np.where(closer, mid, best), np.where(closer, np.abs(f_mid), best_f)
+        if np.all(best_f <= 1e-14):  # the plane holds the target to rounding
+            break
         left = np.sign(f_mid) == np.sign(f_lo)
         lo, f_lo, hi, f_hi = (
             np.where(left, mid, lo),
@@ -257,11 +271,11 @@ def _regula_falsi(swivel, rows, lo, hi, f_lo, f_hi) -> np.ndarray:
             np.where(left, hi, mid),
             np.where(left, f_hi, f_mid),
         )
-        # Illinois: halve the value at the end that stayed.
+        # Illinois: halve the value at the end that stayed twice in a row.
         f_hi = np.where(left & (side == 1), 0.5 * f_hi, f_hi)
         f_lo = np.where(~left & (side == -1), 0.5 * f_lo, f_lo)
         side = np.where(left, 1, -1)
-    return np.where(np.abs(f_lo) < np.abs(f_hi), lo, hi)
+    return best
 
 
 class _Swivel:
@@ -269,7 +283,19 @@ class _Swivel:
     the target line, aimed within the limits, twisted for a hinge child, and
     judged by the look-ahead."""
 
-    def __init__(self, chain, i, parent, own, child_local, new, chat, head, targets, b) -> None:
+    def __init__(
+        self,
+        chain: Chain,
+        i: int,
+        parent: np.ndarray,
+        own: np.ndarray,
+        child_local: np.ndarray,
+        new: np.ndarray,
+        chat: np.ndarray,
+        head: np.ndarray,
+        targets: np.ndarray,
+        b: np.ndarray,
+    ) -> None:
         self.chain, self.i = chain, i
         self.parent = np.broadcast_to(parent, own.shape)
         self.own, self.child_local, self.new, self.chat = own, child_local, new, chat
