@@ -3,7 +3,10 @@ from the root, each joint placed on the line to its neighbour at the bone's
 length. Unreachable targets are handled by `iterate.run` (chain straight).
 With joint limits (the article's §4) each bone of the forward pass is aimed
 at its backward-pass neighbour and its local rotation clamped into the
-limits, so every iteration ends in an allowed pose."""
+limits, so every iteration ends in an allowed pose; a bone whose child is a
+hinge also twists (within its twist limit) so the child's plane holds the
+child's own neighbour (solvers.twist), and the backward pass keeps each
+hinge bone in its hinge plane as posed."""
 
 from __future__ import annotations
 
