@@ -28,6 +28,9 @@ AXES = "xyz"
 # twist is read from (w, y) ~ sqrt(1 - r^2), so rounding grows like 1 / (1 - r^2): at
 # 1 - 5e-9 a pose recomposed from clamped rotations could read 2e-9 rad outside.
 HALF_TURN_RADIUS = 1.0 - 1e-6
+# X and Z ranges both around zero clamp to Blender's ellipse; a semi-axis smaller
+# than this (in swing components, ~2e-9 rad) clamps as the box instead.
+ELLIPSE_MIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -178,8 +181,10 @@ def clamp(limits: JointLimits, bone: int | np.ndarray, local: np.ndarray) -> np.
     # ellipse (a quarter-ellipse per quadrant), otherwise a box.
     lo_all, hi_all = swing_bounds(limits)
     lo, hi = lo_all[bone], hi_all[bone]
-    # (Strictly around zero: a zero semi-axis would collapse the ellipse.)
-    both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all((lo < 0.0) & (hi > 0.0), axis=-1)
+    # (Clearly around zero: a zero or vanishing semi-axis would collapse the
+    # ellipse, scaling a swing rounding-noise outside it all the way to zero.)
+    around = (lo < -ELLIPSE_MIN) & (hi > ELLIPSE_MIN)
+    both = use[..., 0] & use[..., 2] & ~lock[..., 0] & ~lock[..., 2] & np.all(around, axis=-1)
     ex = np.where(sx >= 0.0, hi[..., 0], -lo[..., 0])
     ez = np.where(sz >= 0.0, hi[..., 1], -lo[..., 1])
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -94,7 +94,9 @@ def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angl
         got_local, got_points, got_frames = one_pass(chain, targets[todo], start[todo], fold, tolerance, spans[todo])
         passes[todo] += 1
         error = np.linalg.norm(got_points[:, -1] - targets[todo], axis=1)
-        better = error < best[todo]
+        # Better by a margin: passes that tie (a pose free to turn without
+        # moving the tip) must not be told apart by rounding.
+        better = error < best[todo] - 1e-12 * chain.total_length
         rows = todo[better]
         best[rows] = error[better]
         local[rows], points[rows], frames[rows] = got_local[better], got_points[better], got_frames[better]

@@ -210,7 +210,12 @@ def test_solvers_never_violate_limits(config, case):
         one = ik.solve(chain, targets[k], config, **kw)
         ik.check_limited_solution(chain, one.points, one.rotations)
         np.testing.assert_allclose(one.points, batch.points[k], rtol=0, atol=1e-9 * chain.total_length)
-        assert same_rotation(one.rotations, batch.rotations[k], atol=1e-8)
+        # Rotations to 1e-6: where the target lies almost along a bone whose child
+        # is a hinge, the twist that puts the hinge plane through it is
+        # ill-conditioned (any twist nearly does), so last-bit differences between
+        # batch and single arithmetic can turn that bone ~1e-7 about its own axis
+        # while every point agrees to 1e-9 x length (found by a 300-example run).
+        assert same_rotation(one.rotations, batch.rotations[k], atol=1e-6)
         if chain.n_bones <= 4:
             again = ik.solve(chain, targets[k], config, **kw)
             np.testing.assert_array_equal(one.points, again.points)
