@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import solvers
+from solvers import limits as joint_limits
 from solvers import quat
 from solvers import twist as twist_mod
 
@@ -67,7 +68,7 @@ def fk_targets(chain, m, seed):
     for _ in range(m):
         pose = ik.allowed_pose(chain, rng, spread=0.4)
         axis = rng.normal(size=3)
-        pose[0] = solvers.limits.clamp(lim, 0, quat.from_axis_angle(axis / np.linalg.norm(axis), rng.uniform(0, 0.7)))
+        pose[0] = joint_limits.clamp(lim, 0, quat.from_axis_angle(axis / np.linalg.norm(axis), rng.uniform(0, 0.7)))
         for j in range(1, chain.n_bones):
             hinge = twist_mod.hinge(chain, j)
             if hinge is not None:
@@ -119,5 +120,5 @@ def test_hinge_child_plane_needs_the_parents_twist_limit():
     targets = fk_targets(chain, 5, seed=3)
     batch = solvers.solve_batch(chain, targets, method="triangulation")
     assert np.all(batch.reached)
-    tau = solvers.limits.twist_swing(ik.solved_locals(chain, batch.rotations)[:, 0])[0]
+    tau = joint_limits.twist_swing(ik.solved_locals(chain, batch.rotations)[:, 0])[0]
     np.testing.assert_allclose(tau, 0.0, atol=1e-9)
