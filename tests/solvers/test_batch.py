@@ -1,9 +1,10 @@
 """solve_batch must equal solving each target alone: triangulation's
-vectorised pass to 1e-10 relative (generic targets agree to ~1e-14; a joint
-whose triangle is nearly flat turns by the square root of its rounding
-noise, which amplifies the last-bit differences between the scalar and the
-numpy arithmetic), iterative methods to 1e-12 (the same per-target loop,
-masked)."""
+vectorised pass to 2e-8 relative, about the square root of machine epsilon
+(generic targets agree to ~1e-14; a joint whose triangle is nearly flat turns
+by the square root of its rounding noise, so last-bit differences between the
+scalar and the numpy arithmetic grow to ~1e-9 there: a 7-bone chain bent by
+1e-7 gave 9.7e-10 x length; both poses reach to 1e-15), iterative methods to
+1e-12 (the same per-target loop, masked)."""
 
 import ik_strategies as ik
 import numpy as np
@@ -65,7 +66,7 @@ def test_triangulation_batch_equals_single_solves(config, case):
     chain, targets = case
     ik.describe(chain, targets)
     batch = ik.solve_batch(chain, targets, config)
-    compare(chain, targets, config, batch, rtol=1e-10)
+    compare(chain, targets, config, batch, rtol=2e-8)
 
 
 @pytest.mark.parametrize("config", ik.ITERATIVE_CONFIGS, ids=ik.ITERATIVE_IDS)
