@@ -132,7 +132,11 @@ def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[fl
         t = co[0::2]
         keep = (t < frame_range[0] - FRAME_EPSILON) | (t > frame_range[1] + FRAME_EPSILON)
         rebuild = not np.all(keep)
-        if rebuild:
+        if rebuild and not np.any(keep):
+            # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
+            kp.clear()
+            old = 0
+        elif rebuild:
             for name, width, dtype in KEY_ATTRIBUTES:
                 a = np.empty(width * old, dtype=dtype)
                 kp.foreach_get(name, a)
