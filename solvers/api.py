@@ -25,7 +25,7 @@ METHODS: dict[str, str] = {
 DEFAULT_MAX_ITERATIONS = {"triangulation": 1, "fabrik": 100, "ccd": 100, "jacobian": 200}
 OPTIONS = {
     "triangulation": {"fold_angle": 180.0, "smooth_fold": 0.0},
-    "fabrik": {},
+    "fabrik": {"placement": "line"},
     "ccd": {},
     "jacobian": {"variant": "dls", "damping": 0.05, "max_step": 0.5},
 }
@@ -59,7 +59,7 @@ def _iterative(
     chain: Chain, targets: np.ndarray, method: str, tolerance: float, max_iterations: int, options: dict
 ) -> BatchSolution:
     if method == "fabrik":
-        step = fabrik.make_step(chain)
+        step = fabrik.make_step(chain, **options)
     elif method == "ccd":
         step = ccd.make_step(chain)
     else:
@@ -144,6 +144,8 @@ def solve_batch(
 
 def _plain(method: str, tol: float, iters: int, options: dict):
     """The position-only batch solve for these settings."""
+    if method == "fabrik":
+        fabrik.check_placement(options["placement"])
     if method == "triangulation":
         triangulation.check_fold_angle(options["fold_angle"])
         return lambda chain, targets: triangulation.solve_many(chain, targets, tol, **options)

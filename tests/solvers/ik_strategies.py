@@ -16,6 +16,7 @@ CONFIGS = [
     ("triangulation", {}),
     ("triangulation", {"fold_angle": 90.0}),
     ("fabrik", {}),
+    ("fabrik", {"placement": "sphere"}),
     ("ccd", {}),
     ("jacobian", {"variant": "dls"}),
     ("jacobian", {"variant": "pseudoinverse"}),

@@ -59,15 +59,16 @@ def test_triangulation_reaches_every_reachable_target_in_one_pass(config, case):
     assert sol.reached
 
 
+@pytest.mark.parametrize("placement", ["line", "sphere"])
 @settings(max_examples=80)
 @given(case=ik.chain_and_reachable())
-def test_fabrik_reaches_every_reachable_target(case):
+def test_fabrik_reaches_every_reachable_target(placement, case):
     """FABRIK converges for every reachable target of an unconstrained chain;
     with 1e-3 x length tolerance and 2000 iterations every case must reach."""
     chain, target = case
     ik.describe(chain, target)
     tol = ITERATIVE_TOL * chain.total_length
-    sol = solvers.solve(chain, target, method="fabrik", tolerance=tol, max_iterations=2000)
+    sol = solvers.solve(chain, target, method="fabrik", tolerance=tol, max_iterations=2000, placement=placement)
     ik.check_invariants(chain, sol, target)
     assert sol.reached, f"error {sol.error / chain.total_length:.3g} x length after {sol.iterations} iterations"
 
@@ -94,6 +95,7 @@ def test_iterative_methods_never_end_farther_than_they_started(config, case):
 # that catch a broken method, not benchmarks.
 REACH_RATE_FLOORS = {
     ("fabrik", ()): 1.0,
+    ("fabrik", (("placement", "sphere"),)): 1.0,
     ("ccd", ()): 0.9,
     ("jacobian", (("variant", "dls"),)): 0.9,
     ("jacobian", (("variant", "pseudoinverse"),)): 0.9,
@@ -145,7 +147,11 @@ def test_easy_targets_are_reached_by_every_method(config, case):
     assert sol.reached, f"error {sol.error / chain.total_length:.3g} x length after {sol.iterations} iterations"
 
 
-@pytest.mark.parametrize("config", ik.TRIANGULATION_CONFIGS + [("fabrik", {})], ids=ik.TRIANGULATION_IDS + ["fabrik"])
+@pytest.mark.parametrize(
+    "config",
+    ik.TRIANGULATION_CONFIGS + [("fabrik", {}), ("fabrik", {"placement": "sphere"})],
+    ids=ik.TRIANGULATION_IDS + ["fabrik", "fabrik-placement=sphere"],
+)
 @settings(max_examples=20)
 @given(case=ik.chains(max_bones=15))
 def test_sequential_solving_stays_within_tolerance(config, case):
