@@ -24,6 +24,8 @@ import numpy as np
 from . import quat
 
 AXES = "xyz"
+# Slack on the +-180° range ends (32-bit angles from Blender round just past pi).
+ANGLE_SLACK = 1e-6
 # Largest |(sx, sz)| a clamped swing keeps: 180° - 2.8e-3 rad. Near a half turn the
 # twist is read from (w, y) ~ sqrt(1 - r^2), so rounding grows like 1 / (1 - r^2): at
 # 1 - 5e-9 a pose recomposed from clamped rotations could read 2e-9 rad outside.
@@ -89,13 +91,17 @@ def make_limits(
         raise ValueError(f"cone must be a scalar or ({n_bones},) angles: {exc}") from exc
     if not np.all(np.isfinite(cone_a)) or np.any(cone_a < 0.0):
         raise ValueError("cone angles must be finite and >= 0")
-    bad = use_a & ~((lo >= -math.pi - 1e-12) & (hi <= math.pi + 1e-12) & (lo <= hi))
+    # Blender stores angles as 32-bit floats: its default +-180° range reads back
+    # ~9e-8 rad beyond +-pi, so ends within ANGLE_SLACK of a half turn are taken as one.
+    edge = math.pi + ANGLE_SLACK
+    bad = use_a & ~((lo >= -edge) & (hi <= edge) & (lo <= hi))
     if np.any(bad):
         i, k = np.argwhere(bad)[0]
         raise ValueError(
             f"bone {i}: {AXES[k].upper()} limit must satisfy -180° <= min <= max <= 180°,"
             f" got [{math.degrees(lo[i, k]):g}°, {math.degrees(hi[i, k]):g}°]"
         )
+    lo, hi = np.clip(lo, -math.pi, math.pi), np.clip(hi, -math.pi, math.pi)
     if np.any((stiff < 0.0) | (stiff > 0.99)):
         i, k = np.argwhere((stiff < 0.0) | (stiff > 0.99))[0]
         raise ValueError(f"bone {i}: {AXES[k].upper()} stiffness must be within 0..0.99, got {stiff[i, k]:g}")

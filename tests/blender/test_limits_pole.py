@@ -500,3 +500,15 @@ def test_rotation_weight_turns_the_tip_part_way(leg):
         assert np.linalg.norm(world_point(obj, "foot.L") - np.array(item.target.location)) < TOL
     assert misses[0] > 20.0 and misses[2] < 0.05
     assert 0.3 * misses[0] < misses[1] < 0.7 * misses[0]
+
+
+def test_blenders_default_full_range_limit_is_accepted(leg):
+    """Limit Z switched on with Blender's default -180°..180° (stored as 32-bit floats, so
+    just past pi when read back) is a valid limit, not an error."""
+    obj, item = leg
+    thigh = obj.pose.bones["thigh.L"]
+    thigh.use_ik_limit_z = True
+    assert thigh.ik_min_z < -math.pi or thigh.ik_max_z > math.pi or thigh.ik_max_z == pytest.approx(math.pi)
+    item.target.location = _deep_bend_target(obj)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert item.result.reached

@@ -139,6 +139,11 @@ def test_make_limits_rejects_bad_input():
     # Valid edge cases.
     solvers.make_limits(2, use_limit=True, minimum=-math.pi, maximum=math.pi, stiffness=0.99, cone=0.0)
     solvers.make_limits(2, use_limit=[True, False, False], minimum=[1.0, 0, 0], maximum=[2.0, 0, 0], cone=2.0)
+    # Blender's default +-180° range as it reads back from its 32-bit storage: just past pi.
+    pi32 = float(np.float32(math.pi))
+    assert pi32 > math.pi
+    lim = solvers.make_limits(2, use_limit=True, minimum=-pi32, maximum=pi32)
+    assert np.all(lim.minimum >= -math.pi) and np.all(lim.maximum <= math.pi)
 
 
 def test_chain_limits_need_frames_and_matching_size():
