@@ -11,8 +11,11 @@ Each side runs in its own empty scene (nothing else evaluates). Prints a Markdow
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import importlib.util
 import math
+import os
 import statistics
 import sys
 import time
@@ -33,6 +36,34 @@ def load_extension():
     sys.modules["chain_ik"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _flush_c_stdout() -> None:
+    """Flush C's stdout buffer (Blender prints its reports with printf)."""
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, TypeError):  # no C library handle on this platform
+        pass
+
+
+@contextlib.contextmanager
+def quiet_stdout():
+    """File descriptor 1 goes to the null device inside: the operators' reports (printed in
+    background mode, one line per solve) would bury the table. Only the destination changes,
+    never what runs, so the timings are those of the same calls."""
+    sys.stdout.flush()
+    _flush_c_stdout()
+    saved = os.dup(1)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        _flush_c_stdout()
+        os.dup2(saved, 1)
+        os.close(null)
+        os.close(saved)
 
 
 def build(name: str):
@@ -134,6 +165,30 @@ def row(name: str, times, errors, baseline: float) -> str:
     )
 
 
+def measure(args) -> dict:
+    """Every side's (times, errors) after warm-up, by row name."""
+    obj, _ = build("probe")
+    reach = sum(b.length for b in obj.data.bones)
+    goals = [tuple(g) for g in targets(args.targets + args.warmup, reach)]
+    results = {}
+    for iters in (500,):
+        t, e = bench_blender_ik(goals, iters)
+        results[f"Blender IK constraint ({iters} it.)"] = (t[args.warmup :], e[args.warmup :])
+    floors = (
+        (BENCH_OT_noop, "any Python operator (no-op; the floor, tip not solved)"),
+        (BENCH_OT_write, f"Python operator writing {N_BONES} rotations + 1 report line (no read, no solve)"),
+    )
+    for cls, name in floors:
+        bpy.utils.register_class(cls)
+        t, e = bench_floor(goals, getattr(bpy.ops.bench, cls.bl_idname.split(".")[1]))
+        bpy.utils.unregister_class(cls)
+        results[name] = (t[args.warmup :], e[args.warmup :])
+    for method in ("triangulation", "fabrik", "ccd", "jacobian"):
+        t, e = bench_chain_ik(goals, method)
+        results[f"chain_ik.solve {method}"] = (t[args.warmup :], e[args.warmup :])
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", type=int, default=300)
@@ -142,25 +197,8 @@ def main() -> None:
     ext = load_extension()
     ext.register()
     try:
-        obj, _ = build("probe")
-        reach = sum(b.length for b in obj.data.bones)
-        goals = [tuple(g) for g in targets(args.targets + args.warmup, reach)]
-        results = {}
-        for iters in (500,):
-            t, e = bench_blender_ik(goals, iters)
-            results[f"Blender IK constraint ({iters} it.)"] = (t[args.warmup :], e[args.warmup :])
-        floors = (
-            (BENCH_OT_noop, "any Python operator (no-op; the floor, tip not solved)"),
-            (BENCH_OT_write, f"Python operator writing {N_BONES} rotations + 1 report line (no read, no solve)"),
-        )
-        for cls, name in floors:
-            bpy.utils.register_class(cls)
-            t, e = bench_floor(goals, getattr(bpy.ops.bench, cls.bl_idname.split(".")[1]))
-            bpy.utils.unregister_class(cls)
-            results[name] = (t[args.warmup :], e[args.warmup :])
-        for method in ("triangulation", "fabrik", "ccd", "jacobian"):
-            t, e = bench_chain_ik(goals, method)
-            results[f"chain_ik.solve {method}"] = (t[args.warmup :], e[args.warmup :])
+        with quiet_stdout():
+            results = measure(args)
         base_name = next(iter(results))
         baseline = statistics.median(results[base_name][0]) * 1e3
         print(f"Blender {bpy.app.version_string}, {N_BONES}-bone chain, {args.targets} random reachable targets;")
@@ -179,7 +217,5 @@ if __name__ == "__main__":
     if bpy.app.version < (5, 0, 0):
         # The 4.x bpy wheel can segfault at interpreter exit after add-on classes were
         # unregistered (see tests/blender/conftest.py); all output is printed by now.
-        import os
-
         sys.stdout.flush()
         os._exit(0)

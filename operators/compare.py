@@ -43,10 +43,10 @@ class CHAINIK_OT_compare(bpy.types.Operator):
             row = item.comparison.add()
             row.method = o.spec.method
             row.error = o.error
-            row.iterations = o.solution.iterations
+            row.iterations = o.iterations
             row.cost = o.cost
             row.time_ms = o.time_ms
-            row.reached = o.solution.reached
+            row.reached = o.reached
         best = min(outcomes, key=lambda o: (o.error, o.cost))
         self.report({"INFO"}, f"compared {len(outcomes)} solvers; closest: {best.spec.method}")
         return {"FINISHED"}

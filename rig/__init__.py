@@ -1,6 +1,6 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keys
+from . import ik_settings, keys, plain
 from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
@@ -34,6 +34,7 @@ __all__ = [
     "tip_location",
     "keys",
     "ik_settings",
+    "plain",
     "PoseFK",
     "read_chain_posed",
 ]

@@ -28,7 +28,8 @@ from ..solvers.limits import JointLimits
 AXES = "xyz"
 
 
-def _has_settings(pb) -> bool:
+def has_settings(pb) -> bool:
+    """Whether the pose bone restricts or stiffens any IK axis (Bone > Inverse Kinematics)."""
     return (
         pb.lock_ik_x
         or pb.lock_ik_y
@@ -46,7 +47,7 @@ def read_limits(pose_bones) -> JointLimits | None:
     """Joint limits of the chain's pose bones (root first), or None when no bone restricts anything.
 
     None keeps the plain (faster) solve paths for rigs without IK settings."""
-    if not any(_has_settings(pb) for pb in pose_bones):
+    if not any(has_settings(pb) for pb in pose_bones):
         return None
     lock, use, lo, hi, stiff = [], [], [], [], []
     for pb in pose_bones:
@@ -85,7 +86,7 @@ def limit_lines(obj, names) -> list[str]:
     lines = []
     for name in names:
         pb = obj.pose.bones.get(name)
-        if pb is None or not _has_settings(pb):
+        if pb is None or not has_settings(pb):
             continue
         locked = [a.upper() for a in AXES if getattr(pb, f"lock_ik_{a}")]
         parts = []

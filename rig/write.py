@@ -124,8 +124,9 @@ def snapshot(obj, names) -> dict[str, tuple[float, ...]]:
 
 def apply(obj, values: dict[str, tuple[float, ...]]) -> None:
     """Write channel values (from compute_pose or snapshot) to the original object's bones."""
+    pose_bones = obj.pose.bones
     for name, vals in values.items():
-        modes.set_values(obj.pose.bones[name], vals)
+        modes.set_values(pose_bones[name], vals)
 
 
 def tip_location(obj_eval, rig: RigChain) -> Vector:

@@ -13,6 +13,7 @@ from .limits import JointLimits, make_limits
 from .metrics import rotation_cost, rotation_cost_one
 from .result import BatchSolution, Solution
 from .sequence import SequenceSolution, solve_sequence
+from .single import RowsSolution, solve_rows
 
 __all__ = [
     "Chain",
@@ -21,6 +22,8 @@ __all__ = [
     "solve",
     "solve_batch",
     "solve_sequence",
+    "solve_rows",
+    "RowsSolution",
     "SequenceSolution",
     "METHODS",
     "OPTIONS",

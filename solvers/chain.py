@@ -64,6 +64,64 @@ def _perpendicular(d: tuple) -> tuple:
     return (x / r, y / r, z / r)
 
 
+def link_terms(rows) -> tuple[list[float], list[tuple], float]:
+    """(bone lengths, unit bone directions, total length) of joint rows (n+1 triples of floats).
+
+    Plain floats: shared by `Chain` and the solves that skip building one (solvers.single),
+    so both see the very same numbers."""
+    lengths, dirs = [], []
+    for (x0, y0, z0), (x1, y1, z1) in zip(rows, rows[1:], strict=False):
+        dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
+        length = math.sqrt(dx * dx + dy * dy + dz * dz)
+        lengths.append(length)
+        dirs.append((dx / length, dy / length, dz / length) if length > 0.0 else (0.0, 0.0, 0.0))
+    return lengths, dirs, math.fsum(lengths)
+
+
+def short_bone(lengths, total: float) -> int | None:
+    """Index of the first bone too short to have a direction, or None."""
+    for k, length in enumerate(lengths):
+        if length <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300):
+            return k
+    return None
+
+
+def reach_terms(lengths, total: float, guard: bool = True) -> tuple[list[float], list[float], tuple | None]:
+    """(reach after each bone, inner hole radius after it, fold guard radii; None unless `guard`:
+    only a fold narrower than 180° uses them)."""
+    n = len(lengths)
+    # Remaining reach after each bone (the paper's b) and, for a chain
+    # with a dominant bone, the inner radius of the hole the rest cannot
+    # reach from that bone's tail: 2 max(l) - sum(l).
+    reach, inner = [0.0] * n, [0.0] * n
+    rest, longest = 0.0, 0.0
+    for k in range(n - 1, -1, -1):
+        reach[k], inner[k] = rest, max(0.0, 2.0 * longest - rest)
+        rest += lengths[k]
+        longest = max(longest, lengths[k])
+    # A fold narrower than 180° keeps the next joint this far out: just
+    # past the hole, so the next triangle is not exactly flat (where its
+    # angle is a square root of rounding noise).
+    if not guard:
+        return reach, inner, None
+    radii = tuple(r + min(1e-6 * total, 0.5 * (b - r)) if r > 0.0 else 0.0 for r, b in zip(inner, reach, strict=True))
+    return reach, inner, radii
+
+
+def fallback_axis(d: tuple, q: tuple | None) -> tuple:
+    """A bone's tie-breaker axis, perpendicular to its unit direction `d`: its frame's X axis
+    (Blender's bend axis) for a unit frame quaternion `q`, else a fixed perpendicular."""
+    if q is not None:
+        w, x, y, z = q
+        ax, ay, az = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)
+        along = ax * d[0] + ay * d[1] + az * d[2]
+        ax, ay, az = ax - along * d[0], ay - along * d[1], az - along * d[2]
+        an = math.sqrt(ax * ax + ay * ay + az * az)
+        if an > 1e-6:
+            return (ax / an, ay / an, az / an)
+    return _perpendicular(d)
+
+
 class Chain:
     """A serial chain of n >= 1 bones given by its n+1 joint positions.
 
@@ -102,16 +160,10 @@ class Chain:
             if not all(map(math.isfinite, row)):
                 raise ValueError(f"chain point {k} is not finite: {row}")
         n = len(rows) - 1
-        lengths, dirs = [], []
-        for (x0, y0, z0), (x1, y1, z1) in zip(rows, rows[1:], strict=False):
-            dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
-            length = math.sqrt(dx * dx + dy * dy + dz * dz)
-            lengths.append(length)
-            dirs.append((dx / length, dy / length, dz / length) if length > 0.0 else (0.0, 0.0, 0.0))
-        total = math.fsum(lengths)
-        for k, length in enumerate(lengths):
-            if length <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300):
-                raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
+        lengths, dirs, total = link_terms(rows)
+        k = short_bone(lengths, total)
+        if k is not None:
+            raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
         pts.setflags(write=False)
         self.points = pts
         self.lengths = np.array(lengths)
@@ -120,38 +172,13 @@ class Chain:
         self.frames = None if frames is None else self._read_frames(frames)
         # Tie-breaker axis per bone, perpendicular to it: its frame X axis
         # (Blender's bend axis) where frames are given, else a fixed one.
-        fallbacks = []
         quats = [None] * n if self.frames is None else self.frames.tolist()
-        for d, q in zip(dirs, quats, strict=True):
-            axis = None
-            if q is not None:
-                w, x, y, z = q
-                ax, ay, az = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)
-                along = ax * d[0] + ay * d[1] + az * d[2]
-                ax, ay, az = ax - along * d[0], ay - along * d[1], az - along * d[2]
-                an = math.sqrt(ax * ax + ay * ay + az * az)
-                if an > 1e-6:
-                    axis = (ax / an, ay / an, az / an)
-            fallbacks.append(axis or _perpendicular(d))
+        fallbacks = [fallback_axis(d, q) for d, q in zip(dirs, quats, strict=True)]
         self.fallback_axes = np.array(fallbacks)
         self._read_joints(limits, reference, base_frame)
-        # Remaining reach after each bone (the paper's b) and, for a chain
-        # with a dominant bone, the inner radius of the hole the rest cannot
-        # reach from that bone's tail: 2 max(l) - sum(l).
-        reach, inner = [0.0] * n, [0.0] * n
-        rest, longest = 0.0, 0.0
-        for k in range(n - 1, -1, -1):
-            reach[k], inner[k] = rest, max(0.0, 2.0 * longest - rest)
-            rest += lengths[k]
-            longest = max(longest, lengths[k])
+        reach, inner, self.fold_guard = reach_terms(lengths, total)
         self.reach_after = np.array(reach)
         self.inner_after = np.array(inner)
-        # A fold narrower than 180° keeps the next joint this far out: just
-        # past the hole, so the next triangle is not exactly flat (where its
-        # angle is a square root of rounding noise).
-        self.fold_guard = tuple(
-            r + min(1e-6 * total, 0.5 * (b - r)) if r > 0.0 else 0.0 for r, b in zip(inner, reach, strict=True)
-        )
         self._scalar = (
             tuple(map(tuple, rows)),
             tuple(lengths),

@@ -24,8 +24,13 @@ def rotation_cost(chain: Chain, points: np.ndarray) -> np.ndarray:
 def rotation_cost_one(chain: Chain, points: Sequence) -> float:
     """`rotation_cost` of one solve's points (n+1 rows), in plain floats: for a
     single short chain numpy's per-call cost would dominate."""
+    return rotation_cost_rows(chain._scalar[2][0], points)
+
+
+def rotation_cost_rows(first_direction: Sequence, points: Sequence) -> float:
+    """`rotation_cost_one` given the first bone's input direction instead of the chain."""
     total = 0.0
-    px, py, pz = chain._scalar[2][0]  # the first bone's input direction
+    px, py, pz = first_direction
     for (x0, y0, z0), (x1, y1, z1) in zip(points, points[1:], strict=False):
         dx, dy, dz = x1 - x0, y1 - y0, z1 - z0
         norm = math.sqrt(dx * dx + dy * dy + dz * dz)
