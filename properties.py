@@ -31,6 +31,15 @@ VARIANT_DESCRIPTIONS = {
 VARIANT_ITEMS = [
     (v, v.upper() if v == "dls" else v.capitalize(), VARIANT_DESCRIPTIONS.get(v, v)) for v in JACOBIAN_VARIANTS
 ]
+PLACEMENT_ITEMS = [
+    ("line", "Line", "The paper's passes: each joint on the line toward its new neighbour"),
+    (
+        "sphere",
+        "Sphere",
+        "The article's CGA form: each joint where the spheres about both neighbours meet (few iterations;"
+        " the joints near the tip move first). Chains with IK limits use Line",
+    ),
+]
 
 
 class ChainIKResult(bpy.types.PropertyGroup):
@@ -98,6 +107,9 @@ class ChainIKChain(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
         subtype="FACTOR",
+    )
+    fabrik_placement: EnumProperty(
+        name="Placement", items=PLACEMENT_ITEMS, default=OPTIONS["fabrik"]["placement"]
     )
     jacobian_variant: EnumProperty(name="Variant", items=VARIANT_ITEMS, default=OPTIONS["jacobian"]["variant"])
     damping: FloatProperty(

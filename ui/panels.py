@@ -88,6 +88,8 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             row = col.row()
             row.active = item.fold_angle == 180.0
             row.prop(item, "smooth_fold")
+        elif item.method == "fabrik":
+            col.prop(item, "fabrik_placement")
         elif item.method == "jacobian":
             col.prop(item, "jacobian_variant")
             if item.jacobian_variant == "dls":

@@ -88,6 +88,24 @@ def test_bent_rolled_disconnected_chain_reaches(scene, method, xform):
         _check_solved(obj, "hand", chain, goal, before_channels, before_pose, lengths)
 
 
+@pytest.mark.parametrize("xform", ["identity", "rotated"])
+def test_fabrik_sphere_placement_reaches(scene, xform):
+    """The panel's FABRIK Placement = Sphere (the article's CGA step) reaches, in few iterations."""
+    obj = bent_rolled_disconnected(matrix_world=TRANSFORMS[xform])
+    chain = ["upper", "fore", "hand"]
+    rng = np.random.default_rng(5)
+    target = add_empty()
+    item = _setup(obj, "hand", 3, target, "fabrik")
+    item.fabrik_placement = "sphere"
+    for _ in range(3):
+        goal = reachable_target(obj, "hand", chain, rng)
+        target.location = goal
+        before_channels, before_pose, lengths = channel_state(obj), pose_state(obj), bone_lengths(obj)
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        _check_solved(obj, "hand", chain, goal, before_channels, before_pose, lengths)
+        assert item.result.iterations <= 20
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_every_rotation_mode_gives_the_same_pose(scene, mode):
     results = {}
