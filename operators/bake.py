@@ -6,7 +6,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..properties import INTERPOLATION_ITEMS
-from . import bake_run, run
+from . import bake_run
 from .chain_args import ChainArguments
 from .solve import armature_poll
 
@@ -66,19 +66,7 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         try:
-            angle = self.pole_angle if self.properties.is_property_set("pole_angle") else None
-            pairs = run.specs_from_arguments(
-                obj,
-                self.tip,
-                self.chain_length,
-                self.target,
-                self.target_bone,
-                self.method,
-                self.chain_index,
-                pole=self.pole,
-                pole_bone=self.pole_bone,
-                pole_angle=angle,
-            )
+            pairs = self.chain_specs(obj)
             options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
             progress = bake_run.Progress(context)
             try:

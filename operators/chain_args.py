@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from bpy.props import FloatProperty, IntProperty, StringProperty
 
+from . import run
+
 
 class ChainArguments:
     """Mixin: any of these set works on one chain, taking the rest from the
@@ -26,3 +28,23 @@ class ChainArguments:
     pole_angle: FloatProperty(
         name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
     )
+
+    def chain_specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
+        """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
+
+        The operator class defines `chain_index`. Read through `properties`: each
+        `self.<name>` goes through bpy's Python-level attribute lookup (~1 µs)."""
+        props = self.properties
+        angle = props.pole_angle if props.is_property_set("pole_angle") else None
+        return run.specs_from_arguments(
+            obj,
+            props.tip,
+            props.chain_length,
+            props.target,
+            props.target_bone,
+            props.method,
+            props.chain_index,
+            pole=props.pole,
+            pole_bone=props.pole_bone,
+            pole_angle=angle,
+        )

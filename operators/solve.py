@@ -64,27 +64,10 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
     def poll(cls, context) -> bool:
         return armature_poll(cls, context)
 
-    def _specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
-        # Through `properties`: each `self.<name>` goes through bpy's Python-level attribute lookup (~1 µs).
-        props = self.properties
-        angle = props.pole_angle if props.is_property_set("pole_angle") else None
-        return run.specs_from_arguments(
-            obj,
-            props.tip,
-            props.chain_length,
-            props.target,
-            props.target_bone,
-            props.method,
-            props.chain_index,
-            pole=props.pole,
-            pole_bone=props.pole_bone,
-            pole_angle=angle,
-        )
-
     def execute(self, context):
         obj = context.object
         try:
-            pairs = self._specs(obj)
+            pairs = self.chain_specs(obj)
             outcomes = run.solve_and_write(obj, [spec for _, spec in pairs], context.evaluated_depsgraph_get)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
