@@ -7,7 +7,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..properties import INTERPOLATION_ITEMS
 from . import bake_run
-from .chain_args import ChainArguments
+from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll
 
 # Operator properties that, when a script sets them, override the panel's bake settings.
@@ -45,18 +45,16 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
         description="Bake only this chain of the list (-1: all)",
         default=-1,
         min=-1,
-        options={"SKIP_SAVE"},
+        options=SCRIPT_ONLY,
     )
     # Unset (not given by a script): taken from the panel's Bake settings.
-    frame_start: IntProperty(name="Start", description="First frame", options={"SKIP_SAVE"})
-    frame_end: IntProperty(name="End", description="Last frame", options={"SKIP_SAVE"})
-    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options={"SKIP_SAVE"})
-    interpolation: EnumProperty(
-        name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options={"SKIP_SAVE"}
-    )
-    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options={"SKIP_SAVE"})
+    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
+    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
+    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
+    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
+    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
     reduce_tolerance: FloatProperty(
-        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options={"SKIP_SAVE"}
+        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
     )
 
     @classmethod

@@ -99,8 +99,10 @@ def bake(
     frames = bake_frames(options)
     if not specs:
         raise ValueError("no chains to bake")
+    depsgraph = context.evaluated_depsgraph_get()
     for spec in specs:
         run.check_spec(obj, spec)
+        run.check_in_view_layer(spec, depsgraph)
         rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
@@ -270,7 +272,10 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
 def write_values(obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions) -> int:
     """Key every channel of every baked bone (all values were checked finite by compute_pose)."""
     curves = keys.FCurves(obj)
-    frame_range = (float(options.frame_start), float(options.frame_end))
+    # In NLA tweak mode the keys belong to the tweaked strip's action, on its own time line.
+    frames = keys.action_frames(obj, frames)
+    first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
+    frame_range = (float(min(first, last)), float(max(first, last)))
     count = 0
     for name, table in values.items():
         prop = keys.rotation_property(obj.pose.bones[name])

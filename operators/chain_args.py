@@ -6,27 +6,32 @@ from bpy.props import FloatProperty, IntProperty, StringProperty
 
 from . import run
 
+# Script arguments: never remembered, and kept out of the Adjust Last Operation panel (see ChainArguments).
+SCRIPT_ONLY = {"SKIP_SAVE", "HIDDEN"}
+
 
 class ChainArguments:
     """Mixin: any of these set works on one chain, taking the rest from the
-    active chain of the panel (if any). SKIP_SAVE: never remembered."""
+    active chain of the panel (if any). SKIP_SAVE: never remembered. HIDDEN: not
+    in the Adjust Last Operation panel, where editing one after a panel Solve
+    would redo it on the active chain alone (the panel holds the settings)."""
 
-    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options={"SKIP_SAVE"})
+    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options=SCRIPT_ONLY)
     chain_length: IntProperty(
         name="Chain Length",
         description="Override: bones counted up from the tip (0: panel)",
         min=0,
-        options={"SKIP_SAVE"},
+        options=SCRIPT_ONLY,
     )
-    target: StringProperty(name="Target", description="Override: target object name", options={"SKIP_SAVE"})
+    target: StringProperty(name="Target", description="Override: target object name", options=SCRIPT_ONLY)
     target_bone: StringProperty(
-        name="Target Bone", description="Override: bone of an armature target", options={"SKIP_SAVE"}
+        name="Target Bone", description="Override: bone of an armature target", options=SCRIPT_ONLY
     )
-    method: StringProperty(name="Solver", description="Override: solver name", options={"SKIP_SAVE"})
-    pole: StringProperty(name="Pole Target", description="Override: pole object name", options={"SKIP_SAVE"})
-    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options={"SKIP_SAVE"})
+    method: StringProperty(name="Solver", description="Override: solver name", options=SCRIPT_ONLY)
+    pole: StringProperty(name="Pole Target", description="Override: pole object name", options=SCRIPT_ONLY)
+    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options=SCRIPT_ONLY)
     pole_angle: FloatProperty(
-        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options={"SKIP_SAVE"}
+        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options=SCRIPT_ONLY
     )
 
     def chain_specs(self, obj) -> list[tuple[object, run.ChainSpec]]:

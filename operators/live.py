@@ -104,22 +104,32 @@ def on_update(scene, depsgraph=None) -> None:
         _busy = False
 
 
-HANDLERS = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post)
+@persistent
+def on_load(*_args) -> None:
+    """A newly loaded (or reverted) file starts unsolved: forget the signatures of the last one."""
+    _signatures.clear()
+
+
+HANDLERS = (
+    (bpy.app.handlers.depsgraph_update_post, on_update),
+    (bpy.app.handlers.frame_change_post, on_update),
+    (bpy.app.handlers.load_post, on_load),
+)
 
 
 def register_handlers() -> None:
-    for handlers in HANDLERS:
-        if on_update not in handlers:
-            handlers.append(on_update)
+    for handlers, fn in HANDLERS:
+        if fn not in handlers:
+            handlers.append(fn)
 
 
 def unregister_handlers() -> None:
     # By identity and by name: a reloaded module leaves an older function object.
-    for handlers in HANDLERS:
-        for fn in [h for h in handlers if h is on_update or _is_ours(h)]:
-            handlers.remove(fn)
+    for handlers, fn in HANDLERS:
+        for old in [h for h in handlers if h is fn or _is_ours(h, fn.__name__)]:
+            handlers.remove(old)
     _signatures.clear()
 
 
-def _is_ours(fn) -> bool:
-    return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == "on_update"
+def _is_ours(fn, name: str) -> bool:
+    return getattr(fn, "__module__", None) == __name__ and getattr(fn, "__name__", None) == name

@@ -194,6 +194,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome | PlainOutcome:
     """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write."""
     start = time.perf_counter()
     check_spec(obj, spec)
+    check_in_view_layer(spec, depsgraph)
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
@@ -292,25 +293,61 @@ def check_spec(obj, spec: ChainSpec) -> None:
         _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
 
 
-def _moves_with(obj, bone_name: str, chain_names) -> bool:
-    pbone = obj.pose.bones.get(bone_name)
-    while pbone is not None:
-        if pbone.name in chain_names:
-            return True
-        pbone = pbone.parent
-    return False
+def check_in_view_layer(spec: ChainSpec, depsgraph) -> None:
+    """The target and pole must be evaluated with the scene: an object outside the view layer
+    (in an excluded collection, or not linked to the scene) has no evaluated copy, and its
+    stored matrix may be stale (identity for a new object), which would pose silently wrong."""
+    for what, ob in (("target", spec.target), ("pole target", spec.pole)):
+        if ob is not None and not ob.evaluated_get(depsgraph).is_evaluated:
+            raise ValueError(
+                f"the {what} '{ob.name}' is not in the view layer (its collection is excluded, or it is"
+                " not linked to the scene): it has no evaluated location"
+            )
+
+
+def _constraint_targets(constraints):
+    """(object, bone) pairs the enabled constraints read (the Armature constraint's list included)."""
+    for con in constraints:
+        if con.mute:
+            continue
+        for t in getattr(con, "targets", ()):  # Armature constraint
+            yield t.target, t.subtarget
+        target = getattr(con, "target", None)
+        if isinstance(target, bpy.types.Object):
+            yield target, getattr(con, "subtarget", "") or ""
+        pole = getattr(con, "pole_target", None)
+        if isinstance(pole, bpy.types.Object):
+            yield pole, getattr(con, "pole_subtarget", "") or ""
+
+
+def _carriers(ob, bone: str):
+    """What moves (ob, bone): the bone's parent and constraints, the object's parent and constraints."""
+    if bone and ob.type == "ARMATURE":
+        pbone = ob.pose.bones.get(bone)
+        if pbone is not None:
+            if pbone.parent is not None:
+                yield ob, pbone.parent.name
+            yield from _constraint_targets(pbone.constraints)
+    if ob.parent is not None:
+        yield ob.parent, ob.parent_bone if ob.parent_type == "BONE" else ""
+    yield from _constraint_targets(ob.constraints)
 
 
 def _refuse_target_moving_with_chain(obj, spec: ChainSpec, carrier, bone: str, what: str) -> None:
-    """A target (or pole) carried by the chain would chase itself (and loop forever in Live mode)."""
+    """A target (or pole) carried by the chain, through parents or constraints, would chase itself
+    (and loop forever in Live mode)."""
     names = None
-    while carrier is not None:
-        if carrier is obj and bone:
+    todo, seen = [(carrier, bone)], set()
+    while todo:
+        ob, b = todo.pop()
+        if ob is None or (ob.name, b) in seen:
+            continue
+        seen.add((ob.name, b))
+        if ob is obj and b:
             names = names or rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-            if _moves_with(obj, bone, names):
-                raise ValueError(f"the {what} moves with the chain (through bone '{bone}'): pick another {what}")
-        bone = carrier.parent_bone if carrier.parent_type == "BONE" else ""
-        carrier = carrier.parent
+        if ob is obj and b and b in names:
+            raise ValueError(f"the {what} moves with the chain (through bone '{b}'): pick another {what}")
+        todo.extend(_carriers(ob, b))
 
 
 def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOutcome]:

@@ -7,7 +7,7 @@ from bpy.props import IntProperty
 
 from .. import rig
 from . import run
-from .chain_args import ChainArguments
+from .chain_args import SCRIPT_ONLY, ChainArguments
 
 
 def armature_poll(cls, context) -> bool:
@@ -57,7 +57,7 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         description="Solve only this chain of the list (-1: all)",
         default=-1,
         min=-1,
-        options={"SKIP_SAVE"},
+        options=SCRIPT_ONLY,
     )
 
     @classmethod

@@ -10,6 +10,8 @@ attributes (handles, interpolation, easing...).
 
 from __future__ import annotations
 
+import math
+
 import bpy
 import numpy as np
 
@@ -47,12 +49,15 @@ def data_path(bone_name: str, prop: str) -> str:
 
 
 def _ensure_slot(obj, action):
-    """The action slot animating `obj` (4.4+), assigning a new or suitable one when none is."""
+    """The action slot animating `obj` (4.4+); when none is assigned, a suitable slot no
+    other data-block uses (the one named after `obj` first), else a new one. A slot another
+    object animates through is never taken: its keys would be overwritten."""
     ad = obj.animation_data
     slot = ad.action_slot
     if slot is None:
-        suitable = list(ad.action_suitable_slots)
-        slot = suitable[0] if suitable else action.slots.new(id_type="OBJECT", name=obj.name)
+        free = [s for s in ad.action_suitable_slots if not [u for u in s.users() if u != obj]]
+        own = [s for s in free if s.identifier == "OB" + obj.name]
+        slot = (own or free or [None])[0] or action.slots.new(id_type="OBJECT", name=obj.name)
         ad.action_slot = slot
     return slot
 
@@ -116,6 +121,15 @@ def animated_paths(obj) -> set[str]:
     return paths
 
 
+def action_frames(obj, frames: np.ndarray) -> np.ndarray:
+    """Scene frames as frames of the action the keys go into: the same, except in NLA tweak
+    mode, where the tweaked strip maps (offsets, scales, repeats) the action's time line."""
+    ad = obj.animation_data
+    if ad is None or not ad.use_tweak_mode:
+        return np.asarray(frames, dtype=float)
+    return np.array([ad.nla_tweak_strip_time_to_scene(float(f), invert=True) for f in frames])
+
+
 def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[float, float], interpolation: str) -> int:
     """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written."""
     frames = np.asarray(frames, dtype=np.float32)
@@ -168,23 +182,29 @@ def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[fl
 
 def reduce_keys(frames: np.ndarray, values: np.ndarray, tolerance: float) -> np.ndarray:
     """Indices of the keys to keep so that linear interpolation between kept keys
-    reproduces every dropped value within `tolerance` (greedy, first and last kept)."""
+    reproduces every dropped value within `tolerance` (greedy, first and last kept).
+
+    O(n): from the last kept key (the anchor) every later key i allows the segment's slope
+    the interval [(v_i - v_a - tol) / (t_i - t_a), (v_i - v_a + tol) / (t_i - t_a)]; their
+    intersection is kept as the segment grows, and a key whose own slope leaves it ends the
+    segment at the key before (which is kept and becomes the anchor)."""
     n = len(frames)
     if n <= 2 or tolerance <= 0.0:
         return np.arange(n)
+    t, v = np.asarray(frames, dtype=float).tolist(), np.asarray(values, dtype=float).tolist()
     keep = [0]
-    anchor = 0
-    j = 2
+    anchor, lo, hi = 0, -math.inf, math.inf
+    j = 1
     while j < n:
-        # Can the segment anchor -> j stand in for every key strictly between them?
-        t = frames[anchor + 1 : j]
-        w = (t - frames[anchor]) / (frames[j] - frames[anchor])
-        line = values[anchor] + w * (values[j] - values[anchor])
-        if np.max(np.abs(line - values[anchor + 1 : j])) > tolerance:
-            anchor = j - 1
+        dt = t[j] - t[anchor]
+        slope = (v[j] - v[anchor]) / dt
+        if j > anchor + 1 and not lo <= slope <= hi:
+            anchor = j - 1  # the segment anchor -> j would miss a key in between
             keep.append(anchor)
-            j = anchor + 2
-        else:
-            j += 1
+            lo, hi = -math.inf, math.inf
+            continue  # key j again, from the new anchor
+        lo = max(lo, (v[j] - v[anchor] - tolerance) / dt)
+        hi = min(hi, (v[j] - v[anchor] + tolerance) / dt)
+        j += 1
     keep.append(n - 1)
     return np.array(keep)

@@ -28,10 +28,13 @@ from .keys import action_fcurves, animated_paths
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
 
+# operators.live's handler (disabled during a bake), told apart from other add-ons' by its module.
+_LIVE = (__package__.rpartition(".")[0] + ".operators.live").lstrip("."), "on_update"
+
+
 def _frame_handlers_quiet() -> bool:
-    ours = {"on_update"}  # operators.live's handler (disabled during a bake)
     handlers = [*bpy.app.handlers.frame_change_pre, *bpy.app.handlers.frame_change_post]
-    return all(getattr(h, "__name__", "") in ours for h in handlers)
+    return all((getattr(h, "__module__", ""), getattr(h, "__name__", "")) == _LIVE for h in handlers)
 
 
 def armature_static_reason(obj, root_names) -> str:

@@ -37,6 +37,9 @@ def unsuitable(obj, names, animated_paths: set[str]) -> str:
             return f"bone '{name}' has locked rotation channels"
         if not pbone.bone.use_inherit_rotation:
             return f"bone '{name}' does not inherit rotation"
+        if pbone.bone.inherit_scale != "FULL":
+            # Its shape in the chain's space would change whenever a parent's scale does.
+            return f"bone '{name}' does not fully inherit scale"
         prefix = f'pose.bones["{name}"].'
         if any(p.startswith(prefix) and not p.startswith(prefix + "rotation") for p in animated_paths):
             return f"bone '{name}' has animated channels other than rotation"

@@ -10,11 +10,12 @@ def _state(ext):
     from chain_ik.operators import live
 
     classes = {cls.__name__: cls.is_registered for cls in registration.CLASSES}
-    handlers = [h for hs in (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post) for h in hs]
+    lists = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post, bpy.app.handlers.load_post)
+    handlers = [h for hs in lists for h in hs]
     return {
         "classes": classes,
         "owner": hasattr(bpy.types.Object, "chain_ik"),
-        "handlers": sum(live._is_ours(h) for h in handlers),
+        "handlers": sum(live._is_ours(h, "on_update") or live._is_ours(h, "on_load") for h in handlers),
         "operators": [name for name in dir(bpy.ops.chain_ik) if _operator_exists(name)],
     }
 
@@ -29,7 +30,7 @@ def _operator_exists(name: str) -> bool:
 
 def test_unregister_removes_everything_and_register_restores_it(ext):
     registered = _state(ext)
-    assert all(registered["classes"].values()) and registered["owner"] and registered["handlers"] == 2
+    assert all(registered["classes"].values()) and registered["owner"] and registered["handlers"] == 3
     assert len(registered["operators"]) == 6
     ext.unregister()
     try:

@@ -1,0 +1,160 @@
+"""Rigs and scenes that once went wrong silently: a shared action's slots (5.0), NLA tweak mode,
+Inherit Scale under an animated parent, targets outside the view layer or following the chain
+through a constraint, long key reduction, and the Adjust Last Operation panel."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, make_armature, straight_chain, world_point
+
+TOL = 1e-4
+
+
+def _key_rotation(pbone, frame: int, quaternion) -> None:
+    pbone.rotation_quaternion = quaternion
+    pbone.keyframe_insert("rotation_quaternion", frame=frame)
+
+
+def _playback_error(obj, tip, target, frames) -> float:
+    worst = 0.0
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
+    return worst
+
+
+@pytest.mark.skipif(not hasattr(bpy.types, "ActionSlot"), reason="4.4+: layered actions with slots")
+def test_bake_never_takes_a_slot_another_object_animates_through(scene):
+    rig_a = straight_chain(3, "RigA")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    rig_b = straight_chain(3, "RigB")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _key_rotation(rig_b.pose.bones["b1"], 5, (0.9, 0.4, 0.0, 0.0))
+    action = rig_b.animation_data.action
+    rig_a.animation_data_create()
+    rig_a.animation_data.action = action  # Blender assigns no slot: RigB's is in use
+    add_empty("T", (1.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = rig_a
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=10) == {"FINISHED"}
+    assert rig_a.animation_data.action_slot != rig_b.animation_data.action_slot
+    assert rig_a.animation_data.action_slot.identifier == "OBRigA"
+    bpy.context.scene.frame_set(5)
+    np.testing.assert_allclose(rig_b.pose.bones["b1"].rotation_quaternion[:], (0.9, 0.4, 0.0, 0.0), atol=1e-6)
+
+
+def test_bake_in_nla_tweak_mode_keys_the_strips_own_frames(scene):
+    obj = straight_chain(3)
+    pbone = obj.pose.bones["b0"]
+    _key_rotation(pbone, 1, (1.0, 0.0, 0.0, 0.0))
+    _key_rotation(pbone, 20, (1.0, 0.0, 0.0, 0.0))
+    ad = obj.animation_data
+    track = ad.nla_tracks.new()
+    strip = track.strips.new("s", 101, ad.action)  # action frames 1..20 play at scene frames 101..120
+    ad.action = None
+    track.select = strip.select = True
+    ad.use_tweak_mode = True
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    target.keyframe_insert("location", frame=101)
+    target.location = (0.5, 0.8, 1.9)
+    target.keyframe_insert("location", frame=120)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=101, frame_end=120) == {"FINISHED"}
+    frames = (
+        {round(k.co[0]) for fc in ad.action.layers[0].strips[0].channelbags[0].fcurves for k in fc.keyframe_points}
+        if hasattr(ad.action, "layers")
+        else {round(k.co[0]) for fc in ad.action.fcurves for k in fc.keyframe_points}
+    )
+    assert frames == set(range(1, 21))
+    assert _playback_error(obj, "b2", target, range(101, 121)) < TOL
+
+
+@pytest.mark.parametrize("inherit", ["NONE", "AVERAGE", "ALIGNED"])
+def test_bake_follows_a_parent_whose_scale_is_animated(scene, inherit):
+    bones = [("base", (0, 0, 0), (0, 0, 1), None, False, 0), ("a", (0, 0, 1), (0, 0, 2), "base", True, 0)]
+    obj = make_armature(bones + [("b", (0, 0, 2), (0, 0, 3), "a", True, 0)])
+    obj.data.bones["a"].inherit_scale = inherit
+    base = obj.pose.bones["base"]
+    for frame, s in ((1, 1.0), (20, 0.6)):
+        base.scale = (s, s, s)
+        base.keyframe_insert("scale", frame=frame)
+    target = add_empty("T", (0.8, 0.0, 1.6))
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.5, 0.3, 1.4)
+    target.keyframe_insert("location", frame=20)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b", chain_length=2, target="T", frame_start=1, frame_end=20) == {"FINISHED"}
+    assert _playback_error(obj, "b", target, range(1, 21)) < TOL
+
+
+@pytest.mark.parametrize("where", ["excluded collection", "not in the scene"])
+def test_target_outside_the_view_layer_is_refused(scene, where):
+    obj = straight_chain(3)
+    target = bpy.data.objects.new("Away", None)
+    target.location = (1.0, 0.0, 2.0)
+    if where == "excluded collection":
+        coll = bpy.data.collections.new("Excl")
+        bpy.context.scene.collection.children.link(coll)
+        coll.objects.link(target)
+        bpy.context.view_layer.layer_collection.children["Excl"].exclude = True
+    before = [tuple(pb.rotation_quaternion) for pb in obj.pose.bones]
+    for op in (bpy.ops.chain_ik.solve, bpy.ops.chain_ik.bake):
+        with pytest.raises(RuntimeError, match="not in the view layer"):
+            op(tip="b2", chain_length=2, target="Away")
+    assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == before
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
+def test_target_following_the_chain_through_a_constraint_is_refused(scene):
+    obj = straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = add_empty("T", (0.5, 0.0, 0.0))
+    con = target.constraints.new("COPY_LOCATION")
+    con.target, con.subtarget, con.use_offset = obj, "b1", True
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match="moves with the chain"):
+        bpy.ops.chain_ik.solve(tip="b2", chain_length=2, target="T")
+    con.subtarget = "b0"  # above the 2-bone chain: it does not move with it
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=2, target="T") == {"FINISHED"}
+
+
+def _reduce_naive(frames, values, tol):
+    """The greedy reduction checked segment by segment (quadratic): the reference."""
+    n = len(frames)
+    if n <= 2:
+        return np.arange(n)
+    keep, anchor, j = [0], 0, 2
+    while j < n:
+        t = frames[anchor + 1 : j]
+        line = values[anchor] + (t - frames[anchor]) / (frames[j] - frames[anchor]) * (values[j] - values[anchor])
+        if np.max(np.abs(line - values[anchor + 1 : j])) > tol:
+            anchor = j - 1
+            keep.append(anchor)
+            j = anchor + 2
+        else:
+            j += 1
+    return np.array(keep + [n - 1])
+
+
+def test_key_reduction_equals_the_segment_by_segment_greedy(ext):
+    from chain_ik.rig import keys
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        n = int(rng.integers(1, 150))
+        frames = np.cumsum(rng.uniform(0.5, 2.0, n))
+        values = np.cumsum(rng.normal(0.0, 0.01, n)) if trial % 2 else np.sin(frames / 7.0) + rng.normal(0, 1e-4, n)
+        tol = float(rng.choice([1e-4, 1e-3, 1e-2]))
+        np.testing.assert_array_equal(keys.reduce_keys(frames, values, tol), _reduce_naive(frames, values, tol))
+    # A long hold reduces to its two ends (the quadratic version took seconds per channel here).
+    assert keys.reduce_keys(np.arange(100_000.0), np.zeros(100_000), 1e-3).tolist() == [0, 99_999]
+
+
+@pytest.mark.parametrize("op", ["solve", "bake"])
+def test_script_arguments_stay_out_of_the_adjust_last_operation_panel(ext, op):
+    """Editing one there after a panel Solve would redo it on the active chain alone."""
+    rna = getattr(bpy.ops.chain_ik, op).get_rna_type()
+    for name in ("tip", "chain_length", "target", "target_bone", "method", "pole", "pole_bone", "pole_angle"):
+        assert rna.properties[name].is_hidden, name
+        assert rna.properties[name].is_skip_save, name
