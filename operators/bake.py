@@ -83,6 +83,8 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(result.locked)}; the tip may miss")
         if result.constrained:
             self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(result.constrained)}")
+        if result.driven:
+            self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
         return {"FINISHED"}
 
 

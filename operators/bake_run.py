@@ -46,6 +46,7 @@ class BakeResult:
     bones: tuple[str, ...]
     locked: tuple[str, ...] = ()
     constrained: tuple[str, ...] = ()
+    driven: tuple[str, ...] = ()  # bones whose rotation a driver sets: it overrides the keys
     per_chain_error: dict[str, float] = field(default_factory=dict)
 
 
@@ -126,6 +127,7 @@ def bake(
         bones=tuple(values),
         locked=tuple(sorted(flags["locked"])),
         constrained=tuple(sorted(flags["constrained"])),
+        driven=driven_rotations(obj, values),
         per_chain_error=worst,
     )
 
@@ -267,6 +269,15 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
         if progress is not None:
             progress((k + 1) / n, int(frame))
     return values, worst, flags
+
+
+def driven_rotations(obj, bones) -> tuple[str, ...]:
+    """Those of `bones` with a driver on their rotation channel in use (drivers win over keys)."""
+    ad = obj.animation_data
+    if ad is None or not len(ad.drivers):
+        return ()
+    paths = {d.data_path for d in ad.drivers if not d.mute}
+    return tuple(sorted(n for n in bones if keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) in paths))
 
 
 def write_values(obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions) -> int:

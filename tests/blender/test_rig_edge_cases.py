@@ -158,3 +158,13 @@ def test_script_arguments_stay_out_of_the_adjust_last_operation_panel(ext, op):
     for name in ("tip", "chain_length", "target", "target_bone", "method", "pole", "pole_bone", "pole_angle"):
         assert rna.properties[name].is_hidden, name
         assert rna.properties[name].is_skip_save, name
+
+
+def test_bake_names_bones_whose_rotation_a_driver_sets(scene, capsys):
+    obj = straight_chain(3)
+    fcurve = obj.pose.bones["b1"].driver_add("rotation_quaternion", 0)
+    fcurve.driver.expression = "1.0"
+    add_empty("T", (1.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
+    assert "drivers on the rotation of b1 override the baked keys" in capsys.readouterr().out
