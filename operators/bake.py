@@ -83,6 +83,9 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(result.locked)}; the tip may miss")
         if result.constrained:
             self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(result.constrained)}")
+        blend = bake_run.blend_warning(obj)
+        if blend:
+            self.report({"WARNING"}, blend)
         if result.driven:
             self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
         return {"FINISHED"}

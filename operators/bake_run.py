@@ -271,6 +271,19 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
     return values, worst, flags
 
 
+def blend_warning(obj) -> str:
+    """Why the baked keys may not play back as solved because of how the action blends ('' if not)."""
+    ad = obj.animation_data
+    if ad is None or not len(ad.nla_tracks):
+        return ""
+    if ad.action_blend_type != "REPLACE" or ad.action_influence < 1.0:
+        return (
+            f"the action blends ({ad.action_blend_type.lower()}, influence {ad.action_influence:g}) over NLA strips:"
+            " playback adds their rotation to the baked keys"
+        )
+    return ""
+
+
 def driven_rotations(obj, bones) -> tuple[str, ...]:
     """Those of `bones` with a driver on their rotation channel in use (drivers win over keys)."""
     ad = obj.animation_data

@@ -168,3 +168,16 @@ def test_bake_names_bones_whose_rotation_a_driver_sets(scene, capsys):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
     assert "drivers on the rotation of b1 override the baked keys" in capsys.readouterr().out
+
+
+def test_bake_warns_when_the_action_blends_over_nla_strips(scene, capsys):
+    obj = straight_chain(3)
+    _key_rotation(obj.pose.bones["b1"], 1, (0.9, 0.4, 0.0, 0.0))
+    ad = obj.animation_data
+    ad.nla_tracks.new().strips.new("below", 1, ad.action)
+    ad.action = bpy.data.actions.new("Top")
+    ad.action_blend_type = "COMBINE"
+    add_empty("T", (1.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
+    assert "the action blends (combine" in capsys.readouterr().out
