@@ -55,6 +55,13 @@ class ChainIKResult(bpy.types.PropertyGroup):
     reached: BoolProperty(name="Reached")
 
 
+def _live_changed(self, _context) -> None:
+    if self.live:
+        from .operators import live  # operators import this module: import on use
+
+        live.watch(self.id_data)
+
+
 class ChainIKChain(bpy.types.PropertyGroup):
     """One IK chain: which bones, which target, which solver."""
 
@@ -130,7 +137,12 @@ class ChainIKChain(bpy.types.PropertyGroup):
     influence: FloatProperty(
         name="Influence", description="Blend from the current pose (0) to the solved one (1)", default=1.0, min=0, max=1
     )
-    live: BoolProperty(name="Live", description="Solve again whenever the target or the armature moves", default=False)
+    live: BoolProperty(
+        name="Live",
+        description="Solve again whenever the target or the armature moves",
+        default=False,
+        update=_live_changed,
+    )
     use_limits: BoolProperty(
         name="Use Bone IK Limits",
         description="Honour each chain bone's own IK locks, limits and stiffness (Bone > Inverse Kinematics)",

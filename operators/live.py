@@ -7,6 +7,12 @@ matrix, the root's parent pose, settings, the chain bones' IK settings) and
 is solved only when that changed. Writing the pose changes none of those, so
 the update our own write causes finds nothing to do. The handlers are added
 in register() and removed in unregister().
+
+The handler runs on every depsgraph update of every scene, so it must cost
+nothing where no chain is live: it visits only the armatures that had a live
+chain when it last looked (`_watch`), looking again over all objects only when
+their count changes, a watched name disappears (renamed or deleted), a file is
+loaded, an undo or redo happens, or a chain is switched to Live.
 """
 
 from __future__ import annotations
@@ -53,11 +59,47 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     return tuple(parts)
 
 
+_watch: set[str] = set()  # names of the objects that had a live chain when last looked at
+_scanned = -1  # len(bpy.data.objects) then; -1: look again
+
+
+def watch(obj) -> None:
+    """A chain of `obj` was switched to Live (the `live` property's update)."""
+    _watch.add(obj.name)
+
+
+def forget_watch() -> None:
+    global _scanned
+    _scanned = -1
+
+
+def _has_live(obj) -> bool:
+    return obj.type == "ARMATURE" and any(c.live for c in obj.chain_ik.chains)
+
+
+def _live_armatures(scene) -> list:
+    """The armatures of `scene` with a live chain, visiting only watched ones (see above)."""
+    global _scanned
+    objects = bpy.data.objects
+    if _scanned != len(objects) or any(objects.get(name) is None for name in _watch):
+        _watch.clear()
+        _watch.update(o.name for o in objects if _has_live(o))
+        _scanned = len(objects)
+    found = []
+    for name in tuple(_watch):
+        obj = scene.objects.get(name)
+        if obj is not None and _has_live(obj):
+            found.append(obj)
+        elif obj is not None:
+            _watch.discard(name)  # no live chain any more (found again by watch() or a new look)
+    return found
+
+
 def solve_live(scene, depsgraph) -> int:
     """Solve every live chain in `scene` whose inputs changed; returns how many were solved."""
     solved = 0
-    for obj in scene.objects:
-        if obj.type != "ARMATURE" or obj.mode == "EDIT" or not any(c.live for c in obj.chain_ik.chains):
+    for obj in _live_armatures(scene):
+        if obj.mode == "EDIT":
             continue
         obj_eval = obj.evaluated_get(depsgraph)
         for index, item in enumerate(obj.chain_ik.chains):
@@ -108,12 +150,21 @@ def on_update(scene, depsgraph=None) -> None:
 def on_load(*_args) -> None:
     """A newly loaded (or reverted) file starts unsolved: forget the signatures of the last one."""
     _signatures.clear()
+    forget_watch()
+
+
+@persistent
+def on_undo(*_args) -> None:
+    """Undo and redo can switch chains to Live or back without the property's update running."""
+    forget_watch()
 
 
 HANDLERS = (
     (bpy.app.handlers.depsgraph_update_post, on_update),
     (bpy.app.handlers.frame_change_post, on_update),
     (bpy.app.handlers.load_post, on_load),
+    (bpy.app.handlers.undo_post, on_undo),
+    (bpy.app.handlers.redo_post, on_undo),
 )
 
 
@@ -129,6 +180,8 @@ def unregister_handlers() -> None:
         for old in [h for h in handlers if h is fn or _is_ours(h, fn.__name__)]:
             handlers.remove(old)
     _signatures.clear()
+    _watch.clear()
+    forget_watch()
 
 
 def _is_ours(fn, name: str) -> bool:

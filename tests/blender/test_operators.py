@@ -195,6 +195,35 @@ def test_live_mode_follows_the_target_without_feedback(scene, ext):
     assert np.linalg.norm(world_point(obj, "b2") - np.array((1.0, 1.0, 1.0))) > 0.1
 
 
+def test_live_visits_only_armatures_with_live_chains_and_survives_renames_and_copies(scene, ext):
+    """The handler runs on every update: with no live chain it visits nothing; a live armature
+    renamed or duplicated (Shift+D) keeps following."""
+    from chain_ik.operators import live
+
+    for k in range(50):
+        add_empty(f"Filler{k}")
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    assert live._live_armatures(bpy.context.scene) == []
+    item.live = True
+    assert live._live_armatures(bpy.context.scene) == [obj]
+    obj.name = "Renamed"
+    target.location = (1.0, 0.5, 2.0)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
+    copy = obj.copy()
+    bpy.context.scene.collection.objects.link(copy)
+    copy.location = (2.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(copy, "b2") - np.array(target.location[:])) < TOL
+    item.live = copy.chain_ik.chains[0].live = False
+    bpy.context.view_layer.update()
+    assert live._live_armatures(bpy.context.scene) == []
+
+
 def test_target_carried_by_the_chain_is_refused(scene):
     obj, target = _rig_with_target()
     # A bone of the chain itself, and an empty parented to a chain bone.

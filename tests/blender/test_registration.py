@@ -10,14 +10,19 @@ def _state(ext):
     from chain_ik.operators import live
 
     classes = {cls.__name__: cls.is_registered for cls in registration.CLASSES}
-    lists = (bpy.app.handlers.depsgraph_update_post, bpy.app.handlers.frame_change_post, bpy.app.handlers.load_post)
-    handlers = [h for hs in lists for h in hs]
+    handlers = [h for hs, _ in live.HANDLERS for h in hs]
     return {
         "classes": classes,
         "owner": hasattr(bpy.types.Object, "chain_ik"),
-        "handlers": sum(live._is_ours(h, "on_update") or live._is_ours(h, "on_load") for h in handlers),
+        "handlers": sum(any(live._is_ours(h, fn.__name__) for _, fn in live.HANDLERS) for h in handlers),
         "operators": [name for name in dir(bpy.ops.chain_ik) if _operator_exists(name)],
     }
+
+
+def live_handlers():
+    from chain_ik.operators import live
+
+    return live.HANDLERS
 
 
 def _operator_exists(name: str) -> bool:
@@ -30,7 +35,8 @@ def _operator_exists(name: str) -> bool:
 
 def test_unregister_removes_everything_and_register_restores_it(ext):
     registered = _state(ext)
-    assert all(registered["classes"].values()) and registered["owner"] and registered["handlers"] == 3
+    assert all(registered["classes"].values()) and registered["owner"]
+    assert registered["handlers"] == len(live_handlers())
     assert len(registered["operators"]) == 6
     ext.unregister()
     try:
