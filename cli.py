@@ -21,6 +21,7 @@ import argparse
 import importlib.util
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -50,7 +51,7 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--pole-bone", default="", help="bone of an armature pole target")
     p.add_argument("--pole-angle", type=float, default=None, metavar="DEG", help="pole angle in degrees")
     p.add_argument("--method", default="", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)")
-    p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range)")
+    p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range); --frames=-10-20")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
     p.add_argument("--interpolation", default="BEZIER", choices=("BEZIER", "LINEAR", "CONSTANT"))
     p.add_argument("--reduce", type=float, default=0.0, metavar="TOL", help="drop keys reproduced within TOL")
@@ -87,11 +88,13 @@ def parse_chain(text: str) -> tuple[str, int]:
 
 
 def parse_frames(text: str) -> tuple[int, int]:
-    start, sep, end = text.partition("-")
-    try:
-        a, b = (int(start), int(end)) if sep else (int(start), int(start))
-    except ValueError:
-        raise CliError(f"--frames must be START-END, got '{text}'") from None
+    """START-END (or one frame); either may be negative: -10-20, -20--5 (write --frames=-10-20,
+    or argparse takes a leading '-' for an option)."""
+    match = re.fullmatch(r"\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?", text)
+    if match is None:
+        raise CliError(f"--frames must be START-END, got '{text}'")
+    a = int(match.group(1))
+    b = int(match.group(2)) if match.group(2) is not None else a
     if b < a:
         raise CliError(f"--frames end {b} is before start {a}")
     return a, b
@@ -140,6 +143,8 @@ def run(args: argparse.Namespace, package) -> dict:
     if args.chain and not args.target and obj.chain_ik.active is None:
         raise CliError("--chain needs --target (the armature has no panel chain to take it from)")
     start, end = parse_frames(args.frames) if args.frames else (scene.frame_start, scene.frame_end)
+    if args.reduce < 0.0:
+        raise CliError(f"--reduce must be a tolerance >= 0, got {args.reduce:g}")
     if args.step < 1:
         raise CliError(f"--step must be at least 1, got {args.step}")
     options = bake_run.BakeOptions(

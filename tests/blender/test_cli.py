@@ -66,6 +66,8 @@ def test_cli_blend_option_and_panel_chains(blend):
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Missing"], "no object named 'Missing'"),
         (["--armature", "Rig", "--chain", "b2:9", "--target", "Goal"], "longer than the hierarchy"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "9-2"], "before start"),
+        (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1..5"], "START-END"),
+        (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--reduce", "-1"], "--reduce must be"),
         (["--armature", "Rig"], "no chains"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--pole", "Nope"], "no pole object named 'Nope'"),
     ],
@@ -81,3 +83,15 @@ def test_cli_without_blend_or_arguments(blend):
     assert run.returncode != 0 and "give the .blend" in run.stderr
     run = _cli(blend, "--")
     assert run.returncode == 2 and "--armature" in run.stderr
+
+
+def test_cli_frame_ranges_may_start_below_zero():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chain_ik_cli", CLI)
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    assert cli.parse_frames("1-250") == (1, 250)
+    assert cli.parse_frames("-10-20") == (-10, 20)
+    assert cli.parse_frames("-20--5") == (-20, -5)
+    assert cli.parse_frames("7") == (7, 7)
