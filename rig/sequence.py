@@ -26,6 +26,9 @@ from . import modes
 from .read import read_chain
 from .space import MIN_RELATIVE_SCALE
 
+# Frames per chunk when turning solved orientations into channel values (bounded temporaries).
+CHUNK = 4096
+
 
 def unsuitable(obj, names, animated_paths: set[str]) -> str:
     """Why the fast path cannot bake these chain bones ('' when it can)."""
@@ -71,9 +74,10 @@ class ChainTrack:
             rel.append(rest.to_quaternion().normalized()[:])
         self.rest_relative = np.array(rel)
         self.first_values = {n: modes.current_values(obj_eval.pose.bones[n]) for n in self.names}
-        self.frames = np.empty((frames, len(self.names), 4))  # solved bone orientations per frame
+        self.frames: np.ndarray | None = None  # (frames, bones, 4) solved bone orientations, after solve()
         self.targets = np.empty((frames, 3))  # in this chain's space
-        self.to_world = np.empty((frames, 4, 4))
+        self.count = frames
+        self.to_world: np.ndarray | None = None  # (frames, 4, 4); one shared matrix when it cannot move
         self.stretch = np.empty(frames)
 
     def space_to_world(self, obj_eval) -> Matrix:
@@ -81,12 +85,18 @@ class ChainTrack:
         m = obj_eval.matrix_world
         return m @ obj_eval.pose.bones[self.parent].matrix if self.parent else m.copy()
 
-    def sample(self, k: int, to_world: Matrix, target_world: np.ndarray, frame: int) -> None:
-        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
+    def _stretch(self, to_world: Matrix, frame: int) -> float:
         m3 = to_world.to_3x3()
         stretch = math.sqrt(sum(x * x for row in m3 for x in row))
         if not stretch or abs(m3.determinant()) <= MIN_RELATIVE_SCALE * stretch**3:
             raise ValueError(f"the chain ending at '{self.names[-1]}' is scaled to zero at frame {frame}")
+        return stretch
+
+    def sample(self, k: int, to_world: Matrix, target_world: np.ndarray, frame: int) -> None:
+        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
+        stretch = self._stretch(to_world, frame)
+        if self.to_world is None:
+            self.to_world = np.empty((self.count, 4, 4))
         self.targets[k] = to_world.inverted() @ Vector(target_world.tolist())
         self.to_world[k] = to_world
         self.stretch[k] = stretch
@@ -96,11 +106,11 @@ class ChainTrack:
         if not np.all(np.isfinite(targets_world)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(targets_world), axis=1))[0])
             raise ValueError(f"the target is at a non-finite location at frame {int(frames[bad])}")
-        self.sample(0, to_world, targets_world[0], int(frames[0]))
+        self.stretch[:] = self._stretch(to_world, int(frames[0]))
         inverse = np.array(to_world.inverted())
         self.targets[:] = targets_world @ inverse[:3, :3].T + inverse[:3, 3]
-        self.to_world[:] = np.array(to_world)
-        self.stretch[:] = self.stretch[0]
+        # One matrix seen as every frame's: no per-frame copies on long bakes.
+        self.to_world = np.broadcast_to(np.array(to_world), (self.count, 4, 4))
 
     def solve(self, spec, report=None) -> float:
         """Solve every sampled frame from the previous frame's solution; the worst world tip error.
@@ -117,7 +127,7 @@ class ChainTrack:
             keep_points=False,
             **spec.options,
         )
-        self.frames[:] = steps.frames
+        self.frames = steps.frames
         tips = steps.tips
         world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
         return float(np.max(np.linalg.norm(world - self.targets_world(), axis=1)))
@@ -125,29 +135,42 @@ class ChainTrack:
     def targets_world(self) -> np.ndarray:
         return np.einsum("kij,kj->ki", self.to_world[:, :3, :3], self.targets) + self.to_world[:, :3, 3]
 
-    def local_rotations(self) -> np.ndarray:
-        """(frames, bones, 4) local (basis) rotations: W_i = W_{i-1} R_i B_i, so B_i = R_i^-1 W_{i-1}^-1 W_i."""
-        w = self.frames
+    def local_rotations(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """(frames, bones, 4) local (basis) rotations of frames start:stop:
+        W_i = W_{i-1} R_i B_i, so B_i = R_i^-1 W_{i-1}^-1 W_i."""
+        w = self.frames[start:stop]
         parent = np.concatenate((np.broadcast_to([1.0, 0.0, 0.0, 0.0], w[:, :1].shape), w[:, :-1]), axis=1)
         local = quat.multiply(quat.conjugate(self.rest_relative), quat.multiply(quat.conjugate(parent), w))
         return local / np.linalg.norm(local, axis=-1, keepdims=True)
 
     def channel_values(self, obj) -> dict[str, np.ndarray]:
-        """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame values."""
-        local = self.local_rotations()
+        """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame values.
+
+        In chunks of CHUNK frames, so the temporaries stay bounded on long bakes; the sign
+        and Euler continuity carries across chunks."""
         modes_ = [obj.pose.bones[name].rotation_mode for name in self.names]
-        out = {}
+        out = {
+            name: np.empty((self.count, 3 if mode in modes.EULER_ORDERS else 4))
+            for name, mode in zip(self.names, modes_, strict=True)
+        }
         quats = [i for i, mode in enumerate(modes_) if mode == "QUATERNION"]
-        if quats:
-            # Sign continuity, all quaternion bones at once: flip where a key would point away from the one before.
-            q = local[:, quats]
-            ref = np.array([self.first_values[self.names[i]] for i in quats], dtype=float)
-            dots = np.einsum("kij,kij->ki", q, np.concatenate((ref[None], q[:-1])))
-            signs = np.where(np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0) < 0.0, -1.0, 1.0)
-            signed = q * signs[..., None]
-            for j, i in enumerate(quats):
-                out[self.names[i]] = signed[:, j]
-        for i, (name, mode) in enumerate(zip(self.names, modes_, strict=True)):
-            if mode != "QUATERNION":
-                out[name] = np.array(modes.continuous_series(mode, local[:, i].tolist(), self.first_values[name]))
-        return {name: out[name] for name in self.names}
+        # Quaternion sign continuity, all such bones at once: flip where a key would point away
+        # from the one before (the first from the bone's current value).
+        before = np.array([self.first_values[self.names[i]] for i in quats], dtype=float).reshape(-1, 4)
+        parity = np.ones(len(quats))
+        for start in range(0, self.count, CHUNK):
+            stop = min(start + CHUNK, self.count)
+            local = self.local_rotations(start, stop)
+            if quats:
+                q = local[:, quats]
+                dots = np.einsum("kij,kij->ki", q, np.concatenate((before[None], q[:-1])))
+                flips = parity * np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)
+                before, parity = q[-1], flips[-1]
+                signed = q * np.where(flips < 0.0, -1.0, 1.0)[..., None]
+                for j, i in enumerate(quats):
+                    out[self.names[i]][start:stop] = signed[:, j]
+            for i, (name, mode) in enumerate(zip(self.names, modes_, strict=True)):
+                if mode != "QUATERNION":
+                    previous = self.first_values[name] if start == 0 else tuple(out[name][start - 1])
+                    out[name][start:stop] = modes.continuous_series(mode, local[:, i].tolist(), previous)
+        return out

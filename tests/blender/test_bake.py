@@ -362,6 +362,32 @@ def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
             assert abs(Quaternion(axis_a, angle_a).dot(Quaternion(axis_b, angle_b))) > 1.0 - 1e-6  # float32 keys
 
 
+def test_channel_values_in_chunks_equal_one_pass(scene, monkeypatch):
+    """The fast path converts orientations to channels in chunks of frames: sign and Euler
+    continuity carry across chunk boundaries (a chunk of 7 frames against one of 4096)."""
+    from chain_ik.rig import sequence
+
+    obj = _bent_rig()
+    for name, mode in (("upper", "QUATERNION"), ("fore", "ZXY"), ("hand", "AXIS_ANGLE")):
+        obj.pose.bones[name].rotation_mode = mode
+    target = loop_target(frames=(1, 60), center=(0.8, 0.4, 2.0), radius=0.5)
+    args = {"tip": "hand", "chain_length": 3, "target": target.name}
+
+    def bake_from_rest():
+        obj.animation_data_clear()
+        for pb in obj.pose.bones:
+            pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = (1, 0, 0, 0), (0, 0, 0), (0, 0, 1, 0)
+        assert _bake(**args) == {"FINISHED"}
+        return keyed(obj)
+
+    whole = bake_from_rest()
+    monkeypatch.setattr(sequence, "CHUNK", 7)
+    chunked = bake_from_rest()
+    assert chunked.keys() == whole.keys()
+    for key, keys in whole.items():
+        np.testing.assert_array_equal(np.array(chunked[key]), np.array(keys), err_msg=str(key))
+
+
 def test_fast_path_refusals(scene):
     from chain_ik.operators import bake_run
 
