@@ -23,7 +23,7 @@ import bpy
 import numpy as np
 
 from .. import rig, solvers
-from ..rig import keys, modes, sampling, sequence
+from ..rig import keys, modes, read, sampling, sequence
 from . import live, run
 
 
@@ -166,6 +166,15 @@ def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
     return ""
 
 
+def check_rigid_at(obj_eval, names, frame) -> None:
+    """The first frame's rigidity check again at a later frame: a parent's animated scale can
+    turn non-uniform part way through, which would shear the chain."""
+    try:
+        read.check_rigid_bones(obj_eval, names)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (at frame {int(frame)}); nothing was keyed") from None
+
+
 def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
     """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results).
 
@@ -191,6 +200,8 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dic
                 depsgraph = context.evaluated_depsgraph_get()
                 obj_eval = obj.evaluated_get(depsgraph)
             for spec, track in zip(specs, tracks, strict=True):
+                if k:
+                    check_rigid_at(obj_eval, track.names, frame)
                 target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
                 track.sample(k, track.space_to_world(obj_eval), target_world, int(frame))
             if progress is not None:
@@ -235,6 +246,8 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
                     state_q[name] = modes.current_quaternion(pbone)
                     values[name] = np.empty((n, len(state_v[name])))
         for spec in specs:
+            if k:
+                check_rigid_at(obj_eval, rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail), frame)
             target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
             target = space.to_local(target_world)
             chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)

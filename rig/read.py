@@ -133,6 +133,15 @@ def _solver_chain(tip: str, bones, mats, points, parent_matrix: Matrix | None, u
 RIGID_TOLERANCE = 1e-4
 
 
+def check_rigid_bones(obj_eval, names) -> None:
+    """The rigidity check of `read_chain` on the evaluated pose of `names` (for a bake's later
+    frames, where an animated parent scale can turn non-uniform part way through)."""
+    bones = obj_eval.pose.bones
+    for name in names:
+        pbone = bones[name]
+        _check_rigid(pbone, pbone.matrix)
+
+
 def _check_rigid(pbone, pose: Matrix) -> bool:
     """Refuse a bone whose local rotation is sheared by an inherited non-uniform scale.
 

@@ -181,3 +181,21 @@ def test_bake_warns_when_the_action_blends_over_nla_strips(scene, capsys):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
     assert "the action blends (combine" in capsys.readouterr().out
+
+
+def test_bake_refuses_a_scale_that_turns_non_uniform_part_way(scene):
+    """Checked on every frame, not only the first: a parent scaled unevenly at frame 10 would
+    shear the chain, so the bake stops there and keys nothing."""
+    bones = [("base", (0, 0, 0), (0, 0, 1), None, False, 0), ("a", (0, 0, 1), (0, 0, 2), "base", True, 0)]
+    obj = make_armature(bones + [("b", (0, 0, 2), (0, 0, 3), "a", True, 0)])
+    base = obj.pose.bones["base"]
+    for frame, scale in ((1, (1.0, 1.0, 1.0)), (10, (1.0, 1.6, 0.7))):
+        base.scale = scale
+        base.keyframe_insert("scale", frame=frame)
+    _moving_target((1, (0.8, 0.0, 1.6)), (20, (0.5, 0.3, 1.4)))
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match=r"non-uniform scale.*\(at frame \d+\)"):
+        bpy.ops.chain_ik.bake(tip="b", chain_length=2, target="T", frame_start=1, frame_end=20)
+    from chain_ik.rig.keys import action_fcurves
+
+    assert not [fc for fc in action_fcurves(obj.animation_data.action) if "rotation" in fc.data_path]

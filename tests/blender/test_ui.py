@@ -69,7 +69,8 @@ def test_settings_panel_each_solver(rig, method, target_kind):
     props = {c[2] for c in layout.calls("prop") + layout.calls("prop_search")}
     assert {"tip", "chain_length", "target", "method", "influence", "use_tail", "tolerance"} <= props
     assert ("target_bone" in props) == (target_kind == "armature")
-    assert {"triangulation": "fold_angle", "fabrik": "fabrik_placement", "jacobian": "max_step"}.get(method, "tolerance") in props
+    own = {"triangulation": "fold_angle", "fabrik": "fabrik_placement", "jacobian": "max_step"}
+    assert own.get(method, "tolerance") in props
     from chain_ik import solvers
 
     assert ("label", solvers.METHODS[method]) in layout.log  # the one-line description
