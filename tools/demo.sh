@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: build a rig, bake its IK motion headless through cli.py (as
 # `blender --background scene.blend --python cli.py -- ...` would), play it
-# back, print a summary and draw docs/bake_demo.png; then the solver core on
+# back, print a summary and draw out/bake_demo.png (the README shows docs/bake_demo.png,
+# made the same way with --png); then the solver core on
 # a small version of the triangulation paper's experiment.
 set -euo pipefail
 cd "$(dirname "$0")/.."

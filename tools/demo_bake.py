@@ -1,6 +1,6 @@
 """The main job, end to end: build a rig, bake it headless with cli.py, check playback, draw the paths.
 
-Run with a bpy venv's Python:  <venv>/bin/python tools/demo_bake.py [--frames 240] [--png docs/bake_demo.png]
+Run with a bpy venv's Python:  <venv>/bin/python tools/demo_bake.py [--frames 240] [--png out/bake_demo.png]
 
 1. Builds a 4-bone arm and an empty circling a tilted figure-eight in reach,
    saved to a temporary .blend.
@@ -137,7 +137,7 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description="Build a rig, bake it headless with cli.py, draw the paths.")
     parser.add_argument("--frames", type=int, default=240)
-    parser.add_argument("--png", type=Path, default=REPO / "docs" / "bake_demo.png")
+    parser.add_argument("--png", type=Path, default=REPO / "out" / "bake_demo.png")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         scene_path, out_path = Path(tmp) / "arm.blend", Path(tmp) / "arm_baked.blend"
