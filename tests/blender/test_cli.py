@@ -95,3 +95,17 @@ def test_cli_frame_ranges_may_start_below_zero():
     assert cli.parse_frames("-10-20") == (-10, 20)
     assert cli.parse_frames("-20--5") == (-20, -5)
     assert cli.parse_frames("7") == (7, 7)
+
+
+def test_main_job_demo_runs_end_to_end(tmp_path):
+    """The README's first command runs tools/demo_bake.py: build, headless bake, playback, picture."""
+    png = tmp_path / "demo.png"
+    run = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "demo_bake.py"), "--frames", "24", "--png", str(png)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "Demo: played back 24 frames here: worst tip error" in run.stdout
+    assert png.read_bytes().startswith(b"\x89PNG")
