@@ -100,6 +100,9 @@ def bake(
     frames = bake_frames(options)
     if not specs:
         raise ValueError("no chains to bake")
+    refusal = keys.tweak_refusal(obj)
+    if refusal:
+        raise ValueError(refusal)
     depsgraph = context.evaluated_depsgraph_get()
     for spec in specs:
         run.check_spec(obj, spec)

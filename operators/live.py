@@ -11,8 +11,10 @@ in register() and removed in unregister().
 The handler runs on every depsgraph update of every scene, so it must cost
 nothing where no chain is live: it visits only the armatures that had a live
 chain when it last looked (`_watch`), looking again over all objects only when
-their count changes, a watched name disappears (renamed or deleted), a file is
-loaded, an undo or redo happens, or a chain is switched to Live.
+their count changes, a watched name disappears or no longer has a live chain
+(renamed, deleted, switched off, names swapped), the frame changes (the switch
+may be animated), a file is loaded, an undo or redo happens, or a chain is
+switched to Live.
 """
 
 from __future__ import annotations
@@ -81,17 +83,20 @@ def _live_armatures(scene) -> list:
     """The armatures of `scene` with a live chain, visiting only watched ones (see above)."""
     global _scanned
     objects = bpy.data.objects
-    if _scanned != len(objects) or any(objects.get(name) is None for name in _watch):
-        _watch.clear()
-        _watch.update(o.name for o in objects if _has_live(o))
-        _scanned = len(objects)
-    found = []
-    for name in tuple(_watch):
-        obj = scene.objects.get(name)
-        if obj is not None and _has_live(obj):
-            found.append(obj)
-        elif obj is not None:
-            _watch.discard(name)  # no live chain any more (found again by watch() or a new look)
+    for again in (False, True):
+        if again or _scanned != len(objects) or any(objects.get(name) is None for name in _watch):
+            _watch.clear()
+            _watch.update(o.name for o in objects if _has_live(o))
+            _scanned = len(objects)
+        found, stale = [], False
+        for name in _watch:
+            obj = objects.get(name)
+            if obj is None or not _has_live(obj):
+                stale = True  # switched off, or names swapped: look at everything again
+            elif scene.objects.get(name) == obj:
+                found.append(obj)
+        if not stale:
+            break
     return found
 
 
@@ -141,9 +146,20 @@ def on_update(scene, depsgraph=None) -> None:
         return
     _busy = True
     try:
-        solve_live(scene, depsgraph if depsgraph is not None else bpy.context.evaluated_depsgraph_get())
+        depsgraph = depsgraph if depsgraph is not None else bpy.context.evaluated_depsgraph_get()
+        _watch_updated(depsgraph)
+        solve_live(scene, depsgraph)
     finally:
         _busy = False
+
+
+def _watch_updated(depsgraph) -> None:
+    """Armatures this update touched (a new copy, say) that have a live chain start being watched:
+    the update lists only what changed, so this costs little."""
+    for update in depsgraph.updates:
+        ob = update.id
+        if isinstance(ob, bpy.types.Object) and ob.name not in _watch and _has_live(ob):
+            _watch.add(ob.name)
 
 
 @persistent
@@ -154,6 +170,14 @@ def on_load(*_args) -> None:
 
 
 @persistent
+def on_frame(scene, depsgraph=None) -> None:
+    """Frame change: the `live` switches themselves may be animated (no property update runs
+    then), so look over all objects again (once per frame, as before watching), then solve."""
+    forget_watch()
+    on_update(scene, depsgraph)
+
+
+@persistent
 def on_undo(*_args) -> None:
     """Undo and redo can switch chains to Live or back without the property's update running."""
     forget_watch()
@@ -161,7 +185,7 @@ def on_undo(*_args) -> None:
 
 HANDLERS = (
     (bpy.app.handlers.depsgraph_update_post, on_update),
-    (bpy.app.handlers.frame_change_post, on_update),
+    (bpy.app.handlers.frame_change_post, on_frame),
     (bpy.app.handlers.load_post, on_load),
     (bpy.app.handlers.undo_post, on_undo),
     (bpy.app.handlers.redo_post, on_undo),

@@ -121,6 +121,24 @@ def animated_paths(obj) -> set[str]:
     return paths
 
 
+def tweak_refusal(obj) -> str:
+    """Why keys cannot be baked into the NLA strip being tweaked ('' when they can): a repeated
+    strip plays its action once per repeat, so no key can hold a different pose per repeat.
+    Any strip playing the tweaked action counts (the tweaked one is not always flagged active,
+    and keys in a shared action play in every strip of it)."""
+    ad = obj.animation_data
+    if ad is None or not ad.use_tweak_mode:
+        return ""
+    for track in ad.nla_tracks:
+        for strip in track.strips:
+            if strip.action == ad.action and abs(strip.repeat - 1.0) > 1e-6:
+                return (
+                    f"the NLA strip '{strip.name}' repeats the tweaked action {strip.repeat:g} times:"
+                    " set Repeat to 1 or leave tweak mode to bake"
+                )
+    return ""
+
+
 def action_frames(obj, frames: np.ndarray) -> np.ndarray:
     """Scene frames as frames of the action the keys go into: the same, except in NLA tweak
     mode, where the tweaked strip maps (offsets, scales, repeats) the action's time line."""

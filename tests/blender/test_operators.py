@@ -273,3 +273,27 @@ def test_target_argument_does_not_inherit_the_panel_target_bone(scene):
     item.tip, item.chain_length, item.target, item.target_bone = "b2", 3, other, "b0"
     assert bpy.ops.chain_ik.solve(target=target.name) == {"FINISHED"}
     assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
+
+
+def test_live_follows_when_its_switch_is_animated(scene, ext):
+    """An animated Live switch runs no property update: the frame change looks again."""
+    from chain_ik.operators import live
+
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    item.live = False
+    obj.keyframe_insert("chain_ik.chains[0].live", frame=1)
+    item.live = True
+    obj.keyframe_insert("chain_ik.chains[0].live", frame=10)
+    scene.frame_set(1)
+    live.forget_watch()
+    bpy.context.view_layer.update()
+    assert live._live_armatures(scene) == []
+    scene.frame_set(10)
+    target.location = (1.0, 0.5, 2.0)
+    bpy.context.view_layer.update()
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
+    obj.animation_data_clear()
+    item.live = False

@@ -199,3 +199,63 @@ def test_bake_refuses_a_scale_that_turns_non_uniform_part_way(scene):
     from chain_ik.rig.keys import action_fcurves
 
     assert not [fc for fc in action_fcurves(obj.animation_data.action) if "rotation" in fc.data_path]
+
+
+def test_bake_refuses_a_repeated_strip_in_tweak_mode(scene):
+    obj = straight_chain(3)
+    _key_rotation(obj.pose.bones["b0"], 1, (1.0, 0.0, 0.0, 0.0))
+    _key_rotation(obj.pose.bones["b0"], 10, (1.0, 0.0, 0.0, 0.0))
+    ad = obj.animation_data
+    track = ad.nla_tracks.new()
+    strip = track.strips.new("s", 1, ad.action)
+    ad.action = None
+    strip.repeat = 3.0
+    track.select = strip.select = True
+    ad.use_tweak_mode = True
+    _moving_target((1, (1.0, 0.0, 2.0)), (28, (0.5, 0.8, 1.9)))
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match="repeats the tweaked action 3 times"):
+        bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=28)
+
+
+def _constrained_target(obj, kind: str, bone: str, **settings):
+    target = add_empty("T", (1.0, 0.0, 2.5))
+    con = target.constraints.new(kind)
+    if kind == "ARMATURE":
+        for sub, weight in settings.pop("targets"):
+            t = con.targets.new()
+            t.target, t.subtarget, t.weight = obj, sub, weight
+    else:
+        con.target, con.subtarget = obj, bone
+    for key, value in settings.items():
+        setattr(con, key, value)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("kind", "bone", "settings"),
+    [
+        ("DAMPED_TRACK", "b3", {}),  # turns the target only: its location does not follow the chain
+        ("COPY_SCALE", "b2", {}),
+        ("CHILD_OF", "b3", {"influence": 0.0}),
+        ("COPY_LOCATION", "b2", {"enabled": False}),
+        ("ARMATURE", "", {"targets": [("b0", 1.0), ("b3", 0.0)]}),  # a parent switch set away from the chain
+    ],
+)
+def test_targets_whose_location_does_not_follow_the_chain_are_accepted(scene, kind, bone, settings):
+    obj = straight_chain(4)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _constrained_target(obj, kind, bone, **settings)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.solve(tip="b3", chain_length=2, target="T") == {"FINISHED"}
+
+
+def test_a_target_turned_by_the_chain_is_refused_when_its_rotation_is_used(scene):
+    obj = straight_chain(4)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = _constrained_target(obj, "DAMPED_TRACK", "b3")
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.use_rotation = "b3", 2, target, True
+    with pytest.raises(RuntimeError, match="moves with the chain"):
+        bpy.ops.chain_ik.solve()
