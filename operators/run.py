@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import bpy
 
 from .. import properties, rig, solvers
+from .spec_checks import check_in_view_layer, check_spec
 
 
 @dataclass
@@ -276,110 +277,6 @@ def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> di
         goals["target_rotation"] = rig.ik_settings.tip_goal_rotation(obj_eval, space.inverse, world, rig_chain)
         goals["rotation_weight"] = float(spec.rotation_weight)
     return goals
-
-
-def check_spec(obj, spec: ChainSpec) -> None:
-    """Refuse settings no frame could solve (ValueError with the reason)."""
-    if spec.method not in solvers.METHODS:
-        raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
-    if spec.target is None:
-        raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
-    if spec.target is obj and not spec.target_bone:
-        raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
-    if spec.pole is not None and spec.pole is obj and not spec.pole_bone:
-        raise ValueError("the armature cannot be its own pole target (pick a bone of it, or another object)")
-    # With Rotation on, the target's orientation is read too: what turns it counts.
-    rotation_read = spec.use_rotation and spec.rotation_weight > 0.0
-    _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", not rotation_read)
-    if spec.pole is not None:
-        _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
-
-
-def check_in_view_layer(spec: ChainSpec, depsgraph) -> None:
-    """The target and pole must be evaluated with the scene: an object outside the view layer
-    (in an excluded collection, or not linked to the scene) has no evaluated copy, and its
-    stored matrix may be stale (identity for a new object), which would pose silently wrong."""
-    for what, ob in (("target", spec.target), ("pole target", spec.pole)):
-        if ob is not None and not ob.evaluated_get(depsgraph).is_evaluated:
-            raise ValueError(
-                f"the {what} '{ob.name}' is not in the view layer (its collection is excluded, or it is"
-                " not linked to the scene): it has no evaluated location"
-            )
-
-
-# Constraints that turn or scale their owner without moving its origin: they move what rides on
-# the owner (its children, a bone's tail), not the owner's own location.
-TURN_ONLY = frozenset(
-    {
-        "DAMPED_TRACK",
-        "LOCKED_TRACK",
-        "TRACK_TO",
-        "COPY_ROTATION",
-        "COPY_SCALE",
-        "LIMIT_ROTATION",
-        "LIMIT_SCALE",
-        "MAINTAIN_VOLUME",
-        "STRETCH_TO",
-    }
-)
-
-
-def _constraint_targets(constraints, location_only: bool):
-    """(object, bone) pairs that the constraints in effect read; with `location_only`, only those
-    of constraints that can move the owner's origin. Off, zero-influence and invalid constraints,
-    and zero-weight Armature targets, read nothing."""
-    for con in constraints:
-        if not con.enabled or con.influence <= 0.0 or not con.is_valid:
-            continue
-        if location_only and con.type in TURN_ONLY:
-            continue
-        for t in getattr(con, "targets", ()):  # Armature constraint
-            if getattr(t, "weight", 1.0) > 0.0:
-                yield t.target, t.subtarget
-        target = getattr(con, "target", None)
-        if isinstance(target, bpy.types.Object):
-            yield target, getattr(con, "subtarget", "") or ""
-        pole = getattr(con, "pole_target", None)
-        if isinstance(pole, bpy.types.Object):
-            yield pole, getattr(con, "pole_subtarget", "") or ""
-
-
-def _carriers(ob, bone: str, location_only: bool):
-    """What moves (ob, bone), as (object, bone, location_only) to follow further: the bone's parent
-    and constraints, the object's parent and constraints. `location_only`: only the origin of
-    (ob, bone) is read (a target's or pole's location), so constraints that only turn it are left
-    out; whatever carries it matters whole (turning a parent moves the child)."""
-    if bone and ob.type == "ARMATURE":
-        pbone = ob.pose.bones.get(bone)
-        if pbone is not None:
-            if pbone.parent is not None:
-                yield ob, pbone.parent.name, False
-            for target in _constraint_targets(pbone.constraints, location_only):
-                yield *target, False
-        location_only = False  # the armature object turning moves the bone's head
-    if ob.parent is not None:
-        yield ob.parent, ob.parent_bone if ob.parent_type == "BONE" else "", False
-    for target in _constraint_targets(ob.constraints, location_only):
-        yield *target, False
-
-
-def _refuse_target_moving_with_chain(
-    obj, spec: ChainSpec, carrier, bone: str, what: str, location_only: bool = True
-) -> None:
-    """A target (or pole) carried by the chain, through parents or constraints, would chase itself
-    (and loop forever in Live mode)."""
-    names = None
-    todo, seen = [(carrier, bone, location_only)], set()
-    while todo:
-        ob, b, own = todo.pop()
-        if ob is None or (ob.name, b, own) in seen:
-            continue
-        seen.add((ob.name, b, own))
-        if ob is obj and b:
-            names = names or rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-        if ob is obj and b and b in names:
-            raise ValueError(f"the {what} moves with the chain (through bone '{b}'): pick another {what}")
-        todo.extend(_carriers(ob, b, own))
 
 
 def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOutcome]:
