@@ -23,6 +23,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import rig
+from ..rig.sampling import LIVE_HANDLER_MARK
 from . import run
 from .solve import store_result
 
@@ -84,7 +85,7 @@ def _live_armatures(scene) -> list:
     global _scanned
     objects = bpy.data.objects
     for again in (False, True):
-        if again or _scanned != len(objects) or any(objects.get(name) is None for name in _watch):
+        if again or _scanned != len(objects):
             _watch.clear()
             _watch.update(o.name for o in objects if _has_live(o))
             _scanned = len(objects)
@@ -182,6 +183,11 @@ def on_undo(*_args) -> None:
     """Undo and redo can switch chains to Live or back without the property's update running."""
     forget_watch()
 
+
+# Marked so that rig.sampling tells them from other add-ons' frame handlers (which rule out
+# sampling a bake's targets without frame_set).
+for _fn in (on_update, on_frame, on_load, on_undo):
+    setattr(_fn, LIVE_HANDLER_MARK, True)
 
 HANDLERS = (
     (bpy.app.handlers.depsgraph_update_post, on_update),

@@ -28,16 +28,13 @@ from .keys import action_fcurves, animated_paths
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
 
-# operators.live's handlers (disabled during a bake), told apart from other add-ons' by their module.
-_LIVE_MODULE = (__package__.rpartition(".")[0] + ".operators.live").lstrip(".")
-_LIVE_NAMES = ("on_update", "on_frame")
+# operators.live marks its handlers (disabled during a bake) with this attribute.
+LIVE_HANDLER_MARK = "chain_ik_live_handler"
 
 
 def _frame_handlers_quiet() -> bool:
     handlers = [*bpy.app.handlers.frame_change_pre, *bpy.app.handlers.frame_change_post]
-    return all(
-        getattr(h, "__module__", "") == _LIVE_MODULE and getattr(h, "__name__", "") in _LIVE_NAMES for h in handlers
-    )
+    return all(getattr(h, LIVE_HANDLER_MARK, False) for h in handlers)
 
 
 def armature_static_reason(obj, root_names) -> str:
