@@ -234,6 +234,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
     state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (continuity reference)
     worst = {spec.tip: 0.0 for spec in specs}
     flags: dict[str, set] = {"locked": set(), "constrained": set()}
+    chain_names = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
         depsgraph = context.evaluated_depsgraph_get()
@@ -248,9 +249,9 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
                     state_v[name] = modes.current_values(pbone)
                     state_q[name] = modes.current_quaternion(pbone)
                     values[name] = np.empty((n, len(state_v[name])))
-        for spec in specs:
+        for spec, names in zip(specs, chain_names, strict=True):
             if k:
-                check_rigid_at(obj_eval, rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail), frame)
+                check_rigid_at(obj_eval, names, frame)
             target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
             target = space.to_local(target_world)
             chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)

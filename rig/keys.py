@@ -141,7 +141,8 @@ def tweak_refusal(obj) -> str:
 
 def action_frames(obj, frames: np.ndarray) -> np.ndarray:
     """Scene frames as frames of the action the keys go into: the same, except in NLA tweak
-    mode, where the tweaked strip maps (offsets, scales, repeats) the action's time line."""
+    mode, where the tweaked strip maps (offsets, scales) the action's time line (a repeated
+    strip is refused beforehand: see tweak_refusal)."""
     ad = obj.animation_data
     if ad is None or not ad.use_tweak_mode:
         return np.asarray(frames, dtype=float)
