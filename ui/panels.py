@@ -185,6 +185,8 @@ class VIEW3D_PT_chain_ik_bake(_ChainIKPanel, bpy.types.Panel):
         sub.active = bake.reduce
         sub.prop(bake, "reduce_tolerance", text="")
         layout.operator("chain_ik.bake", icon="KEYINGSET")
+        # IK -> FK: the selected FK controls follow the IK-driven chain over the same range.
+        layout.operator("chain_ik.bake_fk", icon="CON_KINEMATIC")
 
 
 CLASSES = (

@@ -1,0 +1,95 @@
+"""`chain_ik.bake_fk`: IK -> FK over a frame range (undoable).
+
+Keys FK control bones so that, over the range, each follows the bone the IK chain drives (Rigify:
+`upper_arm_fk.L` follows `ORG-upper_arm.L`), elbows and knees included; then the limb can be
+switched to FK with no visible change.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+
+from ..properties import INTERPOLATION_ITEMS
+from ..rig import fk_follow
+from . import bake_run, fk_bake_run
+from .bake import bake_options
+from .chain_args import SCRIPT_ONLY
+from .solve import armature_poll
+
+# Worse than this on playback (degrees) and the report says the FK bones do not follow.
+FOLLOW_WARNING_DEGREES = 0.01
+
+
+def _is_selected(pbone) -> bool:
+    # 5.0 keeps bone selection on the pose bone; 4.2 on the bone.
+    return bool(pbone.select if hasattr(pbone, "select") else pbone.bone.select) and not pbone.bone.hide
+
+
+def selected_pairs(obj) -> list[tuple[str, str]]:
+    """The selected pose bones of `obj` with their Rigify partners."""
+    names = [b.name for b in obj.pose.bones if _is_selected(b)]
+    if not names:
+        raise ValueError("select the FK control bones (Rigify: upper_arm_fk.L, forearm_fk.L, hand_fk.L), or name them")
+    missing = [n for n in names if fk_follow.rigify_partner(n) is None]
+    if missing:
+        raise ValueError(
+            f"no bone to follow for {', '.join(missing)}: select only '<name>_fk' controls or give 'fk:followed' pairs"
+        )
+    return [(n, fk_follow.rigify_partner(n)) for n in names]
+
+
+class CHAINIK_OT_bake_fk(bpy.types.Operator):
+    """Key the selected FK controls over the bake range so they follow the IK-driven chain (Rigify: the ORG bones)"""
+
+    bl_idname = "chain_ik.bake_fk"
+    bl_label = "Bake IK to FK"
+    bl_options = {"REGISTER", "UNDO"}
+
+    pairs: StringProperty(
+        name="FK Bones",
+        description="'fk_bone:followed_bone, ...'; a lone '<name>_fk.L' follows 'ORG-<name>.L' (empty: selected bones)",
+        options=SCRIPT_ONLY,
+    )
+    # Unset (not given by a script): taken from the panel's Bake settings, as chain_ik.bake does.
+    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
+    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
+    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
+    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
+    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
+    reduce_tolerance: FloatProperty(
+        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
+    )
+
+    @classmethod
+    def poll(cls, context) -> bool:
+        return armature_poll(cls, context)
+
+    def execute(self, context):
+        obj = context.object
+        try:
+            pairs = fk_follow.parse_pairs(self.pairs) if self.pairs.strip() else selected_pairs(obj)
+            options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
+            progress = bake_run.Progress(context)
+            try:
+                result = fk_bake_run.bake_fk(context, obj, pairs, options, progress.update)
+            finally:
+                progress.end()
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self.report(
+            {"INFO"},
+            f"baked {result.frames} frame(s) onto {', '.join(result.bones)}: {result.keys} keys;"
+            f" on playback they follow within {result.worst_angle:.3g}° (tails within {result.worst_distance:.3g}),"
+            f" {result.seconds:.2f} s",
+        )
+        if result.worst_angle > FOLLOW_WARNING_DEGREES:
+            why = f"locked rotation channels on {', '.join(result.locked)}" if result.locked else "constraints or scale"
+            self.report({"WARNING"}, f"the FK bones miss their partners by up to {result.worst_angle:.3g}° ({why})")
+        if result.driven:
+            self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
+        return {"FINISHED"}
+
+
+CLASSES = (CHAINIK_OT_bake_fk,)
