@@ -5,8 +5,8 @@ panel's UIList; results of the last solve and of "Compare solvers" are stored
 on the chain so the panel can draw them (draw code must not compute).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: `overridable` edits the property annotations, which
+# must be the bpy.props objects, not strings.
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -18,6 +18,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from .rig.protected import MAX_FRAME
 from .solvers import JACOBIAN_VARIANTS, METHODS, OPTIONS
 
 METHOD_LABELS = {"triangulation": "Triangulation", "fabrik": "FABRIK", "ccd": "CCD", "jacobian": "Jacobian"}
@@ -42,6 +43,18 @@ PLACEMENT_ITEMS = [
 ]
 
 
+def overridable(cls):
+    """Every property of `cls` editable in a library override (`chains` also takes new items
+    there), so an overridden character's chains can be set up, solved and baked."""
+    for prop in cls.__annotations__.values():
+        keywords = getattr(prop, "keywords", None)
+        if keywords is not None and "override" not in keywords:
+            collection = prop.function is CollectionProperty
+            keywords["override"] = {"LIBRARY_OVERRIDABLE", "USE_INSERTION"} if collection else {"LIBRARY_OVERRIDABLE"}
+    return cls
+
+
+@overridable
 class ChainIKResult(bpy.types.PropertyGroup):
     """The four figures of one solve (the result line, and each Compare row)."""
 
@@ -62,6 +75,7 @@ def _live_changed(self, _context) -> None:
         live.watch(self.id_data)
 
 
+@overridable
 class ChainIKChain(bpy.types.PropertyGroup):
     """One IK chain: which bones, which target, which solver."""
 
@@ -184,14 +198,15 @@ INTERPOLATION_ITEMS = [
 ]
 
 
+@overridable
 class ChainIKBake(bpy.types.PropertyGroup):
     """How Bake keys this armature's chains (the Bake operator's defaults; scripts may override)."""
 
     use_scene_range: BoolProperty(
         name="Scene Range", description="Bake the scene's frame range; off: the range below", default=True
     )
-    frame_start: IntProperty(name="Start", description="First frame to bake", default=1)
-    frame_end: IntProperty(name="End", description="Last frame to bake", default=250)
+    frame_start: IntProperty(name="Start", description="First frame to bake", default=1, min=-MAX_FRAME, max=MAX_FRAME)
+    frame_end: IntProperty(name="End", description="Last frame to bake", default=250, min=-MAX_FRAME, max=MAX_FRAME)
     step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, soft_max=10)
     interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER")
     reduce: BoolProperty(
@@ -209,6 +224,7 @@ class ChainIKBake(bpy.types.PropertyGroup):
     )
 
 
+@overridable
 class ChainIKSettings(bpy.types.PropertyGroup):
     """All chains of one armature object, and how they are baked."""
 
@@ -228,7 +244,7 @@ CLASSES = (ChainIKResult, ChainIKChain, ChainIKBake, ChainIKSettings)
 
 
 def register_owner() -> None:
-    bpy.types.Object.chain_ik = PointerProperty(type=ChainIKSettings, name="Chain IK")
+    bpy.types.Object.chain_ik = PointerProperty(type=ChainIKSettings, name="Chain IK", override={"LIBRARY_OVERRIDABLE"})
 
 
 def unregister_owner() -> None:

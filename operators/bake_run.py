@@ -23,8 +23,9 @@ import bpy
 import numpy as np
 
 from .. import rig, solvers
-from ..rig import keys, modes, read, sampling, sequence
+from ..rig import keys, modes, protected, read, sampling, sequence
 from . import live, run
+from .spec_checks import changed_mid_bake
 
 
 @dataclass
@@ -57,6 +58,7 @@ def bake_frames(options: BakeOptions) -> np.ndarray:
         raise ValueError(f"frame end {options.frame_end} is before frame start {options.frame_start}")
     if options.interpolation not in keys.INTERPOLATIONS:
         raise ValueError(f"unknown interpolation '{options.interpolation}'")
+    protected.check_frames(options.frame_start, options.frame_end)
     return np.arange(options.frame_start, options.frame_end + 1, options.step)
 
 
@@ -104,10 +106,14 @@ def bake(
     if refusal:
         raise ValueError(refusal)
     depsgraph = context.evaluated_depsgraph_get()
+    names = []
     for spec in specs:
         run.check_spec(obj, spec)
         run.check_in_view_layer(spec, depsgraph)
-        rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        names += rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+    refusal = protected.keying_refusal(obj, names)
+    if refusal:
+        raise ValueError(refusal)
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
@@ -116,6 +122,9 @@ def bake(
     solve_frames = _solve_frames_fast if fast else _solve_frames
     try:
         values, worst, flags = solve_frames(context, obj, specs, frames, progress)
+    except (ReferenceError, KeyError) as exc:
+        # A frame handler (or a driver's script) removed or renamed what the bake reads.
+        raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)

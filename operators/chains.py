@@ -55,7 +55,12 @@ class CHAINIK_OT_chain_remove(bpy.types.Operator):
 
     def execute(self, context):
         settings = context.object.chain_ik
-        settings.chains.remove(settings.active_index)
+        try:
+            settings.chains.remove(settings.active_index)
+        except TypeError:  # a library override may remove only the chains added in this file
+            self.report({"ERROR"}, f"chain '{settings.active.name}' comes from the linked library: an override"
+                        " can remove only the chains added in this file")  # fmt: skip
+            return {"CANCELLED"}
         settings.active_index = max(0, min(settings.active_index, len(settings.chains) - 1))
         return {"FINISHED"}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Matrix
 
-from ..rig import fk_follow, keys, modes
+from ..rig import fk_follow, keys, modes, protected
 from . import bake_run, live
 
 # A followed bone that moves this much (armature units / matrix entries) when the FK bones are
@@ -117,6 +117,9 @@ def bake_fk(
     if refusal:
         raise ValueError(refusal)
     plan = fk_follow.make_plan(obj, pairs)
+    refusal = protected.keying_refusal(obj, plan.fk_names)
+    if refusal:
+        raise ValueError(refusal)
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()

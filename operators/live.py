@@ -19,6 +19,8 @@ switched to Live.
 
 from __future__ import annotations
 
+import sys
+
 import bpy
 from bpy.app.handlers import persistent
 
@@ -39,7 +41,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     if target_eval is not None:
         try:
-            parts.append(tuple(rig.target_world_location(target_eval, item.target_bone)))
+            parts.append(rig.space.target_world_point(target_eval, item.target_bone))
             if item.use_rotation:  # the target's orientation is a goal too
                 parts.append(tuple(map(tuple, rig.ik_settings.world_matrix(target_eval, item.target_bone))))
         except ValueError:
@@ -47,7 +49,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     if item.pole_target is not None:
         try:
             pole_eval = item.pole_target.evaluated_get(depsgraph)
-            parts.append(tuple(rig.target_world_location(pole_eval, item.pole_subtarget)))
+            parts.append(rig.space.target_world_point(pole_eval, item.pole_subtarget))
         except ValueError:
             parts.append(None)
     try:
@@ -113,21 +115,38 @@ def solve_live(scene, depsgraph) -> int:
             if not item.live:
                 _signatures.pop(key, None)
                 continue
-            target_eval = item.target.evaluated_get(depsgraph) if item.target is not None else None
-            sig = _signature(obj_eval, item, target_eval, depsgraph)
-            if _signatures.get(key) == sig:
-                continue
-            _signatures[key] = sig
             try:
-                outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
-            except (ValueError, ReferenceError):
-                # Live mode stays quiet (it runs on every update); Solve reports the same
-                # error in words. ReferenceError: a target removed mid-update.
-                continue
-            rig.apply(obj, outcome.write.values)
-            store_result(item, outcome)
-            solved += 1
+                solved += _solve_item(obj, obj_eval, item, key, depsgraph)
+            except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
+                _report_once(key, obj, item, exc)
+            else:
+                _reported.pop(key, None)
     return solved
+
+
+def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
+    """Solve one live chain if its inputs changed; 1 when solved."""
+    target_eval = item.target.evaluated_get(depsgraph) if item.target is not None else None
+    sig = _signature(obj_eval, item, target_eval, depsgraph)
+    if _signatures.get(key) == sig:
+        return 0
+    _signatures[key] = sig  # before solving: a failing chain is not retried until something changes
+    outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
+    rig.apply(obj, outcome.write.values)
+    store_result(item, outcome)
+    return 1
+
+
+_reported: dict[tuple[str, int], str] = {}  # live chain -> the error last printed for it
+
+
+def _report_once(key, obj, item, exc: Exception) -> None:
+    """Print a live chain's error to the console once (the handler runs on every update; an
+    operator's report is not available there); Solve reports the same error in words."""
+    message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    if _reported.get(key) != message:
+        _reported[key] = message
+        print(f"Chain IK Live: chain '{item.name}' of '{obj.name}' not solved: {message}", file=sys.stderr)
 
 
 def is_busy() -> bool:
@@ -167,6 +186,7 @@ def _watch_updated(depsgraph) -> None:
 def on_load(*_args) -> None:
     """A newly loaded (or reverted) file starts unsolved: forget the signatures of the last one."""
     _signatures.clear()
+    _reported.clear()
     forget_watch()
 
 
@@ -210,6 +230,7 @@ def unregister_handlers() -> None:
         for old in [h for h in handlers if h is fn or _is_ours(h, fn.__name__)]:
             handlers.remove(old)
     _signatures.clear()
+    _reported.clear()
     _watch.clear()
     forget_watch()
 

@@ -6,6 +6,7 @@ import bpy
 from bpy.props import IntProperty
 
 from .. import rig
+from ..rig import protected
 from . import run
 from .chain_args import SCRIPT_ONLY, ChainArguments
 
@@ -18,6 +19,10 @@ def armature_poll(cls, context) -> bool:
         return False
     if obj.mode == "EDIT":
         cls.poll_message_set("Leave Edit Mode first: IK poses the armature")
+        return False
+    refusal = protected.pose_refusal(obj)
+    if refusal:
+        cls.poll_message_set(refusal[0].upper() + refusal[1:])
         return False
     return True
 
@@ -68,6 +73,8 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         obj = context.object
         try:
             pairs = self.chain_specs(obj)
+            if context.scene.tool_settings.use_keyframe_insert_auto:
+                check_keying(obj, [spec for _, spec in pairs])
             outcomes = run.solve_and_write(obj, [spec for _, spec in pairs], context.evaluated_depsgraph_get)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
@@ -89,6 +96,14 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         if constrained:
             self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(constrained)}")
         return {"FINISHED"}
+
+
+def check_keying(obj, specs: list[run.ChainSpec]) -> None:
+    """With auto-keying on, the keys must be allowed before anything is posed (ValueError)."""
+    names = [n for s in specs for n in rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail)]
+    refusal = protected.keying_refusal(obj, names)
+    if refusal:
+        raise ValueError(f"auto-keying: {refusal}")
 
 
 def measured_error(context, obj, outcome: run.ChainOutcome) -> float:

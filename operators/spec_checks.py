@@ -18,6 +18,8 @@ def check_spec(obj, spec: ChainSpec) -> None:
     """Refuse settings no frame could solve (ValueError with the reason)."""
     if spec.method not in solvers.METHODS:
         raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
+    if not 0.0 <= spec.influence <= 1.0:  # NaN too
+        raise ValueError(f"influence must be within 0..1, got {spec.influence}")
     if spec.target is None:
         raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
@@ -29,6 +31,23 @@ def check_spec(obj, spec: ChainSpec) -> None:
     _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", not rotation_read)
     if spec.pole is not None:
         _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
+
+
+def changed_mid_bake(obj, specs: list[ChainSpec], bones, exc: Exception) -> str:
+    """What a frame handler removed or renamed while the chains were being baked: `bones` are
+    the chain bones' names at the start, `exc` the ReferenceError or KeyError that stopped it."""
+    what = [("armature", obj)]
+    for spec in specs:
+        what += [(f"target of chain '{spec.tip}'", spec.target), (f"pole target of chain '{spec.tip}'", spec.pole)]
+    for label, ob in what:
+        try:
+            getattr(ob, "name", None)
+        except ReferenceError:
+            return f"the {label} was deleted during the bake (by a frame handler?)"
+    missing = [name for name in bones if name not in obj.pose.bones]
+    if missing:
+        return f"bone '{missing[0]}' was renamed or removed during the bake (by a frame handler?)"
+    return f"the scene changed during the bake (by a frame handler?): {exc}"
 
 
 def check_in_view_layer(spec: ChainSpec, depsgraph) -> None:

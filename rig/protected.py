@@ -1,0 +1,119 @@
+"""Data Blender would not let a user change: linked (library) data-blocks, non-editable
+overrides, locked F-Curves, and an action (or 4.4+ action slot) another object plays.
+
+Chain IK refuses these before any work, naming what is protected: a pose or key written
+into linked data is gone on reload, a locked F-Curve is the user's "do not touch", and keys
+in a shared action would move the other character too. Editable library overrides are
+ordinary data here: Blender saves their pose and actions with the shot file.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from .keys import action_fcurves, data_path, rotation_property
+
+# Blender's MAXFRAME: the scene's frame range and the timeline stop here.
+MAX_FRAME = 1_048_574
+
+
+def id_refusal(id_data, what: str) -> str:
+    """Why `id_data` cannot be edited ('' when it can): linked from a library, or an override
+    Blender keeps non-editable (a system override)."""
+    if id_data is None or id_data.is_editable:
+        return ""
+    if id_data.library is not None:
+        return (
+            f"the {what} '{id_data.name}' is linked from the library '{id_data.library.filepath}': changes to it"
+            " are lost on reload; make a library override (Object > Library Override > Make) and work on that"
+        )
+    return (
+        f"the {what} '{id_data.name}' is a non-editable library override: make it editable"
+        " (Object > Library Override > Make Editable) first"
+    )
+
+
+def pose_refusal(obj) -> str:
+    """Why the pose of armature `obj` cannot be written ('' when it can)."""
+    return id_refusal(obj, "armature object")
+
+
+def keying_refusal(obj, bones) -> str:
+    """Why rotation keys of `bones` cannot go into `obj`'s action ('' when they can): the object
+    or its action is linked, another object plays the same action (slot), or an F-Curve of
+    those rotations is locked."""
+    refusal = pose_refusal(obj)
+    ad = obj.animation_data
+    action = ad.action if ad is not None else None
+    if refusal or action is None:
+        return refusal
+    refusal = id_refusal(action, "action")
+    if refusal:
+        return refusal + " (or assign a local action)"
+    others = sorted(_sharing_objects(obj, action))
+    if others:
+        return (
+            f"the action '{action.name}' also animates {', '.join(repr(n) for n in others)}: baking into it would"
+            f" change their keys too; give '{obj.name}' an action of its own (click the action's user count"
+            " to make a single-user copy)"
+        )
+    locked = locked_curves(obj, action, bones)
+    if locked:
+        return f"locked F-Curves (the padlock) on {', '.join(locked)}: unlock them to key these bones"
+    return ""
+
+
+def _slot(ad):
+    return getattr(ad, "action_slot", None)  # 4.4+; None before (one animation per action)
+
+
+def _same_slot(a, b) -> bool:
+    """Two slots (None before 4.4) animate the same channels: before 4.4 every user of an action
+    plays all of it; from 4.4 an object without a slot yet is given a free one when keyed."""
+    if a is None or b is None:
+        return not hasattr(bpy.types, "ActionSlot")
+    return a.handle == b.handle
+
+
+def _sharing_objects(obj, action):
+    """Names of the other objects that play `action` in `obj`'s slot (active action or NLA strip)."""
+    mine = _slot(obj.animation_data)
+    for other in bpy.data.objects:
+        ad = other.animation_data
+        if other == obj or ad is None:
+            continue
+        plays = [(ad.action, _slot(ad))] + [(s.action, _slot(s)) for t in ad.nla_tracks for s in t.strips]
+        if any(act == action and _same_slot(mine, slot) for act, slot in plays):
+            yield other.name
+
+
+def locked_curves(obj, action, bones) -> list[str]:
+    """'path[index]' of the locked F-Curves among `bones`' rotation channels in `obj`'s slot."""
+    wanted = {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+    mine = _slot(obj.animation_data)
+    found = []
+    for fc in _slot_fcurves(action, mine):
+        if fc.lock and fc.data_path in wanted:
+            found.append(f"{fc.data_path}[{fc.array_index}]")
+    return sorted(found)
+
+
+def _slot_fcurves(action, slot) -> list:
+    if slot is None or not hasattr(action, "layers"):
+        return action_fcurves(action)
+    return [
+        fc
+        for layer in action.layers
+        for strip in layer.strips
+        for bag in strip.channelbags
+        if bag.slot_handle == slot.handle
+        for fc in bag.fcurves
+    ]
+
+
+def check_frames(first: int, last: int) -> None:
+    """Frames beyond Blender's limit are refused (ValueError): Blender stops there, and a range
+    to 100,000,000 would exhaust memory before the first frame is solved."""
+    for frame in (first, last):
+        if abs(frame) > MAX_FRAME:
+            raise ValueError(f"frame {frame} is beyond Blender's limit (±{MAX_FRAME:,})")

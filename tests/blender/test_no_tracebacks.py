@@ -1,0 +1,125 @@
+"""No tracebacks, no crashes: Live's handler survives a chain's error, frame ranges stop at
+Blender's limit, a frame handler changing the scene mid-bake stops it cleanly, and Bake
+refuses a NaN influence as Solve does."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, straight_chain, world_point
+
+MAX_FRAME = 1_048_574
+
+
+def _two_live_chains():
+    """Chain 'arm' (b1..b2, with a pole) and chain 'root' (b0) of one rig, both Live."""
+    obj = straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    goal, goal2, pole = add_empty("Goal", (1, 0.5, 2)), add_empty("Goal2", (0.5, 1, 0.5)), add_empty("Pole", (0, -2, 1))
+    arm = obj.chain_ik.chains.add()
+    arm.name, arm.tip, arm.chain_length, arm.target, arm.pole_target = "arm", "b2", 2, goal, pole
+    root = obj.chain_ik.chains.add()
+    root.name, root.tip, root.chain_length, root.target, root.use_tail = "root", "b0", 1, goal2, True
+    arm.live = root.live = True
+    bpy.context.view_layer.update()
+    return obj, goal, goal2, pole
+
+
+def _break_pole(obj, goal, pole):
+    bpy.data.objects.remove(pole)
+
+
+def _break_target(obj, goal, pole):
+    bpy.data.objects.remove(goal)
+
+
+def _clear_target(obj, goal, pole):
+    obj.chain_ik.chains["arm"].target = None
+
+
+# Without its pole the chain solves as Blender's IK does then (no pole): nothing to report.
+@pytest.mark.parametrize(("breaks", "reports"), [(_break_pole, 0), (_break_target, 1), (_clear_target, 1)])
+def test_live_error_is_reported_once_and_other_chains_keep_following(scene, capsys, breaks, reports):
+    obj, goal, goal2, pole = _two_live_chains()
+    try:
+        capsys.readouterr()
+        breaks(obj, goal, pole)
+        for location in ((0.2, 1.0, 0.6), (-0.4, 0.8, 0.3), (0.6, -0.5, 0.7)):
+            goal2.location = location
+            bpy.context.view_layer.update()  # the handler solves
+            bpy.context.view_layer.update()  # the written pose evaluates
+            direction = world_point(obj, "b0") - world_point(obj, "b0", use_tail=False)
+            expected = np.array(location) / np.linalg.norm(location)
+            assert np.linalg.norm(direction - expected) < 1e-4  # the other chain still follows
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.count("Chain IK Live: chain 'arm' of 'Rig' not solved: ") == reports, err
+    finally:
+        for item in obj.chain_ik.chains:
+            item.live = False
+
+
+def test_bake_frames_stop_at_blenders_limit(scene):
+    obj = straight_chain(3)
+    add_empty("Goal", (1, 0.5, 2))
+    with pytest.raises(RuntimeError, match="beyond Blender's limit"):
+        bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="Goal", frame_start=MAX_FRAME, frame_end=MAX_FRAME + 2)
+    assert obj.animation_data is None
+    settings = obj.chain_ik.bake
+    settings.frame_end, settings.frame_start = 100_000_000, -100_000_000
+    assert (settings.frame_start, settings.frame_end) == (-MAX_FRAME, MAX_FRAME)
+
+
+def _keyed_goal():
+    goal = add_empty("Goal")
+    for frame in (1, 10):
+        goal.location = (math.cos(frame), math.sin(frame), 2.0)
+        goal.keyframe_insert("location", frame=frame)
+    return goal
+
+
+def _delete_goal(scene, *_args):
+    if scene.frame_current == 4 and "Goal" in bpy.data.objects:
+        bpy.data.objects.remove(bpy.data.objects["Goal"])
+
+
+def _rename_bone(scene, *_args):
+    if scene.frame_current == 4:
+        bpy.data.objects["Rig"].pose.bones["b1"].name = "renamed"
+
+
+@pytest.mark.parametrize(
+    ("handler", "message"),
+    [(_delete_goal, "the target of chain 'b2' was deleted"), (_rename_bone, "bone 'b1' was renamed or removed")],
+)
+@pytest.mark.parametrize("pole", [False, True])  # the fast path, and the general one
+def test_handler_changing_the_scene_mid_bake_stops_it_cleanly(scene, handler, message, pole):
+    obj = straight_chain(3)
+    _keyed_goal()
+    kwargs = {"pole": add_empty("Pole", (0, -2, 1)).name} if pole else {}
+    bpy.app.handlers.frame_change_pre.append(handler)
+    try:
+        with pytest.raises(RuntimeError, match=message) as info:
+            bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="Goal", frame_start=1, frame_end=10, **kwargs)
+    finally:
+        bpy.app.handlers.frame_change_pre.remove(handler)
+    assert "Traceback" not in str(info.value) and "nothing was keyed" in str(info.value)
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
+def test_bake_refuses_nan_influence_as_solve_does(scene):
+    obj = straight_chain(3)
+    goal = add_empty("Goal", (1, 0.5, 2))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, goal
+    item.influence = float("nan")
+    if not math.isnan(item.influence):
+        pytest.skip("this Blender clamps NaN")
+    with pytest.raises(RuntimeError, match="influence must be within 0..1, got nan"):
+        bpy.ops.chain_ik.solve()
+    with pytest.raises(RuntimeError, match="influence must be within 0..1, got nan"):
+        bpy.ops.chain_ik.bake(frame_start=1, frame_end=3)
+    assert obj.animation_data is None
