@@ -23,6 +23,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -98,6 +99,30 @@ def parse_frames(text: str) -> tuple[int, int]:
     if b < a:
         raise CliError(f"--frames end {b} is before start {a}")
     return a, b
+
+
+def check_output(text: str | None) -> Path | None:
+    """The --output path, resolved, or CliError before any work: empty, a directory, a parent
+    that is a file, or a folder this process cannot write in (tried with a temporary file)."""
+    if text is None:
+        return None
+    if not text.strip():
+        raise CliError("--output is empty: give the .blend file to save")
+    out = Path(text).expanduser().resolve()
+    if out.is_dir():
+        raise CliError(f"--output {out} is a directory: give the .blend file to save in it")
+    folder = out.parent
+    while not folder.exists():  # the missing folders are made on saving
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CliError(f"--output {out}: {folder} is a file, not a folder")
+    if out.exists() and not os.access(out, os.W_OK):
+        raise CliError(f"--output {out} exists and is read-only")
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise CliError(f"--output {out}: cannot write in {folder} ({exc.strerror or exc})") from None
+    return out
 
 
 def extension_package():
@@ -188,8 +213,8 @@ def run(args: argparse.Namespace, package) -> dict:
         "playback_error": playback,
         "playback_seconds": playback_seconds,
     }
-    if args.output:
-        out = Path(args.output).resolve()
+    out = check_output(args.output)
+    if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True)
         summary["output"] = str(out)
@@ -217,6 +242,7 @@ def main(argv: list[str]) -> int:
     package = None
     registered_here = False
     try:
+        check_output(args.output)  # before the file is opened or anything baked
         import bpy
 
         if not INSIDE_BLENDER:

@@ -109,3 +109,29 @@ def test_main_job_demo_runs_end_to_end(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "Demo: played back 24 frames here: worst tip error" in run.stdout
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("", "--output is empty"),
+        ("{tmp}", "is a directory"),
+        ("{tmp}/afile/out.blend", "is a file, not a folder"),
+        ("{tmp}/afile/deeper/out.blend", "is a file, not a folder"),
+        ("/sys/chain_ik_out.blend", "cannot write in /sys"),  # unwritable even as root
+    ],
+)
+def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
+    (tmp_path / "afile").write_text("")
+    output = output.format(tmp=tmp_path)
+    run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--output", output)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1 and lines[0].startswith("cli.py: error: --output"), run.stderr
+    assert message in lines[0]
+    assert "Chain IK bake" not in run.stdout  # nothing baked
+
+
+def test_cli_frames_beyond_blenders_limit_are_refused(blend):
+    run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1048575-1048576")
+    assert run.returncode == 1 and "beyond Blender's limit (±1,048,574)" in run.stderr, run.stderr
+    assert "Chain IK bake" not in run.stdout
