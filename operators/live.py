@@ -25,6 +25,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import rig
+from ..rig import protected
 from ..rig.sampling import LIVE_HANDLER_MARK
 from . import run
 from .solve import store_result
@@ -131,6 +132,9 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
     if _signatures.get(key) == sig:
         return 0
     _signatures[key] = sig  # before solving: a failing chain is not retried until something changes
+    refusal = protected.pose_refusal(obj)  # a library file saved with Live on
+    if refusal:
+        raise ValueError(refusal)
     outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
     rig.apply(obj, outcome.write.values)
     store_result(item, outcome)

@@ -19,18 +19,21 @@ MAX_FRAME = 1_048_574
 
 def id_refusal(id_data, what: str) -> str:
     """Why `id_data` cannot be edited ('' when it can): linked from a library, or an override
-    Blender keeps non-editable (a system override)."""
-    if id_data is None or id_data.is_editable:
+    Blender keeps non-editable (a system override: `is_editable` does not say so)."""
+    if id_data is None:
         return ""
-    if id_data.library is not None:
+    if id_data.library is not None and not id_data.is_editable:
         return (
             f"the {what} '{id_data.name}' is linked from the library '{id_data.library.filepath}': changes to it"
             " are lost on reload; make a library override (Object > Library Override > Make) and work on that"
         )
-    return (
-        f"the {what} '{id_data.name}' is a non-editable library override: make it editable"
-        " (Object > Library Override > Make Editable) first"
-    )
+    override = id_data.override_library
+    if override is not None and override.is_system_override:
+        return (
+            f"the {what} '{id_data.name}' is a non-editable library override: make it editable"
+            " (Object > Library Override > Make Editable) first"
+        )
+    return ""
 
 
 def pose_refusal(obj) -> str:

@@ -111,6 +111,10 @@ def test_library_override_chains_solve_and_bake_and_survive_reload(library, tmp_
         bpy.ops.chain_ik.chain_remove()
     assert bpy.ops.chain_ik.solve(chain_index=0) == {"FINISHED"}
     assert rig.chain_ik.chains[0].result.error < 1e-4
+    rig.override_library.is_system_override = True  # what Blender makes the rest of a hierarchy
+    with pytest.raises(RuntimeError, match="non-editable library override"):
+        bpy.ops.chain_ik.solve()
+    rig.override_library.is_system_override = False
     # The library's action is linked: the override gets a local one to bake into.
     rig.animation_data.action = None
     assert bpy.ops.chain_ik.bake(chain_index=0, frame_start=1, frame_end=4) == {"FINISHED"}
@@ -176,3 +180,27 @@ def test_shared_action_in_another_slot_bakes(scene):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(frame_start=1, frame_end=5) == {"FINISHED"}
     assert np.isfinite(obj.pose.bones["b0"].rotation_quaternion[0])
+
+
+def test_live_leaves_a_linked_armature_alone(scene, tmp_path, capsys):
+    obj = _keyed_rig()
+    obj.animation_data_clear()
+    obj.chain_ik.chains[0].live = True  # saved with Live on
+    path = tmp_path / "live_library.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    obj.chain_ik.chains[0].live = False
+    bpy.ops.wm.read_homefile(use_empty=True)
+    capsys.readouterr()
+    dst = _link(path, objects=["Rig", "Goal"])
+    for ob in dst.objects:
+        bpy.context.scene.collection.objects.link(ob)
+    rig = bpy.data.objects["Rig"]
+    rig.pose.bones["b1"].rotation_quaternion = (0.8, 0.6, 0, 0)  # in memory only, as a library pose is
+    before = [tuple(pb.rotation_quaternion) for pb in rig.pose.bones]
+    try:
+        for _ in range(3):
+            bpy.context.view_layer.update()
+        assert [tuple(pb.rotation_quaternion) for pb in rig.pose.bones] == before
+        assert capsys.readouterr().err.count("'Rig' not solved: the armature object 'Rig' is linked") == 1
+    finally:
+        bpy.ops.wm.read_homefile(use_empty=True)
