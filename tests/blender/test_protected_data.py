@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, straight_chain
+from builders import add_empty, make_armature, straight_chain
 
 
 def keyed(action) -> dict:
@@ -204,3 +204,22 @@ def test_live_leaves_a_linked_armature_alone(scene, tmp_path, capsys):
         assert capsys.readouterr().err.count("'Rig' not solved: the armature object 'Rig' is linked") == 1
     finally:
         bpy.ops.wm.read_homefile(use_empty=True)
+
+
+def test_ik_to_fk_bake_refuses_locked_fcurves(scene):
+    from chain_ik.rig.keys import action_fcurves
+
+    rig = make_armature(
+        [
+            ("a1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("f1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+        ]
+    )
+    rig.pose.bones["a1"].rotation_quaternion = (0.8, 0.6, 0, 0)
+    rig.pose.bones["f1"].keyframe_insert("rotation_quaternion", frame=1)
+    action = rig.animation_data.action
+    keyed_before = keyed(action)
+    action_fcurves(action)[1].lock = True
+    with pytest.raises(RuntimeError, match=r'locked F-Curves.*f1"\]\.rotation_quaternion\[1\]'):
+        bpy.ops.chain_ik.bake_fk(pairs="f1:a1", frame_start=1, frame_end=3)
+    assert keyed(action) == keyed_before
