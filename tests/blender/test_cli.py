@@ -136,3 +136,17 @@ def test_cli_frames_beyond_blenders_limit_are_refused(blend, frames):
     run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", frames)
     assert run.returncode == 1 and "beyond Blender's limit (±1,048,574)" in run.stderr, run.stderr
     assert "Chain IK bake" not in run.stdout
+
+
+def test_cli_refuses_a_linked_armature(blend, tmp_path):
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(str(blend), link=True) as (_src, dst):
+        dst.objects = ["Rig", "Goal"]
+    for ob in dst.objects:
+        bpy.context.scene.collection.objects.link(ob)
+    shot = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot))
+    run = _cli(shot, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1-5",
+               "--output", tmp_path / "out.blend")  # fmt: skip
+    assert run.returncode == 1 and "armature object 'Rig' is linked from the library" in run.stderr, run.stderr
+    assert not (tmp_path / "out.blend").exists()
