@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import math
 import os
 import re
@@ -45,18 +46,26 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         p.add_argument("blend_file", nargs="?", help="the .blend to open (or --blend)")
         p.add_argument("--blend", help="the .blend to open")
     p.add_argument("--armature", required=True, help="armature object name")
-    p.add_argument("--chain", help="TIP:LENGTH (default: the armature's chains from the panel)")
-    p.add_argument("--target", help="target object name (with --chain)")
-    p.add_argument("--target-bone", default="", help="bone of an armature target")
-    p.add_argument("--pole", default="", help="pole target object name (with --chain)")
-    p.add_argument("--pole-bone", default="", help="bone of an armature pole target")
-    p.add_argument("--pole-angle", type=float, default=None, metavar="DEG", help="pole angle in degrees")
-    p.add_argument("--method", default="", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)")
+    # Repeat --chain for several chains; the chain options then come once each (the i-th --target
+    # goes with the i-th --chain) or once for all.
+    p.add_argument("--chain", action="append", help="TIP:LENGTH (default: the armature's chains from the panel)")
+    p.add_argument("--target", action="append", help="target object name (with --chain)")
+    p.add_argument("--target-bone", action="append", help="bone of an armature target")
+    p.add_argument("--pole", action="append", help="pole target object name (with --chain)")
+    p.add_argument("--pole-bone", action="append", help="bone of an armature pole target")
+    p.add_argument("--pole-angle", action="append", type=float, metavar="DEG", help="pole angle in degrees")
+    p.add_argument(
+        "--method", action="append", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)"
+    )
     p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range); --frames=-10-20")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
     p.add_argument("--interpolation", default="BEZIER", choices=("BEZIER", "LINEAR", "CONSTANT"))
     p.add_argument("--reduce", type=float, default=0.0, metavar="TOL", help="drop keys reproduced within TOL")
     p.add_argument("--output", help="save the baked file here (.blend)")
+    p.add_argument(
+        "--max-error", type=float, metavar="E", help="exit with status 3, not saving, when playback misses by more"
+    )
+    p.add_argument("--json", metavar="PATH", help="also write the summary to this JSON file")
     return p
 
 
@@ -125,6 +134,29 @@ def check_output(text: str | None) -> Path | None:
     return out
 
 
+CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "method")
+
+
+def chain_arguments(args: argparse.Namespace) -> list[dict]:
+    """One dict per --chain (tip, length and each chain option; '' or None when not given).
+
+    Each chain option is given once per --chain, or once for all of them. Without
+    --chain: one dict with an empty tip (the panel's chains)."""
+    tips = [parse_chain(text) for text in args.chain or []] or [("", 0)]
+    if getattr(args, "target", None) and not args.chain:
+        raise CliError("--target needs --chain TIP:LENGTH")
+    chains = [{"tip": tip, "length": length} for tip, length in tips]
+    for option in CHAIN_OPTIONS:
+        given = getattr(args, option) or []
+        if len(given) not in (0, 1, len(chains)):
+            flag = "--" + option.replace("_", "-")
+            raise CliError(f"{flag} is given {len(given)} times for {len(chains)} --chain: give it once, or once each")
+        for i, chain in enumerate(chains):
+            value = given[i if len(given) > 1 else 0] if given else None
+            chain[option] = value if option == "pole_angle" else value or ""
+    return chains
+
+
 def extension_package():
     """(The Chain IK package module, whether this run registered it).
 
@@ -162,16 +194,16 @@ def run(args: argparse.Namespace, package) -> dict:
         raise CliError(f"armature '{obj.name}' is not in the view layer of scene '{scene.name}'")
     if obj.mode == "EDIT":
         bpy.ops.object.mode_set(mode="OBJECT")
-    tip, length = parse_chain(args.chain) if args.chain else ("", 0)
-    if args.target and not args.chain:
-        raise CliError("--target needs --chain TIP:LENGTH")
-    if args.chain and not args.target and obj.chain_ik.active is None:
+    chains = chain_arguments(args)
+    if args.chain and not all(c["target"] for c in chains) and obj.chain_ik.active is None:
         raise CliError("--chain needs --target (the armature has no panel chain to take it from)")
     start, end = parse_frames(args.frames) if args.frames else (scene.frame_start, scene.frame_end)
     if args.reduce < 0.0:
         raise CliError(f"--reduce must be a tolerance >= 0, got {args.reduce:g}")
     if args.step < 1:
         raise CliError(f"--step must be at least 1, got {args.step}")
+    if args.max_error is not None and not args.max_error >= 0.0:
+        raise CliError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
     options = bake_run.BakeOptions(
         frame_start=start,
         frame_end=end,
@@ -181,19 +213,22 @@ def run(args: argparse.Namespace, package) -> dict:
         reduce_tolerance=args.reduce if args.reduce > 0.0 else 1e-3,
     )
     try:
-        angle = None if args.pole_angle is None else math.radians(args.pole_angle)
-        pairs = ops_run.specs_from_arguments(
-            obj,
-            tip,
-            length,
-            args.target or "",
-            args.target_bone,
-            args.method,
-            -1,
-            pole=args.pole,
-            pole_bone=args.pole_bone,
-            pole_angle=angle,
-        )
+        pairs = [
+            pair
+            for c in chains
+            for pair in ops_run.specs_from_arguments(
+                obj,
+                c["tip"],
+                c["length"],
+                c["target"],
+                c["target_bone"],
+                c["method"],
+                -1,
+                pole=c["pole"],
+                pole_bone=c["pole_bone"],
+                pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
+            )
+        ]
         specs = [spec for _, spec in pairs]
         frames = bake_run.bake_frames(options)
         progress = bake_run.Progress(context)
@@ -212,7 +247,20 @@ def run(args: argparse.Namespace, package) -> dict:
         "solver_error": result.worst_error,
         "playback_error": playback,
         "playback_seconds": playback_seconds,
+        "per_chain": [
+            {
+                "name": item.name if item is not None else spec.tip,
+                "tip": spec.tip,
+                "method": spec.method,
+                "solver_error": result.per_chain_error.get(spec.tip, 0.0),
+            }
+            for item, spec in pairs
+        ],
+        "status": "ok",
     }
+    if args.max_error is not None and not playback <= args.max_error:
+        summary["status"] = "missed"
+        return summary  # not saved: a bake that misses its bound must not replace a good file
     out = check_output(args.output)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -234,6 +282,13 @@ def print_summary(summary: dict) -> None:
         print(f"Chain IK bake: saved {summary['output']}")
 
 
+def write_json(path: str | None, summary: dict) -> None:
+    """The summary as one JSON document, for scripts (tools/bake_shots.py reads it)."""
+    if not path:
+        return
+    Path(path).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     try:
         args = parse_args(argv)
@@ -253,13 +308,20 @@ def main(argv: list[str]) -> int:
                 raise CliError(f"no such file: {blend}")
             bpy.ops.wm.open_mainfile(filepath=str(Path(blend).resolve()))
         package, registered_here = extension_package()
-        print_summary(run(args, package))
+        summary = run(args, package)
+        write_json(args.json, summary)
+        print_summary(summary)
+        if summary["status"] == "missed":
+            print(
+                f"cli.py: error: playback misses by {summary['playback_error']:.3g}, more than --max-error"
+                f" {args.max_error:g}; the file was not saved",
+                file=sys.stderr,
+            )
+            return 3
         return 0
-    except CliError as exc:
+    except (CliError, RuntimeError) as exc:  # RuntimeError: bpy operators (open/save) report failures so
         print(f"cli.py: error: {exc}", file=sys.stderr)
-        return 1
-    except RuntimeError as exc:  # bpy operators (open/save) report failures this way
-        print(f"cli.py: error: {exc}", file=sys.stderr)
+        write_json(args.json, {"status": "error", "error": str(exc)})
         return 1
     finally:
         if registered_here:

@@ -6,7 +6,8 @@ set -euo pipefail
 
 CHAIN_IK_CACHE="${CHAIN_IK_CACHE:-$HOME/.cache/chain_ik}"
 BLENDER_VERSIONS="${CHAIN_IK_BLENDER_VERSIONS:-5.0.1 4.2.23}"
-DEV_PACKAGES="pytest==8.* hypothesis==6.* ruff==0.* numpy"
+# dask[distributed]: tools/bake_shots.py --scheduler and its tests only, never the extension.
+DEV_PACKAGES="pytest==8.* hypothesis==6.* ruff==0.* numpy dask[distributed]"
 
 find_python311() {
   for cand in python3.11 python3 python; do
@@ -18,7 +19,16 @@ find_python311() {
   return 1
 }
 
-# venv_for VERSION -> prints the venv's python, building the venv if needed.
+# install_dev_packages DIR: DEV_PACKAGES into the venv at DIR (read -a: no globbing of "dask[...]").
+install_dev_packages() {
+  local packages
+  read -ra packages <<< "$DEV_PACKAGES"
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}" >&2
+  echo "$DEV_PACKAGES" > "$1/.dev-packages"
+}
+
+# venv_for VERSION -> prints the venv's python, building the venv if needed. A cached venv
+# made with other DEV_PACKAGES (an older checkout, a CI cache) gets the missing ones installed.
 venv_for() {
   local version="$1" dir="$CHAIN_IK_CACHE/venv-bpy-$1"
   if [ ! -f "$dir/.complete" ] || ! "$dir/bin/python" -c 'import bpy' >/dev/null 2>&1; then
@@ -26,8 +36,18 @@ venv_for() {
     rm -rf "$dir"
     mkdir -p "$CHAIN_IK_CACHE"
     "$(find_python311)" -m venv "$dir" >&2
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "bpy==$version" $DEV_PACKAGES >&2
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "bpy==$version" >&2
+    install_dev_packages "$dir"
     touch "$dir/.complete"
+  elif [ "$(cat "$dir/.dev-packages" 2>/dev/null)" != "$DEV_PACKAGES" ]; then
+    # Several test runs may share the cache: one installs, the others wait for it.
+    (
+      flock 9
+      if [ "$(cat "$dir/.dev-packages" 2>/dev/null)" != "$DEV_PACKAGES" ]; then
+        echo "[chain_ik] installing dev packages into $dir: $DEV_PACKAGES" >&2
+        install_dev_packages "$dir"
+      fi
+    ) 9>"$dir/.dev-packages.lock"
   fi
   echo "$dir/bin/python"
 }
