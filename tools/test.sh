@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: ruff, the solver tier (no bpy), then the Blender tier
+# The whole test suite: ruff, the solver tier (no bpy), the Flamenco job type
+# (Node; nodejs is installed with apt-get if missing), then the Blender tier
 # once per Blender version, each in its own process under a timeout (on 4.2 a
 # class left registered at exit can hang the interpreter).
 set -euo pipefail
@@ -16,6 +17,12 @@ for version in $BLENDER_VERSIONS; do
     "$py" -m ruff check . || status=1
     echo "== solver tier (numpy only)"
     "$py" -m pytest -q -p no:cacheprovider tests/solvers || status=1
+    echo "== Flamenco job type (Node)"
+    if ! command -v node >/dev/null 2>&1; then
+      echo "[chain_ik] node is missing: installing nodejs with apt-get" >&2
+      { apt-get update -qq && apt-get install -y -qq nodejs >/dev/null; } || status=1
+    fi
+    node --test tests/flamenco/ || status=1
   fi
   echo "== Blender tier: bpy $version"
   if [ -d tests/blender ] && ls tests/blender/test_*.py >/dev/null 2>&1; then

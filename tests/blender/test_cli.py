@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
 
 import bpy
 import pytest
-from builders import add_empty, straight_chain
+from builders import add_empty, make_armature, straight_chain
 from conftest import REPO
 
 CLI = REPO / "cli.py"
@@ -150,3 +151,54 @@ def test_cli_refuses_a_linked_armature(blend, tmp_path):
                "--output", tmp_path / "out.blend")  # fmt: skip
     assert run.returncode == 1 and "armature object 'Rig' is linked from the library" in run.stderr, run.stderr
     assert not (tmp_path / "out.blend").exists()
+
+
+def test_cli_json_summary_and_max_error(blend, tmp_path):
+    """--json writes the machine-readable summary; --max-error fails (status 3) and saves nothing."""
+    out, summary = tmp_path / "o.blend", tmp_path / "s.json"
+    args = ["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1-10"]
+    run = _cli(blend, "--", *args, "--max-error", "1e-4", "--json", summary, "--output", out)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(summary.read_text())
+    assert data["status"] == "ok" and data["frames"] == 10 and data["keys"] == 3 * 4 * 10
+    assert data["playback_error"] < 1e-4 and data["output"] == str(out)
+    assert [c["tip"] for c in data["per_chain"]] == ["b2"] and data["per_chain"][0]["name"]
+    out.unlink()
+    # Out of reach at frames 1-10: the tip misses by ~0.9 (the circle's radius 1 at height 2, arm 3).
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    bpy.data.objects["Goal"].animation_data_clear()
+    bpy.data.objects["Goal"].location = (0.0, 0.0, 4.0)
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    run = _cli(blend, "--", *args, "--max-error", "0.5", "--json", summary, "--output", out)
+    assert run.returncode == 3, run.stderr
+    assert "more than --max-error 0.5; the file was not saved" in run.stderr
+    data = json.loads(summary.read_text())
+    assert data["status"] == "missed" and data["playback_error"] > 0.5
+    assert not out.exists()
+    run = _cli(blend, "--", "--armature", "Nope", "--json", summary)
+    assert run.returncode == 1 and json.loads(summary.read_text()) == {"status": "error", "error": run.stderr.split(
+        "cli.py: error: ")[1].strip()}  # fmt: skip
+
+
+def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
+    """--chain repeated: the i-th --target (and --method, --pole ...) goes with the i-th chain."""
+    make_armature([
+        ("root", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+        ("l0", (0, 0, 1), (1, 0, 1), "root", True, 0.0), ("l1", (1, 0, 1), (2, 0, 1), "l0", True, 0.0),
+        ("r0", (0, 0, 1), (-1, 0, 1), "root", False, 0.0), ("r1", (-1, 0, 1), (-2, 0, 1), "r0", True, 0.0),
+    ])  # fmt: skip
+    bpy.ops.object.mode_set(mode="OBJECT")
+    add_empty("GoalL", (1.2, 0.8, 1.5))
+    add_empty("GoalR", (-1.0, -1.0, 1.2))
+    path = tmp_path / "two.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    summary = tmp_path / "s.json"
+    chains = ["--chain", "l1:2", "--target", "GoalL", "--chain", "r1:2", "--target", "GoalR"]
+    run = _cli(path, "--", "--armature", "Rig", *chains, "--method", "fabrik", "--method", "ccd",
+               "--frames", "1-3", "--json", summary)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    data = json.loads(summary.read_text())
+    assert [(c["tip"], c["method"]) for c in data["per_chain"]] == [("l1", "fabrik"), ("r1", "ccd")]
+    assert data["playback_error"] < 1e-3
+    run = _cli(path, "--", "--armature", "Rig", *chains, "--pole", "A", "--pole", "B", "--pole", "C")
+    assert run.returncode == 1 and "--pole is given 3 times for 2 --chain" in run.stderr

@@ -1,0 +1,231 @@
+"""tools/bake_shots.py: many shots, one Blender process each (the bpy wheel's Python), locally and on Dask.
+
+Shots are small (8 frames, a 3-bone arm) so the tier stays fast on a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import pytest
+from builders import add_empty, straight_chain
+from conftest import REPO
+
+TOOL = REPO / "tools" / "bake_shots.py"
+SHOTS = 6
+FRAMES = 8
+sys.path.insert(0, str(REPO / "tools"))
+import shot_list  # noqa: E402
+
+
+def _save_shot(path: Path, phase: float, radius: float = 1.0) -> None:
+    bpy.ops.wm.read_homefile(use_empty=True)
+    straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    goal = add_empty("Goal")
+    for f in range(1, FRAMES + 1):
+        a = 2.0 * math.pi * f / FRAMES + phase
+        goal.location = (radius * math.cos(a), radius * math.sin(a), 2.0)
+        goal.keyframe_insert("location", frame=f)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, FRAMES
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+
+
+def _write_list(path: Path, shots: list[dict], defaults: dict | None = None) -> Path:
+    def value(v):
+        return json.dumps(v)  # TOML basic strings and numbers read as JSON writes them
+
+    lines = []
+    if defaults:
+        lines.append("[defaults]")
+        lines += [f"{k} = {value(v)}" for k, v in defaults.items()]
+    for shot in shots:
+        lines.append("[[shots]]")
+        lines += [f"{k} = {value(v)}" for k, v in shot.items() if k != "chains"]
+        for chain in shot.get("chains", []):
+            lines.append("[[shots.chains]]")
+            lines += [f"{k} = {value(v)}" for k, v in chain.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def shots_dir(ext, tmp_path_factory):
+    """6 small shots (a target circling in reach, each from its own phase) and one corrupt file."""
+    root = tmp_path_factory.mktemp("shots")
+    for i in range(SHOTS):
+        _save_shot(root / f"sh{i}.blend", phase=0.7 * i)
+    (root / "corrupt.blend").write_bytes(b"BLENDER-v300 this is not a blend file" * 10)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return root
+
+
+def _shot_entries(out: str, corrupt: bool = True) -> list[dict]:
+    methods = ["triangulation", "fabrik", "ccd"]
+    entries = [
+        {"name": f"sh{i}", "blend": f"sh{i}.blend", "output": f"{out}/sh{i}.blend",
+         "chains": [{"chain": "b2:3", "target": "Goal", "method": methods[i % 3]}]}
+        for i in range(SHOTS)
+    ]  # fmt: skip
+    if corrupt:
+        entries.insert(3, {"name": "corrupt", "blend": "corrupt.blend", "output": f"{out}/corrupt.blend"})
+    return entries
+
+
+def _bake_shots(shot_file: Path, *args, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(TOOL), str(shot_file), "--python", sys.executable, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _keys(blend: Path) -> dict[tuple[str, int], list[tuple[float, float]]]:
+    """Every rotation key of the baked rig: (data path, index) -> [(frame, value)]."""
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    action = bpy.data.objects["Rig"].animation_data.action
+    from chain_ik.rig import keys
+
+    curves = keys.action_fcurves(action)
+    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in curves}
+
+
+@pytest.fixture(scope="module")
+def one_by_one(shots_dir):
+    """Each good shot baked by its own cli.py run, as a user would one at a time."""
+    listed = shot_list.load(_write_list(shots_dir / "single.toml", _shot_entries("single", False), {"armature": "Rig"}))
+    for shot in listed:
+        cmd = [sys.executable, str(REPO / "cli.py"), str(shot.blend), "--", *shot_list.cli_arguments(shot)]
+        run = subprocess.run([*cmd, "--output", str(shot.output)], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+    keys = {shot.name: _keys(shot.output) for shot in listed}
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return keys
+
+
+def _check_batch(shots_dir: Path, out: str, run: subprocess.CompletedProcess, one_by_one: dict) -> dict:
+    assert run.returncode == 1, run.stderr  # the corrupt shot failed
+    report = json.loads((shots_dir / f"{out}.report.json").read_text())
+    by_name = {entry["name"]: entry for entry in report["shots"]}
+    assert report["counts"] == {"ok": SHOTS, "failed": 1}
+    bad = by_name["corrupt"]
+    assert bad["status"] == "failed" and bad["output"] is None and Path(bad["log"]).is_file()
+    assert "corrupt.blend" in bad["error"] or "not a blend" in bad["error"].lower(), bad["error"]
+    assert "corrupt: failed" in run.stderr and f"{SHOTS + 1}/{SHOTS + 1} shots" in run.stderr
+    assert not (shots_dir / out / "corrupt.blend").exists()
+    for i in range(SHOTS):
+        entry = by_name[f"sh{i}"]
+        assert entry["status"] == "ok", entry
+        assert entry["keys"] == 3 * 4 * FRAMES  # 3 bones, quaternion
+        assert entry["worst_error"] < 1e-4 and entry["seconds"] > 0.0
+        assert Path(entry["log"]).is_file()
+        assert _keys(Path(entry["output"])) == one_by_one[f"sh{i}"], f"sh{i} differs from its one-by-one bake"
+    assert not [p.name for p in (shots_dir / out).iterdir() if p.name.startswith(".")], "temporary files left"
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return report
+
+
+def test_local_jobs_match_one_by_one_cli_runs(shots_dir, one_by_one):
+    shot_file = _write_list(shots_dir / "local.toml", _shot_entries("local"), {"armature": "Rig"})
+    run = _bake_shots(shot_file, "--jobs", 2)
+    report = _check_batch(shots_dir, "local", run, one_by_one)
+    assert report["route"] == "local, 2 job(s)"
+
+
+def test_dask_local_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one):
+    distributed = pytest.importorskip("dask.distributed")
+    shot_file = _write_list(shots_dir / "dask.toml", _shot_entries("dask"), {"armature": "Rig"})
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    ) as cluster:
+        run = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address)
+    report = _check_batch(shots_dir, "dask", run, one_by_one)
+    assert report["route"].startswith("dask tcp://")
+
+
+def test_interrupted_run_leaves_no_partial_outputs(shots_dir):
+    shot_file = _write_list(shots_dir / "stop.toml", _shot_entries("stop", False), {"armature": "Rig"})
+    logs = shots_dir / "stop.logs"
+    process = subprocess.Popen(
+        [sys.executable, str(TOOL), str(shot_file), "--python", sys.executable, "--jobs", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (logs.is_dir() and len(list(logs.glob("*.log"))) >= 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside Blender: starting, baking or saving
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr
+    report = json.loads((shots_dir / "stop.report.json").read_text())
+    statuses = {entry["name"]: entry["status"] for entry in report["shots"]}
+    assert "interrupted" in statuses.values(), statuses
+    out = shots_dir / "stop"
+    left = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    assert not [name for name in left if name.startswith(".")], left
+    # Whatever is at an output path is a finished, checked bake.
+    assert left == sorted(f"{name}.blend" for name, status in statuses.items() if status == "ok")
+    assert not subprocess.run(["pgrep", "-f", str(shots_dir / "sh")], capture_output=True).stdout, (
+        "Blender left running"
+    )
+
+
+def test_max_error_marks_a_shot_missed_without_writing_it(shots_dir):
+    _save_shot(shots_dir / "far.blend", 0.0, radius=6.0)  # out of reach: the tip misses by ~3
+    bpy.ops.wm.read_homefile(use_empty=True)
+    entries = [{"name": "far", "blend": "far.blend", "output": "bound/far.blend", "max_error": 0.01,
+                "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
+    run = _bake_shots(_write_list(shots_dir / "bound.toml", entries, {"armature": "Rig"}))
+    assert run.returncode == 1, run.stderr
+    entry = json.loads((shots_dir / "bound.report.json").read_text())["shots"][0]
+    assert entry["status"] == "missed" and entry["worst_error"] > 1.0, entry
+    assert "playback misses by" in entry["error"]
+    assert not (shots_dir / "bound").exists() or not list((shots_dir / "bound").iterdir())
+
+
+def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
+    entries = [
+        {"name": "a", "blend": "sh0.blend", "output": "v/a.blend", "frames": "9-2"},
+        {"name": "b", "blend": "missing.blend", "output": "v/b.blend", "step": 0, "speed": 2},
+        {"name": "a", "blend": "sh1.blend", "output": "v/a.blend",
+         "chains": [{"chain": "b2", "target": "Goal", "method": "nope"}, {"chain": "b2:3"}]},
+        {"blend": "sh2.blend", "armature": "Rig"},
+    ]  # fmt: skip
+    shot_file = _write_list(shots_dir / "bad.toml", entries, {"armature": "Rig"})
+    run = _bake_shots(shot_file, "--jobs", 2)
+    assert run.returncode == 2
+    expected = [
+        "shot 1 ('a'): frames end 2 is before start 9",
+        "shot 2 ('b'): unknown key 'speed'",
+        "shot 2 ('b'): blend file not found",
+        "shot 2 ('b'): 'step' must be at least 1, got 0",
+        "shot 3 ('a'), chain 1: chain must be TIP:LENGTH, got 'b2'",
+        "shot 3 ('a'), chain 1: unknown method 'nope'",
+        "shot 3 ('a'), chain 2: 'target' is required",
+        "shot 4: 'output' is required",
+    ]
+    lines = run.stderr.splitlines()
+    for text in expected:
+        assert sum(text in line for line in lines) == 1, (text, run.stderr)
+    assert "8 problem(s)" in run.stderr
+    assert not (shots_dir / "bad.logs").exists() and not (shots_dir / "v").exists()
+    good = _write_list(shots_dir / "good.toml", _shot_entries("never"), {"armature": "Rig"})
+    check = _bake_shots(good, "--check")
+    assert check.returncode == 0 and "7 shot(s), all valid" in check.stdout
+    dup = [
+        {"name": "x", "blend": "sh0.blend", "output": "o.blend"},
+        {"name": "x", "blend": "sh1.blend", "output": "o.blend"},
+    ]
+    run = _bake_shots(_write_list(shots_dir / "dup.toml", dup, {"armature": "Rig"}), "--check")
+    assert run.returncode == 2 and "name is already used by shot 1" in run.stderr and "is shot 1's too" in run.stderr
