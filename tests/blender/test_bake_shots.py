@@ -229,3 +229,33 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
     ]
     run = _bake_shots(_write_list(shots_dir / "dup.toml", dup, {"armature": "Rig"}), "--check")
     assert run.returncode == 2 and "name is already used by shot 1" in run.stderr and "is shot 1's too" in run.stderr
+
+
+def test_a_crashed_blender_is_retried_and_a_hung_one_timed_out(shots_dir, tmp_path):
+    """A Blender that dies without reporting (here: killed on its first start) gets --retries more
+    attempts; one that hangs past --timeout is killed. Reported errors are not retried."""
+    marker = tmp_path / "crashed-once"
+    flaky = tmp_path / "flaky-python"
+    flaky.write_text(
+        f'#!/bin/sh\nif [ ! -e "{marker}" ]; then touch "{marker}"; kill -9 $$; fi\nexec "{sys.executable}" "$@"\n'
+    )
+    hung = tmp_path / "hung-python"
+    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    for script in (flaky, hung):
+        script.chmod(0o755)
+    entries = [{"name": "sh0", "blend": "sh0.blend", "output": "retry/sh0.blend",
+                "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
+    shot_file = _write_list(shots_dir / "retry.toml", entries, {"armature": "Rig"})
+    run = subprocess.run([sys.executable, str(TOOL), str(shot_file), "--python", str(flaky)],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    entry = json.loads((shots_dir / "retry.report.json").read_text())["shots"][0]
+    assert entry["status"] == "ok" and entry["attempts"] == 2, entry
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, str(TOOL), str(shot_file), "--python", str(hung), "--timeout", "1",
+                          "--retries", "1"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 1 and time.monotonic() - started < 30
+    entry = json.loads((shots_dir / "retry.report.json").read_text())["shots"][0]
+    assert entry["status"] == "failed" and entry["attempts"] == 2 and "longer than 1.0 s" in entry["error"], entry
+    assert (shots_dir / "retry" / "sh0.blend").is_file()  # the earlier good bake is left as it was
+    assert not [p for p in (shots_dir / "retry").iterdir() if p.name.startswith(".")]
