@@ -195,8 +195,8 @@ def run(args: argparse.Namespace, package) -> dict:
     if obj.mode == "EDIT":
         bpy.ops.object.mode_set(mode="OBJECT")
     chains = chain_arguments(args)
-    if args.chain and not all(c["target"] for c in chains) and obj.chain_ik.active is None:
-        raise CliError("--chain needs --target (the armature has no panel chain to take it from)")
+    if args.chain and not all(c["target"] for c in chains):
+        raise CliError("--chain needs --target (a chain given on the command line takes nothing from the panel)")
     start, end = parse_frames(args.frames) if args.frames else (scene.frame_start, scene.frame_end)
     if args.reduce < 0.0:
         raise CliError(f"--reduce must be a tolerance >= 0, got {args.reduce:g}")
@@ -230,32 +230,27 @@ def run(args: argparse.Namespace, package) -> dict:
             )
         ]
         specs = [spec for _, spec in pairs]
-        frames = bake_run.bake_frames(options)
         progress = bake_run.Progress(context)
         result = bake_run.bake(context, obj, specs, options, progress.update)
-        started = time.perf_counter()
-        playback = bake_run.playback_error(context, obj, specs, frames)
-        playback_seconds = time.perf_counter() - started
+        # The bake's report is measured on playback at every baked frame.
+        playback = max(chain.worst_error for chain in result.chains)
     except ValueError as exc:
         raise CliError(str(exc)) from None
     summary = {
         "frames": result.frames,
         "range": f"{start}-{end} step {args.step}",
-        "chains": ", ".join(f"{s.tip} ({s.method})" for s in specs),
+        "chains": ", ".join(f"{s.label} ({s.method})" for s in specs),
         "seconds": result.seconds,
         "keys": result.keys,
         "solver_error": result.worst_error,
         "playback_error": playback,
-        "playback_seconds": playback_seconds,
+        "playback_seconds": result.measure_seconds,
+        # operators.bake_report.ChainReport, measured on playback, and the solver's own figure.
         "per_chain": [
-            {
-                "name": item.name if item is not None else spec.tip,
-                "tip": spec.tip,
-                "method": spec.method,
-                "solver_error": result.per_chain_error.get(spec.tip, 0.0),
-            }
-            for item, spec in pairs
+            {**chain.as_dict(), "solver_error": result.per_chain_error.get(spec.tip, 0.0)}
+            for spec, chain in zip(specs, result.chains, strict=True)
         ],
+        "live_off": list(result.live_off),
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:
@@ -269,7 +264,8 @@ def run(args: argparse.Namespace, package) -> dict:
     return summary
 
 
-def print_summary(summary: dict) -> None:
+def print_summary(summary: dict, chain_line) -> None:
+    """`chain_line(dict)`: operators.bake_report.chain_line."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
         f" in {summary['seconds']:.3f} s, {summary['keys']} keys written"
@@ -278,6 +274,10 @@ def print_summary(summary: dict) -> None:
         f"Chain IK bake: worst tip error on playback {summary['playback_error']:.3g}"
         f" (solver {summary['solver_error']:.3g})"
     )
+    for chain in summary["per_chain"]:
+        print(f"Chain IK bake: {chain_line(chain)}")
+    if summary["live_off"]:
+        print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:
         print(f"Chain IK bake: saved {summary['output']}")
 
@@ -310,7 +310,7 @@ def main(argv: list[str]) -> int:
         package, registered_here = extension_package()
         summary = run(args, package)
         write_json(args.json, summary)
-        print_summary(summary)
+        print_summary(summary, importlib.import_module(f"{package.__name__}.operators.bake_report").chain_line)
         if summary["status"] == "missed":
             print(
                 f"cli.py: error: playback misses by {summary['playback_error']:.3g}, more than --max-error"

@@ -6,7 +6,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..properties import INTERPOLATION_ITEMS
-from . import bake_run
+from . import bake_job, bake_report, bake_run
 from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll
 
@@ -64,21 +64,79 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
     def execute(self, context):
         obj = context.object
         try:
-            pairs = self.chain_specs(obj)
-            options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
+            specs, options = self._prepare(context, obj)
             progress = bake_run.Progress(context)
             try:
-                result = bake_run.bake(context, obj, [spec for _, spec in pairs], options, progress.update)
+                result = bake_run.bake(context, obj, specs, options, progress.update)
             finally:
                 progress.end()
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        self._report(obj, specs, result)
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        """From the UI: bake in steps on a timer (modal), so Esc can cancel it; scripts use execute."""
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        obj = context.object
+        try:
+            specs, options = self._prepare(context, obj)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        self._job = bake_job.BakeJob(context, obj, specs, options)
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.01, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        job = self._job
+        if event.type == "ESC" and event.value == "PRESS" and job.cancel():
+            self._stop(context)
+            self.report({"INFO"}, "bake cancelled: nothing was keyed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}  # swallow the rest: nothing may change the rig mid-bake
+        try:
+            done = job.step(0.05)
+        except ValueError as exc:
+            self._stop(context)
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        if not done:
+            context.workspace.status_text_set(job.status())
+            return {"RUNNING_MODAL"}
+        self._stop(context)
+        self._report(job.obj, job.specs, job.result)
+        return {"FINISHED"}
+
+    def _stop(self, context) -> None:
+        context.window_manager.event_timer_remove(self._timer)
+        context.workspace.status_text_set(None)
+        self._job.end()
+
+    def _prepare(self, context, obj) -> tuple[list, bake_run.BakeOptions]:
+        specs = [spec for _, spec in self.chain_specs(obj)]
+        return specs, bake_options(context.scene, obj.chain_ik.bake, self.properties)
+
+    def _report(self, obj, specs, result: bake_run.BakeResult) -> None:
+        worst = max(chain.worst_error for chain in result.chains)  # on playback
         self.report(
             {"INFO"},
-            f"baked {result.frames} frame(s) of {len(pairs)} chain(s): {result.keys} keys"
-            f" on {len(result.bones)} bone(s), worst tip error {result.worst_error:.3g}, {result.seconds:.2f} s",
+            f"baked {result.frames} frame(s) of {len(specs)} chain(s): {result.keys} keys"
+            f" on {len(result.bones)} bone(s), worst tip error {worst:.3g}, {result.seconds:.2f} s",
         )
+        for chain in result.chains:
+            self.report({"INFO"}, chain.line())
+        missed = bake_report.missed_warning(result.chains)
+        if missed:
+            self.report({"WARNING"}, missed)
+        if result.live_off:
+            names = ", ".join(f"'{n}'" for n in result.live_off)
+            self.report({"WARNING"}, f"Live switched off on {names}: it would solve over the baked keys")
         if result.locked:
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(result.locked)}; the tip may miss")
         if result.constrained:
@@ -88,7 +146,6 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
             self.report({"WARNING"}, blend)
         if result.driven:
             self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
-        return {"FINISHED"}
 
 
 CLASSES = (CHAINIK_OT_bake,)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 import bpy
@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import rig, solvers
 from ..rig import keys, modes, protected, read, sampling, sequence
-from . import live, run
+from . import bake_report, live, run
 from .spec_checks import changed_mid_bake
 
 
@@ -48,7 +48,10 @@ class BakeResult:
     locked: tuple[str, ...] = ()
     constrained: tuple[str, ...] = ()
     driven: tuple[str, ...] = ()  # bones whose rotation a driver sets: it overrides the keys
-    per_chain_error: dict[str, float] = field(default_factory=dict)
+    per_chain_error: dict[str, float] = field(default_factory=dict)  # the solver's figure, by tip
+    chains: list[bake_report.ChainReport] = field(default_factory=list)  # measured on playback
+    live_off: tuple[str, ...] = ()  # chains whose Live was switched off (it would override the keys)
+    measure_seconds: float = 0.0  # the playback pass that measured `chains`
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -98,6 +101,20 @@ def bake(
     context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
 ) -> BakeResult:
     """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
+    steps = bake_steps(context, obj, specs, options, progress)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def bake_steps(
+    context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
+) -> Generator[str, None, BakeResult]:
+    """`bake` as a generator: it yields its phase ('solve', then 'measure' once the keys are
+    written) at every frame so a modal operator can keep the UI alive, and returns the
+    BakeResult. Closed during 'solve', nothing has been written and the frame is restored."""
     start_time = time.perf_counter()
     frames = bake_frames(options)
     if not specs:
@@ -121,7 +138,7 @@ def bake(
     fast = fast_path_refusal(obj, specs) == ""
     solve_frames = _solve_frames_fast if fast else _solve_frames
     try:
-        values, worst, flags = solve_frames(context, obj, specs, frames, progress)
+        values, worst, flags = yield from solve_frames(context, obj, specs, frames, progress)
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
@@ -129,11 +146,19 @@ def bake(
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
     count = write_values(obj, frames, values, options)
+    # Live would solve these bones again on playback, over the new keys.
+    live_off = live.switch_off(obj, values)
+    seconds = time.perf_counter() - start_time
+    reports: list[bake_report.ChainReport] = []
+    measure_start = time.perf_counter()
+    for _ in bake_report.measure(context, obj, specs, frames, reports):
+        yield "measure"
+    measure_seconds = time.perf_counter() - measure_start
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(
         frames=len(frames),
-        seconds=time.perf_counter() - start_time,
+        seconds=seconds,
         keys=count,
         worst_error=max(worst.values()),
         bones=tuple(values),
@@ -141,6 +166,9 @@ def bake(
         constrained=tuple(sorted(flags["constrained"])),
         driven=driven_rotations(obj, values),
         per_chain_error=worst,
+        chains=reports,
+        live_off=live_off,
+        measure_seconds=measure_seconds,
     )
 
 
@@ -187,7 +215,7 @@ def check_rigid_at(obj_eval, names, frame) -> None:
         raise ValueError(f"{exc} (at frame {int(frame)}); nothing was keyed") from None
 
 
-def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
+def _solve_frames_fast(context, obj, specs, frames, progress) -> Generator[str, None, tuple[dict, dict, dict]]:
     """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results).
 
     Two passes: first every frame is evaluated once to map each target into its
@@ -218,6 +246,7 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dic
                 track.sample(k, track.space_to_world(obj_eval), target_world, int(frame))
             if progress is not None:
                 progress(0.5 * (k + 1) / n, int(frame))
+            yield "solve"
     worst, values = {}, {}
     for i, (spec, track) in enumerate(zip(specs, tracks, strict=True)):
         done = (0.5 + 0.5 * i / len(specs), 0.5 / len(specs))
@@ -227,6 +256,7 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dic
                 progress(done[0] + done[1] * (k + 1) / n, int(frames[k]))
 
         worst[spec.tip] = track.solve(spec, report)
+        yield "solve"
         for name, table in track.channel_values(obj).items():
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
@@ -234,7 +264,7 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> tuple[dict, dic
     return values, worst, {"locked": set(), "constrained": set()}
 
 
-def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, dict]:
+def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None, tuple[dict, dict, dict]]:
     """(bone -> (frames, channels) values, chain tip -> worst error, locked/constrained bone names)."""
     scene = context.scene
     n = len(frames)
@@ -294,6 +324,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> tuple[dict, dict, di
             worst[spec.tip] = max(worst[spec.tip], error)
         if progress is not None:
             progress((k + 1) / n, int(frame))
+        yield "solve"
     return values, worst, flags
 
 

@@ -153,6 +153,24 @@ def _report_once(key, obj, item, exc: Exception) -> None:
         print(f"Chain IK Live: chain '{item.name}' of '{obj.name}' not solved: {message}", file=sys.stderr)
 
 
+def switch_off(obj, bones) -> tuple[str, ...]:
+    """Switch Live off on `obj`'s chains that pose any of `bones` (a bake just keyed them:
+    Live would solve them again over the keys). Returns those chains' names."""
+    bones = set(bones)
+    names = []
+    for item in obj.chain_ik.chains:
+        if not item.live:
+            continue
+        try:
+            chain = rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail)
+        except ValueError:
+            chain = ()  # a chain Live cannot solve poses nothing
+        if bones.intersection(chain):
+            item.live = False
+            names.append(item.name)
+    return tuple(names)
+
+
 def is_busy() -> bool:
     return _busy
 

@@ -32,6 +32,12 @@ class ChainSpec:
     pole_angle: float = 0.0  # radians, Blender's IK pole angle
     use_rotation: bool = False  # the tip bone turns to the target's orientation
     rotation_weight: float = 1.0
+    name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
+
+    @property
+    def label(self) -> str:
+        """How reports name the chain: its panel name, else its tip bone."""
+        return self.name or self.tip
 
 
 @dataclass
@@ -105,6 +111,7 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         pole_angle=item.pole_angle,
         use_rotation=item.use_rotation,
         rotation_weight=item.rotation_weight,
+        name=item.name,
     )
     for key, value in overrides.items():
         if key != "method" and value is not None:
@@ -126,41 +133,31 @@ def specs_from_arguments(
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
-    Any explicit argument set: one chain, the rest taken from the panel's active
-    chain (if any). Otherwise the panel's chains (all, or the one at chain_index).
+    - `tip` given: one chain made of the arguments alone (it needs `target`); every other
+      setting is the default a new panel chain has, never the active chain's, and no panel
+      chain's stored result is touched (item None).
+    - no `tip`, but a chain length, target or pole argument: the panel's active chain with
+      those arguments over its settings.
+    - only `method` (or nothing): the panel's chains (all, or the one at chain_index), with
+      `method` over their solver when given.
     `pole_angle` None: not given (the panel's, or 0)."""
     settings = obj.chain_ik
-    if any((tip, chain_length, target, target_bone, method, pole, pole_bone)) or pole_angle is not None:
+    overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
+    if tip:
+        if not target:
+            raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
+        method = method or "triangulation"
+        spec = ChainSpec(tip=tip, chain_length=chain_length or 2, target=None, method=method)
+        spec.options = method_options(_PanelDefaults(), method)  # as a new panel chain would have
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(spec, key, value)
+        return [(None, spec)]
+    if chain_length or target or target_bone or pole or pole_bone or pole_angle is not None:
         item = settings.active
-        overrides = {
-            "tip": tip or None,
-            "chain_length": chain_length or None,
-            # A target given by name brings its own bone (or none), never the panel's.
-            "target_bone": target_bone or ("" if target else None),
-            "method": method or None,
-        }
-        if target:
-            target_obj = bpy.data.objects.get(target)
-            if target_obj is None:
-                raise ValueError(f"no object named '{target}'")
-            overrides["target"] = target_obj
-        if pole:
-            pole_obj = bpy.data.objects.get(pole)
-            if pole_obj is None:
-                raise ValueError(f"no pole object named '{pole}'")
-            overrides["pole"] = pole_obj
-            overrides["pole_bone"] = pole_bone  # like the target: a named pole brings its own bone
-        elif pole_bone:
-            overrides["pole_bone"] = pole_bone
-        overrides["pole_angle"] = pole_angle
         if item is None:
-            method = method or "triangulation"
-            spec = ChainSpec(tip="", chain_length=2, target=None, method=method)
-            spec.options = method_options(_PanelDefaults(), method)  # as a new panel chain would have
-            for key, value in overrides.items():
-                if value is not None:
-                    setattr(spec, key, value)
-            return [(None, spec)]
+            raise ValueError("no active chain to apply the arguments to: pass tip, chain_length and target")
+        overrides.update(chain_length=chain_length or None, method=method or None)
         return [(item, spec_from_item(item, **overrides))]
     if not settings.chains:
         raise ValueError("no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
@@ -170,7 +167,27 @@ def specs_from_arguments(
         items = [settings.chains[chain_index]]
     else:
         items = list(settings.chains)
-    return [(item, spec_from_item(item)) for item in items]
+    return [(item, spec_from_item(item, method=method or None)) for item in items]
+
+
+def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:
+    """Spec fields named by script arguments (None: not given)."""
+    # A target given by name brings its own bone (or none), never the panel's; so does a pole.
+    overrides: dict = {"target_bone": target_bone or ("" if target else None), "pole_angle": pole_angle}
+    if target:
+        target_obj = bpy.data.objects.get(target)
+        if target_obj is None:
+            raise ValueError(f"no object named '{target}'")
+        overrides["target"] = target_obj
+    if pole:
+        pole_obj = bpy.data.objects.get(pole)
+        if pole_obj is None:
+            raise ValueError(f"no pole object named '{pole}'")
+        overrides["pole"] = pole_obj
+        overrides["pole_bone"] = pole_bone
+    elif pole_bone:
+        overrides["pole_bone"] = pole_bone
+    return overrides
 
 
 class _PanelDefaults:

@@ -32,17 +32,33 @@ def test_script_arguments_without_any_panel_chain(scene):
     assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
 
 
-def test_script_arguments_override_the_active_chain(scene):
+def test_script_arguments_without_a_tip_override_the_active_chain(scene):
     obj, target = _rig_with_target(location=(0.5, 0.3, 1.2))
+    other = add_empty("Other", (0.2, 0.2, 1.5))
     item = obj.chain_ik.chains.add()
-    item.tip, item.chain_length, item.target, item.method = "b2", 3, target, "ccd"
+    item.tip, item.chain_length, item.target, item.method = "b2", 3, other, "ccd"
+    assert bpy.ops.chain_ik.solve(target=target.name, method="triangulation") == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
+    assert item.result.method == "triangulation"  # result stored on the chain the call was based on
+    assert item.method == "ccd" and item.target == other  # arguments never change the panel settings
+
+
+def test_a_chain_named_by_its_tip_takes_nothing_from_the_active_chain(scene):
+    """Issue 11 §5: tip + chain_length + target solve that chain alone: the active chain's pole,
+    influence, solver and options are not used, and its stored result is not overwritten."""
+    obj, target = _rig_with_target(location=(0.5, 0.3, 1.2))
+    pole = add_empty("Knee", (0.0, -3.0, 1.0))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.method = "b2", 3, target, "jacobian"
+    item.pole_target, item.pole_angle, item.influence, item.max_iterations = pole, 1.0, 0.5, 1
     before = channel_state(obj)
     # Only b1's tail (2 bones) reaches: b2 and its channels are not touched.
-    assert bpy.ops.chain_ik.solve(tip="b1", chain_length=2, method="triangulation") == {"FINISHED"}
+    assert bpy.ops.chain_ik.solve(tip="b1", chain_length=2, target=target.name) == {"FINISHED"}
     assert np.linalg.norm(world_point(obj, "b1") - np.array(target.location[:])) < TOL
     assert channel_state(obj)["b2"] == before["b2"]
-    assert item.result.method == "triangulation"  # result stored on the chain the call was based on
-    assert item.method == "ccd"  # arguments never change the panel settings
+    assert not item.has_result and item.result.method == ""
+    with pytest.raises(RuntimeError, match="with no target"):
+        bpy.ops.chain_ik.solve(tip="b1", chain_length=2)
 
 
 def test_solves_every_chain_of_the_list(scene):
