@@ -30,8 +30,10 @@ class BakeJob:
         A ValueError (bad input, a failing frame) propagates with nothing keyed."""
         deadline = time.perf_counter() + seconds
         try:
-            while time.perf_counter() < deadline:
+            while True:  # at least one step, however small the budget
                 self.phase = next(self._steps)
+                if time.perf_counter() >= deadline:
+                    break
         except StopIteration as done:
             self.result = done.value
             return True

@@ -70,7 +70,8 @@ class _Track:
         ]
         if self.previous is not None:
             for before, now in zip(self.previous, rotations, strict=True):
-                angle = math.degrees(before.rotation_difference(now).angle)
+                # Either sign of a quaternion is the same rotation: the angle between them is 2 acos |dot|.
+                angle = math.degrees(2.0 * math.acos(min(1.0, abs(before.dot(now)))))
                 if angle > self.jump:
                     self.jump, self.jump_frame = angle, frame
         self.previous = rotations
@@ -87,7 +88,7 @@ class _Track:
             tolerance=float(self.tolerance),
             worst_error=float(errors[worst]),
             worst_frame=int(frames[worst]),
-            largest_jump=float(min(self.jump, 180.0)),
+            largest_jump=float(self.jump),
             jump_frame=int(self.jump_frame),
         )
 

@@ -202,3 +202,21 @@ def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
     assert data["playback_error"] < 1e-3
     run = _cli(path, "--", "--armature", "Rig", *chains, "--pole", "A", "--pole", "B", "--pole", "C")
     assert run.returncode == 1 and "--pole is given 3 times for 2 --chain" in run.stderr
+
+
+def test_cli_method_without_chain_bakes_every_panel_chain(scene, tmp_path):
+    """Issue 11 §5: --method alone applies to the panel's chains, not silently to the active one only."""
+    obj = straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for name, tip, length, location in (("Upper", "b1", 2, (0.3, 0.4, 1.6)), ("Hand", "b2", 1, (0.5, 0.5, 3.0))):
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.target = name, tip, length, add_empty(name + "Goal", location)
+    obj.chain_ik.active_index = 1
+    path = tmp_path / "two.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    run = _cli(path, "--", "--armature", "Rig", "--method", "fabrik", "--frames", "1-3")
+    assert run.returncode == 0, run.stderr
+    assert "of Upper (fabrik), Hand (fabrik)" in run.stdout
+    assert "chain 'Upper' (fabrik): 3 frame(s)" in run.stdout and "chain 'Hand' (fabrik): 3 frame(s)" in run.stdout
+    run = _cli(path, "--", "--armature", "Rig", "--chain", "b2:1")
+    assert run.returncode != 0 and "--chain needs --target" in run.stderr

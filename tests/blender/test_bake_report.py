@@ -1,0 +1,98 @@
+"""Issue 11 §5-6: the bake reports per chain on playback, warns on misses, turns Live off
+for the baked chains, and a stepped (modal) bake can be cancelled leaving everything as it was."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+from builders import add_empty, straight_chain
+from test_bake import fcurves, frame_jumps, keyed, local_rotations, loop_target, playback
+
+TOL = 1e-4
+
+
+def _arm(frames=(1, 40), radius=0.7, center=(0.6, 0.3, 1.8)):
+    """A 3-bone arm (reach 3) whose panel chain 'Arm' follows a keyed loop."""
+    obj = straight_chain(3)
+    target = loop_target(frames=frames, center=center, radius=radius)
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length, item.target = "Arm", "b2", 3, target
+    return obj, target, item
+
+
+def _bake_direct(obj, frames):
+    from chain_ik.operators import bake_run
+
+    specs = [spec for _, spec in bake_run.run.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    options = bake_run.BakeOptions(frame_start=frames[0], frame_end=frames[1])
+    return bake_run.bake(bpy.context, obj, specs, options)
+
+
+def test_report_per_chain_by_name_measured_on_playback(scene, capfd):
+    obj, target, _ = _arm()
+    assert bpy.ops.chain_ik.bake() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "chain 'Arm' (triangulation): 40 frame(s), worst tip error" in out
+    assert "Warning:" not in out
+    result = _bake_direct(obj, (1, 40))
+    (report,) = result.chains
+    assert (report.name, report.tip, report.frames, report.missed) == ("Arm", "b2", 40, 0)
+    errors = playback(obj, "b2", target, range(1, 41))
+    assert abs(report.worst_error - errors.max()) < 1e-9 and report.worst_error < TOL
+    jumps = frame_jumps(local_rotations(obj, ["b0", "b1", "b2"], range(1, 41)))
+    assert abs(report.largest_jump - jumps.max()) < 1e-3, (report.largest_jump, jumps.max())
+    assert report.jump_frame == 2 + int(np.argmax(jumps.max(axis=1)))
+    assert set(report.as_dict()) >= {"name", "frames", "missed", "worst_error", "largest_jump"}
+
+
+def test_warning_when_the_tip_misses_on_some_frames(scene, capfd):
+    # The loop leaves the arm's reach (3) on part of its way.
+    obj, target, _ = _arm(radius=2.0, center=(0.0, 0.0, 2.5))
+    assert bpy.ops.chain_ik.bake() == {"FINISHED"}
+    out = capfd.readouterr().out
+    errors = playback(obj, "b2", target, range(1, 41))
+    missed = int(np.count_nonzero(errors > 1e-5 * 3.0))
+    assert 0 < missed < 40
+    assert f"Warning: the tip misses its target by more than the tolerance on frames of 'Arm' {missed} of 40" in out
+    assert f"{missed} missed by more than" in out
+
+
+def test_bake_switches_live_off_for_the_baked_chains_only(scene, capfd):
+    obj, target, item = _arm()
+    other = obj.chain_ik.chains.add()
+    other.name, other.tip, other.chain_length, other.target = "Elsewhere", "b2", 1, add_empty("T2", (0, 1, 3))
+    item.live, other.live = True, False
+    assert bpy.ops.chain_ik.bake(chain_index=0) == {"FINISHED"}
+    assert not item.live
+    assert "Warning: Live switched off on 'Arm'" in capfd.readouterr().out
+    # The keys play back as baked: Live no longer solves over them.
+    assert playback(obj, "b2", target, range(1, 41)).max() < TOL
+
+
+def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene):
+    from chain_ik.operators import bake_job, bake_run, live
+
+    obj, target, item = _arm(frames=(1, 120))
+    item.influence = 0.9  # the per-frame path (influence below 1): one step per frame
+    obj.pose.bones["b1"].rotation_quaternion = (0.9, 0.1, 0.0, 0.0)
+    obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=50)
+    before = keyed(obj)
+    scene.frame_set(7)
+    specs = [spec for _, spec in bake_run.run.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    job = bake_job.BakeJob(bpy.context, obj, specs, bake_run.BakeOptions(1, 120))
+    assert not job.step(0.0) and job.phase == "solve"
+    for _ in range(30):
+        assert not job.step(0.0)
+    assert 0.0 < job.fraction < 1.0
+    assert job.cancel()
+    job.end()
+    assert keyed(obj) == before and scene.frame_current == 7 and not live.is_busy()
+    # Run to the end instead: the same keys as one blocking bake.
+    job = bake_job.BakeJob(bpy.context, obj, specs, bake_run.BakeOptions(1, 120))
+    while not job.step(0.01):
+        pass
+    job.end()
+    assert not job.cancel()  # keys written: cancelling no longer applies
+    assert keyed(obj) != before and job.result.chains[0].frames == 120
+    assert [len(fc.keyframe_points) for fc in fcurves(obj)] == [120] * 12
