@@ -1,6 +1,6 @@
 """`chain_ik.compare`: every solver on the active chain's current target, side by side.
 
-Solves only: the pose is never written. The figures are stored on the chain
+Solves only, each solver from the chain's rest pose: the pose is never written. The figures are stored on the chain
 (`comparison`) for the panel to draw.
 """
 
@@ -14,7 +14,8 @@ from .solve import armature_poll
 
 
 class CHAINIK_OT_compare(bpy.types.Operator):
-    """Run every solver on the active chain and list tip error, iterations, rotation cost and time (pose unchanged)"""
+    """Run every solver on the active chain, each from its rest pose, and list tip error, iterations,
+    rotation cost and time (pose unchanged)"""
 
     bl_idname = "chain_ik.compare"
     bl_label = "Compare Solvers"
@@ -34,7 +35,11 @@ class CHAINIK_OT_compare(bpy.types.Operator):
         item = obj.chain_ik.active
         depsgraph = context.evaluated_depsgraph_get()
         try:
-            outcomes = [run.solve_spec(obj, run.spec_from_item(item, method=m), depsgraph) for m in solvers.METHODS]
+            # Every solver from the same start, the chain's rest pose: not from whatever the last Solve left.
+            outcomes = [
+                run.solve_spec(obj, run.spec_from_item(item, method=m), depsgraph, from_rest=True)
+                for m in solvers.METHODS
+            ]
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

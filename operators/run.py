@@ -208,19 +208,23 @@ def method_options(item, method: str) -> dict:
     return {}
 
 
-def solve_spec(obj, spec: ChainSpec, depsgraph) -> ChainOutcome | PlainOutcome:
-    """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write."""
+def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome | PlainOutcome:
+    """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write.
+
+    `from_rest`: start from the chain bones' rest rotations instead of their current ones."""
     start = time.perf_counter()
     check_spec(obj, spec)
     check_in_view_layer(spec, depsgraph)
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = spec.target.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
-    if _is_plain(spec):
+    if _is_plain(spec) and not from_rest:
         outcome = solve_plain(obj, obj_eval, target_eval, space, spec, start)
         if outcome is not None:
             return outcome
     rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+    if from_rest:  # after read_chain's checks
+        rig_chain = rig.read_chain_rest(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     target_world = rig.space.target_world_point(target_eval, spec.target_bone)
     target = space.to_local_point(target_world)
     tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None

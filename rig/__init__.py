@@ -1,7 +1,7 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
 from . import ik_settings, keys, plain
-from .fk import PoseFK, read_chain_posed
+from .fk import PoseFK, read_chain_posed, read_chain_rest
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
 from .space import (
@@ -37,4 +37,5 @@ __all__ = [
     "plain",
     "PoseFK",
     "read_chain_posed",
+    "read_chain_rest",
 ]

@@ -185,6 +185,21 @@ def test_compare_lists_every_solver_without_posing(scene):
         assert r.reached and r.error < TOL and r.iterations >= 0 and r.time_ms > 0 and r.cost > 0
 
 
+def test_compare_starts_every_solver_from_the_rest_pose_not_the_last_solve(scene):
+    """Issue 11 §5: the figures do not depend on the pose the last Solve left."""
+    obj, target = _rig_with_target()
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+
+    def figures():
+        assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+        return [(r.method, r.iterations, round(r.error, 9), round(r.cost, 6)) for r in item.comparison]
+
+    first = figures()
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert figures() == first
+
+
 def test_live_mode_follows_the_target_without_feedback(scene, ext):
     from chain_ik.operators import live
 
