@@ -14,8 +14,7 @@ from .solve import armature_poll
 
 
 class CHAINIK_OT_compare(bpy.types.Operator):
-    """Run every solver on the active chain, each from its rest pose, and list tip error, iterations,
-    rotation cost and time (pose unchanged)"""
+    """Every solver on the active chain, each from its rest pose: tip error, iterations, cost, time (pose unchanged)"""
 
     bl_idname = "chain_ik.compare"
     bl_label = "Compare Solvers"
