@@ -74,14 +74,19 @@ def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         i = argv.index("--")
         return argv[:i], argv[i + 1 :]
-    return [], argv
+    return argv, []
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     before, after = split_argv(argv)
     if INSIDE_BLENDER:
+        if "--" not in argv:
+            # Blender would read them as its own arguments (or as files to open).
+            raise CliError(
+                "put cli.py's arguments after '--': blender --background scene.blend --python cli.py -- --armature ..."
+            )
         return parser(False).parse_args(after)
-    return parser(True).parse_args(before[1:] + after)
+    return parser(True).parse_args(before[1:] + after)  # the bpy wheel's Python: '--' is optional
 
 
 def parse_chain(text: str) -> tuple[str, int]:
@@ -294,6 +299,9 @@ def main(argv: list[str]) -> int:
         args = parse_args(argv)
     except SystemExit as exc:  # argparse: usage already printed
         return int(exc.code or 0)
+    except CliError as exc:
+        print(f"cli.py: error: {exc}", file=sys.stderr)
+        return 2
     package = None
     registered_here = False
     try:

@@ -2,7 +2,8 @@
 # Sourced by the other tools: builds (once) and names the Python 3.11 venvs
 # that hold Blender as a Python module (the bpy wheel) plus the dev tools.
 # Cached outside the repo; rebuilt whenever absent or incomplete.
-set -euo pipefail
+# Sets no shell options: sourced into an interactive shell, `set -e` would close
+# it on the next failing command (test.sh and demo.sh set their own).
 
 CHAIN_IK_CACHE="${CHAIN_IK_CACHE:-$HOME/.cache/chain_ik}"
 BLENDER_VERSIONS="${CHAIN_IK_BLENDER_VERSIONS:-5.0.1 4.2.23}"
@@ -23,7 +24,7 @@ find_python311() {
 install_dev_packages() {
   local packages
   read -ra packages <<< "$DEV_PACKAGES"
-  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}" >&2
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "${packages[@]}" >&2 || return 1
   echo "$DEV_PACKAGES" > "$1/.dev-packages"
 }
 
@@ -33,11 +34,13 @@ venv_for() {
   local version="$1" dir="$CHAIN_IK_CACHE/venv-bpy-$1"
   if [ ! -f "$dir/.complete" ] || ! "$dir/bin/python" -c 'import bpy' >/dev/null 2>&1; then
     echo "[chain_ik] building $dir (bpy==$version, ~1 GB, a few minutes)..." >&2
+    local python
+    python="$(find_python311)" || return 1
     rm -rf "$dir"
-    mkdir -p "$CHAIN_IK_CACHE"
-    "$(find_python311)" -m venv "$dir" >&2
-    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "bpy==$version" >&2
-    install_dev_packages "$dir"
+    mkdir -p "$CHAIN_IK_CACHE" || return 1
+    "$python" -m venv "$dir" >&2 || return 1
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "bpy==$version" >&2 || return 1
+    install_dev_packages "$dir" || return 1
     touch "$dir/.complete"
   elif [ "$(cat "$dir/.dev-packages" 2>/dev/null)" != "$DEV_PACKAGES" ]; then
     # Several test runs may share the cache: one installs, the others wait for it.
