@@ -36,6 +36,7 @@ class BakeOptions:
     interpolation: str = "BEZIER"
     reduce: bool = False
     reduce_tolerance: float = 1e-3  # channel units: radians, quaternion components
+    measure: bool = True  # the per-chain report, played back at every baked frame (a second pass)
 
 
 @dataclass
@@ -49,7 +50,7 @@ class BakeResult:
     constrained: tuple[str, ...] = ()
     driven: tuple[str, ...] = ()  # bones whose rotation a driver sets: it overrides the keys
     per_chain_error: dict[str, float] = field(default_factory=dict)  # the solver's figure, by tip
-    chains: list[bake_report.ChainReport] = field(default_factory=list)  # measured on playback
+    chains: list[bake_report.ChainReport] = field(default_factory=list)  # measured on playback (options.measure)
     live_off: tuple[str, ...] = ()  # chains whose Live was switched off (it would override the keys)
     measure_seconds: float = 0.0  # the playback pass that measured `chains`
 
@@ -151,8 +152,9 @@ def bake_steps(
     seconds = time.perf_counter() - start_time
     reports: list[bake_report.ChainReport] = []
     measure_start = time.perf_counter()
-    for _ in bake_report.measure(context, obj, specs, frames, reports):
-        yield "measure"
+    if options.measure:
+        for _ in bake_report.measure(context, obj, specs, frames, reports):
+            yield "measure"
     measure_seconds = time.perf_counter() - measure_start
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)

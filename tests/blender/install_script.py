@@ -3,6 +3,7 @@ own installer, then use, disable and re-enable the installed extension.
 Prints one line "OK ..." on success; any failure raises (non-zero exit)."""
 
 import sys
+from pathlib import Path
 
 import bpy  # isort: skip  (bpy first: it puts addon_utils on sys.path)
 import addon_utils  # isort: skip
@@ -38,6 +39,11 @@ def solve_once() -> float:
     tip = obj.matrix_world @ obj.pose.bones["b2"].tail
     return (tip - target.location).length
 
+
+# Where the README says cli.py lives once installed.
+cli = Path(bpy.utils.user_resource("EXTENSIONS", path="user_default/chain_ik")) / "cli.py"
+assert cli.is_file(), cli
+print(f"CLI {cli}")
 
 error = solve_once()
 assert error < 1e-4, error

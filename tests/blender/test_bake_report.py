@@ -44,6 +44,9 @@ def test_report_per_chain_by_name_measured_on_playback(scene, capfd):
     assert abs(report.largest_jump - jumps.max()) < 1e-3, (report.largest_jump, jumps.max())
     assert report.jump_frame == 2 + int(np.argmax(jumps.max(axis=1)))
     assert set(report.as_dict()) >= {"name", "frames", "missed", "worst_error", "largest_jump"}
+    # measure=False (benchmarks): no playback pass, no per-chain report, and the line says so.
+    assert bpy.ops.chain_ik.bake(measure=False) == {"FINISHED"}
+    assert "as solved (not measured)" in capfd.readouterr().out
 
 
 def test_warning_when_the_tip_misses_on_some_frames(scene, capfd):

@@ -62,3 +62,8 @@ def test_install_with_blenders_installer(built_zip, tmp_path):
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "OK installed bl_ext.user_default.chain_ik" in run.stdout
+    # The installed cli.py runs (README: where it lives and how to run it).
+    cli = run.stdout.split("CLI ", 1)[1].split("\n", 1)[0]
+    assert cli.endswith("extensions/user_default/chain_ik/cli.py") or cli.endswith("chain_ik\\cli.py"), cli
+    usage = subprocess.run([sys.executable, cli, "--help"], capture_output=True, text=True, timeout=120, env=env)
+    assert usage.returncode == 0 and "--armature" in usage.stdout, usage.stderr

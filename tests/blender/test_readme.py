@@ -48,9 +48,12 @@ def test_sourcing_env_sh_leaves_the_shell_options_alone():
     flags, *rest = run.stdout.split("\n")
     assert "e" not in flags and "u" not in flags, flags
     assert "pipefail" not in rest and "alive" in rest, run.stdout
-    assert "venv_for" in subprocess.run(
-        ["bash", "-c", "source tools/env.sh; type venv_for"], cwd=REPO, capture_output=True, text=True
-    ).stdout
+    assert (
+        "venv_for"
+        in subprocess.run(
+            ["bash", "-c", "source tools/env.sh; type venv_for"], cwd=REPO, capture_output=True, text=True
+        ).stdout
+    )
 
 
 def test_cli_inside_blender_without_the_double_dash_says_where_its_arguments_go(tmp_path):
