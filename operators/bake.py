@@ -29,7 +29,7 @@ def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
         for key in BAKE_OVERRIDES:
             if props.is_property_set(key):
                 values[key] = getattr(props, key)
-        values["measure"] = props.measure
+        values["measure"] = getattr(props, "measure", True)  # Bake IK to FK shares these settings
     return bake_run.BakeOptions(**values)
 
 

@@ -142,7 +142,7 @@ def test_locked_fcurves_are_refused_and_untouched(scene):
         bpy.ops.chain_ik.solve()
     assert keyed(obj.animation_data.action) == before
     # A chain without locked curves bakes.
-    assert bpy.ops.chain_ik.bake(tip="b0", chain_length=1, frame_start=1, frame_end=5) == {"FINISHED"}
+    assert bpy.ops.chain_ik.bake(tip="b0", chain_length=1, target="Goal", frame_start=1, frame_end=5) == {"FINISHED"}
 
 
 def _share_action(source, other) -> None:

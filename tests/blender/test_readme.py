@@ -8,6 +8,8 @@ import subprocess
 import sys
 import zipfile
 
+import bpy
+from builders import add_empty
 from conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -76,3 +78,35 @@ def test_cli_with_the_wheel_python_takes_its_arguments_with_or_without_the_doubl
             [sys.executable, str(REPO / "cli.py"), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
         assert run.returncode == 1 and "no such file: scene.blend" in run.stderr, run.stderr
+
+
+def test_readme_script_snippets_run_on_a_rig_with_the_names_they_use(scene):
+    """The README's `From a script` and bake snippets, line by line, on Rigify's metarig named
+    'Rig' (hand.L, shin.L), an 'ik_goal' bone outside the chains and the empties they name."""
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    try:
+        bpy.ops.object.armature_human_metarig_add()
+        obj = bpy.context.object
+        obj.name = "Rig"
+        bpy.ops.object.mode_set(mode="EDIT")
+        goal = obj.data.edit_bones.new("ik_goal")
+        goal.head, goal.tail = (0.6, -0.2, 1.2), (0.6, -0.2, 1.3)
+        bpy.ops.object.mode_set(mode="POSE")
+        for name, location in (("Empty", (0.5, -0.2, 1.2)), ("Foot", (0.15, -0.1, 0.2)), ("Knee", (0.1, -1.0, 0.5))):
+            add_empty(name, location)
+        add_empty("Goal", (0.55, -0.25, 1.15))
+        bpy.context.view_layer.objects.active = obj
+        item = obj.chain_ik.chains.add()  # the panel chain the argument-less calls use
+        item.tip, item.chain_length, item.target = "hand.L", 3, bpy.data.objects["Empty"]
+        blocks = [_block_after("### From a script", "python"), _block_after("### Baking to keyframes", "python")]
+        code = "\n".join(blocks)
+        assert code.count("bpy.ops.chain_ik.") >= 8
+        joined = re.sub(r",\s*\n\s+", ", ", code)  # a call continued on the next line
+        calls = [line for line in joined.split("\n") if line.startswith("bpy.ops.")]
+        assert len(calls) == code.count("bpy.ops.chain_ik."), calls
+        for line in calls:
+            assert eval(line, {"bpy": bpy}) == {"FINISHED"}, line
+    finally:
+        addon_utils.disable("rigify", default_set=True)
