@@ -25,7 +25,6 @@ import os
 import re
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 # Run by Blender's --python, bpy is already imported; run by a plain Python, it is not yet.
