@@ -7,11 +7,13 @@ With the `bpy` wheel's Python (the script opens the .blend):
     python cli.py scene.blend -- --armature Rig --chain hand.L:3 --target Goal --frames 1-250 --output baked.blend
     python cli.py --blend scene.blend -- ...
 
-Without --chain, the armature's chains from the Chain IK panel are baked. The
+Without --chain, the armature's chains from the Chain IK panel are baked (all of
+them, with --method over their solvers when given); a --chain takes nothing from
+the panel and needs --target. Under `blender` the arguments go after '--'. The
 extension is used as installed when it is enabled; otherwise the package this
 file belongs to is loaded by path and registered for the run. Prints a progress
 line about every 10% and a summary (frames, seconds, keys written, worst tip
-error on playback); exits non-zero with a message on any error. Without
+error on playback, and per chain: frames that missed, worst error, largest jump); exits non-zero with a message on any error. Without
 --output the file is not saved.
 """
 
