@@ -113,6 +113,9 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
             self._stop(context)
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        except BaseException:
+            self._stop(context)  # never leave the timer and the status text behind
+            raise
         if not done:
             context.workspace.status_text_set(job.status())
             return {"RUNNING_MODAL"}
