@@ -13,8 +13,9 @@ the panel and needs --target. Under `blender` the arguments go after '--'. The
 extension is used as installed when it is enabled; otherwise the package this
 file belongs to is loaded by path and registered for the run. Prints a progress
 line about every 10% and a summary (frames, seconds, keys written, worst tip
-error on playback, and per chain: frames that missed, worst error, largest jump); exits non-zero with a message on any error. Without
---output the file is not saved.
+error on playback, and per chain: frames that missed, worst error, largest
+jump); exits non-zero with a message on any error. Without --output the file
+is not saved.
 """
 
 from __future__ import annotations
