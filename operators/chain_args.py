@@ -11,27 +11,38 @@ SCRIPT_ONLY = {"SKIP_SAVE", "HIDDEN"}
 
 
 class ChainArguments:
-    """Mixin: any of these set works on one chain, taking the rest from the
-    active chain of the panel (if any). SKIP_SAVE: never remembered. HIDDEN: not
-    in the Adjust Last Operation panel, where editing one after a panel Solve
-    would redo it on the active chain alone (the panel holds the settings)."""
+    """Mixin: `tip` (with `target`) names one chain made of these arguments alone, every
+    other setting at a new panel chain's default; without `tip`, the others apply to the
+    panel's active chain, and `method` alone to all the panel's chains (see
+    run.specs_from_arguments). SKIP_SAVE: never remembered. HIDDEN: not in the Adjust
+    Last Operation panel, where editing one after a panel Solve would redo it on the
+    active chain alone (the panel holds the settings)."""
 
-    tip: StringProperty(name="Tip Bone", description="Override: the chain's tip bone", options=SCRIPT_ONLY)
+    tip: StringProperty(
+        name="Tip Bone",
+        description="The chain's tip bone: a chain of these arguments alone (needs Target)",
+        options=SCRIPT_ONLY,
+    )
     chain_length: IntProperty(
         name="Chain Length",
-        description="Override: bones counted up from the tip (0: panel)",
+        description="Bones counted up from the tip (0: the active chain's, or 2 with a Tip Bone)",
         min=0,
         options=SCRIPT_ONLY,
     )
-    target: StringProperty(name="Target", description="Override: target object name", options=SCRIPT_ONLY)
-    target_bone: StringProperty(
-        name="Target Bone", description="Override: bone of an armature target", options=SCRIPT_ONLY
+    target: StringProperty(
+        name="Target", description="Target object name (with no Tip Bone: over the active chain's)", options=SCRIPT_ONLY
     )
-    method: StringProperty(name="Solver", description="Override: solver name", options=SCRIPT_ONLY)
-    pole: StringProperty(name="Pole Target", description="Override: pole object name", options=SCRIPT_ONLY)
-    pole_bone: StringProperty(name="Pole Bone", description="Override: bone of an armature pole", options=SCRIPT_ONLY)
+    target_bone: StringProperty(name="Target Bone", description="Bone of an armature target", options=SCRIPT_ONLY)
+    method: StringProperty(
+        name="Solver", description="Solver name (alone: for every chain of the list)", options=SCRIPT_ONLY
+    )
+    pole: StringProperty(name="Pole Target", description="Pole object name", options=SCRIPT_ONLY)
+    pole_bone: StringProperty(name="Pole Bone", description="Bone of an armature pole", options=SCRIPT_ONLY)
     pole_angle: FloatProperty(
-        name="Pole Angle", description="Override: pole angle (unset: panel)", subtype="ANGLE", options=SCRIPT_ONLY
+        name="Pole Angle",
+        description="Pole angle (unset: the active chain's, or 0 with a Tip Bone)",
+        subtype="ANGLE",
+        options=SCRIPT_ONLY,
     )
 
     def chain_specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
