@@ -19,7 +19,7 @@ class BakeJob:
         self.fraction = 0.0
         self.phase = "solve"
         self.result: bake_run.BakeResult | None = None
-        self._steps = bake_run.bake_steps(context, obj, specs, options, self._progress)
+        self._steps = bake_run.bake_steps(context, obj, specs, options, self._progress, stepwise=True)
 
     def _progress(self, fraction: float, frame: int) -> None:
         self.fraction = fraction

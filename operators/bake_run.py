@@ -111,11 +111,21 @@ def bake(
 
 
 def bake_steps(
-    context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
+    context,
+    obj,
+    specs: list[run.ChainSpec],
+    options: BakeOptions,
+    progress: Callable | None = None,
+    stepwise: bool = False,
 ) -> Generator[str, None, BakeResult]:
     """`bake` as a generator: it yields its phase ('solve', then 'measure' once the keys are
     written) at every frame so a modal operator can keep the UI alive, and returns the
-    BakeResult. Closed during 'solve', nothing has been written and the frame is restored."""
+    BakeResult. Closed during 'solve', nothing has been written and the frame is restored.
+
+    The sequence path solves a whole chain in one call between two yields. `stepwise`
+    (a modal bake, which Esc must be able to stop) keeps it for triangulation only, a few
+    seconds at most on the longest range; iterative solvers then take the per-frame path,
+    where the solver's own time dominates anyway."""
     start_time = time.perf_counter()
     frames = bake_frames(options)
     if not specs:
@@ -137,6 +147,8 @@ def bake_steps(
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     fast = fast_path_refusal(obj, specs) == ""
+    if stepwise and any(spec.method != "triangulation" for spec in specs):
+        fast = False
     solve_frames = _solve_frames_fast if fast else _solve_frames
     try:
         values, worst, flags = yield from solve_frames(context, obj, specs, frames, progress)
