@@ -106,3 +106,10 @@ def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
     assert not job.cancel()  # keys written: cancelling no longer applies
     assert keyed(obj) != before and job.result.chains[0].frames == 120
     assert [len(fc.keyframe_points) for fc in fcurves(obj)] == [120] * 12
+
+
+def test_invoke_without_a_window_bakes_in_one_go(scene):
+    """The panel's button invokes the operator: headless (no window to run a modal in) that is execute."""
+    obj, target, _ = _arm()
+    assert bpy.ops.chain_ik.bake("INVOKE_DEFAULT") == {"FINISHED"}
+    assert playback(obj, "b2", target, range(1, 41)).max() < TOL
