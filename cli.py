@@ -9,13 +9,15 @@ With the `bpy` wheel's Python (the script opens the .blend):
 
 Without --chain, the armature's chains from the Chain IK panel are baked (all of
 them, with --method over their solvers when given); a --chain takes nothing from
-the panel and needs --target. Under `blender` the arguments go after '--'. The
-extension is used as installed when it is enabled; otherwise the package this
-file belongs to is loaded by path and registered for the run. Prints a progress
-line about every 10% and a summary (frames, seconds, keys written, worst tip
-error on playback, and per chain: frames that missed, worst error, largest
-jump); exits non-zero with a message on any error. Without --output the file
-is not saved.
+the panel and needs --target. --chain may be repeated (each chain option then
+once per chain, or once for all). Under `blender` the arguments go after '--'.
+The extension is used as installed when it is enabled; otherwise the package
+this file belongs to is loaded by path and registered for the run. Prints a
+progress line about every 10% and a summary (frames, seconds, keys written,
+worst tip error on playback, and per chain: frames that missed, worst error,
+largest jump); --json PATH writes it as JSON too. Exit status: 0 baked, 1 an
+error (one-line message), 2 bad arguments, 3 playback missed by more than
+--max-error (nothing saved). Without --output the file is not saved.
 """
 
 from __future__ import annotations
