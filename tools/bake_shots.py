@@ -55,7 +55,7 @@ def launcher(args: argparse.Namespace) -> tuple[str, str]:
         return "python", args.python
     found = args.blender or shutil.which("blender")
     if not found:
-        raise SystemExit("bake_shots.py: error: name the program that runs the shots: --blender PATH or --python PATH")
+        raise UsageError("name the program that runs the shots: --blender PATH or --python PATH")
     return "blender", found
 
 
@@ -181,7 +181,7 @@ def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBa
         from dask.distributed import Client
         from dask.distributed import as_completed as dask_completed
     except ImportError:
-        raise SystemExit("bake_shots.py: error: --scheduler needs Dask: pip install 'dask[distributed]'") from None
+        raise UsageError("--scheduler needs Dask: pip install 'dask[distributed]'") from None
     # Workers need not have this repository: the runner travels with each task (paths must be shared).
     cloudpickle.register_pickle_by_value(shot_runner)
     results: dict[str, dict] = {}
@@ -206,6 +206,10 @@ def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBa
             client.cancel(list(futures))  # a shot already running finishes; its output is complete or absent
             raise Interrupted(results) from None
     return results
+
+
+class UsageError(Exception):
+    """Bad arguments or a missing tool: one line, exit status 2."""
 
 
 class Interrupted(Exception):
@@ -241,7 +245,11 @@ def main(argv: list[str]) -> int:
         return 2
     listed = Path(args.shot_list).resolve()
     report_path = Path(args.report or listed.with_suffix(".report.json")).resolve()
-    tasks = tasks_for(shots, args, Path(args.logs or listed.with_suffix(".logs")))
+    try:
+        tasks = tasks_for(shots, args, Path(args.logs or listed.with_suffix(".logs")))
+    except UsageError as exc:
+        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
+        return 2
     route = f"dask {args.scheduler}" if args.scheduler else f"local, {args.jobs} job(s)"
     print(f"bake_shots: {len(tasks)} shot(s), {route}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _terminate)
@@ -253,6 +261,9 @@ def main(argv: list[str]) -> int:
             results = run_dask(tasks, args.scheduler, args.retries, progress)
         else:
             results = run_local(tasks, args.jobs, args.retries, progress)
+    except UsageError as exc:
+        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
+        return 2
     except Interrupted as exc:
         results, status = exc.results, 130
         print("bake_shots: interrupted: no output was left half-written", file=sys.stderr)

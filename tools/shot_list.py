@@ -55,22 +55,25 @@ def _methods() -> tuple[str, ...] | None:
     try:  # the solver registry needs numpy: without it, cli.py checks the method itself
         import sys
 
-        sys.path.insert(0, str(REPO))
+        if str(REPO) not in sys.path:
+            sys.path.append(str(REPO))
         from solvers import METHODS
     except ImportError:
         return None
     return tuple(METHODS)
 
 
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
+
+
 def _check_type(where: str, key: str, value, kinds, problems: list[str]) -> bool:
-    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
-        ok = False
-    else:
-        ok = isinstance(value, kinds)
-    if not ok:
-        names = " or ".join(k.__name__ for k in (kinds if isinstance(kinds, tuple) else (kinds,)))
-        problems.append(f"{where}: '{key}' must be {names.replace('str', 'a string')}, got {value!r}")
-    return ok
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    # TOML's true/false are Python ints too: never accepted as numbers.
+    if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+        return True
+    name = KIND_NAMES[float] if float in kinds else KIND_NAMES[kinds[0]]
+    problems.append(f"{where}: '{key}' must be {name}, got {value!r}")
+    return False
 
 
 def _frames(where: str, value, cli, problems: list[str]) -> tuple[int, int] | None:
