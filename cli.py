@@ -256,7 +256,12 @@ def run(args: argparse.Namespace, package) -> dict:
         "playback_seconds": result.measure_seconds,
         # operators.bake_report.ChainReport, measured on playback, and the solver's own figure.
         "per_chain": [
-            {**chain.as_dict(), "solver_error": result.per_chain_error.get(spec.tip, 0.0)}
+            {
+                **chain.as_dict(),
+                "solver_error": result.per_chain_error.get(spec.tip, 0.0),
+                "keys": result.per_chain_keys.get(spec.tip, 0),
+                "solve_seconds": result.per_chain_seconds.get(spec.tip, 0.0),
+            }
             for spec, chain in zip(specs, result.chains, strict=True)
         ],
         "live_off": list(result.live_off),

@@ -53,6 +53,8 @@ class BakeResult:
     chains: list[bake_report.ChainReport] = field(default_factory=list)  # measured on playback (options.measure)
     live_off: tuple[str, ...] = ()  # chains whose Live was switched off (it would override the keys)
     measure_seconds: float = 0.0  # the playback pass that measured `chains`
+    per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
+    per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -158,7 +160,12 @@ def bake_steps(
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    count = write_values(obj, frames, values, options)
+    bone_keys: dict[str, int] = {}
+    count = write_values(obj, frames, values, options, bone_keys)
+    chain_keys = {}
+    for spec in specs:
+        bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        chain_keys[spec.tip] = sum(bone_keys.get(n, 0) for n in bones)
     # Live would solve these bones again on playback, over the new keys.
     live_off = live.switch_off(obj, values)
     seconds = time.perf_counter() - start_time
@@ -183,6 +190,8 @@ def bake_steps(
         chains=reports,
         live_off=live_off,
         measure_seconds=measure_seconds,
+        per_chain_keys=chain_keys,
+        per_chain_seconds=flags.get("seconds", {}),
     )
 
 
@@ -261,7 +270,7 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> Generator[str, 
             if progress is not None:
                 progress(0.5 * (k + 1) / n, int(frame))
             yield "solve"
-    worst, values = {}, {}
+    worst, values, seconds = {}, {}, {}
     for i, (spec, track) in enumerate(zip(specs, tracks, strict=True)):
         done = (0.5 + 0.5 * i / len(specs), 0.5 / len(specs))
 
@@ -269,13 +278,15 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> Generator[str, 
             if progress is not None:
                 progress(done[0] + done[1] * (k + 1) / n, int(frames[k]))
 
+        solve_start = time.perf_counter()
         worst[spec.tip] = track.solve(spec, report)
+        seconds[spec.tip] = time.perf_counter() - solve_start
         yield "solve"
         for name, table in track.channel_values(obj).items():
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
             values[name] = table
-    return values, worst, {"locked": set(), "constrained": set()}
+    return values, worst, {"locked": set(), "constrained": set(), "seconds": seconds}
 
 
 def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None, tuple[dict, dict, dict]]:
@@ -286,7 +297,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
     state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
     state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (continuity reference)
     worst = {spec.tip: 0.0 for spec in specs}
-    flags: dict[str, set] = {"locked": set(), "constrained": set()}
+    flags: dict = {"locked": set(), "constrained": set(), "seconds": {spec.tip: 0.0 for spec in specs}}
     chain_names = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
@@ -309,6 +320,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
             target = space.to_local(target_world)
             chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)
             tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
+            solve_start = time.perf_counter()
             # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
             # chain bone: read both from the evaluated pose, where they are consistent.
             goal_chain = chain
@@ -334,6 +346,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
             if k == 0:
                 flags["locked"].update(write.locked)
                 flags["constrained"].update(write.constrained)
+            flags["seconds"][spec.tip] += time.perf_counter() - solve_start
             error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
             worst[spec.tip] = max(worst[spec.tip], error)
         if progress is not None:
@@ -364,8 +377,11 @@ def driven_rotations(obj, bones) -> tuple[str, ...]:
     return tuple(sorted(n for n in bones if keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) in paths))
 
 
-def write_values(obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions) -> int:
-    """Key every channel of every baked bone (all values were checked finite by compute_pose)."""
+def write_values(
+    obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions, per_bone: dict | None = None
+) -> int:
+    """Key every channel of every baked bone (all values were checked finite by compute_pose); the
+    number of keys written, and per bone into `per_bone` when given."""
     curves = keys.FCurves(obj)
     # In NLA tweak mode the keys belong to the tweaked strip's action, on its own time line.
     frames = keys.action_frames(obj, frames)
@@ -379,7 +395,10 @@ def write_values(obj, frames: np.ndarray, values: dict[str, np.ndarray], options
             column = table[:, index]
             keep = keys.reduce_keys(frames, column, options.reduce_tolerance) if options.reduce else slice(None)
             fc = curves.ensure(path, index, name)
-            count += keys.write_keys(fc, frames[keep], column[keep], frame_range, options.interpolation)
+            written = keys.write_keys(fc, frames[keep], column[keep], frame_range, options.interpolation)
+            count += written
+            if per_bone is not None:
+                per_bone[name] = per_bone.get(name, 0) + written
     return count
 
 

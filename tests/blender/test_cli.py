@@ -199,6 +199,9 @@ def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
     assert run.returncode == 0, run.stderr
     data = json.loads(summary.read_text())
     assert [(c["tip"], c["method"]) for c in data["per_chain"]] == [("l1", "fabrik"), ("r1", "ccd")]
+    # Per chain: keys on its own bones (2 bones x 4 quaternion channels x 3 frames), solver seconds.
+    assert [c["keys"] for c in data["per_chain"]] == [24, 24] and data["keys"] == 48
+    assert all(c["solve_seconds"] > 0.0 and c["frames"] == 3 and c["missed"] == 0 for c in data["per_chain"])
     assert data["playback_error"] < 1e-3
     run = _cli(path, "--", "--armature", "Rig", *chains, "--pole", "A", "--pole", "B", "--pole", "C")
     assert run.returncode == 1 and "--pole is given 3 times for 2 --chain" in run.stderr
