@@ -145,6 +145,9 @@ def _shot(index: int, entry: dict, base: Path, cli, methods, problems: list[str]
             problems.append(f"{where}: output is the blend file itself (the source stays untouched)")
         if output.is_dir():
             problems.append(f"{where}: output is a folder: {output}")
+    name = values.get("name")
+    if name is not None and (not name.strip() or any(c in name for c in "/\\") or name in (".", "..")):
+        problems.append(f"{where}: 'name' names the shot's log file: no slashes, not empty, got {name!r}")
     if values.get("armature") == "":
         problems.append(f"{where}: 'armature' is empty")
     if values.get("step", 1) < 1:

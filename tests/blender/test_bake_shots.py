@@ -226,9 +226,11 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
     # No --blender or --python, and no `blender` on the PATH: said before anything runs.
     run = subprocess.run([sys.executable, str(TOOL), str(good)], capture_output=True, text=True, env={"PATH": "/bin"})
     assert run.returncode == 2 and "--blender PATH or --python PATH" in run.stderr
-    typed = [{"name": "t", "blend": "sh0.blend", "output": "t.blend", "step": True, "reduce": "0.1", "frames": 1.5}]
+    typed = [{"name": "t", "blend": "sh0.blend", "output": "t.blend", "step": True, "reduce": "0.1", "frames": 1.5},
+             {"name": "../up", "blend": "sh1.blend", "output": "u.blend"}]  # fmt: skip
     run = _bake_shots(_write_list(shots_dir / "typed.toml", typed, {"armature": "Rig"}), "--check")
-    for text in ("'step' must be an integer, got True", "'reduce' must be a number, got '0.1'", "'frames' must be"):
+    for text in ("'step' must be an integer, got True", "'reduce' must be a number, got '0.1'", "'frames' must be",
+                 "shot 2 ('../up'): 'name' names the shot's log file: no slashes"):  # fmt: skip
         assert text in run.stderr, run.stderr
     dup = [
         {"name": "x", "blend": "sh0.blend", "output": "o.blend"},
