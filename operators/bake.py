@@ -33,7 +33,21 @@ def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
     return bake_run.BakeOptions(**values)
 
 
-class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
+class BakeRangeArguments:
+    """Mixin for the baking operators: the range and keying script arguments. Unset (not given
+    by a script): taken from the panel's Bake settings (see `bake_options`)."""
+
+    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
+    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
+    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
+    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
+    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
+    reduce_tolerance: FloatProperty(
+        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
+    )
+
+
+class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
     """Solve the active armature's IK chains at every frame of a range and key their bones' rotations"""
 
     bl_idname = "chain_ik.bake"
@@ -47,15 +61,6 @@ class CHAINIK_OT_bake(ChainArguments, bpy.types.Operator):
         default=-1,
         min=-1,
         options=SCRIPT_ONLY,
-    )
-    # Unset (not given by a script): taken from the panel's Bake settings.
-    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
-    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
-    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
-    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
-    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
-    reduce_tolerance: FloatProperty(
-        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
     )
     measure: BoolProperty(
         name="Measure",

@@ -8,12 +8,11 @@ switched to FK with no visible change.
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import StringProperty
 
-from ..properties import INTERPOLATION_ITEMS
 from ..rig import fk_follow
 from . import bake_run, fk_bake_run
-from .bake import bake_options
+from .bake import BakeRangeArguments, bake_options
 from .chain_args import SCRIPT_ONLY
 from .solve import armature_poll
 
@@ -39,7 +38,7 @@ def selected_pairs(obj) -> list[tuple[str, str]]:
     return [(n, fk_follow.rigify_partner(n)) for n in names]
 
 
-class CHAINIK_OT_bake_fk(bpy.types.Operator):
+class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
     """Key the selected FK controls over the bake range so they follow the IK-driven chain (Rigify: the ORG bones)"""
 
     bl_idname = "chain_ik.bake_fk"
@@ -50,15 +49,6 @@ class CHAINIK_OT_bake_fk(bpy.types.Operator):
         name="FK Bones",
         description="'fk_bone:followed_bone, ...'; a lone '<name>_fk.L' follows 'ORG-<name>.L' (empty: selected bones)",
         options=SCRIPT_ONLY,
-    )
-    # Unset (not given by a script): taken from the panel's Bake settings, as chain_ik.bake does.
-    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
-    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
-    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
-    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
-    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
-    reduce_tolerance: FloatProperty(
-        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
     )
 
     @classmethod
