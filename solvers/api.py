@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import ccd, constrained, fabrik, goals, iterate, jacobian, triangulation
+from . import ccd, constrained, fabrik, goals, iterate, jacobian, kernels, triangulation
 from .chain import Chain, as_point
 from .result import BatchSolution, Solution, batch_result
 
@@ -105,6 +105,8 @@ def solve(
         if chain.limits is not None:  # the vectorised pass carries the limits
             return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
         return triangulation.solve_one(chain, t, tol, **options)
+    if kernels.one.reason(chain, method, options) is None:
+        return kernels.one.solve(chain, t, method, tol, iters, options)
     return _iterative(chain, t[None, :], method, tol, iters, options)[0]
 
 

@@ -3,8 +3,12 @@ vectorised pass to 2e-8 relative, about the square root of machine epsilon
 (generic targets agree to ~1e-14; a joint whose triangle is nearly flat turns
 by the square root of its rounding noise, so last-bit differences between the
 scalar and the numpy arithmetic grow to ~1e-9 there: a 7-bone chain bent by
-1e-7 gave 9.7e-10 x length; both poses reach to 1e-15), iterative methods to
-1e-12 (the same per-target loop, masked)."""
+1e-7 gave 9.7e-10 x length; both poses reach to 1e-15). Iterative methods: a
+single solve runs the plain-float kernels (solvers.kernels) where they serve,
+the same steps as the batch's numpy code with its own rounding, so they must
+take the same iterations and land within 1e-9 x length; where neither reaches
+(a chain folded flat against a target it cannot reach, a singular pose that
+magnifies rounding), the same iterations and tip error."""
 
 import ik_strategies as ik
 import numpy as np
@@ -36,7 +40,7 @@ def chain_and_targets(draw, max_bones: int = 30):
     return chain, np.array(targets)
 
 
-def compare(chain, targets, config, batch, rtol):
+def compare(chain, targets, config, batch, rtol, unreached_points: bool = True):
     m, n = targets.shape[0], chain.n_bones
     assert len(batch) == m
     assert batch.points.shape == (m, n + 1, 3)
@@ -47,10 +51,11 @@ def compare(chain, targets, config, batch, rtol):
         single = ik.solve(chain, targets[k], config)
         item = batch[k]
         assert isinstance(item, solvers.Solution)
-        np.testing.assert_allclose(item.points, single.points, rtol=0, atol=scale, err_msg=f"target {k} points")
-        np.testing.assert_allclose(
-            item.rotations, single.rotations, rtol=0, atol=max(rtol, 1e-12) * 10, err_msg=f"target {k} rotations"
-        )
+        if unreached_points or single.reached:
+            np.testing.assert_allclose(item.points, single.points, rtol=0, atol=scale, err_msg=f"target {k} points")
+            np.testing.assert_allclose(
+                item.rotations, single.rotations, rtol=0, atol=max(rtol, 1e-12) * 10, err_msg=f"target {k} rotations"
+            )
         assert item.error == pytest.approx(single.error, rel=0, abs=scale)
         assert item.iterations == single.iterations
         if abs(single.error - chain.total_length * solvers.DEFAULT_RELATIVE_TOLERANCE) > scale:
@@ -76,7 +81,7 @@ def test_iterative_batch_equals_single_solves(config, case):
     chain, targets = case
     ik.describe(chain, targets)
     batch = ik.solve_batch(chain, targets, config)
-    compare(chain, targets, config, batch, rtol=1e-12)
+    compare(chain, targets, config, batch, rtol=1e-9, unreached_points=False)
 
 
 @pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)
@@ -97,7 +102,7 @@ def test_batch_of_degenerate_targets(config):
     )
     batch = ik.solve_batch(chain, targets, config)
     assert np.all(np.isfinite(batch.points)) and np.all(np.isfinite(batch.rotations))
-    compare(chain, targets, config, batch, rtol=1e-12)
+    compare(chain, targets, config, batch, rtol=1e-12 if config[0] == "triangulation" else 1e-9)
 
 
 @pytest.mark.parametrize("config", ik.CONFIGS, ids=ik.CONFIG_IDS)

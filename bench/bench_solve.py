@@ -1,0 +1,194 @@
+"""One solve against Blender's legacy IK constraint on the same chain, same run (µs per solve).
+
+Run inside a bpy venv:  <venv>/bin/python bench/bench_solve.py [--targets 300] [--batch 10000]
+
+Chains straight along +Y: 5 bones (9, 9, 9, 9, 4; the triangulation paper's) and 20 bones of 2
+(both 40 long). Targets uniform in the paper's 60-unit box centred on the root.
+- Blender: the IK constraint (500 iterations, its default) on the tip, chain_count = n; per target,
+  move the target and `view_layer.update()`. The same loop without the constraint is the floor
+  (moving the target and evaluating the armature); "net" is the difference.
+- Chain IK: `solvers.solve(chain, target, method=...)` on a chain built once, default tolerance;
+  with a pole (and pole angle), or a tip orientation, for the goals' cost.
+- Batch: `solvers.solve_batch` on --batch targets at 5 bones, µs per target per iteration
+  (the time over the sum of every target's iterations).
+Prints Markdown tables; the goals are the issue's (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import solvers  # noqa: E402
+
+CHAINS = {5: [9.0, 9.0, 9.0, 9.0, 4.0], 20: [2.0] * 20}
+METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
+# Goal per (bones, method): the largest ratio to Blender's time that meets it.
+GOALS = {
+    (5, "triangulation"): 0.25,
+    (5, "fabrik"): 1.0,
+    (5, "jacobian"): 1.0,
+    (5, "ccd"): 4.0,
+    (20, "triangulation"): 1.0,
+    (20, "fabrik"): 1.0,
+    (20, "jacobian"): 1.0,
+}
+BATCH_GOALS = {"fabrik": 0.2, "jacobian": 1.5, "ccd": 1.0}  # µs per target per iteration
+GOAL_COST = 2.0  # a pole or tip orientation: at most this times the plain solve
+
+
+def targets(count: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-30.0, 30.0, size=(count, 3))
+
+
+def chain(lengths: list[float]) -> solvers.Chain:
+    ys = np.concatenate(([0.0], np.cumsum(lengths)))
+    points = np.stack((np.zeros_like(ys), ys, np.zeros_like(ys)), axis=1)
+    # Blender's bone frames for bones along +Y: the identity.
+    return solvers.Chain(points, np.tile([1.0, 0.0, 0.0, 0.0], (len(lengths), 1)))
+
+
+def per_call(fn, items, repeats: int = 3) -> float:
+    """Best of `repeats` passes over `items`, µs per item."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for item in items:
+            fn(item)
+        best = min(best, (time.perf_counter() - start) / len(items))
+    return best * 1e6
+
+
+def blender_times(lengths: list[float], goals: np.ndarray) -> tuple[float, float] | None:
+    """(µs per update with the IK constraint, µs per update without it), or None outside bpy."""
+    try:
+        import bpy
+        from mathutils import Vector
+    except ImportError:
+        return None
+    bpy.ops.wm.read_homefile(use_empty=True)
+    arm = bpy.data.armatures.new("Rig")
+    obj = bpy.data.objects.new("Rig", arm)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    head, parent = Vector((0.0, 0.0, 0.0)), None
+    for i, length in enumerate(lengths):
+        eb = arm.edit_bones.new(f"b{i}")
+        eb.head, eb.tail = head, head + Vector((0.0, length, 0.0))
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        head, parent = eb.tail.copy(), eb
+    bpy.ops.object.mode_set(mode="POSE")
+    target = bpy.data.objects.new("Target", None)
+    bpy.context.scene.collection.objects.link(target)
+    con = obj.pose.bones[f"b{len(lengths) - 1}"].constraints.new("IK")
+    con.target, con.chain_count = target, len(lengths)
+    rows = [tuple(g) for g in goals.tolist()]
+    layer = bpy.context.view_layer
+
+    def move(g):
+        target.location = g
+        layer.update()
+
+    with_ik = per_call(move, rows)
+    con.mute = True
+    layer.update()
+    without = per_call(move, rows)
+    con.mute = False
+    return with_ik, without
+
+
+def goal_kwargs(kind: str, lengths: list[float]) -> dict:
+    if kind == "pole":
+        return {"pole": [0.0, 0.5 * sum(lengths), 20.0], "pole_angle": 0.3}
+    if kind == "orientation":
+        return {"target_rotation": [0.9238795325112867, 0.0, 0.0, 0.3826834323650898]}
+    return {}
+
+
+def single_table(count: int, seed: int) -> list[str]:
+    goals = targets(count, seed)
+    out = [
+        "| bones | side | µs / solve | ratio to Blender | goal | met | with pole (x plain) "
+        "| with tip orientation (x plain) |",
+        "|---|---|---:|---:|---|---|---:|---:|",
+    ]
+    for n, lengths in CHAINS.items():
+        c = chain(lengths)
+        blender = blender_times(lengths, goals)
+        anchor = None
+        if blender is not None:
+            anchor = blender[0]
+            out.append(f"| {n} | Blender IK constraint (update with IK) | {blender[0]:.1f} | 1.00 | | | | |")
+            out.append(f"| {n} | Blender: same update without IK (floor) | {blender[1]:.1f} | | | | | |")
+            out.append(f"| {n} | Blender IK net (with - without) | {blender[0] - blender[1]:.1f} | | | | | |")
+        for method in METHODS:
+            times = {}
+            for kind in ("plain", "pole", "orientation"):
+                kw = goal_kwargs(kind, lengths)
+                times[kind] = per_call(lambda t, c=c, m=method, kw=kw: solvers.solve(c, t, method=m, **kw), goals)
+            ratio = "" if anchor is None else f"{times['plain'] / anchor:.2f}"
+            goal = GOALS.get((n, method))
+            goal_text = "" if goal is None else f"<= {goal:g}x"
+            met = "" if goal is None or anchor is None else ("yes" if times["plain"] <= goal * anchor else "**no**")
+            costs = [times[k] / times["plain"] for k in ("pole", "orientation")]
+            cost_text = [f"{x:.2f}" + ("" if x <= GOAL_COST else " (**over 2x**)") for x in costs]
+            out.append(
+                f"| {n} | Chain IK {method} | {times['plain']:.1f} | {ratio} | {goal_text} | {met} "
+                f"| {cost_text[0]} | {cost_text[1]} |"
+            )
+    return out
+
+
+def batch_table(count: int, seed: int) -> list[str]:
+    c = chain(CHAINS[5])
+    goals = targets(count, seed)
+    out = [
+        "| method | m | s per batch | mean iterations | µs / target / iteration | goal | met |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for method in ("triangulation", "fabrik", "ccd", "jacobian"):
+        best, sol = float("inf"), None
+        for _ in range(3):
+            start = time.perf_counter()
+            sol = solvers.solve_batch(c, goals, method=method)
+            best = min(best, time.perf_counter() - start)
+        iterations = int(np.sum(sol.iterations))
+        per = best / max(iterations, 1) * 1e6
+        goal = BATCH_GOALS.get(method)
+        goal_text = "" if goal is None else f"<= {goal:g}"
+        met = "" if goal is None else ("yes" if per <= goal else "**no**")
+        out.append(f"| {method} | {count} | {best:.3f} | {iterations / count:.2f} | {per:.3f} | {goal_text} | {met} |")
+    return out
+
+
+def main() -> None:
+    args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else sys.argv[1:]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", type=int, default=300)
+    parser.add_argument("--batch", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--single-only", action="store_true")
+    opts = parser.parse_args(args)
+    try:
+        import bpy
+
+        version = f"Blender {bpy.app.version_string}"
+    except ImportError:
+        version = "no bpy: Chain IK rows only"
+    print(f"{version}; {opts.targets} targets in the 60-unit box, best of 3 passes; default tolerance.\n")
+    print("\n".join(single_table(opts.targets, opts.seed)))
+    if not opts.single_only:
+        print(f"\nBatch, 5 bones, {opts.batch} targets (solve_batch, best of 3):\n")
+        print("\n".join(batch_table(opts.batch, opts.seed)))
+
+
+if __name__ == "__main__":
+    main()
