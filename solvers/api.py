@@ -99,14 +99,12 @@ def solve(
     tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
     t = as_point(target, "target")
     extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
+    if kernels.one.reason(chain, method, options) is None:
+        return kernels.one.solve(chain, t, method, tol, iters, options, extra)
     if extra is not None:
         return goals.solve_with_goals(chain, t[None, :], extra, _plain(method, tol, iters, options), tol)[0]
-    if method == "triangulation":
-        if chain.limits is not None:  # the vectorised pass carries the limits
-            return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
-        return triangulation.solve_one(chain, t, tol, **options)
-    if kernels.one.reason(chain, method, options) is None:
-        return kernels.one.solve(chain, t, method, tol, iters, options)
+    if method == "triangulation":  # the vectorised pass carries the limits
+        return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
     return _iterative(chain, t[None, :], method, tol, iters, options)[0]
 
 

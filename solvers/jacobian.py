@@ -21,7 +21,6 @@ from .limits import twist_swing
 
 VARIANTS = ("dls", "pseudoinverse", "transpose")
 RESOLVES = 3  # re-solves per iteration after locking a clamped joint
-NOISE = 1e-12  # |J J^T e| below this x |J J^T| |e| is rounding noise
 
 
 def check_options(variant: str, damping: float, max_step: float) -> None:
@@ -73,11 +72,7 @@ def make_step(chain: Chain, variant: str = "dls", damping: float = 0.05, max_ste
         jjt = np.einsum("knc,knc->k", arms, arms)[:, None, None] * eye - np.einsum("kni,knj->kij", arms, arms)
         if variant == "transpose":
             moved = jjt @ err[:, :, None]
-            size = np.sum(moved * moved, axis=(1, 2))
-            alpha = np.einsum("ki,ki->k", err, moved[:, :, 0]) / np.maximum(size, 1e-300)
-            # J J^T e lost in rounding (e.g. a target on the root): no direction, no step.
-            trace = jjt[:, 0, 0] + jjt[:, 1, 1] + jjt[:, 2, 2]
-            alpha = np.where(size > (NOISE * trace) ** 2 * np.sum(err * err, axis=1), alpha, 0.0)
+            alpha = np.einsum("ki,ki->k", err, moved[:, :, 0]) / np.maximum(np.sum(moved * moved, axis=(1, 2)), 1e-300)
             beta = alpha[:, None] * err
         elif variant == "pseudoinverse":  # J+ = J^T (J J^T)+
             beta = (np.linalg.pinv(jjt, rcond=1e-10, hermitian=True) @ err[:, :, None])[:, :, 0]

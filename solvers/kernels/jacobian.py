@@ -1,20 +1,19 @@
-"""The Jacobian step (solvers.jacobian, unlimited chains, variants "dls" and "transpose")
-on float tuples. J J^T is a 3x3 sum over the joints (as in the numpy step), solved here
+"""The damped least squares step (solvers.jacobian, unlimited chains, variant "dls") on
+float tuples. J J^T is a 3x3 sum over the joints (as in the numpy step), solved here
 by Cramer's rule."""
 
 from __future__ import annotations
 
 import math
 
-from ..jacobian import NOISE
 from .floats import from_rotation_vector
 
 
-def make_step(lengths: tuple, target: tuple, variant: str, lam2: float, max_step: float):
-    """One damped least squares (or transpose) step toward `target`, as `jacobian.make_step`."""
+def make_step(lengths: tuple, target: tuple, lam2: float, max_step: float):
+    """One damped least squares step toward `target`, as `jacobian.make_step(chain, "dls", ...)`;
+    `lam2` > 0 (the damped J J^T is then invertible)."""
     n = len(lengths)
     tx, ty, tz = target
-    dls = variant == "dls"
 
     def step(points: list) -> list:
         ex, ey, ez = points[n]
@@ -29,20 +28,12 @@ def make_step(lengths: tuple, target: tuple, variant: str, lam2: float, max_step
         s = sxx + syy + szz
         # J J^T = |r|^2 I - r r^T summed over joints
         a, b, c, d, e, f = s - sxx, -sxy, -sxz, s - syy, -syz, s - szz  # [[a b c] [b d e] [c e f]]
-        if dls:
-            a, d, f = a + lam2, d + lam2, f + lam2
-            c0, c1, c2 = d * f - e * e, c * e - b * f, b * e - c * d  # cofactors of the first row
-            det = a * c0 + b * c1 + c * c2
-            ux = (c0 * bx + c1 * by + c2 * bz) / det
-            uy = (c1 * bx + (a * f - c * c) * by + (b * c - a * e) * bz) / det
-            uz = (c2 * bx + (b * c - a * e) * by + (a * d - b * b) * bz) / det
-        else:
-            mx, my, mz = a * bx + b * by + c * bz, b * bx + d * by + e * bz, c * bx + e * by + f * bz
-            size = mx * mx + my * my + mz * mz
-            alpha = (bx * mx + by * my + bz * mz) / max(size, 1e-300)
-            if not size > (NOISE * (a + d + f)) ** 2 * (bx * bx + by * by + bz * bz):
-                alpha = 0.0  # J J^T e lost in rounding: no direction, no step
-            ux, uy, uz = alpha * bx, alpha * by, alpha * bz
+        a, d, f = a + lam2, d + lam2, f + lam2
+        c0, c1, c2 = d * f - e * e, c * e - b * f, b * e - c * d  # cofactors of the first row
+        det = a * c0 + b * c1 + c * c2
+        ux = (c0 * bx + c1 * by + c2 * bz) / det
+        uy = (c1 * bx + (a * f - c * c) * by + (b * c - a * e) * bz) / det
+        uz = (c2 * bx + (b * c - a * e) * by + (a * d - b * b) * bz) / det
         omega = [(ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux) for rx, ry, rz in arms]
         biggest = max(math.sqrt(x * x + y * y + z * z) for x, y, z in omega)
         scale = min(1.0, max_step / max(biggest, 1e-300))

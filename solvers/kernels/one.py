@@ -8,10 +8,15 @@ import numpy as np
 
 from .. import fabrik as numpy_fabrik
 from .. import jacobian as numpy_jacobian
-from ..chain import Chain
+from .. import triangulation as numpy_triangulation
+from ..chain import Chain, reach_terms
 from ..result import Solution
-from . import ccd, fabrik, jacobian
+from ..triangulation_scalar import fold_blend, fold_terms, one_pass
+from . import ccd, fabrik, goals, jacobian
+from .floats import multiply
 from .loop import run, swing_rotations
+
+ITERATIVE = ("fabrik", "ccd", "jacobian")
 
 
 def reason(chain: Chain, method: str, options: dict) -> str | None:
@@ -21,33 +26,105 @@ def reason(chain: Chain, method: str, options: dict) -> str | None:
         numpy_fabrik.check_placement(options["placement"])
     elif method == "jacobian":
         numpy_jacobian.check_options(options["variant"], options["damping"], options["max_step"])
+    elif method == "triangulation":
+        numpy_triangulation.check_fold_angle(options["fold_angle"])
+        numpy_triangulation.check_smooth_fold(options["smooth_fold"], options["fold_angle"])
     if chain.limits is not None:
         return "joint limits: the numpy solver carries the local rotations"
     if method == "fabrik" and options["placement"] != "line":
         return "FABRIK sphere placement has no float kernel"
     if method == "jacobian":
-        if options["variant"] == "pseudoinverse":
-            return "the Jacobian pseudoinverse has no float kernel"
-        if options["variant"] == "dls" and not options["damping"] > 0.0:
+        if options["variant"] != "dls":
+            # The transpose converges linearly through near-singular poses, where rounding
+            # differences grow past 1e-9 x length over a hundred iterations: numpy only.
+            return f"the Jacobian {options['variant']} has no float kernel"
+        if not options["damping"] > 0.0:
             return "undamped least squares has no float kernel"
-    if method not in ("fabrik", "ccd", "jacobian"):
-        return f"{method} has no float kernel here"
     return None
 
 
-def solve(chain: Chain, target: np.ndarray, method: str, tolerance: float, cap: int, options: dict) -> Solution:
-    """`api.solve(chain, target, method=..., ...)` for a chain and options `reason` accepts."""
-    rows, lengths, dirs, _, _, fallbacks = chain._scalar
+class Terms:
+    """A chain's float terms (from `Chain._scalar` and its frames), and those of its head."""
+
+    __slots__ = ("rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "guard", "frames", "rest")
+
+    def __init__(self, rows, lengths, dirs, fallbacks, total, reach, inner, guard, frames, rest) -> None:
+        self.rows, self.lengths, self.dirs, self.fallbacks, self.total = rows, lengths, dirs, fallbacks, total
+        self.reach, self.inner, self.guard, self.frames, self.rest = reach, inner, guard, frames, rest
+
+    @classmethod
+    def of(cls, chain: Chain, goals: bool = False) -> Terms:
+        rows, lengths, dirs, reach, inner, fallbacks = chain._scalar
+        frames = rest = None
+        if goals:  # the frames and the root's rest frame (base x reference), for the goals only
+            frames = tuple(map(tuple, chain.frames.tolist()))
+            rest = multiply(tuple(chain.base_frame.tolist()), tuple(chain.reference[0].tolist()))
+        return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, chain.fold_guard, frames, rest)
+
+    def head(self) -> Terms:
+        """The chain without its tip bone (as `goals._head`)."""
+        lengths = self.lengths[:-1]
+        total = math.fsum(lengths)
+        reach, inner, guard = reach_terms(lengths, total)
+        return Terms(
+            self.rows[:-1],
+            lengths,
+            self.dirs[:-1],
+            self.fallbacks[:-1],
+            total,
+            tuple(reach),
+            tuple(inner),
+            guard,
+            self.frames[:-1],
+            self.rest,
+        )
+
+
+def plain_solver(method: str, tolerance: float, cap: int, options: dict):
+    """solve(terms, target) -> (points, rotations, iterations): the position-only float solve."""
+    if method == "triangulation":
+        fold_angle, smooth = options["fold_angle"], options["smooth_fold"]
+        fold = fold_terms(fold_angle)
+
+        def solve(t: Terms, target: tuple):
+            blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
+            band = numpy_triangulation.BAND * t.total
+            out, rots, _ = one_pass(
+                t.rows[0], t.lengths, t.dirs, t.reach, t.guard, t.fallbacks, target, band, fold_angle, fold, blend
+            )
+            return out, rots, 1
+
+        return solve
+
+    def solve(t: Terms, target: tuple):
+        if method == "fabrik":
+            step = fabrik.make_step(t.rows[0], t.lengths, t.dirs, target)
+        elif method == "ccd":
+            step = ccd.make_step(t.lengths, t.fallbacks, target)
+        else:
+            lam2 = (options["damping"] * t.total) ** 2
+            step = jacobian.make_step(t.lengths, target, lam2, options["max_step"])
+        points, iterations = run(t.rows, t.lengths, t.dirs, t.total, target, tolerance, cap, step)
+        return points, swing_rotations(points, t.dirs, t.fallbacks), iterations
+
+    return solve
+
+
+def solve(
+    chain: Chain, target: np.ndarray, method: str, tolerance: float, cap: int, options: dict, extra=None
+) -> Solution:
+    """`api.solve(chain, target, method=..., ...)` for a chain and options `reason` accepts;
+    `extra` the validated goals (solvers.goals.Goals, one target) or None."""
     t = tuple(target.tolist())
-    if method == "fabrik":
-        step = fabrik.make_step(rows[0], lengths, dirs, t)
-    elif method == "ccd":
-        step = ccd.make_step(lengths, fallbacks, t)
+    plain = plain_solver(method, tolerance, cap, options)
+    if extra is None:
+        points, rotations, iterations = plain(Terms.of(chain), t)
     else:
-        lam2 = (options["damping"] * chain.total_length) ** 2
-        step = jacobian.make_step(lengths, t, options["variant"], lam2, options["max_step"])
-    points, iterations = run(rows, lengths, dirs, chain.total_length, t, tolerance, cap, step)
-    rotations = swing_rotations(points, dirs, fallbacks)
+        pole = None if extra.pole is None else tuple(extra.pole[0].tolist())
+        rotation = None if extra.rotation is None else tuple(extra.rotation[0].tolist())
+        points, rotations, iterations = goals.solve(
+            Terms.of(chain, True), t, plain, pole, extra.pole_angle, rotation, extra.rotation_weight
+        )
     x, y, z = points[-1]
     error = math.sqrt((x - t[0]) ** 2 + (y - t[1]) ** 2 + (z - t[2]) ** 2)
     return Solution(np.array(points), np.array(rotations), iterations, error, error <= tolerance, method)
