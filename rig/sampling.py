@@ -23,7 +23,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .keys import action_fcurves, animated_paths
+from .keys import action_fcurves, animated_paths, data_path
 
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
@@ -54,7 +54,7 @@ def armature_static_reason(obj, root_names) -> str:
         while bone is not None:
             if any(c.enabled and c.influence > 0.0 for c in bone.constraints):
                 return f"bone '{bone.name}' has constraints"
-            prefix = f'pose.bones["{bone.name}"]'
+            prefix = data_path(bone.name, "")
             if any(p.startswith(prefix) for p in paths):
                 return f"bone '{bone.name}' is animated"
             bone = bone.parent

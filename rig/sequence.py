@@ -23,6 +23,7 @@ from mathutils import Matrix, Vector
 
 from ..solvers import Chain, quat, solve_sequence
 from . import modes
+from .keys import data_path
 from .read import read_chain
 from .space import MIN_RELATIVE_SCALE
 
@@ -43,7 +44,7 @@ def unsuitable(obj, names, animated_paths: set[str]) -> str:
         if pbone.bone.inherit_scale != "FULL":
             # Its shape in the chain's space would change whenever a parent's scale does.
             return f"bone '{name}' does not fully inherit scale"
-        prefix = f'pose.bones["{name}"].'
+        prefix = data_path(name, "")
         if any(p.startswith(prefix) and not p.startswith(prefix + "rotation") for p in animated_paths):
             return f"bone '{name}' has animated channels other than rotation"
     return ""
