@@ -108,7 +108,7 @@ def measure(context, obj, specs, frames, into: list) -> Iterator[None]:
             obj_eval = obj.evaluated_get(depsgraph)
             for track in tracks:
                 spec = track.spec
-                target = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+                target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 track.sample(obj_eval, np.asarray(target, dtype=float), int(frame))
             yield
     finally:

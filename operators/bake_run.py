@@ -139,7 +139,7 @@ def bake_steps(
     names = []
     for spec in specs:
         run.check_spec(obj, spec)
-        run.check_in_view_layer(spec, depsgraph)
+        run.check_in_view_layer(obj, spec, depsgraph)
         names += rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
     refusal = protected.keying_refusal(obj, names)
     if refusal:
@@ -265,7 +265,7 @@ def _solve_frames_fast(context, obj, specs, frames, progress) -> Generator[str, 
             for spec, track in zip(specs, tracks, strict=True):
                 if k:
                     check_rigid_at(obj_eval, track.names, frame)
-                target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+                target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 track.sample(k, track.space_to_world(obj_eval), target_world, int(frame))
             if progress is not None:
                 progress(0.5 * (k + 1) / n, int(frame))
@@ -316,7 +316,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
         for spec, names in zip(specs, chain_names, strict=True):
             if k:
                 check_rigid_at(obj_eval, names, frame)
-            target_world = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+            target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
             target = space.to_local(target_world)
             chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)
             tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
@@ -415,7 +415,7 @@ def playback_error(context, obj, specs: list[run.ChainSpec], frames) -> float:
             for spec in specs:
                 bone = obj_eval.pose.bones[spec.tip]
                 tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
-                target = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+                target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 worst = max(worst, float(np.linalg.norm(np.array(tip[:]) - target)))
     finally:
         scene.frame_set(frame0, subframe=subframe0)

@@ -49,7 +49,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
             parts.append(None)
     if item.pole_target is not None:
         try:
-            pole_eval = item.pole_target.evaluated_get(depsgraph)
+            pole_eval = rig.evaluated(item.pole_target, depsgraph)
             parts.append(rig.space.target_world_point(pole_eval, item.pole_subtarget))
         except ValueError:
             parts.append(None)
@@ -127,7 +127,7 @@ def solve_live(scene, depsgraph) -> int:
 
 def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
     """Solve one live chain if its inputs changed; 1 when solved."""
-    target_eval = item.target.evaluated_get(depsgraph) if item.target is not None else None
+    target_eval = rig.evaluated(item.target, depsgraph) if item.target is not None else None
     sig = _signature(obj_eval, item, target_eval, depsgraph)
     if _signatures.get(key) == sig:
         return 0

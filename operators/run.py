@@ -214,9 +214,9 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     `from_rest`: start from the chain bones' rest rotations instead of their current ones."""
     start = time.perf_counter()
     check_spec(obj, spec)
-    check_in_view_layer(spec, depsgraph)
+    check_in_view_layer(obj, spec, depsgraph)
     obj_eval = obj.evaluated_get(depsgraph)
-    target_eval = spec.target.evaluated_get(depsgraph)
+    target_eval = rig.evaluated(spec.target, depsgraph)
     space = rig.object_space(obj_eval)
     if _is_plain(spec) and not from_rest:
         outcome = solve_plain(obj, obj_eval, target_eval, space, spec, start)
@@ -290,11 +290,11 @@ def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> di
     """solvers.solve's pole and target_rotation arguments (armature space), only those in use."""
     goals = {}
     if spec.pole is not None:
-        pole_eval = spec.pole.evaluated_get(depsgraph)
+        pole_eval = rig.evaluated(spec.pole, depsgraph)
         goals["pole"] = space.to_local(rig.target_world_location(pole_eval, spec.pole_bone))
         goals["pole_angle"] = float(spec.pole_angle)
     if spec.use_rotation and spec.rotation_weight > 0.0:
-        world = rig.ik_settings.world_matrix(spec.target.evaluated_get(depsgraph), spec.target_bone)
+        world = rig.ik_settings.world_matrix(rig.evaluated(spec.target, depsgraph), spec.target_bone)
         goals["target_rotation"] = rig.ik_settings.tip_goal_rotation(obj_eval, space.inverse, world, rig_chain)
         goals["rotation_weight"] = float(spec.rotation_weight)
     return goals

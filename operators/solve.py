@@ -113,7 +113,7 @@ def measured_error(context, obj, outcome: run.ChainOutcome) -> float:
     spec = outcome.spec
     bone = obj_eval.pose.bones[spec.tip]
     tip = rig.armature_to_world(obj_eval, (bone.tail if spec.use_tail else bone.head)[:])
-    target = rig.target_world_location(spec.target.evaluated_get(depsgraph), spec.target_bone)
+    target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     return float(sum((a - b) ** 2 for a, b in zip(tip, target, strict=True)) ** 0.5)
 
 

@@ -50,12 +50,25 @@ def changed_mid_bake(obj, specs: list[ChainSpec], bones, exc: Exception) -> str:
     return f"the scene changed during the bake (by a frame handler?): {exc}"
 
 
-def check_in_view_layer(spec: ChainSpec, depsgraph) -> None:
-    """The target and pole must be evaluated with the scene: an object outside the view layer
-    (in an excluded collection, or not linked to the scene) has no evaluated copy, and its
-    stored matrix may be stale (identity for a new object), which would pose silently wrong."""
-    for what, ob in (("target", spec.target), ("pole target", spec.pole)):
-        if ob is not None and not ob.evaluated_get(depsgraph).is_evaluated:
+def check_in_view_layer(obj, spec: ChainSpec, depsgraph) -> None:
+    """The armature, target and pole must be evaluated with the scene: an object outside the view
+    layer (in an excluded collection, or not linked to the scene) has no evaluated copy, and its
+    stored matrix may be stale (identity for a new object), which would pose silently wrong.
+    An armature disabled in viewports is not evaluated either: its pose and transform are stale."""
+    if not obj.evaluated_get(depsgraph).is_evaluated:
+        raise ValueError(
+            f"the armature '{obj.name}' is disabled in viewports or not in the view layer, so Blender does not"
+            " evaluate it and its pose would be stale: enable it in viewports (the monitor icon) first"
+        )
+    for what, ob, bone in (("target", spec.target, spec.target_bone), ("pole target", spec.pole, spec.pole_bone)):
+        if ob is None or ob.evaluated_get(depsgraph).is_evaluated:
+            continue
+        if depsgraph.view_layer.objects.get(ob.name) == ob:
+            # Disabled in viewports: followed as Blender's constraint does (rig.unevaluated).
+            reason = rig.unevaluated.refusal(ob, bone)
+            if reason:
+                raise ValueError(f"the {what} {rig.unevaluated.message(ob, reason)}")
+        else:
             raise ValueError(
                 f"the {what} '{ob.name}' is not in the view layer (its collection is excluded, or it is"
                 " not linked to the scene): it has no evaluated location"

@@ -1,6 +1,6 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keys, plain
+from . import ik_settings, keys, plain, unevaluated
 from .fk import PoseFK, read_chain_posed, read_chain_rest
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
@@ -12,6 +12,7 @@ from .space import (
     target_world_location,
     world_to_armature,
 )
+from .unevaluated import evaluated
 from .write import PoseWrite, apply, compute_pose, snapshot, solved_pose_matrices, tip_location
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "solved_pose_matrices",
     "tip_location",
     "keys",
+    "unevaluated",
+    "evaluated",
     "ik_settings",
     "plain",
     "PoseFK",

@@ -61,13 +61,9 @@ def armature_static_reason(obj, root_names) -> str:
     return ""
 
 
-def _target_curves(target) -> tuple[str, list]:
-    """(reason it cannot be sampled directly or '', [(path, index, fcurve)])."""
-    if target.parent is not None or target.rigid_body is not None:
-        return "parented or simulated", []
-    if any(c.enabled and c.influence > 0.0 for c in target.constraints):
-        return "constraints", []
-    ad = target.animation_data
+def active_curves(ob) -> tuple[str, list]:
+    """(why `ob`'s animation is more than its active action's F-Curves, or ''; those F-Curves)."""
+    ad = ob.animation_data
     if ad is None or ad.action is None:
         return ("", []) if ad is None or not (len(ad.drivers) or len(ad.nla_tracks)) else ("NLA or drivers", [])
     if len(ad.drivers) or len(ad.nla_tracks) or ad.use_tweak_mode:
@@ -81,9 +77,19 @@ def _target_curves(target) -> tuple[str, list]:
         from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
 
         bag = animdata_get_channelbag_for_assigned_slot(ad)
-        curves = [] if bag is None else list(bag.fcurves)
-    else:
-        curves = action_fcurves(action)
+        return "", [] if bag is None else list(bag.fcurves)
+    return "", action_fcurves(action)
+
+
+def _target_curves(target) -> tuple[str, list]:
+    """(reason it cannot be sampled directly or '', [(path, index, fcurve)])."""
+    if target.parent is not None or target.rigid_body is not None:
+        return "parented or simulated", []
+    if any(c.enabled and c.influence > 0.0 for c in target.constraints):
+        return "constraints", []
+    reason, curves = active_curves(target)
+    if reason:
+        return reason, []
     out = []
     for fc in curves:
         if fc.data_path in ("location", "delta_location"):
