@@ -43,7 +43,7 @@ from .write import PoseWrite
 # A pose matrix counts as a similarity (rotation x uniform scale) when its unit axes are
 # orthogonal within this (cosine) and its axis lengths agree within this fraction. Then the
 # Gram matrix of any rotation of it deviates from c*I by < 5e-5 c (Frobenius), so the generic
-# rigidity check (read.RIGID_TOLERANCE = 1e-4, max entry) could not refuse a bone inheriting it.
+# rigidity check (read.RIGID_TOLERANCE = 1e-3, max entry) could not refuse a bone inheriting it.
 SIMILAR = 1e-5
 # Axis lengths allowed at every chain bone and its parent: a bone's own scale then stays within
 # 1e-2..1e2, far from the generic check's zero-scale threshold (|det| < 1e-12).

@@ -129,8 +129,11 @@ def _solver_chain(tip: str, bones, mats, points, parent_matrix: Matrix | None, u
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc
 
 
-# Relative deviation from a similarity transform tolerated (float32 pose data).
-RIGID_TOLERANCE = 1e-4
+# Relative deviation from a similarity transform tolerated. Float32 pose data carries ~1e-6 of
+# scale noise per bone, and it compounds down a chain (~2e-4 on the Gram matrix 100 bones down);
+# a 1e-3 shear changes a bone's length by at most 0.05%, and the tip error reported is measured
+# on the written pose anyway.
+RIGID_TOLERANCE = 1e-3
 
 
 def check_rigid_bones(obj_eval, names) -> None:
