@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
+from .. import rig
 from ..properties import INTERPOLATION_ITEMS
 from . import bake_job, bake_report, bake_run
 from .chain_args import SCRIPT_ONLY, ChainArguments
@@ -164,6 +165,9 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
             self.report({"WARNING"}, blend)
         if result.driven:
             self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
+        for cause, names in rig.keys.playback_overrides(obj, result.bones).items():
+            if cause != "drivers":
+                self.report({"WARNING"}, f"{cause} on {', '.join(names)}: playback will not follow the baked keys")
 
 
 CLASSES = (CHAINIK_OT_bake,)

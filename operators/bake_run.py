@@ -370,11 +370,7 @@ def blend_warning(obj) -> str:
 
 def driven_rotations(obj, bones) -> tuple[str, ...]:
     """Those of `bones` with a driver on their rotation channel in use (drivers win over keys)."""
-    ad = obj.animation_data
-    if ad is None or not len(ad.drivers):
-        return ()
-    paths = {d.data_path for d in ad.drivers if not d.mute}
-    return tuple(sorted(n for n in bones if keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) in paths))
+    return keys.playback_overrides(obj, bones).get("drivers", ())
 
 
 def write_values(

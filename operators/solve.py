@@ -84,9 +84,8 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             rig.write.insert_keyframes(obj, names, context.scene.frame_current)
         locked = [name for o in outcomes for name in o.write.locked]
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
-            error = outcome.error
-            if outcome.write.locked or outcome.spec.influence < 1.0:
-                error = measured_error(context, obj, outcome)
+            # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
+            error = measured_error(context, obj, outcome)
             if item is not None:
                 store_result(item, outcome, error)
             self.report({"INFO"}, result_line(outcome, error))
@@ -95,6 +94,9 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         constrained = [name for o in outcomes for name in o.write.constrained]
         if constrained:
             self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(constrained)}")
+        driven = rig.keys.playback_overrides(obj, [n for o in outcomes for n in o.write.values]).get("drivers")
+        if driven:
+            self.report({"WARNING"}, f"drivers on the rotation of {', '.join(driven)} override the solved pose")
         return {"FINISHED"}
 
 
@@ -107,7 +109,7 @@ def check_keying(obj, specs: list[run.ChainSpec]) -> None:
 
 
 def measured_error(context, obj, outcome: run.ChainOutcome) -> float:
-    """World tip error after writing (when locks or influence make it differ from the solver's)."""
+    """World tip error of the written pose (one evaluation for all chains: later calls find it clean)."""
     depsgraph = context.evaluated_depsgraph_get()
     obj_eval = obj.evaluated_get(depsgraph)
     spec = outcome.spec

@@ -108,6 +108,40 @@ def action_fcurves(action) -> list:
     return list(action.fcurves)
 
 
+def assigned_fcurves(obj) -> list:
+    """The F-Curves that animate `obj` through its active action (4.4+: its assigned slot's)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return []
+    if hasattr(ad.action, "layers"):
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        bag = animdata_get_channelbag_for_assigned_slot(ad)
+        return [] if bag is None else list(bag.fcurves)
+    return list(ad.action.fcurves)
+
+
+def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
+    """Those of `bones` whose rotation on playback is not what their keys say, by cause:
+    "drivers" (a driver in use sets it), "muted F-Curves" (a muted curve or group is skipped),
+    "F-Curve modifiers" (a modifier in use reshapes the curve). Empty causes are left out."""
+    pose = obj.pose.bones
+    paths = {data_path(n, rotation_property(pose[n])): n for n in bones}
+    found: dict[str, set[str]] = {"drivers": set(), "muted F-Curves": set(), "F-Curve modifiers": set()}
+    ad = obj.animation_data
+    if ad is not None:
+        found["drivers"].update(paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths)
+    for fc in assigned_fcurves(obj):
+        name = paths.get(fc.data_path)
+        if name is None:
+            continue
+        if fc.mute or (fc.group is not None and fc.group.mute):
+            found["muted F-Curves"].add(name)
+        if any(not m.mute for m in fc.modifiers):
+            found["F-Curve modifiers"].add(name)
+    return {cause: tuple(sorted(names)) for cause, names in found.items() if names}
+
+
 def animated_paths(obj) -> set[str]:
     """Data paths animated on `obj` by its action, its NLA strips or its drivers (conservative: all slots)."""
     ad = obj.animation_data

@@ -23,7 +23,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .keys import action_fcurves, animated_paths, data_path
+from .keys import animated_paths, assigned_fcurves, data_path
 
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
@@ -71,14 +71,9 @@ def active_curves(ob) -> tuple[str, list]:
     if ad.action_blend_type != "REPLACE" or ad.action_influence < 1.0:
         return "blended action", []
     action = ad.action
-    if hasattr(action, "layers"):
-        if len(action.layers) > 1 or any(len(layer.strips) > 1 for layer in action.layers):
-            return "layered action", []
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-
-        bag = animdata_get_channelbag_for_assigned_slot(ad)
-        return "", [] if bag is None else list(bag.fcurves)
-    return "", action_fcurves(action)
+    if hasattr(action, "layers") and (len(action.layers) > 1 or any(len(layer.strips) > 1 for layer in action.layers)):
+        return "layered action", []
+    return "", assigned_fcurves(ob)
 
 
 def _target_curves(target) -> tuple[str, list]:
