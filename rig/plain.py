@@ -37,7 +37,7 @@ from mathutils import Matrix, Quaternion
 
 from . import modes
 from .ik_settings import has_settings
-from .read import RigChain
+from .read import RigChain, shared_heads
 from .write import PoseWrite
 
 # A pose matrix counts as a similarity (rotation x uniform scale) when its unit axes are
@@ -103,6 +103,8 @@ def read_plain(obj, obj_eval, tip: str, length: int, use_tail: bool, use_limits:
     if len(walk) < length:
         return None
     walk.reverse()
+    if shared_heads(walk):
+        return None  # the generic read leaves those bones out
     parent_matrix = parent_frame = None
     if pbone is not None:  # the root's parent, read by the walk's last step
         parent_matrix = pbone.matrix.copy()

@@ -9,6 +9,7 @@ Conventions (documented for users in the README section on chains):
 - Disconnected bones (offset heads) are allowed: the gap from a bone's head to
   its child's head is part of that bone's link, so the link is rigid in the
   parent's frame and rotating the parent carries the child's head exactly.
+  Root-end bones whose child sits at their head are left out (see shared_heads).
 - A chain bone must turn rigidly in armature space. When it inherits a
   non-uniform scale (a parent's, or from outside the chain), its rotation
   shears it and changes its length: such chains are refused with a message
@@ -74,7 +75,25 @@ def chain_pose_bones(obj, tip: str, length: int, use_tail: bool = True) -> tuple
             " up to the root"
         )
     bones.reverse()
-    return bones, end
+    return bones[shared_heads(bones):], end
+
+
+# A link this much shorter than its two bones is taken as zero (float32 pose heads).
+ZERO_LINK = 1e-6
+
+
+def shared_heads(bones) -> int:
+    """How many bones at the root end share their head with their child's (disconnected children
+    placed at their parent's head). There the parent's turn only turns its child about that point,
+    which the child's own turn covers: Blender's IK solves such chains, so the solve leaves these
+    parents out (the solver needs links of non-zero length). Never the whole chain."""
+    k = 0
+    while k + 1 < len(bones):
+        a, b = bones[k], bones[k + 1]
+        if (a.head - b.head).length > ZERO_LINK * (a.length + b.length):
+            break
+        k += 1
+    return k
 
 
 def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple[str, ...]:
