@@ -1,0 +1,198 @@
+"""Results that once looked right and were not: bone names that need escaping in data paths,
+armatures and targets disabled in viewports, channels that playback changes (drivers, muted
+curves, F-Curve modifiers), tip errors read off the written pose, and rigs Blender's IK
+solves that were refused (a child at its parent's head, float32 scale noise on long chains)."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, make_armature, straight_chain, world_point
+from mathutils import Quaternion
+
+TOL = 1e-4
+
+
+def _playback_error(obj, tip, target, frames) -> float:
+    worst = 0.0
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
+    return worst
+
+
+def _quoted_rig():
+    """A root (keyed twisting about its axis over frames 1-20) above a 3-bone chain; every name needs escaping."""
+    names = ['ro"ot', "a\\b", 'c"\\d', 'e\\"f']
+    bones = [(names[0], (0, 0, 0), (0, 0, 1), None, False, 0.0)]
+    for i, name in enumerate(names[1:], start=1):
+        bones.append((name, (0, 0, i), (0, 0, i + 1), names[i - 1], True, 0.0))
+    obj = make_armature(bones)
+    root = obj.pose.bones[names[0]]
+    root.rotation_quaternion = (1, 0, 0, 0)
+    root.keyframe_insert("rotation_quaternion", frame=1)
+    root.rotation_quaternion = Quaternion((0, 1, 0), 1.2)
+    root.keyframe_insert("rotation_quaternion", frame=20)
+    bpy.context.scene.frame_set(1)
+    return obj, names
+
+
+def test_bake_follows_an_animated_parent_whose_name_needs_escaping(scene):
+    obj, names = _quoted_rig()
+    target = add_empty("T", (1.2, 0.4, 2.5))
+    result = bpy.ops.chain_ik.bake(tip=names[-1], chain_length=3, target="T", frame_start=1, frame_end=20)
+    assert result == {"FINISHED"}
+    assert _playback_error(obj, names[-1], target, range(1, 21)) < TOL
+
+
+def test_bake_sees_animated_locations_on_chain_bones_whose_names_need_escaping(scene):
+    obj, names = _quoted_rig()
+    middle = obj.pose.bones[names[2]]
+    middle.location = (0.0, 0.0, 0.0)
+    middle.keyframe_insert("location", frame=1)
+    middle.location = (0.3, 0.0, 0.2)
+    middle.keyframe_insert("location", frame=20)
+    target = add_empty("T", (1.2, 0.4, 2.5))
+    result = bpy.ops.chain_ik.bake(tip=names[-1], chain_length=3, target="T", frame_start=1, frame_end=20)
+    assert result == {"FINISHED"}
+    assert _playback_error(obj, names[-1], target, range(1, 21)) < TOL
+
+
+@pytest.mark.parametrize("op", ["solve", "bake"])
+def test_an_armature_disabled_in_viewports_is_refused(scene, capsys, op):
+    """It is not evaluated: its pose and transform would be stale (the move below never reaches it)."""
+    obj = straight_chain(3)
+    add_empty("T", (1.0, 0.0, 2.0))
+    obj.hide_viewport = True
+    obj.location = (5.0, 0.0, 0.0)
+    before = [tuple(pb.rotation_quaternion) for pb in obj.pose.bones]
+    kwargs = {"frame_start": 1, "frame_end": 3} if op == "bake" else {}
+    with pytest.raises(RuntimeError, match="disabled in viewports"):
+        getattr(bpy.ops.chain_ik, op)(tip="b2", chain_length=3, target="T", **kwargs)
+    assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == before
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
+def _keyed_chain():
+    obj = straight_chain(3)
+    for name in ("b0", "b1", "b2"):
+        obj.pose.bones[name].keyframe_insert("rotation_quaternion", frame=1)
+    return obj
+
+
+def _fcurve(obj, path: str, index: int):
+    from chain_ik.rig.keys import action_fcurves
+
+    return next(
+        fc for fc in action_fcurves(obj.animation_data.action) if (fc.data_path, fc.array_index) == (path, index)
+    )
+
+
+def test_bake_warns_of_muted_curves_and_modifiers_on_baked_channels(scene, capsys):
+    obj = _keyed_chain()
+    _fcurve(obj, 'pose.bones["b1"].rotation_quaternion', 2).mute = True
+    _fcurve(obj, 'pose.bones["b2"].rotation_quaternion', 0).modifiers.new("NOISE")
+    add_empty("T", (1.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
+    out = capsys.readouterr().out
+    assert "muted F-Curves on b1" in out
+    assert "F-Curve modifiers on b2" in out
+
+
+def test_bake_does_not_warn_of_curves_it_does_not_bake(scene, capsys):
+    obj = _keyed_chain()
+    obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+    _fcurve(obj, 'pose.bones["b0"].location', 0).modifiers.new("NOISE")
+    add_empty("T", (1.0, 0.0, 2.0))
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
+    out = capsys.readouterr().out
+    assert "F-Curve modifiers" not in out and "muted" not in out
+
+
+def _panel_chain(obj, target):
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    return item
+
+
+def test_solve_warns_of_drivers_and_stores_the_error_of_the_written_pose(scene, capsys):
+    obj = straight_chain(3)
+    fcurve = obj.pose.bones["b1"].driver_add("rotation_quaternion", 1)
+    fcurve.driver.expression = "0.5"
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    item = _panel_chain(obj, target)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    out = capsys.readouterr().out
+    assert "drivers on the rotation of b1" in out
+    written = float(np.linalg.norm(world_point(obj, "b2") - np.array(target.location)))
+    assert written > 0.05
+    assert item.result.error == pytest.approx(written, rel=1e-4, abs=1e-6)
+    assert f"tip error {written:.3g}" in out
+
+
+def test_solve_reports_the_error_a_chain_constraint_leaves(scene, capsys):
+    obj = straight_chain(3)
+    con = obj.pose.bones["b1"].constraints.new("LIMIT_ROTATION")
+    con.use_limit_x = con.use_limit_y = con.use_limit_z = True
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    item = _panel_chain(obj, target)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    written = float(np.linalg.norm(world_point(obj, "b2") - np.array(target.location)))
+    assert written > 0.05
+    assert item.result.error == pytest.approx(written, rel=1e-4, abs=1e-6)
+
+
+def test_solve_follows_a_target_disabled_in_viewports(scene):
+    """As Blender's IK constraint does: the target's own transform, not a stale matrix."""
+    obj = straight_chain(3)
+    parent = add_empty("P", (0.5, 0.0, 0.0))
+    target = add_empty("T", (0.5, 0.0, 2.0))
+    target.parent = parent
+    bpy.context.view_layer.update()
+    target.hide_viewport = True
+    target.location = (0.5, 0.5, 2.0)  # world (1.0, 0.5, 2.0) through the parent
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target="T") == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "b2") - np.array((1.0, 0.5, 2.0))) < TOL
+
+
+def test_bake_follows_an_animated_target_disabled_in_viewports(scene):
+    obj = straight_chain(3)
+    obj.pose.bones["b0"].constraints.new("COPY_SCALE")  # any constraint: the per-frame path
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    target.keyframe_insert("location", frame=1)
+    target.location = (0.0, 1.0, 2.2)
+    target.keyframe_insert("location", frame=10)
+    target.hide_viewport = True
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=10) == {"FINISHED"}
+    target.hide_viewport = False
+    assert _playback_error(obj, "b2", target, range(1, 11)) < TOL
+
+
+@pytest.mark.parametrize("op", ["solve", "bake"])
+def test_a_disconnected_child_at_its_parents_head_is_solved(scene, op):
+    """Blender's IK solves it; the parent's turn only turns the child there."""
+    bones = [
+        ("a", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+        ("b", (0, 0, 0), (0, 0.2, 1), "a", False, 0.0),
+        ("c", (0, 0.2, 1), (0, 0.2, 2), "b", True, 0.0),
+    ]
+    obj = make_armature(bones)
+    target = add_empty("T", (0.8, 0.3, 1.4))
+    kwargs = {"frame_start": 1, "frame_end": 3} if op == "bake" else {}
+    assert getattr(bpy.ops.chain_ik, op)(tip="c", chain_length=3, target="T", **kwargs) == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "c") - np.array(target.location)) < TOL
+
+
+def test_a_hundred_bone_chain_with_float32_scale_noise_is_accepted(scene):
+    n = 100
+    obj = straight_chain(n)
+    rng = np.random.default_rng(3)
+    for i in range(n):
+        obj.pose.bones[f"b{i}"].scale = tuple(1.0 + 1e-6 * rng.uniform(0.5, 1.0, 3) * (1, -1, 1))
+    target = add_empty("T", (20.0, 0.0, 60.0))
+    assert bpy.ops.chain_ik.solve(tip=f"b{n - 1}", chain_length=n, target="T", method="fabrik") == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, f"b{n - 1}") - np.array(target.location)) < 1e-2  # FABRIK tolerance + noise
