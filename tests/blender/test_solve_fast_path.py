@@ -74,7 +74,7 @@ def _reference_rigid(pose: Matrix, basis: Matrix, tolerance: float) -> bool:
     return bool(c > 0.0 and np.max(np.abs(gram - c * np.eye(3))) <= tolerance * c)
 
 
-@pytest.mark.parametrize("stretch", [1.0, 1.00002, 1.0002, 1.3])
+@pytest.mark.parametrize("stretch", [1.0, 1.0002, 1.002, 1.3])
 def test_rigidity_check_matches_its_definition_near_the_tolerance(scene, ck, stretch):
     read = ck[3]
     obj = bent_rolled_disconnected()
@@ -89,7 +89,7 @@ def test_rigidity_check_matches_its_definition_near_the_tolerance(scene, ck, str
     else:
         with pytest.raises(ValueError, match="non-uniform scale"):
             read._check_rigid(pb, pb.matrix.copy())
-    assert expected == (stretch < 1.0001)
+    assert expected == (stretch < 1.001)
 
 
 def test_object_space_checks_stay_exact(scene, ck):
