@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
 from bpy.props import IntProperty
 
@@ -83,9 +85,10 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             names = [name for o in outcomes for name in o.write.values]
             rig.write.insert_keyframes(obj, names, context.scene.frame_current)
         locked = [name for o in outcomes for name in o.write.locked]
+        # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
+        depsgraph = context.evaluated_depsgraph_get()
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
-            # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
-            error = measured_error(context, obj, outcome)
+            error = measured_error(depsgraph, obj, outcome.spec)
             if item is not None:
                 store_result(item, outcome, error)
             self.report({"INFO"}, result_line(outcome, error))
@@ -108,15 +111,13 @@ def check_keying(obj, specs: list[run.ChainSpec]) -> None:
         raise ValueError(f"auto-keying: {refusal}")
 
 
-def measured_error(context, obj, outcome: run.ChainOutcome) -> float:
-    """World tip error of the written pose (one evaluation for all chains: later calls find it clean)."""
-    depsgraph = context.evaluated_depsgraph_get()
+def measured_error(depsgraph, obj, spec: run.ChainSpec) -> float:
+    """World tip error of the written pose (`depsgraph` evaluated after the write; plain mathutils:
+    this runs on every Solve)."""
     obj_eval = obj.evaluated_get(depsgraph)
-    spec = outcome.spec
     bone = obj_eval.pose.bones[spec.tip]
-    tip = rig.armature_to_world(obj_eval, (bone.tail if spec.use_tail else bone.head)[:])
-    target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-    return float(sum((a - b) ** 2 for a, b in zip(tip, target, strict=True)) ** 0.5)
+    tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
+    return math.dist(tip, rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone))
 
 
 CLASSES = (CHAINIK_OT_solve,)
