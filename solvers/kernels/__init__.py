@@ -8,4 +8,4 @@ tested against the numpy code: same iterations, same points to rounding.
 Points and vectors are (x, y, z) tuples, quaternions (w, x, y, z) tuples.
 """
 
-from . import one  # noqa: F401
+from . import one, sequence  # noqa: F401

@@ -95,3 +95,36 @@ def test_kernel_goals_match_numpy_goals(config, case):
     if general.reached:
         np.testing.assert_allclose(fast.points, general.points, rtol=0, atol=scale)
         np.testing.assert_allclose(fast.rotations, general.rotations, rtol=0, atol=1e-8)
+
+
+def _numpy_sequence(chain, targets, method, options):
+    """solve_sequence's step by step, each step through the numpy solver (solve_batch)."""
+    current, points, frames, iterations = chain, [], [], []
+    for target in targets:
+        sol = solvers.solve_batch(current, target[None], method=method, **options)[0]
+        solved = sol.frames(current)
+        points.append(sol.points)
+        frames.append(solved)
+        iterations.append(sol.iterations)
+        current = solvers.Chain(sol.points, solved)
+    return np.array(points), np.array(frames), np.array(iterations)
+
+
+@pytest.mark.parametrize("config", KERNEL_CONFIGS, ids=KERNEL_IDS)
+@settings(max_examples=15, deadline=None)
+@given(case=framed_chain_and_goals(), seed=st.integers(0, 100))
+def test_kernel_sequence_matches_numpy_steps(config, case, seed):
+    """solve_sequence through the float kernels: each step from the previous solution, as numpy."""
+    chain, target, _ = case
+    method, options = config
+    rng = np.random.default_rng(seed)
+    targets = target + 0.05 * chain.total_length * np.cumsum(rng.normal(size=(8, 3)), axis=0)
+    seq = solvers.solve_sequence(chain, targets, method=method, **options)
+    points, frames, iterations = _numpy_sequence(chain, targets, method, options)
+    scale = 1e-9 * chain.total_length
+    for k in range(len(targets)):
+        assert seq.iterations[k] == iterations[k]
+        if not seq.reached[k]:
+            break  # past an unreached step the start poses may differ by more than rounding
+        np.testing.assert_allclose(seq.points[k], points[k], rtol=0, atol=scale)
+        np.testing.assert_allclose(np.abs(np.sum(seq.frames[k] * frames[k], axis=-1)), 1.0, rtol=0, atol=1e-9)
