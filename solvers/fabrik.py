@@ -2,11 +2,12 @@
 from the root, each joint placed on the line to its neighbour at the bone's
 length. Unreachable targets are handled by `iterate.run` (chain straight).
 With joint limits (the article's §4) each bone of the forward pass is aimed
-at its backward-pass neighbour and its local rotation clamped into the
-limits, so every iteration ends in an allowed pose; a bone whose child is a
-hinge also twists (within its twist limit) so the child's plane holds the
-child's own neighbour (solvers.twist), and the backward pass keeps each
-hinge bone in its hinge plane as posed.
+at its backward-pass neighbour (the turn scaled by 1 - its mean stiffness, as
+in CCD) and its local rotation clamped into the limits, so every iteration
+ends in an allowed pose; a bone whose child is a hinge also twists (within
+its twist limit) so the child's plane holds the child's own neighbour
+(solvers.twist), and the backward pass keeps each hinge bone in its hinge
+plane as posed.
 
 `placement="sphere"` (unlimited chains) is the article's conformal
 geometric algebra (CGA) optimisation of the same passes: a joint between two
@@ -94,6 +95,8 @@ def make_step(chain: Chain, placement: str = "line"):
         return p
 
     hinges = [None if chain.limits is None else twist.hinge(chain, i) for i in range(n)]
+    # Stiffness slows a joint, as in CCD: each forward-pass turn is scaled by 1 - mean stiffness.
+    stiff = [1.0] * n if chain.limits is None else (1.0 - chain.limits.stiffness.mean(axis=1)).tolist()
     any_hinge = any(h is not None for h in hinges)
 
     def limited_backward(points: np.ndarray, local: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -144,7 +147,8 @@ def make_step(chain: Chain, placement: str = "line"):
         local = local.copy()
         parent = np.broadcast_to(chain.base_frame, (p.shape[0], 4))
         for i in range(n):
-            parent, local[:, i] = constrained.aim(chain, i, parent, local[:, i], p[:, i + 1] - p[:, i])
+            aimed = p[:, i + 1] - p[:, i]
+            parent, local[:, i] = constrained.aim(chain, i, parent, local[:, i], aimed, stiff[i])
             if i + 1 < n:  # the child will aim at its backward-pass neighbour
                 tail = p[:, i] + lengths[i] * quat.rotate(parent, chain.link_local[i])
                 parent, local[:, i] = twist.align_child(chain, i, parent, local[:, i], p[:, i + 2] - tail)

@@ -512,3 +512,27 @@ def test_blenders_default_full_range_limit_is_accepted(leg):
     item.target.location = _deep_bend_target(obj)
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
     assert item.result.reached
+
+
+def test_fabrik_honours_bone_stiffness(leg):
+    """Issue 11: a stiff thigh (Bone > Inverse Kinematics > Stiffness) swings less under FABRIK,
+    one iteration from the same pose, and the leg still reaches over the full solve."""
+    obj, item = leg
+    item.method, item.target.location = "fabrik", world_point(obj, "shin.L") + Vector((0.15, -0.1, 0.2))
+    _rest(obj)
+    hip = world_point(obj, "thigh.L", False)
+    rest_dir = world_point(obj, "thigh.L") - hip
+
+    def thigh_turn(stiffness: float, iterations: int) -> float:
+        _rest(obj)
+        thigh = obj.pose.bones["thigh.L"]
+        thigh.ik_stiffness_x = thigh.ik_stiffness_y = thigh.ik_stiffness_z = stiffness
+        item.max_iterations = iterations
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        d = world_point(obj, "thigh.L") - hip
+        return math.acos(np.clip(np.dot(d, rest_dir) / np.linalg.norm(d) / np.linalg.norm(rest_dir), -1.0, 1.0))
+
+    free, stiff = thigh_turn(0.0, 1), thigh_turn(0.9, 1)
+    assert free > 0.05 and stiff < 0.5 * free
+    thigh_turn(0.9, 2000)
+    assert np.linalg.norm(world_point(obj, "shin.L") - np.array(item.target.location)) < TOL

@@ -360,3 +360,24 @@ def test_blender_arm_keeps_limits_on_box_targets():
         ik.check_limited_solution(chain, batch.points, batch.rotations)
         violation = ik.limit_violation(chain, batch.rotations)
         assert np.max(violation) < 1e-9, config
+
+
+@pytest.mark.parametrize("method", ["fabrik", "ccd"])
+def test_stiffness_slows_the_stiff_joint(method):
+    """Issue 11: stiffness is honoured by FABRIK as by CCD: one iteration turns a stiff root less,
+    and the chain still reaches (the other joints make up for it over the iterations)."""
+    points = [[0, 0, 0], [0, 1, 0], [0, 2, 0], [0, 3, 0]]
+    frames = [[1.0, 0.0, 0.0, 0.0]] * 3
+    target = [1.5, 1.8, 0.4]
+
+    def root_turn(stiffness: float, iterations: int | None):
+        limits = solvers.make_limits(3, stiffness=[[stiffness] * 3, [0.0] * 3, [0.0] * 3])
+        chain = solvers.Chain(points, frames, limits=limits)
+        sol = solvers.solve(chain, target, method=method, max_iterations=iterations)
+        return float(quat.angle(sol.rotations[0])), sol
+
+    free, _ = root_turn(0.0, 1)
+    stiff, _ = root_turn(0.9, 1)
+    assert stiff < 0.5 * free
+    _, sol = root_turn(0.9, None)
+    assert sol.reached
