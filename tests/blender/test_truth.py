@@ -196,3 +196,31 @@ def test_a_hundred_bone_chain_with_float32_scale_noise_is_accepted(scene):
     target = add_empty("T", (20.0, 0.0, 60.0))
     assert bpy.ops.chain_ik.solve(tip=f"b{n - 1}", chain_length=n, target="T", method="fabrik") == {"FINISHED"}
     assert np.linalg.norm(world_point(obj, f"b{n - 1}") - np.array(target.location)) < 1e-2  # FABRIK tolerance + noise
+
+
+def test_a_pole_disabled_in_viewports_is_followed(scene):
+    obj = straight_chain(3)
+    add_empty("T", (1.0, 0.0, 2.0))
+    pole = add_empty("Pole", (0.0, 0.0, 0.0))
+    kwargs = {"tip": "b2", "chain_length": 3, "target": "T", "pole": "Pole", "method": "fabrik"}
+    pole.location = (0.0, -2.0, 1.0)
+    assert bpy.ops.chain_ik.solve(**kwargs) == {"FINISHED"}
+    seen = [tuple(pb.rotation_quaternion) for pb in obj.pose.bones]
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion = (1, 0, 0, 0)
+    pole.location = (0.0, 0.0, 0.0)
+    bpy.context.view_layer.update()
+    pole.hide_viewport = True
+    pole.location = (0.0, -2.0, 1.0)  # never evaluated: its matrix_world still says the origin
+    assert bpy.ops.chain_ik.solve(**kwargs) == {"FINISHED"}
+    assert np.allclose([tuple(pb.rotation_quaternion) for pb in obj.pose.bones], seen, atol=1e-6)
+
+
+def test_a_target_disabled_in_viewports_that_cannot_be_followed_is_refused_by_name(scene):
+    obj = straight_chain(3)
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    target.constraints.new("COPY_LOCATION")
+    target.hide_viewport = True
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match="target 'T' is disabled in viewports.*has constraints"):
+        bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target="T")
