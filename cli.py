@@ -64,7 +64,7 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range); --frames=-10-20")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
     p.add_argument("--interpolation", default="BEZIER", choices=("BEZIER", "LINEAR", "CONSTANT"))
-    p.add_argument("--reduce", type=float, default=0.0, metavar="TOL", help="drop keys reproduced within TOL")
+    p.add_argument("--reduce", type=float, default=0.0, metavar="TOL", help="fewer keys: tips within TOL of the bake")
     p.add_argument("--output", help="save the baked file here (.blend)")
     p.add_argument(
         "--max-error", type=float, metavar="E", help="exit with status 3, not saving, when playback misses by more"
@@ -251,6 +251,7 @@ def run(args: argparse.Namespace, package) -> dict:
         "chains": ", ".join(f"{s.label} ({s.method})" for s in specs),
         "seconds": result.seconds,
         "keys": result.keys,
+        "keys_before": result.keys_before,
         "solver_error": result.worst_error,
         "playback_error": playback,
         "playback_seconds": result.measure_seconds,
@@ -282,7 +283,7 @@ def print_summary(summary: dict, chain_line) -> None:
     """`chain_line(dict)`: operators.bake_report.chain_line."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
-        f" in {summary['seconds']:.3f} s, {summary['keys']} keys written"
+        f" in {summary['seconds']:.3f} s, {summary['keys']} keys written (of {summary['keys_before']} solved)"
     )
     print(
         f"Chain IK bake: worst tip error on playback {summary['playback_error']:.3g}"

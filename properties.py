@@ -101,8 +101,8 @@ class ChainIKChain(bpy.types.PropertyGroup):
     )
     method: EnumProperty(name="Solver", items=METHOD_ITEMS, default="triangulation")
     tolerance: FloatProperty(
-        name="Tolerance",
-        description="Tip distance counted as reached, world space; 0: 1e-5 of the chain length",
+        name="Reach Tolerance",
+        description="Tip distance to the target counted as reached, world space; 0: 1e-5 of the chain length",
         default=0.0,
         min=0.0,
         unit="LENGTH",
@@ -129,9 +129,7 @@ class ChainIKChain(bpy.types.PropertyGroup):
         max=1.0,
         subtype="FACTOR",
     )
-    fabrik_placement: EnumProperty(
-        name="Placement", items=PLACEMENT_ITEMS, default=OPTIONS["fabrik"]["placement"]
-    )
+    fabrik_placement: EnumProperty(name="Placement", items=PLACEMENT_ITEMS, default=OPTIONS["fabrik"]["placement"])
     jacobian_variant: EnumProperty(name="Variant", items=VARIANT_ITEMS, default=OPTIONS["jacobian"]["variant"])
     damping: FloatProperty(
         name="Damping",
@@ -198,6 +196,12 @@ INTERPOLATION_ITEMS = [
 ]
 
 
+REDUCE_MODE_ITEMS = [
+    ("TIP", "Tip Distance", "Each chain's tip stays within a world distance of the bake"),
+    ("ANGLE", "Joint Angle", "Each baked joint stays within an angle of the bake"),
+]
+
+
 @overridable
 class ChainIKBake(bpy.types.PropertyGroup):
     """How Bake keys this armature's chains (the Bake operator's defaults; scripts may override)."""
@@ -211,16 +215,27 @@ class ChainIKBake(bpy.types.PropertyGroup):
     interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER")
     reduce: BoolProperty(
         name="Reduce Keys",
-        description="Drop keys that linear interpolation between their neighbours reproduces within the tolerance",
+        description="Keep only the keys (with fitted Bezier handles) that play back within the error below",
         default=False,
     )
+    reduce_mode: EnumProperty(name="Reduce By", items=REDUCE_MODE_ITEMS, default="TIP")
     reduce_tolerance: FloatProperty(
-        name="Tolerance",
-        description="Largest channel difference a dropped key may leave (radians, or quaternion components)",
+        name="Max Tip Error",
+        description="Furthest each chain's tip may play back from where the bake put it (world distance)",
         default=1e-3,
         min=1e-7,
         soft_max=0.1,
+        unit="LENGTH",
         precision=5,
+    )
+    reduce_angle: FloatProperty(
+        name="Max Joint Error",
+        description="Largest rotation any baked joint may play back away from its baked rotation",
+        default=0.0017453292519943296,
+        min=1e-7,
+        soft_max=0.1,
+        subtype="ANGLE",
+        precision=3,
     )
 
 

@@ -6,13 +6,15 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import rig
-from ..properties import INTERPOLATION_ITEMS
+from ..properties import INTERPOLATION_ITEMS, REDUCE_MODE_ITEMS
 from . import bake_job, bake_report, bake_run
 from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll
 
 # Operator properties that, when a script sets them, override the panel's bake settings.
-BAKE_OVERRIDES = ("frame_start", "frame_end", "step", "interpolation", "reduce", "reduce_tolerance")
+BAKE_OVERRIDES = (
+    "frame_start", "frame_end", "step", "interpolation", "reduce", "reduce_mode", "reduce_tolerance", "reduce_angle"
+)  # fmt: skip
 
 
 def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
@@ -24,7 +26,9 @@ def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
         "step": settings.step,
         "interpolation": settings.interpolation,
         "reduce": settings.reduce,
+        "reduce_mode": settings.reduce_mode,
         "reduce_tolerance": settings.reduce_tolerance,
+        "reduce_angle": settings.reduce_angle,
     }
     if props is not None:
         for key in BAKE_OVERRIDES:
@@ -42,9 +46,23 @@ class BakeRangeArguments:
     frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
     step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
     interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
-    reduce: BoolProperty(name="Reduce Keys", description="Drop keys interpolation reproduces", options=SCRIPT_ONLY)
+    reduce: BoolProperty(name="Reduce Keys", description="Keep the keys the error needs", options=SCRIPT_ONLY)
+    reduce_mode: EnumProperty(name="Reduce By", items=REDUCE_MODE_ITEMS, default="TIP", options=SCRIPT_ONLY)
     reduce_tolerance: FloatProperty(
-        name="Tolerance", description="Key reduction tolerance", default=1e-3, min=1e-7, options=SCRIPT_ONLY
+        name="Max Tip Error",
+        description="Key reduction: furthest a chain's tip may play back from the bake (world distance)",
+        default=1e-3,
+        min=1e-7,
+        unit="LENGTH",
+        options=SCRIPT_ONLY,
+    )
+    reduce_angle: FloatProperty(
+        name="Max Joint Error",
+        description="Key reduction: largest rotation a joint may play back away from the bake",
+        default=0.0017453292519943296,
+        min=1e-7,
+        subtype="ANGLE",
+        options=SCRIPT_ONLY,
     )
 
 
@@ -143,9 +161,10 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
             error = f"worst tip error {max(chain.worst_error for chain in result.chains):.3g} on playback"
         else:
             error = f"worst tip error {result.worst_error:.3g} as solved (not measured)"
+        reduced = f" (reduced from {result.keys_before})" if result.keys != result.keys_before else ""
         self.report(
             {"INFO"},
-            f"baked {result.frames} frame(s) of {len(specs)} chain(s): {result.keys} keys"
+            f"baked {result.frames} frame(s) of {len(specs)} chain(s): {result.keys} keys{reduced}"
             f" on {len(result.bones)} bone(s), {error}, {result.seconds:.2f} s",
         )
         for chain in result.chains:

@@ -23,7 +23,7 @@ import bpy
 import numpy as np
 
 from .. import rig, solvers
-from ..rig import keys, modes, protected, read, sampling, sequence
+from ..rig import keys, modes, protected, read, reduce, sampling, sequence
 from . import bake_report, live, run
 from .spec_checks import changed_mid_bake
 
@@ -35,7 +35,9 @@ class BakeOptions:
     step: int = 1
     interpolation: str = "BEZIER"
     reduce: bool = False
-    reduce_tolerance: float = 1e-3  # channel units: radians, quaternion components
+    reduce_tolerance: float = 1e-3  # 'TIP': world distance at each chain's tip
+    reduce_mode: str = "TIP"  # or 'ANGLE': each joint within reduce_angle
+    reduce_angle: float = 0.0017453292519943296  # radians (0.1 degree)
     measure: bool = True  # the per-chain report, played back at every baked frame (a second pass)
 
 
@@ -55,6 +57,7 @@ class BakeResult:
     measure_seconds: float = 0.0  # the playback pass that measured `chains`
     per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
     per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
+    keys_before: int = 0  # keys the bake solved (one per frame and channel), before any reduction
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -161,7 +164,8 @@ def bake_steps(
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
     bone_keys: dict[str, int] = {}
-    count = write_values(obj, frames, values, options, bone_keys)
+    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail) for s in specs]
+    count = write_values(obj, frames, values, options, bone_keys, chains)
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -192,6 +196,7 @@ def bake_steps(
         measure_seconds=measure_seconds,
         per_chain_keys=chain_keys,
         per_chain_seconds=flags.get("seconds", {}),
+        keys_before=len(frames) * sum(table.shape[1] for table in values.values()),
     )
 
 
@@ -374,24 +379,36 @@ def driven_rotations(obj, bones) -> tuple[str, ...]:
 
 
 def write_values(
-    obj, frames: np.ndarray, values: dict[str, np.ndarray], options: BakeOptions, per_bone: dict | None = None
+    obj,
+    frames: np.ndarray,
+    values: dict[str, np.ndarray],
+    options: BakeOptions,
+    per_bone: dict | None = None,
+    chains: list[tuple[tuple[str, ...], bool]] | None = None,
 ) -> int:
     """Key every channel of every baked bone (all values were checked finite by compute_pose); the
-    number of keys written, and per bone into `per_bone` when given."""
+    number of keys written, and per bone into `per_bone` when given. `chains` (bone names root first,
+    use_tail) set the reduction's tip distances; without them each bone is its own chain."""
     curves = keys.FCurves(obj)
     # In NLA tweak mode the keys belong to the tweaked strip's action, on its own time line.
     frames = keys.action_frames(obj, frames)
     first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
     frame_range = (float(min(first, last)), float(max(first, last)))
+    reduced = {}
+    if options.reduce:
+        tolerance = options.reduce_tolerance if options.reduce_mode == "TIP" else options.reduce_angle
+        chains = chains if chains is not None else [((name,), True) for name in values]
+        reduced = reduce.reduce_values(
+            obj, frames, values, chains, options.reduce_mode, tolerance, options.interpolation
+        )
     count = 0
     for name, table in values.items():
         prop = keys.rotation_property(obj.pose.bones[name])
         path = keys.data_path(name, prop)
         for index in range(table.shape[1]):
-            column = table[:, index]
-            keep = keys.reduce_keys(frames, column, options.reduce_tolerance) if options.reduce else slice(None)
+            kept, column, handles = reduced[name][index] if reduced else (frames, table[:, index], None)
             fc = curves.ensure(path, index, name)
-            written = keys.write_keys(fc, frames[keep], column[keep], frame_range, options.interpolation)
+            written = keys.write_keys(fc, kept, column, frame_range, options.interpolation, handles)
             count += written
             if per_bone is not None:
                 per_bone[name] = per_bone.get(name, 0) + written

@@ -183,8 +183,17 @@ def action_frames(obj, frames: np.ndarray) -> np.ndarray:
     return np.array([ad.nla_tweak_strip_time_to_scene(float(f), invert=True) for f in frames])
 
 
-def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[float, float], interpolation: str) -> int:
-    """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written."""
+def write_keys(
+    fc,
+    frames: np.ndarray,
+    values: np.ndarray,
+    frame_range: tuple[float, float],
+    interpolation: str,
+    handles: tuple[np.ndarray, np.ndarray] | None = None,
+) -> int:
+    """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written.
+    `handles`: fitted (left, right) handle points of the new keys, (n, 2) each, kept as ALIGNED
+    handles (else the new keys get Blender's auto-clamped ones)."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(values)):
@@ -229,11 +238,27 @@ def write_keys(fc, frames: np.ndarray, values: np.ndarray, frame_range: tuple[fl
             kp.foreach_get("interpolation", interp)
         interp[old:] = code
         kp.foreach_set("interpolation", interp)
+    if handles is not None:
+        _set_handles(kp, old, total, handles)
     if old or np.any(frames[1:] <= frames[:-1]):
         fc.update()  # kept and new keys interleave (or a reversed NLA strip): sort, then the handles
     else:
         kp.handles_recalc()  # new keys only, already in frame order: handles alone (~40% cheaper)
     return new
+
+
+def _set_handles(kp, old: int, total: int, handles: tuple[np.ndarray, np.ndarray]) -> None:
+    """Fitted handles on keys old..total: ALIGNED, which update() keeps as they are (collinear)."""
+    aligned = bpy.types.Keyframe.bl_rna.properties["handle_left_type"].enum_items["ALIGNED"].value
+    for name, points in zip(("handle_left", "handle_right"), handles, strict=True):
+        data = np.empty(2 * total, dtype=np.float32)
+        kinds = np.empty(total, dtype=np.int32)
+        kp.foreach_get(name, data)
+        kp.foreach_get(name + "_type", kinds)
+        data[2 * old :] = np.asarray(points, dtype=np.float32).ravel()
+        kinds[old:] = aligned
+        kp.foreach_set(name + "_type", kinds)
+        kp.foreach_set(name, data)
 
 
 def reduce_keys(frames: np.ndarray, values: np.ndarray, tolerance: float) -> np.ndarray:

@@ -179,11 +179,11 @@ class VIEW3D_PT_chain_ik_bake(_ChainIKPanel, bpy.types.Panel):
             col.prop(bake, "frame_end")
         layout.prop(bake, "step")
         layout.prop(bake, "interpolation")
-        row = layout.row(heading="Reduce Keys")
-        row.prop(bake, "reduce", text="")
-        sub = row.row()
-        sub.active = bake.reduce
-        sub.prop(bake, "reduce_tolerance", text="")
+        layout.prop(bake, "reduce")
+        col = layout.column()
+        col.active = bake.reduce
+        col.prop(bake, "reduce_mode")
+        col.prop(bake, "reduce_tolerance" if bake.reduce_mode == "TIP" else "reduce_angle")
         layout.operator("chain_ik.bake", icon="KEYINGSET")
         # IK -> FK: the selected FK controls follow the IK-driven chain over the same range.
         layout.operator("chain_ik.bake_fk", icon="CON_KINEMATIC")
