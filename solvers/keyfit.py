@@ -99,22 +99,37 @@ def _solve_slopes(t, v, index, fixed: dict[int, float] | None = None, weights=No
     # Each sample weighs on the slopes of its segment's two keys: a tridiagonal normal matrix.
     diag = np.bincount(seg, h10 * h10, k) + np.bincount(seg + 1, h11 * h11, k)
     off = np.bincount(seg, h10 * h11, k - 1)[: k - 1]
-    normal = np.diag(diag) + np.diag(off, 1) + np.diag(off, -1)
     rhs = np.bincount(seg, h10 * rhs_base, k) + np.bincount(seg + 1, h11 * rhs_base, k)
     prior = _prior_slopes(t, v, index)
-    scale = _PRIOR * (float(np.max(np.diag(normal))) + 1.0)
-    normal[np.diag_indices(k)] += scale
-    rhs += scale * prior
-    if fixed:
-        held = np.array(sorted(fixed))
-        vals = np.array([fixed[i] for i in held])
-        free = np.setdiff1d(np.arange(k), held)
-        slopes = np.empty(k)
-        slopes[held] = vals
-        if len(free):
-            slopes[free] = np.linalg.solve(normal[np.ix_(free, free)], rhs[free] - normal[np.ix_(free, held)] @ vals)
-        return slopes
-    return np.linalg.solve(normal, rhs)
+    scale = _PRIOR * (float(np.max(diag)) + 1.0)
+    diag = diag + scale
+    rhs = rhs + scale * prior
+    for i, m in (fixed or {}).items():
+        # Held: the row becomes m_i = m, its coupling moves to the neighbours' right-hand sides.
+        if i > 0:
+            rhs[i - 1] -= off[i - 1] * m
+            off[i - 1] = 0.0
+        if i < k - 1:
+            rhs[i + 1] -= off[i] * m
+            off[i] = 0.0
+        diag[i], rhs[i] = 1.0, m
+    return _tridiagonal(off.tolist(), diag.tolist(), rhs.tolist())
+
+
+def _tridiagonal(off: list, diag: list, rhs: list) -> np.ndarray:
+    """Solve the symmetric tridiagonal system (Thomas; the normal matrix is positive definite).
+    Plain floats: for the few keys of a window, numpy's per-call overhead would dominate."""
+    k = len(diag)
+    c, d = [0.0] * k, [0.0] * k
+    c[0] = off[0] / diag[0] if k > 1 else 0.0
+    d[0] = rhs[0] / diag[0]
+    for i in range(1, k):
+        denom = diag[i] - off[i - 1] * c[i - 1]
+        c[i] = off[i] / denom if i < k - 1 else 0.0
+        d[i] = (rhs[i] - off[i - 1] * d[i - 1]) / denom
+    for i in range(k - 2, -1, -1):
+        d[i] -= c[i] * d[i + 1]
+    return np.array(d)
 
 
 def _residual(t, v, index, slopes) -> np.ndarray:
