@@ -11,6 +11,8 @@ import pytest
 from builders import world_point
 from mathutils import Vector
 from test_bake import _bake, _bent_rig, fcurves, local_rotations, loop_target
+from test_bake_fk import ARM, _animate, _open, rigify_file  # noqa: F401 - rigify_file: a fixture
+from test_bake_fk import FRAMES as FK_FRAMES
 
 CHAIN = ("upper", "fore", "hand")
 FRAMES = range(1, 121)
@@ -108,3 +110,21 @@ def test_channel_quaternions_read_as_blender(scene, mode):
         else:
             theirs = Euler(row, mode).to_quaternion()
         assert abs(abs(float(np.dot(q, theirs[:]))) - 1.0) < 1e-6  # mathutils is float32
+
+
+@pytest.mark.parametrize("interpolation", ["BEZIER", "CONSTANT"])
+def test_bake_fk_reduction_within_joint_angle(rigify_file, interpolation):  # noqa: F811 - the fixture
+    """Bake IK to FK reduces too: each FK control within the angle of its unreduced bake."""
+    rig = _open(rigify_file)
+    rig.pose.bones["upper_arm_parent.L"]["IK_FK"] = 0.0
+    _animate(rig, "hand_ik.L", Vector((-0.15, 0.25, 0.3)))
+    frames = range(FK_FRAMES[0], FK_FRAMES[1] + 1)
+    common = {"pairs": ", ".join(ARM), "frame_start": FK_FRAMES[0], "frame_end": FK_FRAMES[1]}
+    assert bpy.ops.chain_ik.bake_fk(**common, interpolation=interpolation) == {"FINISHED"}
+    full, before = local_rotations(rig, ARM, frames), _key_count(rig)
+    tolerance = math.radians(2.0)
+    assert bpy.ops.chain_ik.bake_fk(
+        **common, interpolation=interpolation, reduce=True, reduce_mode="ANGLE", reduce_angle=tolerance
+    ) == {"FINISHED"}
+    assert _angles(local_rotations(rig, ARM, frames), full).max() <= tolerance + 1e-6
+    assert _key_count(rig) < before
