@@ -4,9 +4,7 @@ by Cramer's rule."""
 
 from __future__ import annotations
 
-import math
-
-from .floats import from_rotation_vector
+from math import cos, sin, sqrt
 
 
 def make_step(lengths: tuple, target: tuple, lam2: float, max_step: float):
@@ -34,8 +32,11 @@ def make_step(lengths: tuple, target: tuple, lam2: float, max_step: float):
         ux = (c0 * bx + c1 * by + c2 * bz) / det
         uy = (c1 * bx + (a * f - c * c) * by + (b * c - a * e) * bz) / det
         uz = (c2 * bx + (b * c - a * e) * by + (a * d - b * b) * bz) / det
-        omega = [(ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux) for rx, ry, rz in arms]
-        biggest = max(math.sqrt(x * x + y * y + z * z) for x, y, z in omega)
+        omega, biggest = [], 0.0
+        for rx, ry, rz in arms:
+            wx, wy, wz = ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux
+            omega.append((wx, wy, wz))
+            biggest = max(biggest, sqrt(wx * wx + wy * wy + wz * wz))
         scale = min(1.0, max_step / max(biggest, 1e-300))
         out = [points[0]]
         ox, oy, oz = points[0]
@@ -43,10 +44,14 @@ def make_step(lengths: tuple, target: tuple, lam2: float, max_step: float):
         px = py = pz = 0.0  # running sum of the bones' new links
         for i, (wx, wy, wz) in enumerate(omega):
             cx, cy, cz = cx + wx * scale, cy + wy * scale, cz + wz * scale
-            qw, qx, qy, qz = from_rotation_vector(cx, cy, cz)
+            # floats.from_rotation_vector, inlined (it runs once per bone per iteration)
+            angle = sqrt(cx * cx + cy * cy + cz * cz)
+            half = 0.5 * angle
+            k = sin(half) / angle if angle > 1e-12 else 0.5
+            qw, qx, qy, qz = cos(half), cx * k, cy * k, cz * k
             (x0, y0, z0), (x1, y1, z1) = points[i], points[i + 1]
             vx, vy, vz = x1 - x0, y1 - y0, z1 - z0
-            r = math.sqrt(vx * vx + vy * vy + vz * vz)
+            r = sqrt(vx * vx + vy * vy + vz * vz)
             vx, vy, vz = vx / r, vy / r, vz / r
             kx, ky, kz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
             length = lengths[i]
