@@ -184,6 +184,16 @@ class ChainIKChain(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
     )
+    mute: BoolProperty(
+        name="Mute",
+        description="Leave this chain out of Solve, Live, Bake and Compare (as a muted constraint)",
+        default=False,
+    )
+    select: BoolProperty(name="Select", description="Part of the chains Solve, Live, Bake and Compare act on")
+    constraint: StringProperty(
+        name="IK Constraint",
+        description="The tip bone's IK constraint this chain was made from, and Constraints from Chains writes",
+    )
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)
@@ -239,6 +249,12 @@ class ChainIKBake(bpy.types.PropertyGroup):
     )
 
 
+SCOPE_ITEMS = [
+    ("ALL", "All Chains", "Every chain of the list that is not muted"),
+    ("SELECTED", "Selected Chains", "The chains ticked in the list that are not muted"),
+]
+
+
 @overridable
 class ChainIKSettings(bpy.types.PropertyGroup):
     """All chains of one armature object, and how they are baked."""
@@ -247,12 +263,23 @@ class ChainIKSettings(bpy.types.PropertyGroup):
     # Per armature, beside its chains: which frames and how to key them is a property of the rig's job.
     bake: PointerProperty(type=ChainIKBake)
     active_index: IntProperty(name="Active Chain", default=0, min=0)
+    scope: EnumProperty(
+        name="Act On",
+        description="Which chains Solve, Live, Bake and Compare act on (muted chains never)",
+        items=SCOPE_ITEMS,
+        default="ALL",
+    )
 
     @property
     def active(self) -> ChainIKChain | None:
         if 0 <= self.active_index < len(self.chains):
             return self.chains[self.active_index]
         return None
+
+    def in_scope(self) -> list:
+        """The chains Solve, Live, Bake and Compare act on: all or the ticked ones, never the muted."""
+        selected_only = self.scope == "SELECTED"
+        return [c for c in self.chains if not c.mute and (c.select or not selected_only)]
 
 
 CLASSES = (ChainIKResult, ChainIKChain, ChainIKBake, ChainIKSettings)

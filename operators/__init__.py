@@ -1,7 +1,27 @@
 """Thin bpy operators: poll, call rig + solvers, report."""
 
-from . import bake, bake_fk, chains, compare, live, solve
+from . import bake, bake_fk, chains, compare, constraint_chains, live, live_toggle, mirror, solve
 
-CLASSES = (*solve.CLASSES, *bake.CLASSES, *bake_fk.CLASSES, *chains.CLASSES, *compare.CLASSES)
+CLASSES = (
+    *solve.CLASSES,
+    *bake.CLASSES,
+    *bake_fk.CLASSES,
+    *chains.CLASSES,
+    *compare.CLASSES,
+    *live_toggle.CLASSES,
+    *mirror.CLASSES,
+    *constraint_chains.CLASSES,
+)
 
-__all__ = ["CLASSES", "bake", "bake_fk", "chains", "compare", "live", "solve"]
+__all__ = [
+    "CLASSES",
+    "bake",
+    "bake_fk",
+    "chains",
+    "compare",
+    "constraint_chains",
+    "live",
+    "live_toggle",
+    "mirror",
+    "solve",
+]

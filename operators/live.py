@@ -113,7 +113,7 @@ def solve_live(scene, depsgraph) -> int:
         obj_eval = obj.evaluated_get(depsgraph)
         for index, item in enumerate(obj.chain_ik.chains):
             key = (obj.name, index)
-            if not item.live:
+            if not item.live or item.mute:
                 _signatures.pop(key, None)
                 continue
             try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import bpy
 
 from .. import properties, rig, solvers
+from . import scope
 from .spec_checks import check_in_view_layer, check_spec
 
 
@@ -138,8 +139,9 @@ def specs_from_arguments(
       chain's stored result is touched (item None).
     - no `tip`, but a chain length, target or pole argument: the panel's active chain with
       those arguments over its settings.
-    - only `method` (or nothing): the panel's chains (all, or the one at chain_index), with
-      `method` over their solver when given.
+    - only `method` (or nothing): the panel's chains in scope (all or the ticked ones, never
+      the muted ones; see operators.scope) or the one at chain_index, with `method` over their
+      solver when given.
     `pole_angle` None: not given (the panel's, or 0)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
@@ -157,16 +159,16 @@ def specs_from_arguments(
         item = settings.active
         if item is None:
             raise ValueError("no active chain to apply the arguments to: pass tip, chain_length and target")
+        scope.check_not_muted(item)
         overrides.update(chain_length=chain_length or None, method=method or None)
         return [(item, spec_from_item(item, **overrides))]
-    if not settings.chains:
-        raise ValueError("no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
     if chain_index >= 0:
         if chain_index >= len(settings.chains):
             raise ValueError(f"there is no chain {chain_index} (the list has {len(settings.chains)})")
         items = [settings.chains[chain_index]]
+        scope.check_not_muted(items[0])
     else:
-        items = list(settings.chains)
+        items = scope.scoped_items(settings)
     return [(item, spec_from_item(item, method=method or None)) for item in items]
 
 

@@ -47,8 +47,8 @@ def store_result(item, outcome: run.ChainOutcome, error: float | None = None) ->
 
 def result_line(outcome: run.ChainOutcome, error: float) -> str:
     return (
-        f"{outcome.spec.tip}: {outcome.spec.method}, tip error {error:.3g}, {outcome.iterations} iteration(s),"
-        f" rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
+        f"chain '{outcome.spec.label}': {outcome.spec.method}, tip error {error:.3g},"
+        f" {outcome.iterations} iteration(s), rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
     )
 
 
@@ -73,17 +73,19 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
 
     def execute(self, context):
         obj = context.object
+        auto_keys = None
         try:
             pairs = self.chain_specs(obj)
             if context.scene.tool_settings.use_keyframe_insert_auto:
-                check_keying(obj, [spec for _, spec in pairs])
+                auto_keys = check_keying(context.scene, obj, [spec for _, spec in pairs])
             outcomes = run.solve_and_write(obj, [spec for _, spec in pairs], context.evaluated_depsgraph_get)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        if context.scene.tool_settings.use_keyframe_insert_auto:
-            names = [name for o in outcomes for name in o.write.values]
-            rig.write.insert_keyframes(obj, names, context.scene.frame_current)
+        if auto_keys is not None:
+            rig.keying_set.insert(obj, auto_keys, context.scene.frame_current)
+            if auto_keys.keying_set:
+                self.report({"INFO"}, f"auto-keyed with the keying set '{auto_keys.keying_set}'")
         locked = [name for o in outcomes for name in o.write.locked]
         # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
         depsgraph = context.evaluated_depsgraph_get()
@@ -103,12 +105,15 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         return {"FINISHED"}
 
 
-def check_keying(obj, specs: list[run.ChainSpec]) -> None:
-    """With auto-keying on, the keys must be allowed before anything is posed (ValueError)."""
-    names = [n for s in specs for n in rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail)]
-    refusal = protected.keying_refusal(obj, names)
+def check_keying(scene, obj, specs: list[run.ChainSpec]) -> rig.keying_set.AutoKeys:
+    """With auto-keying on: what it keys (the active keying set's channels when Blender's "Only
+    Active Keying Set" is on), which must be allowed before anything is posed (ValueError)."""
+    names = list(dict.fromkeys(n for s in specs for n in rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail)))
+    keys = rig.keying_set.auto_keys(scene, obj, names)
+    refusal = protected.keying_refusal(obj, names, keys.paths)
     if refusal:
         raise ValueError(f"auto-keying: {refusal}")
+    return keys
 
 
 def measured_error(depsgraph, obj, spec: run.ChainSpec) -> float:

@@ -41,10 +41,10 @@ def pose_refusal(obj) -> str:
     return id_refusal(obj, "armature object")
 
 
-def keying_refusal(obj, bones) -> str:
+def keying_refusal(obj, bones, paths: set[str] | None = None) -> str:
     """Why rotation keys of `bones` cannot go into `obj`'s action ('' when they can): the object
     or its action is linked, another object plays the same action (slot), or an F-Curve of
-    those rotations is locked."""
+    those rotations (or of the data `paths` given) is locked."""
     refusal = pose_refusal(obj)
     ad = obj.animation_data
     action = ad.action if ad is not None else None
@@ -60,7 +60,7 @@ def keying_refusal(obj, bones) -> str:
             f" change their keys too; give '{obj.name}' an action of its own (click the action's user count"
             " to make a single-user copy)"
         )
-    locked = locked_curves(obj, action, bones)
+    locked = locked_curves(obj, action, bones, paths)
     if locked:
         return f"locked F-Curves (the padlock) on {', '.join(locked)}: unlock them to key these bones"
     return ""
@@ -90,9 +90,10 @@ def _sharing_objects(obj, action):
             yield other.name
 
 
-def locked_curves(obj, action, bones) -> list[str]:
-    """'path[index]' of the locked F-Curves among `bones`' rotation channels in `obj`'s slot."""
-    wanted = {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+def locked_curves(obj, action, bones, paths: set[str] | None = None) -> list[str]:
+    """'path[index]' of the locked F-Curves among `bones`' rotation channels (or the data `paths`
+    given) in `obj`'s slot."""
+    wanted = paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
     mine = _slot(obj.animation_data)
     found = []
     for fc in _slot_fcurves(action, mine):

@@ -133,18 +133,3 @@ def tip_location(obj_eval, rig: RigChain) -> Vector:
     """Armature-space location of the chain's reaching point in an evaluated object."""
     bone = obj_eval.pose.bones[rig.tip]
     return (bone.tail if rig.use_tail else bone.head).copy()
-
-
-ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
-
-
-def insert_keyframes(obj, names, frame: float) -> None:
-    """Key the written rotation channels (Blender's auto-keying applies to our writes too).
-
-    keyframe_insert on the pose bone creates the action (and, in 4.4+, its
-    layer, strip and slot) as needed, so this works on 4.2 and 5.0 alike.
-    """
-    for name in names:
-        pbone = obj.pose.bones[name]
-        path = ROTATION_PATHS.get(pbone.rotation_mode, "rotation_euler")
-        pbone.keyframe_insert(path, frame=frame, group=name)

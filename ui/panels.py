@@ -16,9 +16,12 @@ class CHAINIK_UL_chains(bpy.types.UIList):
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0, flt_flag=0):
         row = layout.row(align=True)
+        if data.scope == "SELECTED":
+            row.prop(item, "select", text="")
         row.prop(item, "name", text="", emboss=False, icon="CON_KINEMATIC")
         row.label(text=item.tip or "(no tip)")
         row.prop(item, "live", text="", icon="REC" if item.live else "RADIOBUT_OFF", emboss=False)
+        row.prop(item, "mute", text="", icon="HIDE_ON" if item.mute else "HIDE_OFF", emboss=False)
 
 
 class _ChainIKPanel:
@@ -45,12 +48,18 @@ class VIEW3D_PT_chain_ik(_ChainIKPanel, bpy.types.Panel):
         col.operator("chain_ik.chain_remove", icon="REMOVE", text="")
         col.separator()
         col.operator("chain_ik.chain_from_selected", icon="BONE_DATA", text="")
+        col.operator("chain_ik.chain_mirror", icon="MOD_MIRROR", text="")
+        col.operator("chain_ik.chains_from_constraints", icon="CONSTRAINT_BONE", text="")
+        # What Solve, Live, Bake and Compare act on, visible where they are clicked.
+        row = layout.row(align=True)
+        row.prop(settings, "scope", expand=True)
+        muted = sum(1 for c in settings.chains if c.mute)
+        muted_text = f", {muted} muted" if muted else ""
+        layout.label(text=f"Acts on {len(settings.in_scope())} of {len(settings.chains)} chain(s){muted_text}")
         row = layout.row(align=True)
         row.scale_y = 1.3
         row.operator("chain_ik.solve", icon="CON_KINEMATIC")
-        item = settings.active
-        if item is not None:
-            row.prop(item, "live", text="Live", toggle=True, icon="REC")
+        row.operator("chain_ik.live_toggle", icon="REC")
 
 
 class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):

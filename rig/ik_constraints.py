@@ -1,0 +1,146 @@
+"""Blender's IK constraints <-> Chain IK chain settings (plain values; operators fill the panel).
+
+What a chain cannot do that a constraint asks for is listed in `ConstraintChain.unsupported`
+(reports say it), never dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import modes
+
+
+@dataclass
+class ConstraintChain:
+    """One IK constraint read as chain settings."""
+
+    bone: str  # the constrained bone (the chain's tip)
+    constraint: str  # the constraint's name on that bone
+    name: str  # the chain's name in the list
+    use_tail: bool
+    chain_length: int
+    target: object  # bpy Object
+    target_bone: str
+    pole: object  # bpy Object or None
+    pole_bone: str
+    pole_angle: float
+    use_rotation: bool
+    rotation_weight: float
+    influence: float
+    max_iterations: int
+    muted: bool  # the constraint is off now (muted, or its mute driven off)
+    unsupported: list[str] = field(default_factory=list)
+
+
+def chain_name(bone: str, constraint: str) -> str:
+    return bone if constraint == "IK" else f"{bone} ({constraint})"
+
+
+def _length_to_root(pbone, use_tail: bool) -> int:
+    """chain_count 0: every bone up to the root (with Use Tail off, from the tip's parent)."""
+    bone, count = (pbone if use_tail else pbone.parent), 0
+    while bone is not None:
+        count, bone = count + 1, bone.parent
+    return count
+
+
+def _chain_bones(pbone, use_tail: bool, length: int) -> list:
+    bone, bones = (pbone if use_tail else pbone.parent), []
+    while bone is not None and len(bones) < length:
+        bones.append(bone)
+        bone = bone.parent
+    return bones
+
+
+def ik_constraints(obj) -> list[tuple[object, object]]:
+    """(pose bone, constraint) for every IK constraint of armature `obj`, in bone order."""
+    return [(pb, c) for pb in obj.pose.bones for c in pb.constraints if c.type == "IK"]
+
+
+def read(obj, pbone, con) -> ConstraintChain | str:
+    """The chain settings of IK constraint `con` on `pbone`, or why it cannot become a chain."""
+    where = f"'{con.name}' on '{pbone.name}'"
+    if con.ik_type != "COPY_POSE":
+        return f"{where}: the Distance IK type is not a chain goal"
+    if con.target is None:
+        return f"{where}: it has no target"
+    if not con.use_tail and pbone.parent is None:
+        return f"{where}: Use Tail is off on a root bone"
+    length = con.chain_count or _length_to_root(pbone, con.use_tail)
+    target_bone = con.subtarget if con.target.type == "ARMATURE" else ""
+    pole = con.pole_target
+    pole_bone = con.pole_subtarget if pole is not None and pole.type == "ARMATURE" else ""
+    chain = ConstraintChain(
+        bone=pbone.name,
+        constraint=con.name,
+        name=chain_name(pbone.name, con.name),
+        use_tail=con.use_tail,
+        chain_length=length,
+        target=con.target,
+        target_bone=target_bone,
+        pole=pole,
+        pole_bone=pole_bone,
+        pole_angle=con.pole_angle if pole is not None else 0.0,
+        use_rotation=con.use_rotation,
+        rotation_weight=con.orient_weight,
+        influence=con.influence,
+        max_iterations=con.iterations,
+        muted=con.mute,
+    )
+    chain.unsupported = _unsupported(obj, pbone, con, length)
+    return chain
+
+
+def _unsupported(obj, pbone, con, length: int) -> list[str]:
+    """What the chain will not do as the constraint does."""
+    notes = []
+    if con.target.type != "ARMATURE" and con.subtarget:
+        notes.append(f"vertex group target '{con.subtarget}' (the chain reaches the object's origin)")
+    if con.pole_target is not None and con.pole_target.type != "ARMATURE" and con.pole_subtarget:
+        notes.append(f"vertex group pole '{con.pole_subtarget}' (the pole is the object's origin)")
+    if not con.use_location:
+        notes.append("Position off (the chain always reaches the target's position)")
+    if con.weight != 1.0:
+        notes.append(f"position weight {con.weight:g} (the chain reaches the position fully)")
+    stretchy = [b.name for b in _chain_bones(pbone, con.use_tail, length) if b.ik_stretch > 0.0]
+    if con.use_stretch and stretchy:
+        notes.append(f"IK stretch on {', '.join(reversed(stretchy))} (the bones keep their length)")
+    locked = [b.name for b in _chain_bones(pbone, con.use_tail, length) if modes.is_locked(b)]
+    if locked:
+        notes.append(
+            f"rotation locks on {', '.join(reversed(locked))} (the constraint turns them anyway; Chain IK keeps"
+            " locked channels)"
+        )
+    if obj.pose.ik_solver == "ITASC":
+        notes.append("the iTaSC solver's settings (Chain IK solves with its own)")
+    return notes
+
+
+def driven(obj, pbone, con, prop: str) -> bool:
+    """Whether a driver sets `prop` of the constraint (setting it by hand would not last)."""
+    ad = obj.animation_data
+    if ad is None:
+        return False
+    path = f'{con.path_from_id()}.{prop}'
+    return any(d.data_path == path for d in ad.drivers)
+
+
+def write(pbone, con, item) -> None:
+    """Set IK constraint `con` (on the chain's tip bone `pbone`) from chain item `item`."""
+    con.use_tail = item.use_tail
+    con.chain_count = item.chain_length
+    con.target = item.target
+    con.subtarget = item.target_bone if item.target is not None and item.target.type == "ARMATURE" else ""
+    con.pole_target = item.pole_target
+    con.pole_subtarget = (
+        item.pole_subtarget if item.pole_target is not None and item.pole_target.type == "ARMATURE" else ""
+    )
+    con.pole_angle = item.pole_angle
+    con.use_location = True
+    con.use_rotation = item.use_rotation
+    con.orient_weight = item.rotation_weight
+    con.influence = item.influence
+    if item.max_iterations:
+        con.iterations = item.max_iterations
+    con.mute = item.mute
