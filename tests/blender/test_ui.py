@@ -49,7 +49,15 @@ def test_main_panel_without_chains(rig):
     layout = _draw(_panels().VIEW3D_PT_chain_ik, bpy.context)
     assert ("template_list", "CHAINIK_UL_chains", "chains") in layout.log
     ops = {c[1] for c in layout.calls("operator")}
-    assert ops == {"chain_ik.chain_add", "chain_ik.chain_remove", "chain_ik.chain_from_selected", "chain_ik.solve"}
+    assert ops == {
+        "chain_ik.chain_add",
+        "chain_ik.chain_remove",
+        "chain_ik.chain_from_selected",
+        "chain_ik.chain_mirror",
+        "chain_ik.chains_from_constraints",
+        "chain_ik.solve",
+        "chain_ik.live_toggle",
+    }
     assert not _panels().VIEW3D_PT_chain_ik_settings.poll(bpy.context)
 
 
@@ -75,7 +83,7 @@ def test_settings_panel_each_solver(rig, method, target_kind):
 
     assert ("label", solvers.METHODS[method]) in layout.log  # the one-line description
     main = _draw(_panels().VIEW3D_PT_chain_ik, bpy.context)
-    assert ("prop", item, "live") in main.log
+    assert ("operator", "chain_ik.live_toggle") in main.log
 
 
 def test_result_panel_before_and_after_solve_and_compare(rig):
