@@ -174,3 +174,19 @@ def test_constraints_from_new_chains(scene):
     assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
     (con,) = obj.pose.bones["b3"].constraints
     assert (con.type, con.target.name, con.chain_count, item.constraint) == ("IK", "Goal", 3, con.name)
+
+
+def test_readme_adoption_snippet_runs_on_rigify(rigify_file):
+    import re
+
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Adopting a rig's IK constraints") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    rig = _open(rigify_file, False)
+    exec(code, {"bpy": bpy})
+    chains = rig.chain_ik.chains
+    assert len(chains) == 8 and chains["MCH-forearm_ik.L"].mute
+    assert rig.pose.bones["MCH-shin_ik.L"].constraints["IK"].influence == 1.0  # written back
+    assert rig.pose.bones["MCH-shin_ik.R"].constraints["IK"].influence == 0.0  # still replaced
