@@ -160,6 +160,12 @@ class ChainIKChain(bpy.types.PropertyGroup):
         description="Honour each chain bone's own IK locks, limits and stiffness (Bone > Inverse Kinematics)",
         default=True,
     )
+    use_stretch: BoolProperty(
+        name="Stretch",
+        description="Bones with IK Stretch above 0 (Bone > Inverse Kinematics) lengthen along Y to reach a target"
+        " beyond the chain's reach, as the IK constraint's Stretch",
+        default=True,
+    )
     # Blender's IK constraint convention: the root bone's X axis turned by the pole
     # angle about its Y axis points toward the pole.
     pole_target: PointerProperty(

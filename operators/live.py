@@ -40,6 +40,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts.append((item.tolerance, item.max_iterations, item.fold_angle, item.smooth_fold, item.jacobian_variant))
     parts.append((item.damping, item.max_step, item.fabrik_placement))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
+    parts.append(item.use_stretch)
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))
@@ -60,6 +61,8 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
             parts.append(tuple(map(tuple, parent.matrix)))
         if item.use_limits:
             parts.append(rig.ik_settings.settings_signature(obj_eval, names))
+        if item.use_stretch:  # ik_stretch and the stretch channels (a solve's own write is seen once)
+            parts.append(tuple((obj_eval.pose.bones[n].ik_stretch, obj_eval.pose.bones[n].scale[1]) for n in names))
     except ValueError:
         parts.append(None)
     return tuple(parts)
@@ -136,7 +139,7 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
     if refusal:
         raise ValueError(refusal)
     outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
-    rig.apply(obj, outcome.write.values)
+    run.apply_write(obj, outcome.write)
     store_result(item, outcome)
     return 1
 

@@ -3,6 +3,7 @@ Solve and Compare operators and the Live handler; no bpy operators here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ class ChainSpec:
     pole_angle: float = 0.0  # radians, Blender's IK pole angle
     use_rotation: bool = False  # the tip bone turns to the target's orientation
     rotation_weight: float = 1.0
+    use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
     name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
 
     @property
@@ -112,6 +114,7 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         pole_angle=item.pole_angle,
         use_rotation=item.use_rotation,
         rotation_weight=item.rotation_weight,
+        use_stretch=item.use_stretch,
         name=item.name,
     )
     for key, value in overrides.items():
@@ -220,15 +223,24 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = rig.evaluated(spec.target, depsgraph)
     space = rig.object_space(obj_eval)
-    if _is_plain(spec) and not from_rest:
+    stretch = None
+    if not from_rest:  # Compare Solvers starts every solver from the rest pose, unstretched
+        stretch = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
+    if stretch is None and _is_plain(spec) and not from_rest:
         outcome = solve_plain(obj, obj_eval, target_eval, space, spec, start)
         if outcome is not None:
             return outcome
-    rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+    scales = {}
+    if stretch is None:
+        rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     if from_rest:  # after read_chain's checks
         rig_chain = rig.read_chain_rest(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     target_world = rig.space.target_world_point(target_eval, spec.target_bone)
     target = space.to_local_point(target_world)
+    if stretch is not None:
+        rig_chain, scales = rig.stretch.read_stretched(
+            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target
+        )
     tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
     solution = solvers.solve(
         rig_chain.chain,
@@ -240,6 +252,9 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         **spec.options,
     )
     write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
+    if scales:
+        values, before = rig.stretch.blend(obj.pose.bones, scales, spec.influence)
+        write = dataclasses.replace(write, scales=values, scales_before=before)
     points = solution.points.tolist()
     error = space.world_distance(points[-1], target_world)
     cost = solvers.rotation_cost_one(rig_chain.chain, points)
@@ -311,14 +326,24 @@ def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOut
     """
     outcomes: list[ChainOutcome] = []
     saved: dict[str, tuple[float, ...]] = {}
+    saved_scales: dict[str, float] = {}
     try:
         for spec in specs:
             outcome = solve_spec(obj, spec, depsgraph_get())
             for name, values in outcome.write.before.items():
                 saved.setdefault(name, values)
-            rig.apply(obj, outcome.write.values)
+            for name, y in outcome.write.scales_before.items():
+                saved_scales.setdefault(name, y)
+            apply_write(obj, outcome.write)
             outcomes.append(outcome)
     except Exception:
         rig.apply(obj, saved)
+        rig.stretch.apply(obj, saved_scales)
         raise
     return outcomes
+
+
+def apply_write(obj, write: rig.PoseWrite) -> None:
+    """Write a solve's rotations and, for a stretching chain, its Y scales."""
+    rig.apply(obj, write.values)
+    rig.stretch.apply(obj, write.scales)

@@ -169,10 +169,16 @@ def _check_rigid(pbone, pose: Matrix) -> bool:
 
     Returns True for a bone with active constraints (not checked: the constraint's result is
     not a function of the basis alone; Solve warns instead), False for a checked bone."""
+    return check_rigid_pose(pbone, pose, pbone.matrix_basis)
+
+
+def check_rigid_pose(pbone, pose: Matrix, basis: Matrix) -> bool:
+    """`_check_rigid` for the bone posed at `pose` by the local matrix `basis` (rig.stretch
+    checks the chain with its own stretch divided out)."""
     for c in pbone.constraints:
         if c.enabled and c.influence > 0.0:
             return True
-    basis = pbone.matrix_basis.to_3x3()
+    basis = basis.to_3x3()
     if abs(basis.determinant()) < 1e-12:
         raise ValueError(f"bone '{pbone.name}' has zero scale")
     # mathutils, not numpy: 3x3 products on single matrices are ~10x cheaper here.

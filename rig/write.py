@@ -35,6 +35,9 @@ class PoseWrite:
     constrained: tuple[str, ...]  # chain bones with active constraints (result may differ)
     # The bones' channel values when the pose was computed (a snapshot, for restoring).
     before: dict[str, tuple[float, ...]] = field(default_factory=dict, compare=False)
+    # IK stretch (rig.stretch): Y scale channel per stretchable bone, and its value before.
+    scales: dict[str, float] = field(default_factory=dict, compare=False)
+    scales_before: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:

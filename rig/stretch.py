@@ -1,0 +1,110 @@
+"""IK stretch: chain bones with `PoseBone.ik_stretch` > 0 lengthen along Y to reach a target
+beyond the chain's reach, when the chain's stretch option is on (the IK constraint's
+`use_stretch`).
+
+Blender's IK (intern/iksolver, used by ikplugin/iksolver_plugin) gives each such bone a
+translation-Y degree of freedom with stiffness 1 - ik_stretch^2 and lets its Jacobian solver
+share the missing length between that DOF and the rotations; the result is written as a
+uniform scale of the bone's pose matrix, divided by the parent's stretch. Chain IK keeps its
+solvers rotation-only, so the stretch is planned before the solve (solvers.stretch.plan):
+
+- the chain is first read *unstretched*: the Y scale channel of a stretchable bone is Chain
+  IK's (a previous Solve wrote it), so its effect (and that on an inheriting chain bone) is
+  divided out of the pose, and the rigidity check runs on that unstretched pose;
+- the plan stretches the links to the root-to-target distance when it is beyond reach (all
+  factors 1 otherwise, so the stretch resets within reach);
+- the chosen solver solves that stretched chain, and the write sets the rotations and the Y
+  scale channel of the stretchable bones only (X and Z are kept).
+
+Differences from Blender: Blender's stretch is uniform (the bone also thickens) and its
+per-bone share comes out of the Jacobian iteration; here only Y scales, and a bone that does
+not stretch but inherits scale from a stretched chain bone lengthens with it (Blender
+compensates that in its pose matrices, which channels cannot do without keying that bone).
+"""
+
+from __future__ import annotations
+
+import math
+
+from mathutils import Matrix, Vector
+
+from ..solvers import stretch as plan_stretch
+from . import fk, read
+
+INHERITS_Y = ("FULL", "ALIGNED", "FIX_SHEAR")
+
+
+def weights(obj_eval, tip: str, length: int, use_tail: bool, use_stretch: bool) -> list[float] | None:
+    """Per chain bone ik_stretch (root first) when the chain stretches, else None
+    (stretch off, or no chain bone with ik_stretch > 0: the plain solve applies)."""
+    if not use_stretch:
+        return None
+    try:
+        bones, _ = read.chain_pose_bones(obj_eval, tip, length, use_tail)
+    except ValueError:
+        return None  # the ordinary read reports it
+    w = [float(b.ik_stretch) for b in bones]
+    return w if any(x > 0.0 for x in w) else None
+
+
+def read_stretched(
+    obj_eval, tip: str, length: int, use_tail: bool, use_limits: bool, w: list[float], target, rotations=None
+):
+    """(RigChain with the planned stretch applied, own Y channel per stretchable bone name).
+
+    `target`: the goal in armature space. `rotations` (bone -> local Quaternion): a bake's
+    previous solution replacing those bones' evaluated rotations (see rig.fk). Raises
+    ValueError as read.read_chain does."""
+    bones, end = read.chain_pose_bones(obj_eval, tip, length, use_tail)
+    names = tuple(b.name for b in bones)
+    own = [float(b.scale[1]) if wi > 0.0 else 1.0 for b, wi in zip(bones, w, strict=True)]
+    if not all(math.isfinite(y) and y > 0.0 for y in own):
+        raise ValueError(f"a stretchable bone of chain '{tip}' has a zero, negative or non-finite Y scale")
+    inherit = [b.bone.inherit_scale in INHERITS_Y for b in bones]
+    current = plan_stretch.current_factors(own, inherit)
+    pose = fk.PoseFK(obj_eval, rotations or {})
+    mats = [pose.matrix(n) for n in names]
+    points = [m.translation.copy() for m in mats]
+    if use_tail:
+        points.append(pose.matrix(tip) @ Vector((0.0, end.bone.length, 0.0)))
+    else:
+        points.append(pose.matrix(tip).translation.copy())
+    frames = [m.to_3x3().normalized() for m in mats]
+    links, rest_mats = [], []
+    for i, (b, m, f, c, y) in enumerate(zip(bones, mats, frames, current, own, strict=True)):
+        v = f.transposed() @ (points[i + 1] - points[i])
+        links.append((v.x, v.y / c, v.z))
+        rest = m @ Matrix.Diagonal((1.0, 1.0 / c, 1.0, 1.0))
+        q = (rotations or {}).get(b.name)
+        basis = b.matrix_basis if q is None else Matrix.LocRotScale(b.location, q, b.scale)
+        read.check_rigid_pose(b, rest, basis @ Matrix.Diagonal((1.0, 1.0 / y, 1.0, 1.0)))
+        rest_mats.append(rest)
+    distance = (Vector(target) - points[0]).length
+    _, world, channels = plan_stretch.plan(links, w, inherit, distance)
+    new_mats, new_points = [], [points[0]]
+    for f, m, (x, y, z), c in zip(frames, rest_mats, links, world, strict=True):
+        new_mats.append(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)))
+        new_points.append(new_points[-1] + f @ Vector((x, y * c, z)))
+    parent = bones[0].parent
+    parent_matrix = None if parent is None else pose.matrix(parent.name)
+    rows = [p[:] for p in new_points]
+    rig_chain = read.assemble(names, tip, use_tail, bones, tuple(new_mats), rows, parent_matrix, use_limits)
+    scales = {n: y for n, y, wi in zip(names, channels, w, strict=True) if wi > 0.0}
+    return rig_chain, scales
+
+
+def blend(pose_bones, scales: dict[str, float], influence: float) -> tuple[dict[str, float], dict[str, float]]:
+    """(Y scales to write, blended by `influence` from the channels of `pose_bones` (the original
+    object's, or a bake's evaluated ones); those channels)."""
+    before = {n: float(pose_bones[n].scale[1]) for n in scales}
+    values = {n: before[n] + (y - before[n]) * influence for n, y in scales.items()}
+    if not all(map(math.isfinite, values.values())):
+        raise ValueError("the planned stretch is not finite; pose left unchanged")
+    return values, before
+
+
+def apply(obj, scales: dict[str, float]) -> None:
+    """Write Y scale channels (X and Z kept)."""
+    bones = obj.pose.bones
+    for name, y in scales.items():
+        bones[name].scale[1] = y

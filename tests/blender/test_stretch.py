@@ -1,0 +1,112 @@
+"""IK stretch (issue 12 item 2) in Blender: PoseBone.ik_stretch and the chain's Stretch option,
+against Blender's own IK constraint with Stretch on the same chain."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, make_armature, world_point
+
+WEIGHTS = {"b0": 0.0, "b1": 1.0, "b2": 0.5}
+FAR = (0.6, 0.4, 4.6)  # beyond the chain's reach of 3
+NEAR = (0.8, 0.2, 2.0)
+TOL = 1e-4
+
+
+def _bent(name: str):
+    bones = [
+        ("b0", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+        ("b1", (0, 0, 1), (0.6, 0, 1.8), "b0", True, 20.0),
+        ("b2", (0.6, 0, 1.8), (0.2, 0.3, 2.6), "b1", True, -40.0),
+    ]
+    obj = make_armature(bones, name)
+    for n, w in WEIGHTS.items():
+        obj.pose.bones[n].ik_stretch = w
+        obj.pose.bones[n].rotation_mode = "QUATERNION"
+    return obj
+
+
+def _chain(obj, target, method: str = "triangulation", use_stretch: bool = True):
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.method = "b2", 3, target, method
+    item.use_stretch = use_stretch
+    return item
+
+
+def _world_y_scales(obj) -> dict[str, float]:
+    bpy.context.view_layer.update()
+    return {n: obj.pose.bones[n].matrix.col[1].xyz.length for n in WEIGHTS}
+
+
+def _solve(obj) -> None:
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik", "jacobian"])
+def test_far_target_reached_with_stretch_only(scene, method):
+    obj = _bent("Rig")
+    target = add_empty("Goal", FAR)
+    _chain(obj, target, method)
+    _solve(obj)
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(FAR)) < TOL
+    scales = {n: tuple(obj.pose.bones[n].scale) for n in WEIGHTS}
+    assert scales["b0"] == (1.0, 1.0, 1.0)  # ik_stretch 0: never scaled
+    assert scales["b1"][0] == scales["b1"][2] == scales["b2"][0] == scales["b2"][2] == 1.0  # along Y only
+    world = _world_y_scales(obj)  # b2's channel divides out what it inherits from b1
+    assert world["b0"] == pytest.approx(1.0, abs=1e-6)
+    assert world["b1"] > world["b2"] > 1.0  # ik_stretch 1 stretches more than 0.5
+    # Stretch off (on a fresh rig): the same target is missed by the overshoot, nothing scales.
+    off = _bent("Off")
+    _chain(off, target, method, use_stretch=False)
+    _solve(off)
+    assert np.linalg.norm(world_point(off, "b2") - np.array(FAR)) > 0.5
+    assert all(tuple(off.pose.bones[n].scale) == (1.0, 1.0, 1.0) for n in WEIGHTS)
+
+
+def test_back_within_reach_resets_stretch_and_rereads_rest_lengths(scene):
+    obj = _bent("Rig")
+    target = add_empty("Goal", FAR)
+    _chain(obj, target)
+    _solve(obj)
+    _solve(obj)  # a second solve on the stretched chain must not stretch further
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(FAR)) < TOL
+    target.location = NEAR
+    _solve(obj)
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(NEAR)) < TOL
+    for n in WEIGHTS:
+        assert tuple(obj.pose.bones[n].scale) == pytest.approx((1.0, 1.0, 1.0), abs=1e-7)
+
+
+def test_no_stretchable_bone_behaves_as_before(scene):
+    obj = _bent("Rig")
+    for n in WEIGHTS:
+        obj.pose.bones[n].ik_stretch = 0.0
+    target = add_empty("Goal", FAR)
+    _chain(obj, target)
+    _solve(obj)
+    assert all(tuple(obj.pose.bones[n].scale) == (1.0, 1.0, 1.0) for n in WEIGHTS)
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(FAR)) > 0.5
+
+
+def test_against_blender_ik_constraint_with_stretch(scene):
+    """The same chain and target under Blender's IK constraint (Stretch on, same ik_stretch)."""
+    ours = _bent("Ours")
+    ref = _bent("Ref")
+    target = add_empty("Goal", FAR)
+    _chain(ours, target)
+    con = ref.pose.bones["b2"].constraints.new("IK")
+    con.target, con.chain_count, con.use_stretch, con.iterations = target, 3, True, 500
+    _solve(ours)
+    tip_ours = np.linalg.norm(world_point(ours, "b2") - np.array(FAR))
+    tip_ref = np.linalg.norm(world_point(ref, "b2") - np.array(FAR))
+    s_ours, s_ref = _world_y_scales(ours), _world_y_scales(ref)
+    print(f"\nIK stretch vs Blender IK (target {FAR}, reach 3, ik_stretch {WEIGHTS}):")
+    print(f"  tip error: Chain IK {tip_ours:.2e}, Blender IK {tip_ref:.2e}")
+    for n in WEIGHTS:
+        print(f"  {n}: Y scale Chain IK {s_ours[n]:.4f}  Blender IK {s_ref[n]:.4f}")
+    assert tip_ours < TOL
+    assert s_ours["b0"] == pytest.approx(1.0, abs=1e-6) and s_ref["b0"] == pytest.approx(1.0, abs=1e-3)
+    # Both stretch the ik_stretch 1 bone more than the 0.5 one.
+    assert s_ours["b1"] > s_ours["b2"] > 1.0 and s_ref["b1"] > s_ref["b2"]
