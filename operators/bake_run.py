@@ -139,12 +139,19 @@ def bake_steps(
     if refusal:
         raise ValueError(refusal)
     depsgraph = context.evaluated_depsgraph_get()
-    names = []
+    names, stretched = [], []
     for spec in specs:
         run.check_spec(obj, spec)
         run.check_in_view_layer(obj, spec, depsgraph)
-        names += rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-    refusal = protected.keying_refusal(obj, names)
+        chain = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        names += chain
+        weights = stretch_weights(obj, spec)
+        stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
+    paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
+    if stretched:
+        paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
+        paths |= {keys.data_path(n, "scale") for n in stretched}
+    refusal = protected.keying_refusal(obj, names, paths)
     if refusal:
         raise ValueError(refusal)
     scene = context.scene
@@ -166,6 +173,7 @@ def bake_steps(
     bone_keys: dict[str, int] = {}
     chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail) for s in specs]
     count = write_values(obj, frames, values, options, bone_keys, chains)
+    count += write_scales(obj, frames, flags.get("scales", {}), options, bone_keys)
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -200,10 +208,17 @@ def bake_steps(
     )
 
 
+def stretch_weights(obj, spec: run.ChainSpec) -> list[float] | None:
+    """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None."""
+    return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
+
+
 def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
     """Why `rig.sequence`'s fast path cannot bake these chains ('' when it can); see its docstring."""
     if any(spec.influence < 1.0 for spec in specs):
         return "influence below 1"
+    if any(stretch_weights(obj, spec) for spec in specs):
+        return "IK stretch"
     if any(spec.pole is not None or (spec.use_rotation and spec.rotation_weight > 0.0) for spec in specs):
         return "pole target or tip rotation"
     animated = keys.animated_paths(obj)
@@ -304,26 +319,46 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
     worst = {spec.tip: 0.0 for spec in specs}
     flags: dict = {"locked": set(), "constrained": set(), "seconds": {spec.tip: 0.0 for spec in specs}}
     chain_names = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+    stretches = [stretch_weights(obj, s) for s in specs]
+    scales: dict[str, np.ndarray] = {}  # stretched bone -> Y scale per frame (IK stretch)
+    flags["scales"] = scales
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
         depsgraph = context.evaluated_depsgraph_get()
         obj_eval = obj.evaluated_get(depsgraph)
         space = rig.object_space(obj_eval)
         if k == 0:
-            for spec in specs:
-                # Full read once: the rigidity checks and their messages.
-                first = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+            for spec, weights in zip(specs, stretches, strict=True):
+                # Full read once: the rigidity checks and their messages (a stretching chain's: its own).
+                if weights is None:
+                    first = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+                else:
+                    goal = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+                    target = space.to_local(goal)
+                    first, own = rig.stretch.read_stretched(
+                        obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target
+                    )
+                    scales.update((name, np.empty(n)) for name in own)
                 for name in first.names:
                     pbone = obj_eval.pose.bones[name]
                     state_v[name] = modes.current_values(pbone)
                     state_q[name] = modes.current_quaternion(pbone)
                     values[name] = np.empty((n, len(state_v[name])))
-        for spec, names in zip(specs, chain_names, strict=True):
-            if k:
+        for spec, names, weights in zip(specs, chain_names, stretches, strict=True):
+            if k and weights is None:  # a stretching chain's read checks its unstretched pose itself
                 check_rigid_at(obj_eval, names, frame)
             target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
             target = space.to_local(target_world)
-            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits)
+            if weights is None:
+                chain = rig.read_chain_posed(
+                    obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits
+                )
+            else:
+                chain, own = rig.stretch.read_stretched(
+                    obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target, state_q
+                )
+                for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
+                    scales[name][k] = y
             tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
             solve_start = time.perf_counter()
             # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
@@ -412,6 +447,24 @@ def write_values(
             count += written
             if per_bone is not None:
                 per_bone[name] = per_bone.get(name, 0) + written
+    return count
+
+
+def write_scales(obj, frames: np.ndarray, scales: dict[str, np.ndarray], options: BakeOptions, per_bone: dict) -> int:
+    """Key the Y scale (scale[1] only) of the bones IK stretch lengthened, one key per baked frame
+    (not reduced); the number of keys written, added per bone into `per_bone`."""
+    if not scales:
+        return 0
+    curves = keys.FCurves(obj)
+    frames = keys.action_frames(obj, frames)
+    first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
+    frame_range = (float(min(first, last)), float(max(first, last)))
+    count = 0
+    for name, column in scales.items():
+        fc = curves.ensure(keys.data_path(name, "scale"), 1, name)
+        written = keys.write_keys(fc, frames, column, frame_range, options.interpolation)
+        count += written
+        per_bone[name] = per_bone.get(name, 0) + written
     return count
 
 

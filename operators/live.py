@@ -61,8 +61,8 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
             parts.append(tuple(map(tuple, parent.matrix)))
         if item.use_limits:
             parts.append(rig.ik_settings.settings_signature(obj_eval, names))
-        if item.use_stretch:  # ik_stretch and the stretch channels (a solve's own write is seen once)
-            parts.append(tuple((obj_eval.pose.bones[n].ik_stretch, obj_eval.pose.bones[n].scale[1]) for n in names))
+        if item.use_stretch:  # the stretch channels are the solve's own output (divided out on reading)
+            parts.append(tuple(obj_eval.pose.bones[n].ik_stretch for n in names))
     except ValueError:
         parts.append(None)
     return tuple(parts)

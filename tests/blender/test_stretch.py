@@ -110,3 +110,66 @@ def test_against_blender_ik_constraint_with_stretch(scene):
     assert s_ours["b0"] == pytest.approx(1.0, abs=1e-6) and s_ref["b0"] == pytest.approx(1.0, abs=1e-3)
     # Both stretch the ik_stretch 1 bone more than the 0.5 one.
     assert s_ours["b1"] > s_ours["b2"] > 1.0 and s_ref["b1"] > s_ref["b2"]
+
+
+def _keyed_target():
+    """Within reach at frames 1 and 21, beyond it around frame 11 (linear keys)."""
+    target = add_empty("Goal", NEAR)
+    for frame, where in ((1, NEAR), (11, FAR), (21, NEAR)):
+        target.location = where
+        target.keyframe_insert("location", frame=frame)
+    ad = target.animation_data
+    curves = ad.action.fcurves if hasattr(ad.action, "fcurves") else None
+    if curves is None:
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        curves = animdata_get_channelbag_for_assigned_slot(ad).fcurves
+    for fc in curves:
+        for k in fc.keyframe_points:
+            k.interpolation = "LINEAR"
+    return target
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik"])
+def test_bake_keys_scale_on_stretched_bones_only_and_plays_back(scene, method):
+    from test_bake import fcurves
+
+    obj = _bent("Rig")
+    target = _keyed_target()
+    bpy.context.view_layer.objects.active = obj
+    result = bpy.ops.chain_ik.bake(
+        tip="b2", chain_length=3, target=target.name, method=method, frame_start=1, frame_end=21
+    )
+    assert result == {"FINISHED"}
+    scale_curves = sorted((fc.data_path, fc.array_index) for fc in fcurves(obj) if fc.data_path.endswith(".scale"))
+    assert scale_curves == [('pose.bones["b1"].scale', 1), ('pose.bones["b2"].scale', 1)]
+    scene = bpy.context.scene
+    stretched = 0
+    for frame in range(1, 22):
+        scene.frame_set(frame)
+        goal = np.array(target.matrix_world.translation[:])
+        assert np.linalg.norm(world_point(obj, "b2") - goal) < TOL, frame
+        world = _world_y_scales(obj)
+        assert world["b0"] == pytest.approx(1.0, abs=1e-6)
+        stretched += world["b1"] > 1.0 + 1e-6
+    assert 0 < stretched < 21  # stretched around the far frames only
+    scene.frame_set(1)
+    assert tuple(obj.pose.bones["b1"].scale) == pytest.approx((1.0, 1.0, 1.0), abs=1e-6)  # back within reach
+
+
+def test_live_stretches_and_comes_back(scene, ext):
+    from chain_ik.operators import live
+
+    obj = _bent("Rig")
+    target = add_empty("Goal", NEAR)
+    item = _chain(obj, target)
+    item.live = True
+    for location in (FAR, NEAR, FAR):
+        target.location = location
+        bpy.context.view_layer.update()  # the handler solves
+        bpy.context.view_layer.update()  # the written pose evaluates
+        assert np.linalg.norm(world_point(obj, "b2") - np.array(location)) < TOL
+    assert obj.pose.bones["b1"].scale[1] > 1.0
+    # Its own stretch write is not a change of input: nothing to solve again.
+    assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
+    item.live = False
