@@ -17,7 +17,8 @@ progress line about every 10% and a summary (frames, seconds, keys written,
 worst tip error on playback, and per chain: frames that missed, worst error,
 largest jump); --json PATH writes it as JSON too. Exit status: 0 baked, 1 an
 error (one-line message), 2 bad arguments, 3 playback missed by more than
---max-error (nothing saved). Without --output the file is not saved.
+--max-error (nothing saved). Without --output the file is not saved. Bones with IK
+Stretch lengthen to reach (Y scale keys on them) unless --no-stretch.
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--pole-angle", action="append", type=float, metavar="DEG", help="pole angle in degrees")
     p.add_argument(
         "--method", action="append", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)"
+    )
+    p.add_argument(
+        "--no-stretch",
+        action="store_true",
+        help="bones with IK Stretch do not lengthen to reach (default: they do, on chains with Stretch on)",
     )
     p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range); --frames=-10-20")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
@@ -239,6 +245,8 @@ def run(args: argparse.Namespace, package) -> dict:
             )
         ]
         specs = [spec for _, spec in pairs]
+        for spec in specs:
+            spec.use_stretch = spec.use_stretch and not args.no_stretch
         progress = bake_run.Progress(context)
         result = bake_run.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.

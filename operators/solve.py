@@ -86,6 +86,9 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             rig.keying_set.insert(obj, auto_keys, context.scene.frame_current)
             if auto_keys.keying_set:
                 self.report({"INFO"}, f"auto-keyed with the keying set '{auto_keys.keying_set}'")
+            else:  # rotations keyed: the Y scale IK stretch wrote too
+                stretched = [name for o in outcomes for name in o.write.scales]
+                rig.stretch.insert_keyframes(obj, stretched, context.scene.frame_current)
         locked = [name for o in outcomes for name in o.write.locked]
         # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
         depsgraph = context.evaluated_depsgraph_get()

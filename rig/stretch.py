@@ -108,3 +108,9 @@ def apply(obj, scales: dict[str, float]) -> None:
     bones = obj.pose.bones
     for name, y in scales.items():
         bones[name].scale[1] = y
+
+
+def insert_keyframes(obj, names, frame: float) -> None:
+    """Auto-keying: key the Y scale a Solve wrote (that channel only)."""
+    for name in names:
+        obj.pose.bones[name].keyframe_insert("scale", index=1, frame=frame, group=name)

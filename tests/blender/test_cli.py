@@ -223,3 +223,32 @@ def test_cli_method_without_chain_bakes_every_panel_chain(scene, tmp_path):
     assert "chain 'Upper' (fabrik): 3 frame(s)" in run.stdout and "chain 'Hand' (fabrik): 3 frame(s)" in run.stdout
     run = _cli(path, "--", "--armature", "Rig", "--chain", "b2:1")
     assert run.returncode != 0 and "--chain needs --target" in run.stderr
+
+
+def test_cli_ik_stretch_and_no_stretch(scene, tmp_path):
+    """A chain whose middle bone has IK Stretch, its target beyond reach: Y scale keys on that
+    bone only and the target reached; --no-stretch: no scale keys, the target missed."""
+    obj = straight_chain(3)
+    obj.pose.bones["b1"].ik_stretch = 1.0
+    bpy.ops.object.mode_set(mode="OBJECT")
+    add_empty("Goal", (0.5, 0.0, 4.0))  # reach 3
+    path = tmp_path / "stretch.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    for extra, scaled, reached in (((), ["scale[1]"], True), (("--no-stretch",), [], False)):
+        summary, out = tmp_path / "s.json", tmp_path / "out.blend"
+        run = _cli(path, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1-3",
+                   "--json", summary, "--output", out, *extra)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert (json.loads(summary.read_text())["playback_error"] < 1e-4) == reached
+        bpy.ops.wm.open_mainfile(filepath=str(out))
+        ad = bpy.data.objects["Rig"].animation_data
+        action = ad.action
+        if hasattr(action, "fcurves"):
+            curves = list(action.fcurves)
+        else:
+            from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+            curves = list(animdata_get_channelbag_for_assigned_slot(ad).fcurves)
+        found = [f"{fc.data_path.split('.')[-1]}[{fc.array_index}]" for fc in curves if "scale" in fc.data_path]
+        assert found == scaled
+        assert all('"b1"' in fc.data_path for fc in curves if "scale" in fc.data_path)

@@ -173,3 +173,33 @@ def test_live_stretches_and_comes_back(scene, ext):
     # Its own stretch write is not a change of input: nothing to solve again.
     assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
     item.live = False
+
+
+def test_auto_keying_keys_the_written_y_scale_only(scene):
+    from test_bake import keyed
+
+    obj = _bent("Rig")
+    target = add_empty("Goal", FAR)
+    _chain(obj, target)
+    scene.tool_settings.use_keyframe_insert_auto = True
+    try:
+        _solve(obj)
+    finally:
+        scene.tool_settings.use_keyframe_insert_auto = False
+    paths = sorted(k for k in keyed(obj) if k[0].endswith(".scale"))
+    assert paths == [('pose.bones["b1"].scale', 1), ('pose.bones["b2"].scale', 1)]
+
+
+def test_blender_scales_stretched_bones_uniformly(scene):
+    """The documented difference: Blender's IK stretch scales X and Z too; Chain IK only Y."""
+    ours, ref = _bent("Ours"), _bent("Ref")
+    target = add_empty("Goal", FAR)
+    _chain(ours, target)
+    con = ref.pose.bones["b2"].constraints.new("IK")
+    con.target, con.chain_count, con.use_stretch = target, 3, True
+    _solve(ours)
+    bpy.context.view_layer.update()
+    m_ref, m_ours = ref.pose.bones["b1"].matrix, ours.pose.bones["b1"].matrix
+    assert m_ref.col[0].xyz.length == pytest.approx(m_ref.col[1].xyz.length, rel=1e-4)
+    assert m_ours.col[0].xyz.length == pytest.approx(1.0, abs=1e-6)
+    assert m_ours.col[1].xyz.length > 1.5
