@@ -223,9 +223,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = rig.evaluated(spec.target, depsgraph)
     space = rig.object_space(obj_eval)
-    stretch = None
-    if not from_rest:  # Compare Solvers starts every solver from the rest pose, unstretched
-        stretch = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
+    stretch = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
     if stretch is None and _is_plain(spec) and not from_rest:
         outcome = solve_plain(obj, obj_eval, target_eval, space, spec, start)
         if outcome is not None:
@@ -233,13 +231,13 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     scales = {}
     if stretch is None:
         rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
-    if from_rest:  # after read_chain's checks
-        rig_chain = rig.read_chain_rest(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+        if from_rest:  # after read_chain's checks
+            rig_chain = rig.read_chain_rest(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     target_world = rig.space.target_world_point(target_eval, spec.target_bone)
     target = space.to_local_point(target_world)
-    if stretch is not None:
+    if stretch is not None:  # read unstretched, stretched to the target as planned (rig.stretch)
         rig_chain, scales = rig.stretch.read_stretched(
-            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target
+            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target, from_rest=from_rest
         )
     tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
     solution = solvers.solve(

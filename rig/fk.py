@@ -24,11 +24,13 @@ from .read import RigChain, assemble, chain_bone_names
 
 class PoseFK:
     """Armature-space pose matrices of an evaluated armature with `rotations` (bone -> local basis
-    rotation) replacing the evaluated rotations of those bones; their descendants follow."""
+    rotation) replacing the evaluated rotations of those bones, and `scales` (bone -> scale
+    channels; IK stretch reads a chain unstretched) their scales; their descendants follow."""
 
-    def __init__(self, obj_eval, rotations: dict[str, Quaternion]) -> None:
+    def __init__(self, obj_eval, rotations: dict[str, Quaternion], scales: dict | None = None) -> None:
         self.obj = obj_eval
         self.rotations = rotations
+        self.scales = scales or {}
         self._cache: dict[str, Matrix] = {}
         self._moved: dict[str, bool] = {}
 
@@ -37,7 +39,11 @@ class PoseFK:
         name = pbone.name
         hit = self._moved.get(name)
         if hit is None:
-            hit = name in self.rotations or (pbone.parent is not None and self._is_moved(pbone.parent))
+            hit = (
+                name in self.rotations
+                or name in self.scales
+                or (pbone.parent is not None and self._is_moved(pbone.parent))
+            )
             self._moved[name] = hit
         return hit
 
@@ -50,10 +56,15 @@ class PoseFK:
             m = pbone.matrix.copy()
         else:
             q = self.rotations.get(name)
+            scale = self.scales.get(name)
             bone = pbone.bone
             # Blender ignores a connected bone's location channels; so must the rebuilt basis.
             loc = Vector() if bone.use_connect else pbone.location
-            basis = pbone.matrix_basis if q is None else Matrix.LocRotScale(loc, q, pbone.scale)
+            if q is None and scale is None:
+                basis = pbone.matrix_basis
+            else:
+                q = pbone.matrix_basis.to_quaternion() if q is None else q
+                basis = Matrix.LocRotScale(loc, q, pbone.scale if scale is None else scale)
             if bone.parent is not None:
                 m = bone.convert_local_to_pose(
                     basis,

@@ -9,8 +9,8 @@ uniform scale of the bone's pose matrix, divided by the parent's stretch. Chain 
 solvers rotation-only, so the stretch is planned before the solve (solvers.stretch.plan):
 
 - the chain is first read *unstretched*: the Y scale channel of a stretchable bone is Chain
-  IK's (a previous Solve wrote it), so its effect (and that on an inheriting chain bone) is
-  divided out of the pose, and the rigidity check runs on that unstretched pose;
+  IK's (a previous Solve wrote it), so the pose is rebuilt with it at 1 (rig.fk), and the
+  rigidity check runs on that unstretched pose;
 - the plan stretches the links to the root-to-target distance when it is beyond reach (all
   factors 1 otherwise, so the stretch resets within reach);
 - the chosen solver solves that stretched chain, and the write sets the rotations and the Y
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from mathutils import Matrix, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import stretch as plan_stretch
 from . import fk, read
@@ -48,41 +48,55 @@ def weights(obj_eval, tip: str, length: int, use_tail: bool, use_stretch: bool) 
 
 
 def read_stretched(
-    obj_eval, tip: str, length: int, use_tail: bool, use_limits: bool, w: list[float], target, rotations=None
+    obj_eval,
+    tip: str,
+    length: int,
+    use_tail: bool,
+    use_limits: bool,
+    w: list[float],
+    target,
+    rotations=None,
+    from_rest: bool = False,
 ):
     """(RigChain with the planned stretch applied, own Y channel per stretchable bone name).
 
     `target`: the goal in armature space. `rotations` (bone -> local Quaternion): a bake's
-    previous solution replacing those bones' evaluated rotations (see rig.fk). Raises
-    ValueError as read.read_chain does."""
+    previous solution replacing those bones' evaluated rotations (see rig.fk); `from_rest`: the
+    chain bones at their rest rotations (Compare Solvers). Raises ValueError as
+    read.read_chain does."""
     bones, end = read.chain_pose_bones(obj_eval, tip, length, use_tail)
     names = tuple(b.name for b in bones)
-    own = [float(b.scale[1]) if wi > 0.0 else 1.0 for b, wi in zip(bones, w, strict=True)]
-    if not all(math.isfinite(y) and y > 0.0 for y in own):
-        raise ValueError(f"a stretchable bone of chain '{tip}' has a zero, negative or non-finite Y scale")
+    if from_rest:
+        rotations = {n: Quaternion() for n in names}
+    unstretched = {}  # the stretchable bones' scale channels with Y (Chain IK's) back at 1
+    for b, wi in zip(bones, w, strict=True):
+        if wi > 0.0:
+            x, _, z = b.scale
+            unstretched[b.name] = Vector((x, 1.0, z))
     inherit = [b.bone.inherit_scale in INHERITS_Y for b in bones]
-    current = plan_stretch.current_factors(own, inherit)
-    pose = fk.PoseFK(obj_eval, rotations or {})
+    pose = fk.PoseFK(obj_eval, rotations or {}, unstretched)
     mats = [pose.matrix(n) for n in names]
     points = [m.translation.copy() for m in mats]
     if use_tail:
         points.append(pose.matrix(tip) @ Vector((0.0, end.bone.length, 0.0)))
     else:
         points.append(pose.matrix(tip).translation.copy())
+    if not all(map(math.isfinite, (c for p in points for c in p))):
+        raise ValueError(f"the pose of chain '{tip}' is not finite")
     frames = [m.to_3x3().normalized() for m in mats]
-    links, rest_mats = [], []
-    for i, (b, m, f, c, y) in enumerate(zip(bones, mats, frames, current, own, strict=True)):
+    links = []
+    for i, (b, m, f) in enumerate(zip(bones, mats, frames, strict=True)):
         v = f.transposed() @ (points[i + 1] - points[i])
-        links.append((v.x, v.y / c, v.z))
-        rest = m @ Matrix.Diagonal((1.0, 1.0 / c, 1.0, 1.0))
+        links.append((v.x, v.y, v.z))
         q = (rotations or {}).get(b.name)
-        basis = b.matrix_basis if q is None else Matrix.LocRotScale(b.location, q, b.scale)
-        read.check_rigid_pose(b, rest, basis @ Matrix.Diagonal((1.0, 1.0 / y, 1.0, 1.0)))
-        rest_mats.append(rest)
+        basis = Matrix.LocRotScale(
+            b.location, b.matrix_basis.to_quaternion() if q is None else q, unstretched.get(b.name, b.scale)
+        )
+        read.check_rigid_pose(b, m, basis)
     distance = (Vector(target) - points[0]).length
     _, world, channels = plan_stretch.plan(links, w, inherit, distance)
     new_mats, new_points = [], [points[0]]
-    for f, m, (x, y, z), c in zip(frames, rest_mats, links, world, strict=True):
+    for f, m, (x, y, z), c in zip(frames, mats, links, world, strict=True):
         new_mats.append(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)))
         new_points.append(new_points[-1] + f @ Vector((x, y * c, z)))
     parent = bones[0].parent

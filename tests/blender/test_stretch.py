@@ -203,3 +203,18 @@ def test_blender_scales_stretched_bones_uniformly(scene):
     assert m_ref.col[0].xyz.length == pytest.approx(m_ref.col[1].xyz.length, rel=1e-4)
     assert m_ours.col[0].xyz.length == pytest.approx(1.0, abs=1e-6)
     assert m_ours.col[1].xyz.length > 1.5
+
+
+def test_compare_solvers_on_a_stretched_chain(scene):
+    """Compare Solvers starts from the rest pose; a chain stretched by a Solve is not refused,
+    and every solver reaches the far target by the same stretch."""
+    obj = _bent("Rig")
+    target = add_empty("Goal", FAR)
+    item = _chain(obj, target)
+    _solve(obj)
+    before = {n: tuple(obj.pose.bones[n].scale) for n in WEIGHTS}
+    assert bpy.ops.chain_ik.compare() == {"FINISHED"}
+    assert {n: tuple(obj.pose.bones[n].scale) for n in WEIGHTS} == before  # Compare writes nothing
+    rows = {r.method: r.error for r in item.comparison}
+    print("\ncompare on a stretched chain:", rows)
+    assert len(rows) == 4 and rows["triangulation"] < TOL and rows["fabrik"] < TOL
