@@ -19,7 +19,7 @@ from itertools import chain as iterchain
 
 import numpy as np
 
-from . import quat
+from . import kernels, quat
 from .api import _settings, solve
 from .chain import Chain, _perpendicular
 from .triangulation import BAND, check_fold_angle, check_smooth_fold
@@ -105,6 +105,11 @@ def _sparse(progress: Callable[[int], None] | None, m: int) -> Callable[[int], N
 
 
 def _step_by_step(chain, targets, tols, method, iters, options, progress) -> SequenceSolution:
+    if kernels.one.reason(chain, method, options) is None:  # FABRIK, CCD, DLS on float tuples
+        steps = kernels.sequence.solve_steps(chain, targets, tols, method, iters, options, progress)
+        points, frames, iterations = steps
+        error = np.linalg.norm(points[:, -1] - targets, axis=1)
+        return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)
     m, n = len(targets), chain.n_bones
     points = np.empty((m, n + 1, 3))
     frames = None if chain.frames is None else np.empty((m, n, 4))
