@@ -11,7 +11,16 @@ from ..rig import ik_constraints
 from .solve import armature_poll
 
 # Chain fields set from a ConstraintChain of the same name.
-FIELDS = ("use_tail", "chain_length", "target_bone", "pole_angle", "use_rotation", "rotation_weight", "influence")
+FIELDS = (
+    "use_tail",
+    "chain_length",
+    "target_bone",
+    "pole_angle",
+    "use_rotation",
+    "rotation_weight",
+    "influence",
+    "use_stretch",
+)
 
 
 def _fill(item, chain: ik_constraints.ConstraintChain) -> None:

@@ -30,6 +30,7 @@ class ConstraintChain:
     influence: float
     max_iterations: int
     muted: bool  # the constraint is off now (muted, or its mute driven off)
+    use_stretch: bool = True  # the constraint's Stretch: bones with IK Stretch lengthen (rig.stretch)
     unsupported: list[str] = field(default_factory=list)
 
 
@@ -87,6 +88,7 @@ def read(obj, pbone, con) -> ConstraintChain | str:
         influence=con.influence,
         max_iterations=con.iterations,
         muted=con.mute,
+        use_stretch=con.use_stretch,
     )
     chain.unsupported = _unsupported(obj, pbone, con, length)
     return chain
@@ -103,9 +105,6 @@ def _unsupported(obj, pbone, con, length: int) -> list[str]:
         notes.append("Position off (the chain always reaches the target's position)")
     if con.weight != 1.0:
         notes.append(f"position weight {con.weight:g} (the chain reaches the position fully)")
-    stretchy = [b.name for b in _chain_bones(pbone, con.use_tail, length) if b.ik_stretch > 0.0]
-    if con.use_stretch and stretchy:
-        notes.append(f"IK stretch on {', '.join(reversed(stretchy))} (the bones keep their length)")
     locked = [b.name for b in _chain_bones(pbone, con.use_tail, length) if modes.is_locked(b)]
     if locked:
         notes.append(
@@ -140,6 +139,7 @@ def write(pbone, con, item) -> None:
     con.use_location = True
     con.use_rotation = item.use_rotation
     con.orient_weight = item.rotation_weight
+    con.use_stretch = item.use_stretch
     con.influence = item.influence
     if item.max_iterations:
         con.iterations = item.max_iterations

@@ -62,8 +62,8 @@ def test_rigify_ik_constraints_become_chains_that_pose_as_they_did(rigify_file, 
     rig = _open(rigify_file, pole)
     names = _chain_bones(rig)
     # Blender's IK constraint turns Rigify's IK bones through their rotation locks and stretches them
-    # (IK Stretch 0.1: by up to 2.5 cm here, even within reach); Chain IK keeps locked channels and bone
-    # lengths (the operator says so: test_rigify_unsupported_settings_are_reported), so those are off here.
+    # (IK Stretch 0.1: by up to 2.5 cm here, even within reach); Chain IK keeps locked channels (the operator
+    # says so: test_rigify_unsupported_settings_are_reported) and stretches beyond reach only, so those are off here.
     for n in names:
         rig.pose.bones[n].lock_rotation = (False, False, False)
         rig.pose.bones[n].lock_rotation_w = False
@@ -103,7 +103,8 @@ def test_rigify_unsupported_settings_are_reported(rigify_file, capfd):
     for tip in LIMBS:
         parent = rig.pose.bones[tip].parent.name
         assert f"chain '{tip}': not supported, rotation locks on {parent}, {tip}" in out
-        assert f"chain '{tip}': not supported, IK stretch on {parent}, {tip} (the bones keep their length)" in out
+        assert "IK stretch" not in out  # the constraint's Stretch is the chain's (rig.stretch)
+        assert all(c.use_stretch for c in rig.chain_ik.chains)
     assert all(c.influence == 1.0 for c in rig.pose.bones["MCH-forearm_ik.L"].constraints)
     # Again: the same chains are updated, none added.
     assert bpy.ops.chain_ik.chains_from_constraints() == {"FINISHED"}

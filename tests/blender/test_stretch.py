@@ -218,3 +218,17 @@ def test_compare_solvers_on_a_stretched_chain(scene):
     rows = {r.method: r.error for r in item.comparison}
     print("\ncompare on a stretched chain:", rows)
     assert len(rows) == 4 and rows["triangulation"] < TOL and rows["fabrik"] < TOL
+
+
+def test_constraint_stretch_is_the_chain_stretch(scene):
+    """chains_from_constraints carries the IK constraint's Stretch; constraints_from_chains writes it back."""
+    obj = _bent("Rig")
+    target = add_empty("Goal", FAR)
+    con = obj.pose.bones["b2"].constraints.new("IK")
+    con.target, con.chain_count, con.use_stretch = target, 3, False
+    assert bpy.ops.chain_ik.chains_from_constraints() == {"FINISHED"}
+    item = obj.chain_ik.chains[0]
+    assert item.use_stretch is False
+    item.use_stretch = True
+    assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
+    assert [c.use_stretch for c in obj.pose.bones["b2"].constraints if c.type == "IK"] == [True]
