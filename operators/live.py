@@ -28,7 +28,7 @@ from .. import rig
 from ..rig import protected
 from ..rig.sampling import LIVE_HANDLER_MARK
 from . import run
-from .solve import store_result
+from .solve import measured_error, store_result
 
 _signatures: dict[tuple[str, int], tuple] = {}
 _busy = False
@@ -140,7 +140,10 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
         raise ValueError(refusal)
     outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
     run.apply_write(obj, outcome.write)
-    store_result(item, outcome)
+    # Measured on the written pose (locks, influence, constraints and drivers can make it differ from
+    # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
+    depsgraph.update()
+    store_result(item, outcome, measured_error(depsgraph, obj, outcome.spec), obj)
     return 1
 
 

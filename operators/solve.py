@@ -7,7 +7,7 @@ import math
 import bpy
 from bpy.props import IntProperty
 
-from .. import rig
+from .. import rig, solvers
 from ..rig import protected
 from . import run
 from .chain_args import SCRIPT_ONLY, ChainArguments
@@ -29,7 +29,9 @@ def armature_poll(cls, context) -> bool:
     return True
 
 
-def store_result(item, outcome: run.ChainOutcome, error: float | None = None) -> None:
+def store_result(item, outcome: run.ChainOutcome, error: float | None = None, obj=None) -> None:
+    """The panel's result. `error`: measured on the written pose (with `obj`, the armature): then
+    "reached" also needs that error within the chain's tolerance, not only the solver's word."""
     r = item.result
     # Fields that usually repeat are compared first: a property read costs a fraction of a write.
     if r.method != outcome.spec.method:
@@ -39,8 +41,11 @@ def store_result(item, outcome: run.ChainOutcome, error: float | None = None) ->
         r.iterations = outcome.iterations
     r.cost = outcome.cost
     r.time_ms = outcome.time_ms
-    if r.reached != outcome.reached:
-        r.reached = outcome.reached
+    reached = outcome.reached
+    if reached and error is not None and obj is not None:
+        reached = error <= world_tolerance(obj, outcome.spec)
+    if r.reached != reached:
+        r.reached = reached
     if not item.has_result:
         item.has_result = True
 
@@ -95,7 +100,7 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
             error = measured_error(depsgraph, obj, outcome.spec)
             if item is not None:
-                store_result(item, outcome, error)
+                store_result(item, outcome, error, obj)
             self.report({"INFO"}, result_line(outcome, error))
         if locked:
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(locked)}; the tip may miss")
@@ -117,6 +122,16 @@ def check_keying(scene, obj, specs: list[run.ChainSpec]) -> rig.keying_set.AutoK
     if refusal:
         raise ValueError(f"auto-keying: {refusal}")
     return keys
+
+
+def world_tolerance(obj, spec: run.ChainSpec) -> float:
+    """The chain's tolerance as a world distance (0 in the settings: the solver's default share of
+    the chain's length), with room for the written pose's float32 channels."""
+    if spec.tolerance > 0.0:
+        return spec.tolerance * (1.0 + 1e-6)
+    names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+    length = sum(obj.data.bones[n].length for n in names) * max(map(abs, obj.matrix_world.to_scale()))
+    return solvers.DEFAULT_RELATIVE_TOLERANCE * length * (1.0 + 1e-3)
 
 
 def measured_error(depsgraph, obj, spec: run.ChainSpec) -> float:

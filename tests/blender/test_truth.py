@@ -224,3 +224,22 @@ def test_a_target_disabled_in_viewports_that_cannot_be_followed_is_refused_by_na
     bpy.context.view_layer.objects.active = obj
     with pytest.raises(RuntimeError, match="target 'T' is disabled in viewports.*has constraints"):
         bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target="T")
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_live_stores_the_error_of_the_written_pose(scene, locked):
+    """Live's panel figures come from the pose it wrote: a lock that keeps the tip away is not
+    shown as reached with the solver's zero error."""
+    obj = straight_chain(3)
+    target = add_empty(location=(1.0, 0.5, 2.0))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    if locked:
+        obj.pose.bones["b1"].lock_rotation = (True, True, True)
+    item.live = True
+    target.location = (1.0, 0.4, 1.9)
+    bpy.context.view_layer.update()  # Live solves and writes
+    actual = float(np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])))
+    assert item.has_result and item.result.error == pytest.approx(actual, abs=1e-6)
+    assert item.result.reached is (not locked)
+    assert (actual > 0.1) is locked
