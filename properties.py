@@ -160,6 +160,12 @@ class ChainIKChain(bpy.types.PropertyGroup):
         description="Honour each chain bone's own IK locks, limits and stiffness (Bone > Inverse Kinematics)",
         default=True,
     )
+    use_locks: BoolProperty(
+        name="Respect Locks",
+        description="Keep the bones' locked rotation channels, as Blender's transform tools do; off: turn"
+        " through them, as the IK constraint does",
+        default=True,
+    )
     use_stretch: BoolProperty(
         name="Stretch",
         description="Bones with IK Stretch above 0 (Bone > Inverse Kinematics) lengthen along Y to reach a target"

@@ -378,7 +378,9 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
             blend = None
             if spec.influence < 1.0:
                 blend = {name: modes.current_quaternion(obj_eval.pose.bones[name]) for name in chain.names}
-            write = rig.compute_pose(obj, chain, solution.rotations, spec.influence, previous=state_v, blend_from=blend)
+            write = rig.compute_pose(
+                obj, chain, solution.rotations, spec.influence, state_v, blend, use_locks=spec.use_locks
+            )
             for name, vals in write.values.items():
                 state_v[name] = vals
                 state_q[name] = modes.to_quaternion(obj.pose.bones[name].rotation_mode, vals)

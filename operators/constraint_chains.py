@@ -20,6 +20,7 @@ FIELDS = (
     "rotation_weight",
     "influence",
     "use_stretch",
+    "use_locks",
 )
 
 

@@ -40,7 +40,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts.append((item.tolerance, item.max_iterations, item.fold_angle, item.smooth_fold, item.jacobian_variant))
     parts.append((item.damping, item.max_step, item.fabrik_placement))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
-    parts.append(item.use_stretch)
+    parts.append((item.use_stretch, item.use_locks))
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))

@@ -34,6 +34,7 @@ class ChainSpec:
     pole_angle: float = 0.0  # radians, Blender's IK pole angle
     use_rotation: bool = False  # the tip bone turns to the target's orientation
     rotation_weight: float = 1.0
+    use_locks: bool = True  # keep locked rotation channels (off: turn through them, as the IK constraint)
     use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
     name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
 
@@ -114,6 +115,7 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         pole_angle=item.pole_angle,
         use_rotation=item.use_rotation,
         rotation_weight=item.rotation_weight,
+        use_locks=item.use_locks,
         use_stretch=item.use_stretch,
         name=item.name,
     )
@@ -249,7 +251,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         **goal_arguments(spec, depsgraph, obj_eval, space, rig_chain),
         **spec.options,
     )
-    write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence)
+    write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence, use_locks=spec.use_locks)
     if scales:
         values, before = rig.stretch.blend(obj.pose.bones, scales, spec.influence)
         write = dataclasses.replace(write, scales=values, scales_before=before)
@@ -293,7 +295,7 @@ def solve_plain(obj, obj_eval, target_eval, space, spec: ChainSpec, start: float
     )
     if solved is None:
         return None
-    write = rig.plain.plain_pose(chain, solved.rotations, spec.influence)
+    write = rig.plain.plain_pose(chain, solved.rotations, spec.influence, spec.use_locks)
     if write is None:
         return None
     error = space.world_distance(solved.points[-1], target_world)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import modes
-
 
 @dataclass
 class ConstraintChain:
@@ -31,6 +29,7 @@ class ConstraintChain:
     max_iterations: int
     muted: bool  # the constraint is off now (muted, or its mute driven off)
     use_stretch: bool = True  # the constraint's Stretch: bones with IK Stretch lengthen (rig.stretch)
+    use_locks: bool = False  # the constraint turns bones through their rotation locks
     unsupported: list[str] = field(default_factory=list)
 
 
@@ -105,12 +104,6 @@ def _unsupported(obj, pbone, con, length: int) -> list[str]:
         notes.append("Position off (the chain always reaches the target's position)")
     if con.weight != 1.0:
         notes.append(f"position weight {con.weight:g} (the chain reaches the position fully)")
-    locked = [b.name for b in _chain_bones(pbone, con.use_tail, length) if modes.is_locked(b)]
-    if locked:
-        notes.append(
-            f"rotation locks on {', '.join(reversed(locked))} (the constraint turns them anyway; Chain IK keeps"
-            " locked channels)"
-        )
     if obj.pose.ik_solver == "ITASC":
         notes.append("the iTaSC solver's settings (Chain IK solves with its own)")
     return notes

@@ -56,6 +56,10 @@ def channel_values(pbone, mode: str) -> tuple[float, ...]:
     return pbone.rotation_euler[:]
 
 
+# What `locks` gives for a bone with no rotation locks (a chain that turns through them).
+NO_LOCKS = ((False, False, False), False, False)
+
+
 def locks(pbone) -> tuple[tuple[bool, bool, bool], bool, bool]:
     """(lock_rotation, lock_rotations_4d, lock_rotation_w): the bone's rotation locks, read once."""
     four = pbone.lock_rotations_4d

@@ -159,7 +159,7 @@ def read_plain(obj, obj_eval, tip: str, length: int, use_tail: bool, use_limits:
     )
 
 
-def plain_pose(chain: PlainChain, rotations, influence: float = 1.0) -> PoseWrite | None:
+def plain_pose(chain: PlainChain, rotations, influence: float = 1.0, use_locks: bool = True) -> PoseWrite | None:
     """`write.compute_pose` for a plain chain and the solver's (w, x, y, z) rotations, or None
     where it would raise (or the result is not finite)."""
     if not (0.0 <= influence <= 1.0) or len(rotations) != len(chain.names):
@@ -178,7 +178,7 @@ def plain_pose(chain: PlainChain, rotations, influence: float = 1.0) -> PoseWrit
         before[name] = current
         if influence < 1.0:
             q = modes.to_quaternion(mode, current).slerp(q, influence)
-        lock, four, lock_w = chain.locks[i]
+        lock, four, lock_w = chain.locks[i] if use_locks else modes.NO_LOCKS
         vals = modes.values_in_mode(mode, q, current, lock, four, lock_w)
         if not math.isfinite(sum(vals)):
             return None

@@ -69,6 +69,7 @@ def compute_pose(
     influence: float = 1.0,
     previous: dict[str, tuple[float, ...]] | None = None,
     blend_from: dict[str, Quaternion] | None = None,
+    use_locks: bool = True,
 ) -> PoseWrite:
     """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose.
 
@@ -76,7 +77,8 @@ def compute_pose(
     the solved one (1), like a constraint's influence. Baking passes the
     previous frame's values (`previous`: continuity and locks) and the
     animated rotation at this frame (`blend_from`: what influence blends from)
-    instead of the bones' current values.
+    instead of the bones' current values. `use_locks` off turns locked channels too, as
+    Blender's IK constraint does.
     """
     if not (0.0 <= influence <= 1.0):
         raise ValueError(f"influence must be within 0..1, got {influence}")
@@ -105,7 +107,7 @@ def compute_pose(
         if influence < 1.0:
             start = blend_from[name] if blend_from is not None else modes.to_quaternion(mode, current)
             q = start.slerp(q, influence)
-        lock, four, lock_w = modes.locks(pbone)
+        lock, four, lock_w = modes.locks(pbone) if use_locks else modes.NO_LOCKS
         vals = modes.values_in_mode(mode, q, current if previous is None else tuple(previous[name]), lock, four, lock_w)
         if not all(map(math.isfinite, vals)):
             raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")

@@ -124,6 +124,7 @@ def _draw_goals(layout, item) -> None:
 def _draw_limits(layout, obj, item) -> None:
     """Whether the bones' own IK limits apply, and which are set on this chain's bones."""
     layout.prop(item, "use_limits")
+    layout.prop(item, "use_locks")
     layout.prop(item, "use_stretch")
     lines = rig.ik_settings.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
     col = layout.column(align=True)

@@ -43,6 +43,10 @@ def _open(path, pole: bool):
     return rig
 
 
+def modes_locked(pbone) -> bool:
+    return any(pbone.lock_rotation) or (pbone.lock_rotations_4d and pbone.lock_rotation_w)
+
+
 def _chain_bones(rig) -> list[str]:
     return [n for tip in LIMBS for n in (tip, rig.pose.bones[tip].parent.name)]
 
@@ -61,12 +65,11 @@ def _worst(a: dict, b: dict) -> float:
 def test_rigify_ik_constraints_become_chains_that_pose_as_they_did(rigify_file, pole, capfd):
     rig = _open(rigify_file, pole)
     names = _chain_bones(rig)
-    # Blender's IK constraint turns Rigify's IK bones through their rotation locks and stretches them
-    # (IK Stretch 0.1: by up to 2.5 cm here, even within reach); Chain IK keeps locked channels (the operator
-    # says so: test_rigify_unsupported_settings_are_reported) and stretches beyond reach only, so those are off here.
+    # Blender's IK constraint turns Rigify's IK bones through their rotation locks, and so do the adopted
+    # chains (Respect Locks off). It also stretches them (IK Stretch 0.1: by up to 2.5 cm here, even within
+    # reach), where Chain IK stretches beyond reach only, so IK Stretch is off here.
+    assert any(modes_locked(rig.pose.bones[n]) for n in names)  # the locks are really there
     for n in names:
-        rig.pose.bones[n].lock_rotation = (False, False, False)
-        rig.pose.bones[n].lock_rotation_w = False
         rig.pose.bones[n].ik_stretch = 0.0
     bpy.context.view_layer.update()
     by_constraints = _world_pose(rig, names)
@@ -87,7 +90,8 @@ def test_rigify_ik_constraints_become_chains_that_pose_as_they_did(rigify_file, 
         assert (plain.mute, with_pole.mute) == ((True, False) if pole else (False, True))
         # Replaced constraints: a driver sets their mute, so their influence is 0 instead.
         assert all(c.influence == 0.0 for c in rig.pose.bones[tip].constraints if c.type == "IK")
-    assert "rotation locks" not in out and "IK stretch" not in out  # off above
+    assert "rotation locks" not in out and "IK stretch" not in out
+    assert not any(c.use_locks for c in rig.chain_ik.chains)  # they turn through the locks, as the constraints
     assert "8 chain(s) made, 0 updated from IK constraints" in out
     bpy.context.view_layer.update()
     assert _worst(_world_pose(rig, names), by_constraints) > 0.05  # the constraints no longer pose them
@@ -102,7 +106,8 @@ def test_rigify_unsupported_settings_are_reported(rigify_file, capfd):
     out = capfd.readouterr().out
     for tip in LIMBS:
         parent = rig.pose.bones[tip].parent.name
-        assert f"chain '{tip}': not supported, rotation locks on {parent}, {tip}" in out
+        assert f"chain '{tip}': not supported" not in out  # locks: the chains turn through them too
+        assert parent  # the chain's root has locked channels (test above)
         assert "IK stretch" not in out  # the constraint's Stretch is the chain's (rig.stretch)
         assert all(c.use_stretch for c in rig.chain_ik.chains)
     assert all(c.influence == 1.0 for c in rig.pose.bones["MCH-forearm_ik.L"].constraints)
