@@ -11,8 +11,9 @@ from .chain import Chain
 from .jacobian import VARIANTS as JACOBIAN_VARIANTS
 from .limits import JointLimits, make_limits
 from .metrics import rotation_cost, rotation_cost_one
-from .result import BatchSolution, Solution
-from .sequence import SequenceSolution, solve_sequence
+from .registry import REGISTRY, Method, Option
+from .result import BatchSolution, SequenceSolution, Solution
+from .sequence import solve_sequence
 from .single import RowsSolution, solve_rows
 
 __all__ = [
@@ -26,6 +27,9 @@ __all__ = [
     "RowsSolution",
     "SequenceSolution",
     "METHODS",
+    "REGISTRY",
+    "Method",
+    "Option",
     "OPTIONS",
     "JACOBIAN_VARIANTS",
     "DEFAULT_RELATIVE_TOLERANCE",

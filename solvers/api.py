@@ -1,72 +1,48 @@
-"""solve / solve_batch: validate input, pick the method, package the result."""
+"""solve / solve_batch: validate input, run the method's kernels (solvers.registry), package the result.
+
+One path: `solve` runs the method's one-target kernel where it has one, else its batch kernel
+on a single row; when the faster kernel declines, its reason stays on the result
+(`Solution.reason`). Goals (pole, tip orientation) wrap the position solve (solvers.goals).
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from . import ccd, constrained, fabrik, goals, iterate, jacobian, kernels, triangulation
+from . import goals, registry
 from .chain import Chain, as_point
-from .result import BatchSolution, Solution, batch_result
+from .result import BatchSolution, Solution
 
 # Default tolerance: this fraction of the chain's total length (1 m arm ->
 # 10 µm). Triangulation is exact anyway; this bounds the iterative methods.
 DEFAULT_RELATIVE_TOLERANCE = 1e-5
 
-# name -> one-line description (the UI shows these).
-METHODS: dict[str, str] = {
-    "triangulation": "One pass from the root with the law of cosines; upper joints lead",
-    "fabrik": "Forward and backward reaching; fast, natural poses in few iterations",
-    "ccd": "Cyclic coordinate descent from the tip; cheap steps, tip joints lead",
-    "jacobian": "Jacobian (damped least squares, pseudoinverse or transpose); smooth",
-}
-
-DEFAULT_MAX_ITERATIONS = {"triangulation": 1, "fabrik": 100, "ccd": 100, "jacobian": 200}
-OPTIONS = {
-    "triangulation": {"fold_angle": 180.0, "smooth_fold": 0.0},
-    "fabrik": {"placement": "line"},
-    "ccd": {},
-    "jacobian": {"variant": "dls", "damping": 0.05, "max_step": 0.5},
-}
+# name -> one-line description (compatibility views of the registry; the UI reads `registry`).
+METHODS: dict[str, str] = {m.name: m.description for m in registry.METHOD_LIST}
+DEFAULT_MAX_ITERATIONS = {m.name: m.max_iterations for m in registry.METHOD_LIST}
+OPTIONS = {m.name: m.defaults for m in registry.METHOD_LIST}
 
 
-def _settings(
+def settings(
     chain: Chain, method: str, tolerance: float | None, max_iterations: int | None, options: dict
-) -> tuple[float, int, dict]:
+) -> tuple[registry.Method, float, int, dict]:
+    """(method entry, tolerance, iteration cap, complete checked options), or ValueError."""
     if not isinstance(chain, Chain):
         raise ValueError(f"expected a solvers.Chain, got {type(chain).__name__}")
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-    unknown = set(options) - set(OPTIONS[method])
-    if unknown:
-        raise ValueError(
-            f"unknown option(s) for {method}: {', '.join(sorted(unknown))}"
-            f" (accepted: {', '.join(OPTIONS[method]) or 'none'})"
-        )
+    entry = registry.get(method)
+    options = entry.options_for(options)
     if tolerance is None:
         tolerance = DEFAULT_RELATIVE_TOLERANCE * chain.total_length
     elif not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
         raise ValueError(f"tolerance must be a positive distance, got {tolerance!r}")
     if max_iterations is None:
-        max_iterations = DEFAULT_MAX_ITERATIONS[method]
+        max_iterations = entry.max_iterations
     elif not (isinstance(max_iterations, (int, np.integer)) and max_iterations >= 1):
         raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
-    return float(tolerance), int(max_iterations), {**OPTIONS[method], **options}
-
-
-def _iterative(
-    chain: Chain, targets: np.ndarray, method: str, tolerance: float, max_iterations: int, options: dict
-) -> BatchSolution:
-    if method == "fabrik":
-        step = fabrik.make_step(chain, **options)
-    elif method == "ccd":
-        step = ccd.make_step(chain)
-    else:
-        step = jacobian.make_step(chain, **options)
-    points, iterations, local = iterate.run(chain, targets, tolerance, max_iterations, step)
-    rotations = None if local is None else constrained.rotations(chain, constrained.forward(chain, local)[0])
-    return batch_result(chain, points, targets, iterations, tolerance, method, rotations)
+    return entry, float(tolerance), int(max_iterations), options
 
 
 def solve(
@@ -96,16 +72,20 @@ def solve(
     Blender's IK pole target; `target_rotation` (w, x, y, z), the tip bone's
     wanted orientation, with `rotation_weight` 0..1 (see solvers.goals).
     """
-    tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
+    entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
     t = as_point(target, "target")
     extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
-    if kernels.one.reason(chain, method, options) is None:
-        return kernels.one.solve(chain, t, method, tol, iters, options, extra)
+    reason = ""
+    if entry.one is not None:
+        solved = entry.one(chain, t, tol, iters, options, extra)
+        if not isinstance(solved, str):
+            return solved
+        reason = solved
     if extra is not None:
-        return goals.solve_with_goals(chain, t[None, :], extra, _plain(method, tol, iters, options), tol)[0]
-    if method == "triangulation":  # the vectorised pass carries the limits
-        return triangulation.solve_many(chain, t[None, :], tol, **options)[0]
-    return _iterative(chain, t[None, :], method, tol, iters, options)[0]
+        solution = goals.solve_with_goals(chain, t[None, :], extra, position_solver(entry, tol, iters, options), tol)
+    else:
+        solution = entry.batch(chain, t[None, :], tol, iters, options)
+    return replace(solution[0], reason=reason)
 
 
 def solve_batch(
@@ -124,7 +104,7 @@ def solve_batch(
     """Solve each of (m, 3) targets independently from the chain's pose.
     Goals as in `solve`; `pole` and `target_rotation` may be one for all
     targets or one per target ((m, 3), (m, 4))."""
-    tol, iters, options = _settings(chain, method, tolerance, max_iterations, method_options)
+    entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
     try:
         t = np.array(targets, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -136,17 +116,12 @@ def solve_batch(
         bad = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"target {bad} is not finite: {t[bad].tolist()}")
     extra = goals.read_goals(chain, t.shape[0], pole, pole_angle, target_rotation, rotation_weight)
-    plain = _plain(method, tol, iters, options)
+    plain = position_solver(entry, tol, iters, options)
     if extra is not None:
         return goals.solve_with_goals(chain, t, extra, plain, tol)
     return plain(chain, t)
 
 
-def _plain(method: str, tol: float, iters: int, options: dict):
-    """The position-only batch solve for these settings."""
-    if method == "fabrik":
-        fabrik.check_placement(options["placement"])
-    if method == "triangulation":
-        triangulation.check_fold_angle(options["fold_angle"])
-        return lambda chain, targets: triangulation.solve_many(chain, targets, tol, **options)
-    return lambda chain, targets: _iterative(chain, targets, method, tol, iters, options)
+def position_solver(entry: registry.Method, tol: float, iters: int, options: dict):
+    """The position-only batch solve for these settings: `(chain, targets (m, 3)) -> BatchSolution`."""
+    return lambda chain, targets: entry.batch(chain, targets, tol, iters, options)

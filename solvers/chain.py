@@ -54,7 +54,7 @@ def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
     return q / norms
 
 
-def _perpendicular(d: tuple) -> tuple:
+def perpendicular(d: tuple) -> tuple:
     """Unit vector perpendicular to unit `d`, as quat.any_perpendicular."""
     k = min(range(3), key=lambda j: abs(d[j]))
     e = [0.0, 0.0, 0.0]
@@ -119,7 +119,7 @@ def fallback_axis(d: tuple, q: tuple | None) -> tuple:
         an = math.sqrt(ax * ax + ay * ay + az * az)
         if an > 1e-6:
             return (ax / an, ay / an, az / an)
-    return _perpendicular(d)
+    return perpendicular(d)
 
 
 class Chain:
@@ -179,7 +179,7 @@ class Chain:
         reach, inner, self.fold_guard = reach_terms(lengths, total)
         self.reach_after = np.array(reach)
         self.inner_after = np.array(inner)
-        self._scalar = (
+        self.scalar_terms = (
             tuple(map(tuple, rows)),
             tuple(lengths),
             tuple(dirs),

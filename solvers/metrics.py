@@ -24,7 +24,7 @@ def rotation_cost(chain: Chain, points: np.ndarray) -> np.ndarray:
 def rotation_cost_one(chain: Chain, points: Sequence) -> float:
     """`rotation_cost` of one solve's points (n+1 rows), in plain floats: for a
     single short chain numpy's per-call cost would dominate."""
-    return rotation_cost_rows(chain._scalar[2][0], points)
+    return rotation_cost_rows(chain.scalar_terms[2][0], points)
 
 
 def rotation_cost_rows(first_direction: Sequence, points: Sequence) -> float:

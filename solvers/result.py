@@ -24,6 +24,7 @@ class Solution:
     error: float  # tip-to-target distance
     reached: bool  # error <= tolerance
     method: str
+    reason: str = ""  # why the method's faster kernel did not serve ('' when it did or there is none)
 
     def frames(self, chain: Chain) -> np.ndarray | None:
         """Solved world orientation of each bone, when `chain` has frames."""
@@ -42,6 +43,7 @@ class BatchSolution:
     error: np.ndarray  # (m,)
     reached: np.ndarray  # (m,) bool
     method: str
+    reason: str = ""  # as Solution.reason
 
     def __len__(self) -> int:
         return self.error.shape[0]
@@ -54,7 +56,23 @@ class BatchSolution:
             float(self.error[k]),
             bool(self.reached[k]),
             self.method,
+            self.reason,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceSolution:
+    """Steps of `solve_sequence`; `frames[k]` are the bones' world orientations
+    after step k (None when the chain has no frames), `tips[k]` the tip."""
+
+    points: np.ndarray | None  # (m, n+1, 3); None when not kept
+    tips: np.ndarray  # (m, 3) the last point of each step
+    frames: np.ndarray | None  # (m, n, 4)
+    error: np.ndarray  # (m,) tip-to-target distance
+    iterations: np.ndarray  # (m,)
+    reached: np.ndarray  # (m,) error <= tolerance
+    method: str
+    reason: str = ""  # as Solution.reason
 
 
 def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from .chain import fallback_axis, link_terms, reach_terms, short_bone
 from .metrics import rotation_cost_rows
 from .result import Solution
 from .triangulation import BAND
-from .triangulation_scalar import fold_blend, fold_terms, one_pass
+from .triangulation.scalar import fold_blend, fold_terms, one_pass
 
 
 class RowsSolution:

@@ -11,7 +11,7 @@ from .. import jacobian as numpy_jacobian
 from .. import triangulation as numpy_triangulation
 from ..chain import Chain, reach_terms
 from ..result import Solution
-from ..triangulation_scalar import fold_blend, fold_terms, one_pass
+from ..triangulation.scalar import fold_blend, fold_terms, one_pass
 from . import ccd, fabrik, goals, jacobian
 from .floats import multiply
 from .loop import run, swing_rotations
@@ -44,7 +44,7 @@ def reason(chain: Chain, method: str, options: dict) -> str | None:
 
 
 class Terms:
-    """A chain's float terms (from `Chain._scalar` and its frames), and those of its head."""
+    """A chain's float terms (from `Chain.scalar_terms` and its frames), and those of its head."""
 
     __slots__ = ("rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "guard", "frames", "rest")
 
@@ -54,7 +54,7 @@ class Terms:
 
     @classmethod
     def of(cls, chain: Chain, goals: bool = False) -> Terms:
-        rows, lengths, dirs, reach, inner, fallbacks = chain._scalar
+        rows, lengths, dirs, reach, inner, fallbacks = chain.scalar_terms
         frames = rest = None
         if goals:  # the frames and the root's rest frame (base x reference), for the goals only
             frames = tuple(map(tuple, chain.frames.tolist()))

@@ -1,6 +1,6 @@
-"""The triangulation pass on plain floats: one solve, root to tip (see solvers.triangulation).
+"""The triangulation pass on plain floats: one solve, root to tip (see batch.py for the method).
 
-Shared by `triangulation.solve_one` and `solvers.sequence`, which carries the
+Shared by `kernels.one`, `solvers.single` and `sequence.solve_steps`, which carries the
 solved directions from frame to frame without building a Chain per frame.
 """
 
@@ -11,8 +11,8 @@ from itertools import accumulate
 
 import numpy as np
 
-from . import quat
-from .quat import AXIS_EPS
+from .. import quat
+from ..quat import AXIS_EPS
 
 
 def fold_terms(fold_angle: float) -> tuple[float, float]:

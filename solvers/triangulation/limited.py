@@ -22,11 +22,12 @@ import math
 
 import numpy as np
 
-from . import constrained, quat, twist
-from .chain import Chain
-from .quat import AXIS_EPS
-from .result import BatchSolution, batch_result
-from .triangulation import BAND, _cross, _desired, _fold_params, _to_target
+from .. import constrained, quat, twist
+from ..chain import Chain
+from ..quat import AXIS_EPS
+from ..result import BatchSolution, batch_result
+from .batch import cross3, desired, to_target
+from .checks import BAND, fold_params
 
 # A missed target is solved again from the pass's own result, at most this
 # many passes in all (measured on tests/solvers/test_limits.py's random limited
@@ -74,13 +75,15 @@ def rest_span(chain: Chain) -> np.ndarray:
     return out
 
 
-def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0) -> BatchSolution:
+def solve_limited(
+    chain: Chain, targets: np.ndarray, tolerance: float, fold_angle: float = 180.0, smooth_fold: float = 0.0
+) -> BatchSolution:
     """Limited passes (see one_pass) from the input pose; a target missed
     within reach is solved again from the previous pass's pose, the rest of
     the chain now taken as it lies (b = its current span, so the next pass
     turns it as a whole where the limits allow), up to MAX_PASSES passes; the
     best pass is kept. `iterations` counts the passes."""
-    fold = _fold_params(fold_angle)
+    fold = fold_params(fold_angle)
     m, n = targets.shape[0], chain.n_bones
     local = constrained.start_locals(chain, m)
     points = np.empty((m, n + 1, 3))
@@ -91,7 +94,9 @@ def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angl
     start, spans = local, np.broadcast_to(rest_span(chain), (m, n))
     within = np.linalg.norm(targets - chain.root, axis=1) < chain.total_length
     for k in range(MAX_PASSES):
-        got_local, got_points, got_frames = one_pass(chain, targets[todo], start[todo], fold, tolerance, spans[todo])
+        got_local, got_points, got_frames = one_pass(
+            chain, targets[todo], start[todo], fold, tolerance, spans[todo], smooth_fold
+        )
         passes[todo] += 1
         error = np.linalg.norm(got_points[:, -1] - targets[todo], axis=1)
         # Better by a margin: passes that tie (a pose free to turn without
@@ -112,8 +117,24 @@ def solve_limited(chain: Chain, targets: np.ndarray, tolerance: float, fold_angl
     return batch_result(chain, points, targets, passes, tolerance, "triangulation", rotations)
 
 
+def smooth_widths(chain: Chain, i: int, b: np.ndarray, smooth: float) -> np.ndarray | float:
+    """Bone i's smooth-fold width per target for rest spans `b` (m,): scalar.fold_blend's
+    rule with b in place of the straight reach, so the triangle (a, blended b, c) exists."""
+    if smooth <= 0.0:
+        return 0.0
+    a, r = chain.lengths[i], chain.inner_after[i]
+    width = smooth * 0.8 * np.minimum(np.minimum(a, b - a), b - r)
+    return np.where((b > a) & (b > r), width, 0.0)
+
+
 def one_pass(
-    chain: Chain, targets: np.ndarray, local: np.ndarray, fold: tuple, tolerance: float, spans: np.ndarray
+    chain: Chain,
+    targets: np.ndarray,
+    local: np.ndarray,
+    fold: tuple,
+    tolerance: float,
+    spans: np.ndarray,
+    smooth_fold: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One pass from the pose `local` (m, n, 4), bone i's rest spanning
     spans[:, i]: each joint's triangle as in the paper, turned within the
@@ -139,12 +160,12 @@ def one_pass(
             points[:, i + 1] = points[:, i] + chain.lengths[i] * quat.rotate(parent, chain.link_local[i])
             break
         p = np.ascontiguousarray(points[:, i].T)
-        c, chat = _to_target(t, p, band)
+        c, chat = to_target(t, p, band)
         inherited = quat.multiply(quat.multiply(parent, chain.reference[i]), local[:, i])
         cur = quat.rotate(inherited, np.broadcast_to(chain.link_local[i], (m, 3))).T
         fb = quat.rotate(inherited, np.broadcast_to(side[i], (m, 3))).T
         a, b = chain.lengths[i], spans[:, i]
-        new = _desired(chain, i, b, c, chat, cur, fb, axis, has_axis, fold)
+        new = desired(chain, i, b, c, chat, cur, fb, axis, has_axis, fold, smooth_widths(chain, i, b, smooth_fold))
         # §3.1.3: where the triangle with the straight rest would make the
         # next joint bend past its limit, use the rest fully collapsed.
         short = np.zeros(m, dtype=bool)
@@ -155,7 +176,7 @@ def one_pass(
             short = (cos_bend < math.cos(bends[i + 1]) - 1e-12) & (c < a + collapsed[i]) & (collapsed[i] < b)
         if np.any(short):
             k = np.flatnonzero(short)
-            new[:, k] = _desired(
+            new[:, k] = desired(
                 chain, i, collapsed[i], c[k], chat[:, k], cur[:, k], fb[:, k], axis[:, k], has_axis[k], fold
             )
         if i + 1 < n:
@@ -169,7 +190,7 @@ def one_pass(
             parent, local[:, i] = constrained.aim(chain, i, parent, local[:, i], new.T)
         frames[:, i] = parent
         actual = quat.rotate(parent, np.broadcast_to(chain.link_local[i], (m, 3)))
-        cross = _cross(cur, actual.T)
+        cross = cross3(cur, actual.T)
         cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
         moved = cn > AXIS_EPS
         axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)

@@ -20,65 +20,26 @@ c = a - 1ulp and fold back, landing the tip a whole bone from the target.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from . import quat
-from .chain import Chain, as_real
-from .quat import AXIS_EPS
-from .result import BatchSolution, Solution, batch_result
-from .triangulation_scalar import blended_reach, fold_blend, fold_terms, law_of_cosines, one_pass
-
-BAND = 1e-12
-
-
-def check_fold_angle(fold_angle: float) -> float:
-    """The fold angle in radians; any value in [90°, 180°] keeps reachability."""
-    fold = as_real(fold_angle, "fold_angle")
-    if not 90.0 <= fold <= 180.0:
-        raise ValueError(f"fold_angle must be between 90 and 180 degrees, got {fold_angle!r}")
-    return math.radians(fold)
+from .. import quat
+from ..chain import Chain
+from ..quat import AXIS_EPS
+from ..result import BatchSolution, batch_result
+from .checks import BAND, fold_params
+from .scalar import blended_reach, fold_blend, law_of_cosines
 
 
-def check_smooth_fold(smooth_fold: float, fold_angle: float) -> float:
-    """The smooth-fold amount, 0 (the paper's sharp fold) to 1 (see triangulation_scalar.fold_blend)."""
-    smooth = as_real(smooth_fold, "smooth_fold")
-    if not 0.0 <= smooth <= 1.0:
-        raise ValueError(f"smooth_fold must be between 0 and 1, got {smooth_fold!r}")
-    if smooth and fold_angle != 180.0:
-        raise ValueError("smooth_fold smooths the paper's 180° fold; it needs fold_angle 180")
-    return smooth
-
-
-def solve_one(
-    chain: Chain, target: np.ndarray, tolerance: float, fold_angle: float = 180.0, smooth_fold: float = 0.0
-) -> Solution:
-    """Scalar fast path: plain floats, no numpy until the result is packed."""
-    if fold_angle != 180.0 or smooth_fold:
-        check_fold_angle(fold_angle)
-        check_smooth_fold(smooth_fold, fold_angle)
-    fold = fold_terms(fold_angle)
-    pts, lengths, dirs, reach, inner, fallbacks = chain._scalar
-    blend = fold_blend(lengths, reach, inner, smooth_fold) if smooth_fold else None
-    t = (float(target[0]), float(target[1]), float(target[2]))
-    band = BAND * chain.total_length
-    out, rots, _ = one_pass(pts[0], lengths, dirs, reach, chain.fold_guard, fallbacks, t, band, fold_angle, fold, blend)
-    px, py, pz = out[-1]
-    error = math.sqrt((px - t[0]) ** 2 + (py - t[1]) ** 2 + (pz - t[2]) ** 2)
-    return Solution(np.array(out), np.array(rots), 1, error, error <= tolerance, "triangulation")
-
-
-def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+def cross3(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.stack((u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]))
 
 
 def _qrotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    t = 2.0 * _cross(q[1:], v)
-    return v + q[0] * t + _cross(q[1:], t)
+    t = 2.0 * cross3(q[1:], v)
+    return v + q[0] * t + cross3(q[1:], t)
 
 
-def _desired(
+def desired(
     chain: Chain,
     i: int,
     b: float,
@@ -89,9 +50,9 @@ def _desired(
     axis: np.ndarray,
     has_axis: np.ndarray,
     fold: tuple,
-    blend_width: float = 0.0,
+    blend_width: float | np.ndarray = 0.0,
 ) -> np.ndarray:
-    """Bone i's new direction (3, m), vectorised §3 (see solve_one): straight,
+    """Bone i's new direction (3, m), vectorised §3 (see scalar.one_pass): straight,
     toward, fold or the eq. 5 triangle, in the plane of `cur` and the target.
     `fallback` is the bone's turned frame X axis (§3.1.1)."""
     cos_fold, sin_fold, fold_angle = fold
@@ -100,11 +61,13 @@ def _desired(
     band = BAND * chain.total_length
     straight = c >= a + b - band
     safe_c = np.where(c > 0, c, 1.0)
-    if blend_width > 0.0:  # smooth fold (see triangulation_scalar.fold_blend)
+    if np.any(blend_width > 0.0):  # smooth fold (see scalar.fold_blend); a width per target or one for all
+        width = np.broadcast_to(blend_width, c.shape)
+        smooth = width > 0.0
         x = a + c - b
-        close = ~straight & (x <= -blend_width)
-        mid = ~straight & ~close & (x < blend_width)
-        reach = np.where(mid, blended_reach(a, b, c, blend_width), b)
+        close = ~straight & np.where(smooth, x <= -width, c <= abs(a - b) + band)
+        mid = smooth & ~straight & ~close & (x < width)
+        reach = np.where(mid, blended_reach(a, b, c, np.where(mid, width, 1.0)), b)
         cos_d, sin_d = law_of_cosines(a, reach, safe_c, np.sqrt)
     else:
         close = ~straight & (c <= abs(a - b) + band)
@@ -117,7 +80,7 @@ def _desired(
             fold_cos, fold_sin = np.where(wider, cos_r, fold_cos), np.where(wider, sin_r, fold_sin)
         cos_d, sin_d = np.where(close, fold_cos, cos_d), np.where(close, fold_sin, sin_d)
     perp = cur - np.einsum("ij,ij->j", cur, chat) * chat
-    perp -= np.einsum("ij,ij->j", perp, chat) * chat  # twice: see solve_one
+    perp -= np.einsum("ij,ij->j", perp, chat) * chat  # twice: see scalar.one_pass
     pn = np.sqrt(np.einsum("ij,ij->j", perp, perp))
     undefined = pn <= 1e-9
     if np.any(undefined):
@@ -125,11 +88,11 @@ def _desired(
         k = np.flatnonzero(undefined)
         ck = chat[:, k]
         r = np.where(has_axis[k], axis[:, k], fallback[:, k])
-        w = _cross(r, ck)
+        w = cross3(r, ck)
         wn = np.sqrt(np.einsum("ij,ij->j", w, w))
         bad = wn <= 1e-9
         if np.any(bad):
-            w[:, bad] = _cross(np.broadcast_to(chain.fallback_axes[i][:, None], (3, int(bad.sum()))), ck[:, bad])
+            w[:, bad] = cross3(np.broadcast_to(chain.fallback_axes[i][:, None], (3, int(bad.sum()))), ck[:, bad])
             wn = np.sqrt(np.einsum("ij,ij->j", w, w))
             bad = wn <= 1e-9
             if np.any(bad):
@@ -139,19 +102,12 @@ def _desired(
         pn[k] = wn
     new = cos_d * chat + sin_d * (perp / np.where(pn > 0, pn, 1.0))
     nn = np.sqrt(np.einsum("ij,ij->j", new, new))
-    new /= np.where(nn > 0.0, nn, 1.0)  # exact bone length (see solve_one)
+    new /= np.where(nn > 0.0, nn, 1.0)  # exact bone length (see scalar.one_pass)
     new = np.where(straight | (close & (a > b)), chat, new)
     return np.where(~straight & (c <= band), cur, new)
 
 
-def _fold_params(fold_angle: float) -> tuple:
-    if fold_angle == 180.0:
-        return -1.0, 0.0, 180.0
-    fold = check_fold_angle(fold_angle)
-    return math.cos(fold), math.sin(fold), fold_angle
-
-
-def _to_target(t: np.ndarray, p: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]:
+def to_target(t: np.ndarray, p: np.ndarray, band: float) -> tuple[np.ndarray, np.ndarray]:
     cvec = t - p
     c = np.sqrt(cvec[0] * cvec[0] + cvec[1] * cvec[1] + cvec[2] * cvec[2])  # as solve_one, to the bit
     return c, cvec / np.where(c > band, c, 1.0)
@@ -164,14 +120,9 @@ def solve_many(
 
     Vectors are stored component-major, (3, m), so every operation is a
     plain elementwise ufunc over m values (no small-axis reductions)."""
-    smooth = check_smooth_fold(smooth_fold, fold_angle)
-    if chain.limits is not None:  # limits fold by the collapsed reach (§3.1.3) instead
-        from .triangulation_limited import solve_limited  # it builds on this module's helpers
-
-        return solve_limited(chain, targets, tolerance, fold_angle)
-    fold = _fold_params(fold_angle)
-    _, lengths, _, reach, inner, _ = chain._scalar
-    blend = fold_blend(lengths, reach, inner, smooth)
+    fold = fold_params(fold_angle)
+    _, lengths, _, reach, inner, _ = chain.scalar_terms
+    blend = fold_blend(lengths, reach, inner, smooth_fold)
     m, n = targets.shape[0], chain.n_bones
     band = BAND * chain.total_length
     t = np.ascontiguousarray(targets.T)
@@ -184,13 +135,13 @@ def solve_many(
     axis = np.zeros((3, m))
     has_axis = np.zeros(m, dtype=bool)
     for i in range(n):
-        c, chat = _to_target(t, p, band)
+        c, chat = to_target(t, p, band)
         cur = _qrotate(q, np.broadcast_to(chain.directions[i][:, None], (3, m)))
         fb = _qrotate(q, np.broadcast_to(chain.fallback_axes[i][:, None], (3, m)))
         width = 0.0 if blend is None else blend[i]
-        new = _desired(chain, i, chain.reach_after[i], c, chat, cur, fb, axis, has_axis, fold, width)
+        new = desired(chain, i, chain.reach_after[i], c, chat, cur, fb, axis, has_axis, fold, width)
         # Children inherit the swing cur -> new (axis cur x new), composed onto q.
-        cross = _cross(cur, new)
+        cross = cross3(cur, new)
         cn = np.sqrt(np.einsum("ij,ij->j", cross, cross))
         moved = cn > AXIS_EPS
         axis = np.where(moved, cross / np.where(moved, cn, 1.0), axis)

@@ -1,0 +1,254 @@
+"""The method registry: every solver method declared once, read by the core, the panel, Live and the CLI.
+
+A method is one module plus one `Method` entry in `METHOD_LIST` below. The entry names its
+options (defaults and checks), its default iteration cap and its kernels:
+
+- `batch(chain, targets (m, 3), tolerance, max_iterations, options) -> BatchSolution`: the
+  general numpy kernel. It must serve every chain (frames, limits) and every option.
+- `one(chain, target (3,), tolerance, max_iterations, options, goals) -> Solution | str`
+  (optional): a faster kernel for one target; `goals` is None or the validated
+  `solvers.goals.Goals` (pole, tip orientation) for that one target. It returns a `str`, the
+  reason it cannot serve (for example "joint limits"), instead of a solution; `solve` then runs
+  `batch` (inside `solvers.goals` when there are goals) and keeps that reason on the result
+  (`Solution.reason`). It must agree with `batch` (same iterations, points within 1e-9 of the
+  chain length).
+- `sequence(chain, targets (m, 3), tolerances (m,), max_iterations, options, progress,
+  keep_points) -> SequenceSolution | str` (optional): the same for `solve_sequence`.
+
+Options arrive complete (defaults filled in) and checked by `Method.options_for`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import ccd, constrained, fabrik, iterate, jacobian
+from .chain import Chain, as_real
+from .kernels import one as float_one
+from .result import BatchSolution, batch_result
+from .triangulation import check_fold_angle, check_smooth_fold, kernels
+
+
+@dataclass(frozen=True)
+class Option:
+    """One method option. `check(value) -> value` raises ValueError naming the problem.
+    `choices` ((identifier, label, description), ...) for enumerations; `active(options)`
+    says whether the option has an effect with the other options as given (the panel
+    greys it out, and `options_from` in the Blender layer passes its default instead; the core
+    itself refuses a contradictory combination, see `Method.check`)."""
+
+    name: str
+    default: object
+    label: str
+    description: str
+    check: Callable[[object], object]
+    choices: tuple = ()
+    active: Callable[[dict], bool] = field(default=lambda options: True)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    label: str
+    description: str
+    options: tuple[Option, ...]
+    max_iterations: int  # default iteration cap (1: one pass, no iterations to cap)
+    batch: Callable
+    one: Callable | None = None
+    sequence: Callable | None = None
+    check: Callable[[dict], None] = field(default=lambda options: None)  # checks across options
+
+    @property
+    def iterative(self) -> bool:
+        return self.max_iterations > 1
+
+    @property
+    def defaults(self) -> dict:
+        return {o.name: o.default for o in self.options}
+
+    def options_for(self, given: dict) -> dict:
+        """Every option, checked: `given` over the defaults."""
+        unknown = set(given) - {o.name for o in self.options}
+        if unknown:
+            accepted = ", ".join(o.name for o in self.options) or "none"
+            raise ValueError(f"unknown option(s) for {self.name}: {', '.join(sorted(unknown))} (accepted: {accepted})")
+        merged = {**self.defaults, **given}
+        for o in self.options:
+            merged[o.name] = o.check(merged[o.name])
+        self.check(merged)
+        return merged
+
+
+def iterated(name: str, make_step: Callable) -> Callable:
+    """The batch kernel of a method iterated by `iterate.run` with `make_step(chain, **options)`."""
+
+    def batch(chain: Chain, targets, tolerance: float, max_iterations: int, options: dict) -> BatchSolution:
+        step = make_step(chain, **options)
+        points, iterations, local = iterate.run(chain, targets, tolerance, max_iterations, step)
+        rotations = None if local is None else constrained.rotations(chain, constrained.forward(chain, local)[0])
+        return batch_result(chain, points, targets, iterations, tolerance, name, rotations)
+
+    return batch
+
+
+def floats(name: str) -> Callable:
+    """The `one` kernel of method `name` on plain floats (solvers.kernels), or the reason it declines."""
+
+    def one(chain: Chain, target, tolerance: float, max_iterations: int, options: dict, goals):
+        why = float_one.reason(chain, name, options)
+        if why is not None:
+            return why
+        return float_one.solve(chain, target, name, tolerance, max_iterations, options, goals)
+
+    return one
+
+
+def _real(what: str, low: float, high: float | None = None, strict: bool = False) -> Callable:
+    def check(value: object) -> float:
+        x = as_real(value, what)
+        if x < low or (strict and x == low) or (high is not None and x > high):
+            span = (f"> {low:g}" if strict else f">= {low:g}") + ("" if high is None else f" and <= {high:g}")
+            raise ValueError(f"{what} must be {span}, got {value!r}")
+        return x
+
+    return check
+
+
+def _choice(what: str, choices: tuple) -> Callable:
+    names = tuple(c[0] for c in choices)
+
+    def check(value: object) -> str:
+        if not isinstance(value, str) or value not in names:
+            raise ValueError(f"{what} must be one of {', '.join(map(repr, names))}, got {value!r}")
+        return value
+
+    return check
+
+
+def _fold_angle(value: object) -> float:
+    check_fold_angle(value)
+    return float(value)
+
+
+def _check_triangulation(options: dict) -> None:
+    check_smooth_fold(options["smooth_fold"], options["fold_angle"])
+
+
+PLACEMENT_CHOICES = (
+    ("line", "Line", "The paper's passes: each joint on the line toward its new neighbour"),
+    (
+        "sphere",
+        "Sphere",
+        "The article's CGA form: each joint where the spheres about both neighbours meet (few iterations;"
+        " the joints near the tip move first). Chains with IK limits use Line",
+    ),
+)
+VARIANT_CHOICES = (
+    ("dls", "DLS", "Damped least squares: stable near singular poses"),
+    ("pseudoinverse", "Pseudoinverse", "Moore-Penrose pseudoinverse: fast, can jump near singular poses"),
+    ("transpose", "Transpose", "Jacobian transpose: cheap steps, slow convergence"),
+)
+
+TRIANGULATION = Method(
+    name="triangulation",
+    label="Triangulation",
+    description="One pass from the root with the law of cosines; upper joints lead",
+    options=(
+        Option(
+            "fold_angle",
+            180.0,
+            "Fold Angle",
+            "Triangulation: largest bend between a bone and its parent, degrees",
+            _fold_angle,
+        ),
+        Option(
+            "smooth_fold",
+            0.0,
+            "Smooth Fold",
+            "Triangulation with a 180° fold: 0 folds sharply as in the paper (a joint can pop when the target"
+            " crosses the fold distance); 1 keeps every joint's speed bounded, for animation and bakes",
+            _real("smooth_fold", 0.0, 1.0),
+            active=lambda options: options.get("fold_angle", 180.0) == 180.0,
+        ),
+    ),
+    max_iterations=1,
+    batch=kernels.batch,
+    one=floats("triangulation"),
+    sequence=kernels.sequence,
+    check=_check_triangulation,
+)
+
+FABRIK = Method(
+    name="fabrik",
+    label="FABRIK",
+    description="Forward and backward reaching; fast, natural poses in few iterations",
+    options=(
+        Option(
+            "placement",
+            "line",
+            "Placement",
+            "Where each pass puts a joint",
+            _choice("placement", PLACEMENT_CHOICES),
+            PLACEMENT_CHOICES,
+        ),
+    ),
+    max_iterations=100,
+    batch=iterated("fabrik", fabrik.make_step),
+    one=floats("fabrik"),
+)
+
+CCD = Method(
+    name="ccd",
+    label="CCD",
+    description="Cyclic coordinate descent from the tip; cheap steps, tip joints lead",
+    options=(),
+    max_iterations=100,
+    batch=iterated("ccd", ccd.make_step),
+    one=floats("ccd"),
+)
+
+JACOBIAN = Method(
+    name="jacobian",
+    label="Jacobian",
+    description="Jacobian (damped least squares, pseudoinverse or transpose); smooth",
+    options=(
+        Option(
+            "variant",
+            "dls",
+            "Variant",
+            "How the Jacobian is inverted",
+            _choice("variant", VARIANT_CHOICES),
+            VARIANT_CHOICES,
+        ),
+        Option(
+            "damping",
+            0.05,
+            "Damping",
+            "Jacobian DLS damping, relative to the chain length",
+            _real("damping", 0.0),
+            active=lambda options: options.get("variant", "dls") == "dls",
+        ),
+        Option(
+            "max_step",
+            0.5,
+            "Max Step",
+            "Jacobian: largest rotation per joint per iteration",
+            _real("max_step", 0.0, strict=True),
+        ),
+    ),
+    max_iterations=200,
+    batch=iterated("jacobian", jacobian.make_step),
+    one=floats("jacobian"),
+)
+
+METHOD_LIST: tuple[Method, ...] = (TRIANGULATION, FABRIK, CCD, JACOBIAN)
+REGISTRY: dict[str, Method] = {m.name: m for m in METHOD_LIST}
+
+
+def get(name: object) -> Method:
+    """The method called `name`, or ValueError listing the known ones."""
+    method = REGISTRY.get(name) if isinstance(name, str) else None
+    if method is None:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(REGISTRY)}")
+    return method
