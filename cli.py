@@ -43,6 +43,17 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 1."""
 
 
+def method_names() -> str:
+    """The solver registry's method names, for the help (it needs numpy: without it, a pointer)."""
+    try:
+        if str(HERE.parent) not in sys.path:
+            sys.path.append(str(HERE.parent))
+        registry = importlib.import_module(f"{HERE.name}.solvers.registry")
+    except ImportError:
+        return "a name from the panel's Solver list"
+    return ", ".join(registry.REGISTRY)
+
+
 def parser(standalone: bool) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="cli.py", description="Bake Chain IK chains to rotation keys, headless.", allow_abbrev=False
@@ -59,9 +70,7 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--pole", action="append", help="pole target object name (with --chain)")
     p.add_argument("--pole-bone", action="append", help="bone of an armature pole target")
     p.add_argument("--pole-angle", action="append", type=float, metavar="DEG", help="pole angle in degrees")
-    p.add_argument(
-        "--method", action="append", help="solver: triangulation, fabrik, ccd, jacobian (default: the panel's)"
-    )
+    p.add_argument("--method", action="append", help=f"solver: {method_names()} (default: the panel's)")
     p.add_argument(
         "--no-stretch",
         action="store_true",

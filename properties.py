@@ -19,28 +19,30 @@ from bpy.props import (
 )
 
 from .rig.protected import MAX_FRAME
-from .solvers import JACOBIAN_VARIANTS, METHODS, OPTIONS
+from .solvers import REGISTRY
 
-METHOD_LABELS = {"triangulation": "Triangulation", "fabrik": "FABRIK", "ccd": "CCD", "jacobian": "Jacobian"}
 # Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.
-METHOD_ITEMS = [(name, METHOD_LABELS.get(name, name.title()), desc) for name, desc in METHODS.items()]
-VARIANT_DESCRIPTIONS = {
-    "dls": "Damped least squares: stable near singular poses",
-    "pseudoinverse": "Moore-Penrose pseudoinverse: fast, can jump near singular poses",
-    "transpose": "Jacobian transpose: cheap steps, slow convergence",
-}
-VARIANT_ITEMS = [
-    (v, v.upper() if v == "dls" else v.capitalize(), VARIANT_DESCRIPTIONS.get(v, v)) for v in JACOBIAN_VARIANTS
-]
-PLACEMENT_ITEMS = [
-    ("line", "Line", "The paper's passes: each joint on the line toward its new neighbour"),
-    (
-        "sphere",
-        "Sphere",
-        "The article's CGA form: each joint where the spheres about both neighbours meet (few iterations;"
-        " the joints near the tip move first). Chains with IK limits use Line",
-    ),
-]
+METHOD_ITEMS = [(m.name, m.label, m.description) for m in REGISTRY.values()]
+# The chain item's property for a method's option, where it is not the option's own name
+# (these were named before the registry; renaming them would lose saved settings).
+PROPERTY_NAMES = {("fabrik", "placement"): "fabrik_placement", ("jacobian", "variant"): "jacobian_variant"}
+
+
+def option_property(method: str, option: str) -> str:
+    """The ChainIKChain property holding `option` of solver `method`."""
+    return PROPERTY_NAMES.get((method, option), option)
+
+
+def _option(method: str, name: str):
+    return next(o for o in REGISTRY[method].options if o.name == name)
+
+
+def method_options(item, method: str) -> dict:
+    """The solver options of `method` from a chain item (or anything with its attributes); an
+    option inactive with the others (the panel greys it out) gets its default."""
+    entry = REGISTRY[method]
+    values = {o.name: getattr(item, option_property(method, o.name)) for o in entry.options}
+    return {o.name: values[o.name] if o.active(values) else o.default for o in entry.options}
 
 
 def overridable(cls):
@@ -114,7 +116,7 @@ class ChainIKChain(bpy.types.PropertyGroup):
     fold_angle: FloatProperty(
         name="Fold Angle",
         description="Triangulation: largest bend between a bone and its parent, degrees",
-        default=OPTIONS["triangulation"]["fold_angle"],
+        default=_option("triangulation", "fold_angle").default,
         min=90.0,
         max=180.0,
     )
@@ -129,19 +131,25 @@ class ChainIKChain(bpy.types.PropertyGroup):
         max=1.0,
         subtype="FACTOR",
     )
-    fabrik_placement: EnumProperty(name="Placement", items=PLACEMENT_ITEMS, default=OPTIONS["fabrik"]["placement"])
-    jacobian_variant: EnumProperty(name="Variant", items=VARIANT_ITEMS, default=OPTIONS["jacobian"]["variant"])
+    fabrik_placement: EnumProperty(
+        name="Placement",
+        items=_option("fabrik", "placement").choices,
+        default=_option("fabrik", "placement").default,
+    )
+    jacobian_variant: EnumProperty(
+        name="Variant", items=_option("jacobian", "variant").choices, default=_option("jacobian", "variant").default
+    )
     damping: FloatProperty(
         name="Damping",
         description="Jacobian DLS damping, relative to the chain length",
-        default=OPTIONS["jacobian"]["damping"],
+        default=_option("jacobian", "damping").default,
         min=0.0,
         soft_max=1.0,
     )
     max_step: FloatProperty(
         name="Max Step",
         description="Jacobian: largest rotation per joint per iteration",
-        default=OPTIONS["jacobian"]["max_step"],
+        default=_option("jacobian", "max_step").default,
         min=1e-4,
         max=3.14159,
         subtype="ANGLE",

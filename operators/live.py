@@ -37,8 +37,8 @@ _busy = False
 def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
     parts.append((item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence))
-    parts.append((item.tolerance, item.max_iterations, item.fold_angle, item.smooth_fold, item.jacobian_variant))
-    parts.append((item.damping, item.max_step, item.fabrik_placement))
+    # The solver's options as the registry declares them: a new method's options are watched too.
+    parts.append((item.tolerance, item.max_iterations, tuple(run.method_options(item, item.method).items())))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     parts.append((item.use_stretch, item.use_locks))
     if target_eval is not None:

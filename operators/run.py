@@ -205,14 +205,8 @@ class _PanelDefaults:
 
 
 def method_options(item, method: str) -> dict:
-    if method == "triangulation":
-        # The smooth fold smooths the paper's 180° fold only (the panel greys it out otherwise).
-        return {"fold_angle": item.fold_angle, "smooth_fold": item.smooth_fold if item.fold_angle == 180.0 else 0.0}
-    if method == "fabrik":
-        return {"placement": item.fabrik_placement}
-    if method == "jacobian":
-        return {"variant": item.jacobian_variant, "damping": item.damping, "max_step": item.max_step}
-    return {}
+    """See properties.method_options (the solver registry's options from a chain item)."""
+    return properties.method_options(item, method)
 
 
 def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome | PlainOutcome:

@@ -135,5 +135,3 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress, extra)
         if progress is not None:
             progress(k)
     return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)
-
-

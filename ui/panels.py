@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from .. import rig, solvers
+from .. import properties, rig, solvers
 
 CATEGORY = "Chain IK"
 
@@ -87,23 +87,19 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         _draw_limits(layout, obj, item)
         layout.separator()
         layout.prop(item, "method")
-        layout.label(text=solvers.METHODS.get(item.method, ""), icon="INFO")
+        method = solvers.REGISTRY.get(item.method)
+        layout.label(text=method.description if method else "", icon="INFO")
         col = layout.column(align=True)
         col.prop(item, "tolerance")
-        if item.method != "triangulation":
+        if method is None:
+            return
+        if method.iterative:
             col.prop(item, "max_iterations")
-        if item.method == "triangulation":
-            col.prop(item, "fold_angle")
+        values = properties.method_options(item, method.name)
+        for option in method.options:
             row = col.row()
-            row.active = item.fold_angle == 180.0
-            row.prop(item, "smooth_fold")
-        elif item.method == "fabrik":
-            col.prop(item, "fabrik_placement")
-        elif item.method == "jacobian":
-            col.prop(item, "jacobian_variant")
-            if item.jacobian_variant == "dls":
-                col.prop(item, "damping")
-            col.prop(item, "max_step")
+            row.active = option.active(values)  # greyed out: it has no effect with the other options
+            row.prop(item, properties.option_property(method.name, option.name))
 
 
 def _draw_goals(layout, item) -> None:

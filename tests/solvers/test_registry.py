@@ -1,0 +1,118 @@
+"""The method registry and the one solve path: declarations, option checks, the reason a
+faster kernel declines, goals and limits through solve_sequence, Smooth Fold with limits."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solvers
+from solvers import limits as joint_limits
+from solvers import quat, registry, sequence
+
+_goals_path = Path(__file__).with_name("test_goals.py")
+_spec = importlib.util.spec_from_file_location("_goal_chains", _goals_path)
+goal_chains = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(goal_chains)
+
+
+def test_every_method_is_declared_once_with_checked_defaults():
+    assert list(solvers.METHODS) == list(registry.REGISTRY)
+    for method in registry.METHOD_LIST:
+        assert method.label and method.description and method.max_iterations >= 1
+        assert method.options_for({}) == method.defaults == solvers.OPTIONS[method.name]
+        assert solvers.METHODS[method.name] == method.description
+        for option in method.options:
+            assert option.label and option.description
+            if option.choices:
+                assert option.default in [c[0] for c in option.choices]
+
+
+@pytest.mark.parametrize(
+    "method, options, words",
+    [
+        ("fabrik", {"placement": "circle"}, "placement"),
+        ("jacobian", {"max_step": 0.0}, "max_step"),
+        ("jacobian", {"damping": -1.0}, "damping"),
+        ("ccd", {"fold_angle": 90.0}, "unknown option"),
+        ("triangulation", {"smooth_fold": 1.0, "fold_angle": 120.0}, "fold_angle 180"),
+    ],
+)
+def test_bad_options_are_refused_naming_them(method, options, words):
+    with pytest.raises(ValueError, match=words):
+        registry.get(method).options_for(options)
+
+
+def test_unknown_method_lists_the_registry():
+    with pytest.raises(ValueError, match="triangulation, fabrik, ccd, jacobian"):
+        registry.get("newton")
+
+
+def test_inactive_option_flags():
+    tri, jac = registry.get("triangulation"), registry.get("jacobian")
+    smooth = next(o for o in tri.options if o.name == "smooth_fold")
+    damping = next(o for o in jac.options if o.name == "damping")
+    assert smooth.active({"fold_angle": 180.0}) and not smooth.active({"fold_angle": 120.0})
+    assert damping.active({"variant": "dls"}) and not damping.active({"variant": "transpose"})
+
+
+def test_reason_kept_when_the_fast_kernel_declines():
+    plain = goal_chains.bent_chain([1.0, 1.0, 0.5], [0.3, 0.3])
+    limited = goal_chains.bent_chain([1.0, 1.0, 0.5], [0.3, 0.3], knee_hinges=True)
+    target = [0.3, 1.2, 0.9]
+    assert solvers.solve(plain, target, method="triangulation").reason == ""
+    assert "joint limits" in solvers.solve(limited, target, method="triangulation").reason
+    assert "joint limits" in solvers.solve(limited, target, method="fabrik").reason
+    assert "sphere" in solvers.solve(plain, target, method="fabrik", placement="sphere").reason
+    steps = solvers.solve_sequence(limited, [target, target], method="triangulation")
+    assert "joint limits" in steps.reason
+    assert solvers.solve_sequence(plain, [target], method="triangulation").reason == ""
+
+
+@pytest.mark.parametrize("method", list(registry.REGISTRY))
+@pytest.mark.parametrize("limited", [False, True])
+def test_sequence_carries_pole_and_limits_step_by_step(method, limited):
+    """solve_sequence with a pole per step is each step's solve with that pole, from the last step."""
+    chain = goal_chains.bent_chain([1.0, 1.0, 0.6], [0.4, 0.5], knee_hinges=limited)
+    pairs = goal_chains.pole_targets(chain, 4, seed=3)
+    targets = np.array([t for t, _ in pairs])
+    poles = np.array([p for _, p in pairs])
+    steps = solvers.solve_sequence(chain, targets, method=method, pole=poles, pole_angle=0.3)
+    assert steps.reason == sequence.GOALS_REASON
+    current = chain
+    for k in range(len(targets)):
+        sol = solvers.solve(current, targets[k], method=method, pole=poles[k], pole_angle=0.3)
+        np.testing.assert_allclose(steps.points[k], sol.points, atol=1e-9 * chain.total_length)
+        frames = sol.frames(current)
+        np.testing.assert_allclose(steps.frames[k], frames, atol=1e-9)
+        current = solvers.Chain(
+            sol.points, frames, limits=chain.limits, reference=chain.reference, base_frame=chain.base_frame
+        )
+
+
+def test_sequence_tip_rotation_goal_per_step():
+    chain = goal_chains.bent_chain([1.0, 1.0, 0.6], [0.4, 0.5])
+    targets = np.array([[0.2, 1.5, 0.8], [0.3, 1.4, 0.9]])
+    rotation = np.array([math.cos(0.2), math.sin(0.2), 0.0, 0.0])
+    steps = solvers.solve_sequence(chain, targets, method="triangulation", target_rotation=rotation)
+    first = solvers.solve(chain, targets[0], method="triangulation", target_rotation=rotation)
+    np.testing.assert_allclose(steps.points[0], first.points, atol=1e-12)
+
+
+def test_smooth_fold_acts_on_limited_chains():
+    """It was silently dropped with joint limits; now each limited pass softens its fold as the
+    unlimited pass does: the result differs near the fold distance, reachable targets are still reached."""
+    chain = goal_chains.bent_chain([1.0, 1.0, 1.0], [0.2, 0.2], knee_hinges=True)
+    # Targets along the chain's own bend plane, sweeping in through the root bone's fold distance.
+    radii = np.linspace(0.3, 2.6, 40)
+    targets = np.stack([np.zeros_like(radii), radii * math.cos(0.5), radii * math.sin(0.5)], axis=1)
+    sharp = solvers.solve_batch(chain, targets, method="triangulation")
+    smooth = solvers.solve_batch(chain, targets, method="triangulation", smooth_fold=1.0)
+    assert not np.allclose(sharp.points, smooth.points)
+    assert np.all(smooth.reached[sharp.reached])
+    frames = quat.multiply(smooth.rotations, chain.frames)
+    parents = np.concatenate((np.broadcast_to(chain.base_frame, (len(frames), 1, 4)), frames[:, :-1]), axis=1)
+    local = quat.multiply(quat.conjugate(quat.multiply(parents, chain.reference)), frames)
+    assert joint_limits.violation(chain.limits, local).max() < 1e-9
