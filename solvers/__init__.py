@@ -15,6 +15,7 @@ from .registry import REGISTRY, Method, Option
 from .result import BatchSolution, SequenceSolution, Solution
 from .sequence import solve_sequence
 from .single import RowsSolution, solve_rows
+from .skeleton import Effector, Skeleton, SkeletonSolution, solve_skeleton
 
 __all__ = [
     "Chain",
@@ -27,6 +28,10 @@ __all__ = [
     "RowsSolution",
     "SequenceSolution",
     "METHODS",
+    "Skeleton",
+    "Effector",
+    "SkeletonSolution",
+    "solve_skeleton",
     "REGISTRY",
     "Method",
     "Option",

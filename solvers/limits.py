@@ -17,7 +17,7 @@ every joint they turn, so no output violates a limit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -54,6 +54,10 @@ class JointLimits:
     def active(self) -> np.ndarray:
         """(n,) bones with any restriction on their rotation."""
         return self.lock.any(axis=1) | self.use_limit.any(axis=1) | (self.cone < math.pi)
+
+    def subset(self, bones: list[int]) -> JointLimits:
+        """The limits of `bones` only, in that order (a branch of a skeleton)."""
+        return JointLimits(*(getattr(self, f.name)[bones] for f in fields(self)))
 
 
 def make_limits(

@@ -1,0 +1,54 @@
+"""The skeleton model: a chain is a one-branch skeleton; one effector solves as `solve` does."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solvers
+from solvers import quat
+
+_spec = importlib.util.spec_from_file_location("_goal_chains", Path(__file__).with_name("test_goals.py"))
+goal_chains = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(goal_chains)
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_chain_round_trips_through_the_skeleton(limited):
+    chain = goal_chains.bent_chain([1.0, 0.8, 0.5], [0.4, 0.3], knee_hinges=limited)
+    skeleton, local = solvers.Skeleton.from_chain(chain)
+    assert skeleton.parents == (-1, 0, 1)
+    frames, heads, ends = skeleton.forward(local)
+    np.testing.assert_allclose(heads, chain.points[:-1], atol=1e-12)
+    np.testing.assert_allclose(ends[-1], chain.points[-1], atol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(frames * chain.frames, axis=1)), 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", list(solvers.REGISTRY))
+@pytest.mark.parametrize("limited", [False, True])
+def test_one_effector_solves_as_solve(method, limited):
+    chain = goal_chains.bent_chain([1.0, 0.8, 0.5], [0.4, 0.3], knee_hinges=limited)
+    skeleton, local = solvers.Skeleton.from_chain(chain)
+    (target, pole), *_ = goal_chains.pole_targets(chain, 1, seed=5)
+    effector = solvers.Effector(bone=2, position=target, pole=pole, pole_angle=0.2)
+    got = solvers.solve_skeleton(skeleton, local, [effector], method=method)
+    want = solvers.solve(chain, target, method=method, pole=pole, pole_angle=0.2)
+    _, _, ends = skeleton.forward(got.local)
+    np.testing.assert_allclose(ends[-1], want.points[-1], atol=1e-9 * chain.total_length)
+    assert got.error[0] == pytest.approx(want.error) and got.reached == want.reached
+    assert np.allclose(quat.norm(got.local), 1.0)
+
+
+def test_several_effectors_and_bad_trees_are_refused():
+    chain = goal_chains.bent_chain([1.0, 0.8], [0.4])
+    skeleton, local = solvers.Skeleton.from_chain(chain)
+    two = [solvers.Effector(1, [0.0, 1.0, 0.5]), solvers.Effector(0, [0.0, 0.5, 0.5])]
+    with pytest.raises(ValueError, match="several together"):
+        solvers.solve_skeleton(skeleton, local, two, method="fabrik")
+    with pytest.raises(ValueError, match="parent"):
+        solvers.Skeleton(
+            (1, -1), skeleton.offsets, skeleton.links, skeleton.lengths, skeleton.reference, skeleton.base_frame
+        )
+    with pytest.raises(ValueError, match="weight"):
+        solvers.Effector(1, [0.0, 1.0, 0.0], weight=0.0)
