@@ -23,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import ccd, constrained, fabrik, iterate, jacobian
 from .chain import Chain, as_real
 from .kernels import one as float_one
-from .result import BatchSolution, batch_result
+from .kernels import sequence as float_sequence
+from .result import BatchSolution, SequenceSolution, batch_result
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 
 
@@ -102,6 +105,22 @@ def floats(name: str) -> Callable:
         return float_one.solve(chain, target, name, tolerance, max_iterations, options, goals)
 
     return one
+
+
+def float_steps(name: str) -> Callable:
+    """The `sequence` kernel of method `name` on plain floats (solvers.kernels.sequence), or the reason it declines."""
+
+    def sequence(chain: Chain, targets, tols, max_iterations: int, options: dict, progress, keep_points: bool):
+        why = float_one.reason(chain, name, options)
+        if why is not None:
+            return why
+        points, frames, iterations = float_sequence.solve_steps(
+            chain, targets, tols, name, max_iterations, options, progress
+        )
+        error = np.linalg.norm(points[:, -1] - targets, axis=1)
+        return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, name)
+
+    return sequence
 
 
 def _real(what: str, low: float, high: float | None = None, strict: bool = False) -> Callable:
@@ -196,6 +215,7 @@ FABRIK = Method(
     max_iterations=100,
     batch=iterated("fabrik", fabrik.make_step),
     one=floats("fabrik"),
+    sequence=float_steps("fabrik"),
 )
 
 CCD = Method(
@@ -206,6 +226,7 @@ CCD = Method(
     max_iterations=100,
     batch=iterated("ccd", ccd.make_step),
     one=floats("ccd"),
+    sequence=float_steps("ccd"),
 )
 
 JACOBIAN = Method(
@@ -240,6 +261,7 @@ JACOBIAN = Method(
     max_iterations=200,
     batch=iterated("jacobian", jacobian.make_step),
     one=floats("jacobian"),
+    sequence=float_steps("jacobian"),
 )
 
 METHOD_LIST: tuple[Method, ...] = (TRIANGULATION, FABRIK, CCD, JACOBIAN)

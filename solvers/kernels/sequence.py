@@ -30,7 +30,7 @@ def solve_steps(
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """(points (m, n+1, 3), frames (m, n, 4) or None, iterations (m,)) for a chain and options
     `one.reason` accepts; each step's chain is the previous solution, as `Chain` would read it."""
-    rows, lengths, dirs, _, _, fallbacks = chain._scalar
+    rows, lengths, dirs, _, _, fallbacks = chain.scalar_terms
     total = chain.total_length
     frames = None if chain.frames is None else tuple(map(tuple, chain.frames.tolist()))
     all_points, all_frames, iterations = [], [], []
