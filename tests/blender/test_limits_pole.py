@@ -536,3 +536,29 @@ def test_fabrik_honours_bone_stiffness(leg):
     assert free > 0.05 and stiff < 0.5 * free
     thigh_turn(0.9, 2000)
     assert np.linalg.norm(world_point(obj, "shin.L") - np.array(item.target.location)) < TOL
+
+
+def test_smooth_fold_acts_on_a_limited_chain(scene):
+    """Smooth Fold was silently dropped on chains with IK limits; it now softens the fold there
+    too (each limited pass as the unlimited one), and the target is still reached."""
+    from builders import straight_chain
+
+    obj = straight_chain(3)
+    bpy.ops.object.mode_set(mode="POSE")
+    middle = obj.pose.bones["b1"]
+    middle.use_ik_limit_x, middle.ik_min_x, middle.ik_max_x = True, math.radians(-160), math.radians(160)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    item = obj.chain_ik.chains.add()
+    # At the root bone's fold distance (b - a = 1 from the root), the middle of the smooth fold's band.
+    item.tip, item.chain_length, item.target = "b2", 3, add_empty(location=(0.6, 0.0, 0.8))
+    item.method, item.fold_angle = "triangulation", 180.0
+    bpy.context.view_layer.objects.active = obj
+    knees = []
+    for smooth in (0.0, 1.0):
+        for pb in obj.pose.bones:
+            pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        item.smooth_fold = smooth
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        assert np.linalg.norm(world_point(obj, "b2") - np.array([0.6, 0.0, 0.8])) < 1e-4
+        knees.append(world_point(obj, "b1", False))
+    assert np.linalg.norm(knees[0] - knees[1]) > 1e-4
