@@ -39,8 +39,11 @@ def _option(method: str, name: str):
 
 def method_options(item, method: str) -> dict:
     """The solver options of `method` from a chain item (or anything with its attributes); an
-    option inactive with the others (the panel greys it out) gets its default."""
-    entry = REGISTRY[method]
+    option inactive with the others (the panel greys it out) gets its default. An unknown method
+    has none (the chain checks refuse it by name)."""
+    entry = REGISTRY.get(method)
+    if entry is None:
+        return {}
     values = {o.name: getattr(item, option_property(method, o.name)) for o in entry.options}
     return {o.name: values[o.name] if o.active(values) else o.default for o in entry.options}
 
