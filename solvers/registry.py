@@ -71,14 +71,17 @@ class Method:
         return {o.name: o.default for o in self.options}
 
     def options_for(self, given: dict) -> dict:
-        """Every option, checked: `given` over the defaults."""
-        unknown = set(given) - {o.name for o in self.options}
+        """Every option, checked: `given` over the defaults (themselves checked when declared)."""
+        if not given:
+            return self.defaults
+        names = {o.name: o for o in self.options}
+        unknown = set(given) - set(names)
         if unknown:
-            accepted = ", ".join(o.name for o in self.options) or "none"
+            accepted = ", ".join(names) or "none"
             raise ValueError(f"unknown option(s) for {self.name}: {', '.join(sorted(unknown))} (accepted: {accepted})")
-        merged = {**self.defaults, **given}
-        for o in self.options:
-            merged[o.name] = o.check(merged[o.name])
+        merged = self.defaults
+        for name, value in given.items():
+            merged[name] = names[name].check(value)
         self.check(merged)
         return merged
 

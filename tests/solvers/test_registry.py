@@ -24,7 +24,9 @@ def test_every_method_is_declared_once_with_checked_defaults():
         assert method.label and method.description and method.max_iterations >= 1
         assert method.options_for({}) == method.defaults == solvers.OPTIONS[method.name]
         assert solvers.METHODS[method.name] == method.description
+        method.check(method.defaults)
         for option in method.options:
+            assert option.check(option.default) == option.default
             assert option.label and option.description
             if option.choices:
                 assert option.default in [c[0] for c in option.choices]
