@@ -48,6 +48,25 @@ def scene(ext):
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
+@pytest.fixture(scope="session")
+def rigify_file(ext, tmp_path_factory):
+    """Rigify's generated human rig, generated once per session (it takes seconds) and saved;
+    tests open the file. Rigify itself is enabled only while generating."""
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    try:
+        bpy.ops.wm.read_homefile(use_empty=True)
+        bpy.ops.object.armature_human_metarig_add()
+        bpy.ops.pose.rigify_generate()
+        path = str(tmp_path_factory.mktemp("rigify") / "rig.blend")
+        bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
+        bpy.ops.wm.read_homefile(use_empty=True)
+    finally:
+        addon_utils.disable("rigify", default_set=True)
+    return path
+
+
 # The 4.2 bpy wheel segfaults at interpreter exit once any PropertyGroup class
 # with a Python method has been registered, even after a clean unregister
 # (reproduced with Rigify's own enable/disable as well). Everything is

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bpy
 import pytest
 from builders import add_empty, make_armature
@@ -21,20 +20,6 @@ def _select(pbone, state: bool) -> None:
         pbone.select = state
     else:
         pbone.bone.select = state
-
-
-@pytest.fixture(scope="module")
-def rigify_file(ext, tmp_path_factory):
-    """Rigify's generated human rig, saved once (generating takes seconds)."""
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    path = str(tmp_path_factory.mktemp("rigify") / "rig.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
-    yield path
-    bpy.ops.wm.read_homefile(use_empty=True)
-    addon_utils.disable("rigify", default_set=True)
 
 
 def _open(path):

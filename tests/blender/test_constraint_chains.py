@@ -3,7 +3,6 @@ constraints become chains that pose the limbs as the constraints did, and back."
 
 from __future__ import annotations
 
-import addon_utils
 import bpy
 import pytest
 from builders import add_empty, straight_chain
@@ -13,20 +12,6 @@ LIMBS = ("MCH-forearm_ik.L", "MCH-forearm_ik.R", "MCH-shin_ik.L", "MCH-shin_ik.R
 # Rigify's IK controls, moved so every limb bends (all within reach).
 MOVES = {"hand_ik.L": (-0.1, -0.15, 0.1), "hand_ik.R": (0.05, 0.1, 0.1), "foot_ik.L": (0.05, -0.1, 0.2),
          "foot_ik.R": (-0.05, -0.15, 0.15)}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def rigify_file(ext, tmp_path_factory):
-    """Rigify's generated human rig, saved once (generating takes seconds)."""
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    bpy.ops.pose.rigify_generate()
-    path = str(tmp_path_factory.mktemp("rigify") / "rig.blend")
-    bpy.ops.wm.save_as_mainfile(filepath=path, copy=True)
-    yield path
-    bpy.ops.wm.read_homefile(use_empty=True)
-    addon_utils.disable("rigify", default_set=True)
 
 
 def _open(path, pole: bool):
