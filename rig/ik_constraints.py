@@ -104,6 +104,12 @@ def _unsupported(obj, pbone, con, length: int) -> list[str]:
         notes.append("Position off (the chain always reaches the target's position)")
     if con.weight != 1.0:
         notes.append(f"position weight {con.weight:g} (the chain reaches the position fully)")
+    stretchy = [b.name for b in _chain_bones(pbone, con.use_tail, length) if b.ik_stretch > 0.0]
+    if con.use_stretch and stretchy:
+        notes.append(
+            f"IK Stretch within reach on {', '.join(reversed(stretchy))} (the chain lengthens them only to reach"
+            " beyond its length; Blender's IK also does a little within reach)"
+        )
     if obj.pose.ik_solver == "ITASC":
         notes.append("the iTaSC solver's settings (Chain IK solves with its own)")
     return notes
