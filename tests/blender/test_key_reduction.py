@@ -11,7 +11,7 @@ import pytest
 from builders import world_point
 from mathutils import Vector
 from test_bake import _bake, _bent_rig, fcurves, local_rotations, loop_target
-from test_bake_fk import ARM, _animate, _open, rigify_file  # noqa: F401 - rigify_file: a fixture
+from test_bake_fk import ARM, _animate, _open
 from test_bake_fk import FRAMES as FK_FRAMES
 
 CHAIN = ("upper", "fore", "hand")
