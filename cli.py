@@ -256,8 +256,8 @@ def run(args: argparse.Namespace, package) -> dict:
         specs = [spec for _, spec in pairs]
         for spec in specs:
             spec.use_stretch = spec.use_stretch and not args.no_stretch
-        progress = bake_run.Progress(context)
-        result = bake_run.bake(context, obj, specs, options, progress.update)
+        with bake_run.Progress(context) as progress:
+            result = bake_run.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.
         playback = max(chain.worst_error for chain in result.chains)
     except ValueError as exc:

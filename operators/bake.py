@@ -96,11 +96,8 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         obj = context.object
         try:
             specs, options = self._prepare(context, obj)
-            progress = bake_run.Progress(context)
-            try:
+            with bake_run.Progress(context) as progress:
                 result = bake_run.bake(context, obj, specs, options, progress.update)
-            finally:
-                progress.end()
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

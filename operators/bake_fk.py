@@ -60,11 +60,8 @@ class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
         try:
             pairs = fk_follow.parse_pairs(self.pairs) if self.pairs.strip() else selected_pairs(obj)
             options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
-            progress = bake_run.Progress(context)
-            try:
+            with bake_run.Progress(context) as progress:
                 result = fk_bake_run.bake_fk(context, obj, pairs, options, progress.update)
-            finally:
-                progress.end()
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

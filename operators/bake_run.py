@@ -102,6 +102,12 @@ class Progress:
         if self.wm is not None:
             self.wm.progress_end()
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.end()  # the window's progress bar never outlives the work, failed or not
+
 
 def bake(
     context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
@@ -468,23 +474,3 @@ def write_scales(obj, frames: np.ndarray, scales: dict[str, np.ndarray], options
         count += written
         per_bone[name] = per_bone.get(name, 0) + written
     return count
-
-
-def playback_error(context, obj, specs: list[run.ChainSpec], frames) -> float:
-    """Largest world distance from each chain's tip to its target when the keys play back."""
-    scene = context.scene
-    frame0, subframe0 = scene.frame_current, scene.frame_subframe
-    worst = 0.0
-    try:
-        for frame in frames:
-            scene.frame_set(int(frame))
-            depsgraph = context.evaluated_depsgraph_get()
-            obj_eval = obj.evaluated_get(depsgraph)
-            for spec in specs:
-                bone = obj_eval.pose.bones[spec.tip]
-                tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
-                target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-                worst = max(worst, float(np.linalg.norm(np.array(tip[:]) - target)))
-    finally:
-        scene.frame_set(frame0, subframe=subframe0)
-    return worst
