@@ -139,3 +139,12 @@ def set_selected(pbone, state: bool) -> None:
         pbone.select = state
     else:
         pbone.bone.select = state
+
+
+def playback_error(obj, tip: str, target, frames) -> float:
+    """Largest world distance from bone `tip`'s tail to `target`'s origin over `frames` (played back)."""
+    worst = 0.0
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
+    return worst

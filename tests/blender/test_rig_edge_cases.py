@@ -7,7 +7,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, make_armature, straight_chain, world_point
+from builders import add_empty, make_armature, playback_error, straight_chain
 
 TOL = 1e-4
 
@@ -24,14 +24,6 @@ def _moving_target(first: tuple[int, tuple], last: tuple[int, tuple]):
     target.location = last[1]
     target.keyframe_insert("location", frame=last[0])
     return target
-
-
-def _playback_error(obj, tip, target, frames) -> float:
-    worst = 0.0
-    for f in frames:
-        bpy.context.scene.frame_set(f)
-        worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
-    return worst
 
 
 @pytest.mark.skipif(not hasattr(bpy.types, "ActionSlot"), reason="4.4+: layered actions with slots")
@@ -70,7 +62,7 @@ def test_bake_in_nla_tweak_mode_keys_the_strips_own_frames(scene):
     from chain_ik.rig.keys import action_fcurves
 
     assert {round(k.co[0]) for fc in action_fcurves(ad.action) for k in fc.keyframe_points} == set(range(1, 21))
-    assert _playback_error(obj, "b2", target, range(101, 121)) < TOL
+    assert playback_error(obj, "b2", target, range(101, 121)) < TOL
 
 
 @pytest.mark.parametrize("inherit", ["NONE", "AVERAGE", "ALIGNED"])
@@ -85,7 +77,7 @@ def test_bake_follows_a_parent_whose_scale_is_animated(scene, inherit):
     target = _moving_target((1, (0.8, 0.0, 1.6)), (20, (0.5, 0.3, 1.4)))
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(tip="b", chain_length=2, target="T", frame_start=1, frame_end=20) == {"FINISHED"}
-    assert _playback_error(obj, "b", target, range(1, 21)) < TOL
+    assert playback_error(obj, "b", target, range(1, 21)) < TOL
 
 
 @pytest.mark.parametrize("where", ["excluded collection", "not in the scene"])

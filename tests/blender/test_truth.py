@@ -8,18 +8,10 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, make_armature, straight_chain, world_point
+from builders import add_empty, make_armature, playback_error, straight_chain, world_point
 from mathutils import Quaternion
 
 TOL = 1e-4
-
-
-def _playback_error(obj, tip, target, frames) -> float:
-    worst = 0.0
-    for f in frames:
-        bpy.context.scene.frame_set(f)
-        worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
-    return worst
 
 
 def _quoted_rig():
@@ -43,7 +35,7 @@ def test_bake_follows_an_animated_parent_whose_name_needs_escaping(scene):
     target = add_empty("T", (1.2, 0.4, 2.5))
     result = bpy.ops.chain_ik.bake(tip=names[-1], chain_length=3, target="T", frame_start=1, frame_end=20)
     assert result == {"FINISHED"}
-    assert _playback_error(obj, names[-1], target, range(1, 21)) < TOL
+    assert playback_error(obj, names[-1], target, range(1, 21)) < TOL
 
 
 def test_bake_sees_animated_locations_on_chain_bones_whose_names_need_escaping(scene):
@@ -56,7 +48,7 @@ def test_bake_sees_animated_locations_on_chain_bones_whose_names_need_escaping(s
     target = add_empty("T", (1.2, 0.4, 2.5))
     result = bpy.ops.chain_ik.bake(tip=names[-1], chain_length=3, target="T", frame_start=1, frame_end=20)
     assert result == {"FINISHED"}
-    assert _playback_error(obj, names[-1], target, range(1, 21)) < TOL
+    assert playback_error(obj, names[-1], target, range(1, 21)) < TOL
 
 
 @pytest.mark.parametrize("op", ["solve", "bake"])
@@ -169,7 +161,7 @@ def test_bake_follows_an_animated_target_disabled_in_viewports(scene):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=10) == {"FINISHED"}
     target.hide_viewport = False
-    assert _playback_error(obj, "b2", target, range(1, 11)) < TOL
+    assert playback_error(obj, "b2", target, range(1, 11)) < TOL
 
 
 @pytest.mark.parametrize("op", ["solve", "bake"])
