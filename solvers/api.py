@@ -32,10 +32,17 @@ def settings(
     """(method entry, tolerance, iteration cap, complete checked options), or ValueError."""
     if not isinstance(chain, Chain):
         raise ValueError(f"expected a solvers.Chain, got {type(chain).__name__}")
+    return method_settings(method, tolerance, max_iterations, options, chain.total_length)
+
+
+def method_settings(
+    method: str, tolerance: float | None, max_iterations: int | None, options: dict, length: float
+) -> tuple[registry.Method, float, int, dict]:
+    """`settings` for bones of total `length` (the default tolerance's scale), chain or tree."""
     entry = registry.get(method)
     options = entry.options_for(options)
     if tolerance is None:
-        tolerance = DEFAULT_RELATIVE_TOLERANCE * chain.total_length
+        tolerance = DEFAULT_RELATIVE_TOLERANCE * length
     elif not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
         raise ValueError(f"tolerance must be a positive distance, got {tolerance!r}")
     if max_iterations is None:

@@ -14,6 +14,11 @@ options (defaults and checks), its default iteration cap and its kernels:
   chain length).
 - `sequence(chain, targets (m, 3), tolerances (m,), max_iterations, options, progress,
   keep_points) -> SequenceSolution | str` (optional): the same for `solve_sequence`.
+- `tree(skeleton, local (n, 4), effectors, tolerance, max_iterations, options)
+  -> SkeletonSolution | str` (optional): several effectors on one skeleton solved together
+  (`solvers.skeleton.solve_skeleton`; pins already resolved). A `str` is the reason it cannot
+  solve them (raised as ValueError: there is no other tree path). Build the result with
+  `solvers.skeleton.finish`, which measures the errors on the returned rotations.
 
 Options arrive complete (defaults filled in) and checked by `Method.options_for`.
 """
@@ -60,6 +65,7 @@ class Method:
     batch: Callable
     one: Callable | None = None
     sequence: Callable | None = None
+    tree: Callable | None = None
     check: Callable[[dict], None] = field(default=lambda options: None)  # checks across options
 
     @property

@@ -1,9 +1,9 @@
 """The skeleton model: a tree of bones, effectors with their goals, and a solution as local rotations.
 
-A `Skeleton` is what the solvers will work on when several chains share bones (several
-effectors on one tree, the multi-effector issue). Today a single chain is a skeleton with
-one branch and one effector: `solve_skeleton` takes that case through `solvers.solve`
-(the one solve path and its kernels), and refuses the others with a ValueError.
+A `Skeleton` is what the solvers work on when several chains share bones (several
+effectors on one tree). `solve_skeleton` takes one effector on one branch through
+`solvers.solve` (a chain: the one solve path and its kernels); several effectors go to the
+method's tree kernel (`registry.Method.tree`), and a method without one is refused by name.
 
 Joint model (the same as `Chain`'s, see Chain._read_joints): bone i's world frame is
     F_i = F_parent(i) R_i L_i        (F_parent = `base_frame` for a root bone)
@@ -16,7 +16,7 @@ Limits and stiffness are `JointLimits` over all bones, unchanged in meaning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -68,6 +68,33 @@ class Skeleton:
         skeleton = cls(parents, offsets, links, chain.lengths.copy(), chain.reference, chain.base_frame, chain.limits)
         return skeleton, chain.input_locals
 
+    @classmethod
+    def from_bones(cls, parents, heads, tails, limits: JointLimits | None = None) -> tuple[Skeleton, np.ndarray]:
+        """(a skeleton from rest heads and tails (n, 3) in its space, identity local rotations).
+        Each bone's frame has Y along the bone (as Blender's), turned from the parent's Y by the
+        smallest rotation; the rest pose is the input pose."""
+        heads, tails = np.asarray(heads, dtype=float), np.asarray(tails, dtype=float)
+        n = len(parents)
+        if heads.shape != (n, 3) or tails.shape != (n, 3):
+            raise ValueError(f"heads and tails must have shape ({n}, 3)")
+        axis = tails - heads
+        lengths = np.linalg.norm(axis, axis=1)
+        if np.any(~(lengths > 0.0)):
+            raise ValueError(f"bone {int(np.flatnonzero(~(lengths > 0.0))[0])} has zero length")
+        world = np.empty((n, 4))
+        offsets, reference = np.empty((n, 3)), np.empty((n, 4))
+        base = np.array([1.0, 0.0, 0.0, 0.0])
+        for i, p in enumerate(parents):
+            parent = base if p == -1 else world[p]
+            y = quat.rotate(parent, np.array([0.0, 1.0, 0.0]))
+            fallback = quat.rotate(parent, np.array([1.0, 0.0, 0.0]))
+            world[i] = quat.multiply(quat.swing(y, axis[i] / lengths[i], fallback), parent)
+            reference[i] = quat.multiply(quat.conjugate(parent), world[i])
+            offsets[i] = heads[i] if p == -1 else quat.rotate(quat.conjugate(parent), heads[i] - heads[p])
+        links = np.tile([0.0, 1.0, 0.0], (n, 1))
+        local = np.tile(base, (n, 1))
+        return cls(tuple(parents), offsets, links, lengths, reference, base, limits), local
+
     def branch(self, bone: int) -> list[int]:
         """The bones from a root down to `bone`, root first."""
         path = [bone]
@@ -90,23 +117,46 @@ class Skeleton:
 @dataclass(frozen=True)
 class Effector:
     """A goal on one bone's end point: `position`, and optionally a `pole` (with `pole_angle`, as
-    Blender's IK pole) and an `orientation` (w, x, y, z) with its `rotation_weight`. `weight`
-    ranks this effector against the others of a multi-effector solve."""
+    Blender's IK pole) and an `orientation` (w, x, y, z, the bone's wanted world frame) with its
+    `rotation_weight`.
+
+    Several effectors: `weight` ranks this effector against the others of its priority level
+    (the weighted least-squares compromise when they conflict). `priority` 0 is the highest;
+    methods with strict priorities (the Jacobian) solve a lower level only in the nullspace of
+    the higher ones, the others use it to order their passes. A `pin` holds its bone where the
+    input pose has it (position and orientation; a planted foot): give no position, and
+    `solve_skeleton` fills both in before the method runs."""
 
     bone: int
-    position: np.ndarray
+    position: np.ndarray | None = None
     pole: np.ndarray | None = None
     pole_angle: float = 0.0
     orientation: np.ndarray | None = None
     rotation_weight: float = 1.0
     weight: float = 1.0
+    priority: int = 0
+    pin: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "position", as_point(self.position, "effector position"))
+        if self.position is not None:
+            object.__setattr__(self, "position", as_point(self.position, "effector position"))
+        elif not self.pin:
+            raise ValueError(f"effector on bone {self.bone} needs a position (only a pin may leave it out)")
         if self.pole is not None:
             object.__setattr__(self, "pole", as_point(self.pole, "effector pole"))
+        if self.orientation is not None:
+            q = np.asarray(self.orientation, dtype=float)
+            if q.shape != (4,) or not np.all(np.isfinite(q)) or not np.linalg.norm(q) > 0.0:
+                raise ValueError(
+                    f"effector orientation must be a finite non-zero (w, x, y, z), got {self.orientation!r}"
+                )
+            object.__setattr__(self, "orientation", q / np.linalg.norm(q))
         if not as_real(self.weight, "effector weight") > 0.0:
             raise ValueError(f"effector weight must be positive, got {self.weight!r}")
+        if not 0.0 <= as_real(self.rotation_weight, "effector rotation_weight") <= 1.0:
+            raise ValueError(f"effector rotation_weight must be within 0..1, got {self.rotation_weight!r}")
+        if not (isinstance(self.priority, (int, np.integer)) and self.priority >= 0):
+            raise ValueError(f"effector priority must be an integer >= 0, got {self.priority!r}")
 
 
 @dataclass(frozen=True)
@@ -122,20 +172,89 @@ class SkeletonSolution:
 
 
 def solve_skeleton(
-    skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], *, method: str, **options: object
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    **options: object,
 ) -> SkeletonSolution:
-    """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4). One effector whose
-    bone's branch starts at a root (a chain) goes through `solvers.solve`; several effectors are
-    the multi-effector solve, not built yet (ValueError)."""
+    """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4).
+
+    One effector (not a pin) is a chain from its bone's root: it goes through `solvers.solve`,
+    the one solve path with its fast kernels. Several effectors go to the method's tree kernel,
+    `registry.Method.tree(skeleton, local, effectors, tolerance, max_iterations, options)`, with
+    pins resolved, options checked and the tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the
+    length of the bones the effectors move) and iteration cap filled in."""
+    from . import registry
+    from .api import method_settings
+
+    local = np.asarray(local, dtype=float)
+    if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
+        raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
+    if not effectors:
+        raise ValueError("no effectors to solve")
+    for effector in effectors:
+        if not 0 <= effector.bone < skeleton.n_bones:
+            raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    if len(effectors) == 1 and not effectors[0].pin:
+        return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, options)
+    entry = registry.get(method)
+    if entry.tree is None:
+        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
+        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
+    moved = sorted({b for e in effectors for b in skeleton.branch(e.bone)})
+    length = float(np.sum(skeleton.lengths[moved]))
+    _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)
+    solved = entry.tree(skeleton, local, resolve_pins(skeleton, local, effectors), tol, iters, checked)
+    if isinstance(solved, str):
+        raise ValueError(f"{method} cannot solve these effectors together: {solved}")
+    return solved
+
+
+def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:
+    """Pins with their bone's input end point and world orientation filled in."""
+    if not any(e.pin for e in effectors):
+        return list(effectors)
+    frames, _, ends = skeleton.forward(local)
+    return [
+        replace(e, position=ends[e.bone], orientation=frames[e.bone], rotation_weight=1.0) if e.pin else e
+        for e in effectors
+    ]
+
+
+def finish(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    tolerance: float,
+    iterations: int,
+    method: str,
+    reason: str = "",
+) -> SkeletonSolution:
+    """The SkeletonSolution of a tree kernel, its errors measured on `local` itself (forward
+    kinematics of what is returned, so no kernel can report an error it did not reach)."""
+    _, _, ends = skeleton.forward(local)
+    error = np.array([np.linalg.norm(ends[e.bone] - e.position) for e in effectors])
+    return SkeletonSolution(local, error, bool(np.all(error <= tolerance)), iterations, method, reason)
+
+
+def _solve_branch(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effector: Effector,
+    method: str,
+    tolerance: float | None,
+    max_iterations: int | None,
+    options: dict,
+) -> SkeletonSolution:
+    """One effector: its branch as a Chain through `solvers.solve`."""
     from .api import solve
 
-    if len(effectors) != 1:
-        raise ValueError(f"{len(effectors)} effectors: solving several together is not implemented yet")
-    effector = effectors[0]
-    if not 0 <= effector.bone < skeleton.n_bones:
-        raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
     bones = skeleton.branch(effector.bone)
-    frames, heads, ends = skeleton.forward(np.asarray(local, dtype=float))
+    frames, heads, ends = skeleton.forward(local)
     chain = Chain(
         np.concatenate((heads[bones], ends[bones[-1:]])),
         frames[bones],
@@ -146,7 +265,9 @@ def solve_skeleton(
     goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
     if effector.orientation is not None:
         goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
-    sol = solve(chain, effector.position, method=method, **goals, **options)
+    sol = solve(
+        chain, effector.position, method=method, tolerance=tolerance, max_iterations=max_iterations, **goals, **options
+    )
     solved = np.array(local, dtype=float)
     new_frames = sol.frames(chain)
     parents = np.concatenate((skeleton.base_frame[None], new_frames[:-1]))

@@ -44,11 +44,49 @@ def test_several_effectors_and_bad_trees_are_refused():
     chain = goal_chains.bent_chain([1.0, 0.8], [0.4])
     skeleton, local = solvers.Skeleton.from_chain(chain)
     two = [solvers.Effector(1, [0.0, 1.0, 0.5]), solvers.Effector(0, [0.0, 0.5, 0.5])]
-    with pytest.raises(ValueError, match="several together"):
-        solvers.solve_skeleton(skeleton, local, two, method="fabrik")
+    no_tree = [m.name for m in solvers.REGISTRY.values() if m.tree is None]
+    for method in no_tree:
+        with pytest.raises(ValueError, match="one chain at a time"):
+            solvers.solve_skeleton(skeleton, local, two, method=method)
+    with pytest.raises(ValueError, match="needs a position"):
+        solvers.Effector(1)
+    with pytest.raises(ValueError, match="priority"):
+        solvers.Effector(1, [0.0, 1.0, 0.0], priority=-1)
     with pytest.raises(ValueError, match="parent"):
         solvers.Skeleton(
             (1, -1), skeleton.offsets, skeleton.links, skeleton.lengths, skeleton.reference, skeleton.base_frame
         )
     with pytest.raises(ValueError, match="weight"):
         solvers.Effector(1, [0.0, 1.0, 0.0], weight=0.0)
+
+
+def test_from_bones_puts_heads_and_tails_where_given():
+    tree_shapes = _load("tree_shapes")
+    skeleton, local, bones = tree_shapes.humanoid()
+    frames, heads, ends = skeleton.forward(local)
+    assert skeleton.parents[bones["forearm.L"]] == bones["upper_arm.L"]
+    np.testing.assert_allclose(heads[bones["thigh.R"]], [-0.1, 0, 1.0], atol=1e-12)
+    np.testing.assert_allclose(ends[bones["forearm.L"]], [0.7, -0.02, 1.45], atol=1e-12)
+    np.testing.assert_allclose(
+        quat.rotate(frames, np.array([0.0, 1.0, 0.0])), (ends - heads) / skeleton.lengths[:, None], atol=1e-12
+    )
+
+
+def test_pins_take_the_input_pose():
+    tree_shapes = _load("tree_shapes")
+    skeleton, local, (left, right) = tree_shapes.y_tree()
+    targets, posed = tree_shapes.fk_targets(skeleton, local, [left, right], np.random.default_rng(1))
+    pins = solvers.skeleton.resolve_pins(
+        skeleton, posed, [solvers.Effector(left, pin=True), solvers.Effector(right, targets[1])]
+    )
+    frames, _, ends = skeleton.forward(posed)
+    np.testing.assert_allclose(pins[0].position, ends[left])
+    np.testing.assert_allclose(pins[0].orientation, frames[left])
+    assert pins[1].position is not None and not pins[1].pin
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
