@@ -104,12 +104,11 @@ class Skeleton:
 
     def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(world frames (n, 4), heads (n, 3), end points (n, 3)) for local rotations (n, 4)."""
-        n = self.n_bones
-        frames, heads = np.empty((n, 4)), np.empty((n, 3))
-        for i, p in enumerate(self.parents):
-            parent = self.base_frame if p == -1 else frames[p]
-            frames[i] = quat.multiply(quat.multiply(parent, self.reference[i]), local[i])
-            heads[i] = self.offsets[i] if p == -1 else heads[p] + quat.rotate(parent, self.offsets[i])
+        from .tree import forward, rows
+
+        # Bone by bone on plain floats (solvers.tree): numpy's per-call cost on one bone's
+        # (4,) arrays made this ~50x slower, and every tree solve measures its errors here.
+        frames, heads = map(np.array, forward(self, rows(local)))
         ends = heads + self.lengths[:, None] * quat.rotate(frames, self.links)
         return frames, heads, ends
 
