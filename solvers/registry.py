@@ -36,6 +36,7 @@ from .kernels import one as float_one
 from .kernels import sequence as float_sequence
 from .result import BatchSolution, SequenceSolution, batch_result
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
+from .triangulation import tree as triangulation_tree
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class Method:
     one: Callable | None = None
     sequence: Callable | None = None
     tree: Callable | None = None
+    tree_max_iterations: int = 0  # default cap of `tree` when it differs from max_iterations (0: the same)
     check: Callable[[dict], None] = field(default=lambda options: None)  # checks across options
 
     @property
@@ -204,6 +206,8 @@ TRIANGULATION = Method(
     batch=kernels.batch,
     one=floats("triangulation"),
     sequence=kernels.sequence,
+    tree=triangulation_tree.solve_tree,
+    tree_max_iterations=8,
     check=_check_triangulation,
 )
 

@@ -206,6 +206,8 @@ def solve_skeleton(
         raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
     moved = sorted({b for e in effectors for b in skeleton.branch(e.bone)})
     length = float(np.sum(skeleton.lengths[moved]))
+    if max_iterations is None and entry.tree_max_iterations:
+        max_iterations = entry.tree_max_iterations
     _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)
     solved = entry.tree(skeleton, local, resolve_pins(skeleton, local, effectors), tol, iters, checked)
     if isinstance(solved, str):
