@@ -33,6 +33,7 @@ from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
 # worse is undone and the gain halved, down to MIN_GAIN.
 GAIN = float(__import__('os').environ.get('GAIN', 1.0))
 MIN_GAIN = 0.25
+FIT_ROUNDS = int(__import__('os').environ.get('FIT', 4))
 
 
 
@@ -156,23 +157,22 @@ def _sub_base_goal(skeleton, bones, frames, heads, ends, below: list[Effector], 
         pivot = heads[top]
         rotation = _best_rotation(p - pivot, q - pivot, w)
         return pivot + rotation @ (end - pivot), quat.multiply(quat.from_matrix(rotation), frame)
-    # The end point rides along with the mean shift (a small weight: it anchors the motion).
-    p = np.vstack((p, end))
-    q = np.vstack((q, end + w @ lack / w.sum()))
-    w = np.append(w, 0.1 * w.mean())
-    cp, cq = w @ p / w.sum(), w @ q / w.sum()
-    rotation = _best_rotation(p - cp, q - cq, w)
-    return cq + rotation @ (end - cp), quat.multiply(quat.from_matrix(rotation), frame)
-
-
-def _children_below(skeleton: Skeleton, top: int, below: list[Effector]) -> list[int]:
-    children = []
-    for e in below:
-        path = skeleton.branch(e.bone)
-        child = path[path.index(top) + 1]
-        if child not in children:
-            children.append(child)
-    return children
+    # Multi-bone segment: its end moves by the mean shift and the frame turns about that point
+    # to best fit the heads' shifts; then the end is pulled back to where the bones above the
+    # last one can carry the last one's head (its orientation is the goal's, so only that head
+    # moves freely, within their full length of the segment's base).
+    moved = end + w @ lack / w.sum()
+    base = heads[bones[0]]
+    reach = float(np.sum([np.linalg.norm(heads[b] - heads[a]) for a, b in zip(bones, bones[1:], strict=False)]))
+    for _ in range(FIT_ROUNDS):  # the turn and the reachable end depend on each other
+        rotation = _best_rotation(p - end, q - moved, w)
+        last = rotation @ (end - heads[top])  # last bone: head to end, turned
+        wrist = moved - last
+        far = np.linalg.norm(wrist - base)
+        if far <= reach:
+            break
+        moved = base + (wrist - base) * (reach / far) + last
+    return moved, quat.multiply(quat.from_matrix(rotation), frame)
 
 
 def _child(skeleton: Skeleton, top: int, bone: int) -> int:
