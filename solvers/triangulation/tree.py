@@ -1,62 +1,70 @@
 """Triangulation for trees: several effectors on one skeleton, the upper joints still leading.
 
-The paper solves one chain in one pass from the root (its future work asks for "several end
-effectors"). Here the tree is cut into segments: a segment runs from a bone down to the next
-bone that either carries an effector or splits into several branches that lead to effectors
-(a sub-base). Segments are solved from the root down, each as a chain by the paper's pass
-(`solvers.solve`, limits, poles and tip rotations included):
+The paper solves one chain in one pass from the root; its future work asks for "several end
+effectors". Here the tree is cut into segments: a segment runs from a bone down to the next
+bone that carries an effector or splits into branches that lead to effectors (a sub-base).
+Segments are solved from the root down, each as a chain by the paper's pass (`solvers.solve`:
+limits, poles and tip rotations included):
 
-- a segment ending on an effector's bone aims at that effector's position;
-- a segment ending on a sub-base aims its end at the point nearest where it is now from which
-  every effector below can still be reached, each branch counted at its full length from the
-  sub-base (a weighted least-squares point, Gauss-Newton on the reach excess). So the trunk
-  moves first, and only as far as the branches need; the branches then triangulate from
-  wherever the trunk put them.
+- a segment that ends on an effector's bone aims at that effector's goals;
+- a segment that ends on a sub-base is given a whole frame for its last bone: the one nearest
+  its current frame from which every branch below can reach its effector at the branch's full
+  length, and which the segment itself can carry (its base fixed, its bones' full length).
+  That frame is a small least-squares problem (Gauss-Newton on the reach excesses, 6
+  unknowns: a turn and a shift of the frame; 3 for a one-bone segment, which can only turn).
+  The segment then triangulates to it (the last bone takes the orientation, the bones above
+  reach its head), and the branches triangulate from where it put them.
 
-A branch's full length is an upper bound of its reach (limits, folds), so a pass that leaves an
-effector short shrinks that branch's assumed reach by the miss and runs again: at most
-`max_iterations` passes, stopping as soon as every effector is within tolerance. Conflicting
-goals (no pose reaches them all) end at the trunk's weighted compromise with each branch
-reaching as far as it can toward its own goal.
+So the trunk moves first, and exactly as far as its branches need; each branch then moves as
+the paper's chain does. The full length is an upper bound of a branch's reach (limits, folds),
+so while an effector is short another pass runs, up to `max_iterations` passes, in which that
+branch is taken to reach, from where it starts, only as far as it got (the pose with the least
+weighted squared error, the input pose included, is the one returned). Conflicting
+goals end at the trunk's weighted least-squares compromise, each branch reaching toward its goal.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from .. import quat
 from ..chain import Chain
+from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
 
-# Later passes move each sub-base by GAIN x what its effectors miss (the branches re-solving
-# from the moved sub-base take back part of each move); a pass that makes the weighted error
-# worse is undone and the gain halved, down to MIN_GAIN.
-GAIN = float(__import__('os').environ.get('GAIN', 1.0))
-MIN_GAIN = 0.25
-FIT_ROUNDS = int(__import__('os').environ.get('FIT', 4))
-
+# Gauss-Newton steps per sub-base frame, and the pull toward the current frame (per metre of
+# shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
+FIT_STEPS = 8
+NEAREST = 1e-6
 
 
 def solve_tree(
-    skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], tolerance: float, max_iterations: int, options: dict
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    tolerance: float,
+    max_iterations: int,
+    options: dict,
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
     from ..api import solve
 
+    if len({e.bone for e in effectors}) != len(effectors):
+        return "two effectors on one bone"
     if any(e.priority != effectors[0].priority for e in effectors):
-        return "effector priorities (triangulation weighs every effector alike; use the Jacobian for strict priorities)"
+        return "effector priorities (triangulation weighs every effector alike; the Jacobian solves priorities)"
     plan = _segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
-    if len(by_bone) != len(effectors):
-        return "two effectors on one bone"
-    miss = np.zeros((len(effectors), 3))  # per effector: goal - tip after the last pass
-    index = {e.bone: k for k, e in enumerate(effectors)}
     local = np.array(local, dtype=float)
-    gain, first = GAIN, True
     weights = np.array([e.weight for e in effectors])
-    best, best_cost = local.copy(), np.inf
-    passes = 0
-    for passes in range(1, max_iterations + 1):
+    _, _, ends = skeleton.forward(local)
+    best, passes = local.copy(), 0
+    best_cost = float(weights @ np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1) ** 2)
+    short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
+    while passes < max_iterations:
+        passes += 1
         frames, heads, ends = skeleton.forward(local)
         for bones, below in plan:
             chain = _chain(skeleton, bones, frames, heads, ends)
@@ -67,25 +75,21 @@ def solve_tree(
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
                 sol = solve(chain, effector.position, method="triangulation", tolerance=tolerance, **goals, **options)
             else:
-                under = [effectors[index[b]] for b in below]
-                position, rotation = _sub_base_goal(skeleton, bones, frames, heads, ends, under, None if first else gain)
+                under = [by_bone[b] for b in below]
+                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short)
                 sol = solve(
                     chain, position, method="triangulation", tolerance=tolerance, target_rotation=rotation, **options
                 )
             _set_locals(skeleton, local, bones, frames, sol.frames(chain))
             frames, heads, ends = skeleton.forward(local)
-        first = False
         miss = np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1)
         cost = float(weights @ miss**2)
         if cost < best_cost:
             best, best_cost = local.copy(), cost
-        else:
-            local[:] = best
-            gain = max(0.5 * gain, MIN_GAIN)
         if np.all(miss <= tolerance):
             break
-    local = best
-    return finish(skeleton, local, effectors, tolerance, passes, "triangulation")
+        short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
+    return finish(skeleton, best, effectors, tolerance, passes, "triangulation")
 
 
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
@@ -96,17 +100,15 @@ def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[
     goal_bones = {e.bone for e in effectors}
     children: dict[int, list[int]] = {b: [] for b in moved}
     for b in sorted(moved):
-        p = skeleton.parents[b]
-        if p != -1:
-            children[p].append(b)
+        if skeleton.parents[b] != -1:
+            children[skeleton.parents[b]].append(b)
     below: dict[int, list[int]] = {}
-    for b in sorted(moved, reverse=True):  # children come after parents: walk up
+    for b in sorted(moved, reverse=True):  # children come after their parents
         below[b] = ([b] if b in goal_bones else []) + [g for c in children[b] for g in below[c]]
     plan = []
-    starts = [b for b in sorted(moved) if skeleton.parents[b] == -1 or skeleton.parents[b] not in moved]
+    starts = [b for b in sorted(moved) if skeleton.parents[b] == -1]
     while starts:
-        bone = starts.pop(0)
-        bones = [bone]
+        bones = [starts.pop(0)]
         while bones[-1] not in goal_bones and len(children[bones[-1]]) == 1:
             bones.append(children[bones[-1]][0])
         plan.append((bones, below[bones[-1]]))
@@ -117,62 +119,100 @@ def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[
 def _chain(skeleton: Skeleton, bones: list[int], frames, heads, ends) -> Chain:
     """The segment `bones` as a Chain from the current pose (joints at the heads, then the end)."""
     parent = skeleton.parents[bones[0]]
-    base = skeleton.base_frame if parent == -1 else frames[parent]
     return Chain(
         np.concatenate((heads[bones], ends[bones[-1:]])),
         frames[bones],
         limits=None if skeleton.limits is None else skeleton.limits.subset(bones),
         reference=skeleton.reference[bones],
-        base_frame=base,
+        base_frame=skeleton.base_frame if parent == -1 else frames[parent],
     )
 
 
 def _set_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frames, solved: np.ndarray) -> None:
-    """Write the segment's solved world frames into `local` as local rotations (the segment's
-    parent is not moved by solving it, so its frame in `frames` still holds)."""
+    """The segment's solved world frames into `local` (solving it does not move its parent)."""
     parent = skeleton.parents[bones[0]]
     first = skeleton.base_frame if parent == -1 else frames[parent]
     parents = np.concatenate((first[None], solved[:-1]))
     local[bones] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), solved)
 
 
-def _sub_base_goal(skeleton, bones, frames, heads, ends, below: list[Effector], gain: float | None):
-    """(position, orientation) for the end of a segment that ends on a sub-base.
-
-    Each branch below the sub-base wants its first head moved by what its effectors lack: in
-    the first pass, how far each lies beyond the branch's full length; in later passes, what
-    each still misses. The sub-base's frame takes the weighted best rigid motion of those
-    heads (Kabsch; about the segment's base when the segment is one bone, which can only
-    turn), and the segment aims its end at where that motion puts it."""
+def _sub_base_frame(skeleton: Skeleton, bones: list[int], frames, heads, ends, below: list[Effector], short: dict):
+    """(end position, world orientation) for the last bone of a segment ending on a sub-base:
+    the nearest frame from which each effector below is within its branch's full length and
+    which the segment can carry (see the module docstring). Plain floats: a handful of
+    3-vectors per step, where numpy's per-call cost would be most of the time."""
     top = bones[-1]
-    frame = frames[top]
-    p = np.array([heads[_child(skeleton, top, e.bone)] for e in below])
-    lack = np.array([_excess(skeleton, top, e, heads, ends) for e in below])
-    if gain is not None:
-        lack *= gain
-    q = p + lack
-    w = np.array([e.weight for e in below])
-    end = ends[top]
-    if len(bones) == 1:
-        pivot = heads[top]
-        rotation = _best_rotation(p - pivot, q - pivot, w)
-        return pivot + rotation @ (end - pivot), quat.multiply(quat.from_matrix(rotation), frame)
-    # Multi-bone segment: its end moves by the mean shift and the frame turns about that point
-    # to best fit the heads' shifts; then the end is pulled back to where the bones above the
-    # last one can carry the last one's head (its orientation is the goal's, so only that head
-    # moves freely, within their full length of the segment's base).
-    moved = end + w @ lack / w.sum()
-    base = heads[bones[0]]
-    reach = float(np.sum([np.linalg.norm(heads[b] - heads[a]) for a, b in zip(bones, bones[1:], strict=False)]))
-    for _ in range(FIT_ROUNDS):  # the turn and the reachable end depend on each other
-        rotation = _best_rotation(p - end, q - moved, w)
-        last = rotation @ (end - heads[top])  # last bone: head to end, turned
-        wrist = moved - last
-        far = np.linalg.norm(wrist - base)
-        if far <= reach:
+    turns_only = len(bones) == 1
+    # A one-bone segment turns about its head; a longer one moves its end (within the reach of
+    # the bones above the last one, which carry the last one's head) and turns about it.
+    pivot = tuple(heads[top] if turns_only else ends[top])
+    pairs = []  # (first head's offset from the pivot, goal, reach, sqrt weight) per effector below
+    for e in below:
+        child = _child(skeleton, top, e.bone)
+        first = heads[child]
+        reach = _reach_from(skeleton, child, e.bone)
+        if short[e.bone] > 0.0:
+            # The last pass left this branch short: from where it starts now it reaches that
+            # much less far than it had to, so the fit moves its start toward the goal.
+            reach = max(min(reach, math.dist(e.position, first) - short[e.bone]), 0.0)
+        pairs.append((_sub(first, pivot), tuple(e.position), reach, math.sqrt(e.weight)))
+    base = tuple(heads[bones[0]])
+    upper = sum(math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False))
+    last = _sub(heads[top], pivot)  # the last bone's head, seen from the pivot
+    strong = math.sqrt(10.0 * sum(e.weight for e in below))
+    size = sum(p[2] for p in pairs) / len(pairs)
+    unknowns = 3 if turns_only else 6
+    turn, shift = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    for _ in range(FIT_STEPS):
+        normal = [[0.0] * unknowns for _ in range(unknowns)]
+        gradient = [0.0] * unknowns
+        active = False
+        centre = _add(pivot, shift)
+        # (arm from the moved pivot, goal, reach, sqrt weight): each first head within its
+        # branch's reach of its goal, and the last bone's head within `upper` of the base.
+        terms = [(rotate(turn, offset), goal, reach, w) for offset, goal, reach, w in pairs]
+        if not turns_only:
+            terms.append((rotate(turn, last), base, upper, strong))
+        for arm, goal, reach, w in terms:
+            d = _sub(goal, _add(centre, arm))
+            dist = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+            if dist <= reach:
+                continue
+            active = True
+            u = (d[0] / dist, d[1] / dist, d[2] / dist)
+            # d|goal - point| / d(turn, shift) = -u . (turn x arm + shift)
+            c = _cross(arm, u)
+            row = [-w * c[0], -w * c[1], -w * c[2], -w * u[0], -w * u[1], -w * u[2]][:unknowns]
+            r = w * (dist - reach)
+            for i in range(unknowns):
+                gradient[i] += row[i] * r
+                for j in range(i + 1):
+                    normal[i][j] += row[i] * row[j]
+        if not active:
             break
-        moved = base + (wrist - base) * (reach / far) + last
-    return moved, quat.multiply(quat.from_matrix(rotation), frame)
+        damping = NEAREST * max(sum(normal[i][i] for i in range(unknowns)), 1.0)
+        for i in range(unknowns):
+            for j in range(i):
+                normal[j][i] = normal[i][j]
+            normal[i][i] += damping * (size * size if i < 3 else 1.0)
+        step = _solve_small(normal, gradient)
+        turn = normalize4(multiply(from_rotation_vector(-step[0], -step[1], -step[2]), turn))
+        if not turns_only:
+            shift = (shift[0] - step[3], shift[1] - step[4], shift[2] - step[5])
+    position = _add(_add(pivot, shift), rotate(turn, _sub(tuple(ends[top]), pivot)))
+    return np.array(position), quat.multiply(np.array(turn), frames[top])
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+def _sub(a, b) -> tuple:
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+def _cross(a: tuple, b: tuple) -> tuple:
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 def _child(skeleton: Skeleton, top: int, bone: int) -> int:
@@ -181,28 +221,27 @@ def _child(skeleton: Skeleton, top: int, bone: int) -> int:
     return path[path.index(top) + 1]
 
 
-def _excess(skeleton: Skeleton, top: int, effector: Effector, heads, ends) -> np.ndarray:
-    """How far `effector`'s goal lies beyond the full length of its branch below `top` (from the
-    branch's first head): a vector toward the goal, zero when within reach."""
-    child = _child(skeleton, top, effector.bone)
-    d = effector.position - heads[child]
-    dist = np.linalg.norm(d)
-    beyond = dist - _reach_from(skeleton, child, effector.bone)
-    return d * (beyond / dist) if beyond > 0.0 else np.zeros(3)
-
-
-def _best_rotation(p: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """The rotation matrix R minimising sum w |R p - q|^2 (weighted Kabsch, no reflection)."""
-    u, _, vt = np.linalg.svd((q * w[:, None]).T @ p)
-    d = np.sign(np.linalg.det(u @ vt)) or 1.0
-    return u @ np.diag([1.0, 1.0, d]) @ vt
-
-
 def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
     """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between)."""
     path = skeleton.branch(bone)
     path = path[path.index(head_bone) :]
-    total = 0.0
-    for b in path[1:]:
-        total += float(np.linalg.norm(skeleton.offsets[b]))
-    return total + float(skeleton.lengths[bone])
+    return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+
+
+def _solve_small(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a x = b for a small symmetric positive definite `a` (Cholesky on plain floats:
+    np.linalg.solve costs more than the arithmetic at 3x3 and 6x6, and far more when a
+    multi-threaded BLAS competes for the cores)."""
+    n = len(b)
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            total = a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
+            low[i][j] = total**0.5 if i == j else total / low[j][j]
+    y = [0.0] * n
+    for i in range(n):
+        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+    return x
