@@ -20,14 +20,16 @@ forward(local) and Blender differ by what the constraint does.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from mathutils import Quaternion
 
 from ..solvers import quat
+from ..solvers.limits import JointLimits
 from ..solvers.skeleton import Skeleton
 from . import ik_settings, modes
-from .read import ZERO_LINK, chain_pose_bones, check_rigid_bones
+from .read import RIGID_TOLERANCE, ZERO_LINK, chain_pose_bones, check_rigid_bones
 
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
 
@@ -56,42 +58,53 @@ def end_bones(obj, chains) -> tuple[str, ...]:
     return tuple(chain_bones(obj, *c)[1] for c in chains)
 
 
-def _union(obj, chains) -> tuple[list, dict[str, list[tuple[str, bool]]]]:
-    """(pose bones of the union in depth-first order; end bone name -> its chains' (tip, use_tail))."""
+@dataclass(frozen=True)
+class TreeLayout:
+    """What a tree's reading needs that only the armature's structure decides (read once per bake)."""
+
+    names: tuple[str, ...]  # the union's bones, depth-first (parents first)
+    indices: np.ndarray  # their positions in pose.bones
+    parents: tuple[int, ...]  # skeleton parent per bone, -1 for a root
+    effectors: tuple[int, ...]  # per chain: the index of its end bone
+    ends: tuple[tuple[tuple[str, bool], ...], ...]  # per bone: (tip, use_tail) of the chains ending on it
+    rests: np.ndarray  # (n, 4) Bone.matrix per bone (a root not inheriting rotation: Bone.matrix_local)
+    root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
+    limits: JointLimits | None
+
+    @property
+    def inner(self) -> np.ndarray:
+        """Indices of the bones with a skeleton parent."""
+        return np.array([i for i, p in enumerate(self.parents) if p != -1], dtype=int)
+
+
+def tree_layout(obj, chains) -> TreeLayout:
+    """The layout of the union of `chains` [(tip, chain_count, use_tail)], or ValueError."""
     if not chains:
         raise ValueError("no chains to read")
     members: dict[str, object] = {}
     ends: dict[str, list[tuple[str, bool]]] = {}
+    end_names = []
     for tip, count, use_tail in chains:
         bones, end = chain_bones(obj, tip, count, use_tail)
         members.update((b.name, b) for b in bones)
         ends.setdefault(end, []).append((tip, bool(use_tail)))
+        end_names.append(end)
+
     index = {b.name: i for i, b in enumerate(obj.pose.bones)}
 
     def path(pb) -> tuple[int, ...]:
+        # Root-to-bone positions: sorting by them is a depth-first order.
         out = []
         while pb is not None:
             out.append(index[pb.name])
             pb = pb.parent
         return tuple(reversed(out))
 
-    return sorted(members.values(), key=path), ends
-
-
-def read_tree(obj, obj_eval, chains) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
-    """(the skeleton of the chains' bones, their local rotations (n, 4), their names) from the
-    evaluated object; `obj` (the original) gives the bone structure.
-
-    chains: [(tip bone name, chain_count, use_tail)]. Each chain's effector bone is its last
-    bone (`end_bones`); its end point is the tip's tail (use_tail) or the tip's head."""
-    bones, ends = _union(obj, chains)
-    names = tuple(b.name for b in bones)
+    pbs = sorted(members.values(), key=path)
+    names = tuple(pb.name for pb in pbs)
     where = {n: i for i, n in enumerate(names)}
-    pose = obj_eval.pose.bones
-    pbs = [pose[n] for n in names]
-    check_rigid_bones(obj_eval, names)
-    parents = []
-    for pb in pbs:
+    parents, roots = [], []
+    for i, pb in enumerate(pbs):
         parent = pb.parent
         p = -1 if parent is None else where.get(parent.name, -1)
         if p == -1 and parent is not None:
@@ -108,56 +121,107 @@ def read_tree(obj, obj_eval, chains) -> tuple[Skeleton, np.ndarray, tuple[str, .
                 f"bone '{pb.name}' does not inherit its parent's rotation, so it cannot be inside a tree"
                 " (turn its Inherit Rotation on, or end the chain above it)"
             )
+        if p == -1:
+            inherits = parent is not None and pb.bone.use_inherit_rotation
+            roots.append((i, parent.name if inherits else None))
         parents.append(p)
-    frames = np.array([pb.matrix.to_quaternion().normalized()[:] for pb in pbs])
-    heads = np.array([pb.matrix.translation[:] for pb in pbs])
-    ends_at = []
-    for pb in pbs:
+    rests = np.array([pb.bone.matrix.to_quaternion().normalized()[:] for pb in pbs])
+    for i, source in roots:
+        if source is None:  # an armature root, or a root not inheriting rotation: its rest in armature space
+            rests[i] = pbs[i].bone.matrix_local.to_quaternion().normalized()[:]
+    return TreeLayout(
+        names,
+        np.array([index[n] for n in names], dtype=int),
+        tuple(parents),
+        tuple(where[e] for e in end_names),
+        tuple(tuple(ends.get(n, ())) for n in names),
+        rests,
+        tuple(roots),
+        ik_settings.read_limits(pbs),
+    )
+
+
+def _all(collection, prop: str, count: int, width: int) -> np.ndarray:
+    values = np.empty(count * width, dtype=np.float32)
+    collection.foreach_get(prop, values)
+    return values.astype(float)
+
+
+def _check_rigid(obj_eval, names, mats: np.ndarray, basis: np.ndarray) -> None:
+    """read.check_rigid_bones, vectorised for the common case: when every bone's inherited
+    transform is a similarity, nothing to refuse; otherwise the per-bone check decides (and
+    names the bone; it also skips constrained bones)."""
+    # Inverse by cross products of the basis columns (np.linalg's LAPACK calls cost ~100x more here).
+    b0, b1, b2 = basis[:, 0, :3], basis[:, 1, :3], basis[:, 2, :3]  # columns (foreach_get is column-major)
+    rows = np.stack((quat.cross(b1, b2), quat.cross(b2, b0), quat.cross(b0, b1)), axis=1)
+    det = np.sum(b0 * rows[:, 0], axis=1)
+    if np.all(np.abs(det) >= 1e-12):
+        inherited = mats[:, :3, :3] @ (rows / det[:, None, None])
+        gram = inherited.transpose(0, 2, 1) @ inherited
+        c = np.trace(gram, axis1=1, axis2=2) / 3.0
+        deviation = np.abs(gram - c[:, None, None] * np.eye(3)).max(axis=(1, 2))
+        if np.all(c > 0.0) and np.all(deviation <= RIGID_TOLERANCE * c):
+            return
+    check_rigid_bones(obj_eval, names)
+
+
+def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
+    """(the skeleton of the chains' bones, their local rotations (n, 4), their names) from the
+    evaluated object; `obj` (the original) gives the bone structure.
+
+    chains: [(tip bone name, chain_count, use_tail)]. Each chain's effector bone is its last
+    bone (`end_bones`, `TreeLayout.effectors`); its end point is the tip's tail (use_tail) or the
+    tip's head. `layout`: `tree_layout(obj, chains)` when reading the same tree frame after frame."""
+    layout = tree_layout(obj, chains) if layout is None else layout
+    names = layout.names
+    pose = obj_eval.pose.bones
+    # One foreach_get per property for all bones (the per-bone RNA access was most of a read).
+    count = len(pose)
+    mats = _all(pose, "matrix", count, 16).reshape(count, 4, 4).transpose(0, 2, 1)[layout.indices]
+    _check_rigid(obj_eval, names, mats, _all(pose, "matrix_basis", count, 16).reshape(count, 4, 4)[layout.indices])
+    rot = mats[:, :3, :3]
+    frames = quat.from_matrix(rot / np.sqrt(np.sum(rot * rot, axis=1))[:, None, :])
+    heads = mats[:, :3, 3]
+    ends_at = _all(pose, "tail", count, 3).reshape(count, 3)[layout.indices]
+    pbs = [pose[n] for n in names]
+    for i, chains_here in enumerate(layout.ends):
         # A bone's end point is its tail, or the tip's head for chains without Use Tail; chains
         # ending on one bone must agree on it (one effector point per bone).
-        points = [np.array(pb.tail[:] if use_tail else pose[tip].head[:]) for tip, use_tail in ends.get(pb.name, [])]
-        end = points[0] if points else np.array(pb.tail[:])
+        if all(use_tail for _, use_tail in chains_here):
+            continue
+        points = [np.array(pbs[i].tail[:] if use_tail else pose[tip].head[:]) for tip, use_tail in chains_here]
         for other in points[1:]:
-            if np.linalg.norm(other - end) > ZERO_LINK * (pb.length + 1.0):
-                tips = " and ".join(f"'{tip}'" for tip, _ in ends[pb.name])
-                raise ValueError(f"the chains of {tips} reach from different points of bone '{pb.name}'")
-        ends_at.append(end)
-    ends_at = np.array(ends_at)
+            if np.linalg.norm(other - points[0]) > ZERO_LINK * (pbs[i].length + 1.0):
+                tips = " and ".join(f"'{tip}'" for tip, _ in chains_here)
+                raise ValueError(f"the chains of {tips} reach from different points of bone '{names[i]}'")
+        ends_at[i] = points[0]
     if not (np.all(np.isfinite(frames)) and np.all(np.isfinite(heads)) and np.all(np.isfinite(ends_at))):
         raise ValueError("the pose of the tree is not finite")
     axis = ends_at - heads
-    lengths = np.linalg.norm(axis, axis=1)
-    for i, length in enumerate(lengths):
-        if not length > ZERO_LINK * max(1.0, float(np.max(lengths))):
-            raise ValueError(f"bone '{names[i]}' reaches a point at its own head (zero length)")
+    lengths = np.sqrt(np.sum(axis * axis, axis=1))
+    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(np.max(lengths)))))
+    if short.size:
+        raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
     links = quat.rotate(quat.conjugate(frames), axis / lengths[:, None])
-    reference = np.array([pb.bone.matrix.to_quaternion().normalized()[:] for pb in pbs])
-    offsets = np.empty((len(names), 3))
-    roots = {}  # root index -> (parent frame, rest orientation)
-    for i, (pb, p) in enumerate(zip(pbs, parents, strict=True)):
-        if p != -1:
-            offsets[i] = quat.rotate(quat.conjugate(frames[p]), heads[i] - heads[p])
-            continue
-        offsets[i] = heads[i]
-        if pb.parent is None or not pb.bone.use_inherit_rotation:
-            roots[i] = (None, pb.bone.matrix_local.to_quaternion().normalized()[:])
-        else:
-            roots[i] = (pb.parent.name, reference[i])
-    sources = {source for source, _ in roots.values()}
+    offsets = heads.copy()
+    inner = layout.inner
+    if inner.size:
+        up = np.array(layout.parents)[inner]
+        offsets[inner] = quat.rotate(quat.conjugate(frames[up]), heads[inner] - heads[up])
+    reference = layout.rests.copy()
+    sources = {source for _, source in layout.root_parents}
     if len(sources) == 1:
         (source,) = sources
         base = np.array(IDENTITY if source is None else pose[source].matrix.to_quaternion().normalized()[:])
-        for i, (_, rest) in roots.items():
-            reference[i] = rest
     else:
         # Roots under different parents: one shared identity base, each parent folded into its root's rest.
         base = np.array(IDENTITY)
-        for i, (source, rest) in roots.items():
-            parent = IDENTITY if source is None else pose[source].matrix.to_quaternion().normalized()[:]
-            reference[i] = quat.multiply(np.array(parent), np.asarray(rest))
+        for i, source in layout.root_parents:
+            if source is not None:
+                parent = np.array(pose[source].matrix.to_quaternion().normalized()[:])
+                reference[i] = quat.multiply(parent, reference[i])
     local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
-    limits = ik_settings.read_limits(pbs)
-    skeleton = Skeleton(tuple(parents), offsets, links, lengths, reference, base, limits)
+    skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
     return skeleton, local, names
 
 

@@ -161,3 +161,26 @@ def test_refusals_name_the_problem(scene, rigify, tree):
     tree.read_tree(obj, obj_eval, [("hand.L", 2, False), ("forearm.L", 2, True)])
     with pytest.raises(ValueError, match="not finite"):
         tree.write_tree(obj, ("hand.L",), np.full((1, 4), np.nan))
+
+
+def test_layout_read_matches_plain_read(scene, rigify, tree):
+    """A layout built once (a bake) reads the same skeleton as a fresh read, pose after pose."""
+    obj = _metarig()
+    layout = tree.tree_layout(obj, FROM_HIPS)
+    assert [layout.names[i] for i in layout.effectors] == list(tree.end_bones(obj, FROM_HIPS))
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        _pose_randomly(obj, rng, None)
+        obj_eval = _evaluated(obj)
+        a, local_a, names_a = tree.read_tree(obj, obj_eval, FROM_HIPS, layout)
+        b, local_b, names_b = tree.read_tree(obj, obj_eval, FROM_HIPS)
+        assert names_a == names_b
+        np.testing.assert_array_equal(local_a, local_b)
+        np.testing.assert_allclose(a.forward(local_a)[2], b.forward(local_b)[2], atol=1e-9)
+
+
+def test_non_uniform_inherited_scale_is_refused(scene, rigify, tree):
+    obj = _metarig()
+    obj.pose.bones["spine.001"].scale = (1.0, 2.0, 1.0)
+    with pytest.raises(ValueError, match="non-uniform scale"):
+        tree.read_tree(obj, _evaluated(obj), TWO_HANDS)
