@@ -9,8 +9,9 @@ Chains straight along +Y: 5 bones (9, 9, 9, 9, 4; the triangulation paper's) and
   (moving the target and evaluating the armature); "net" is the difference.
 - Chain IK: `solvers.solve(chain, target, method=...)` on a chain built once, default tolerance;
   with a pole (and pole angle), or a tip orientation, for the goals' cost.
-- Batch: `solvers.solve_batch` on --batch targets at 5 bones, µs per target per iteration
-  (the time over the sum of every target's iterations).
+- Batch: `solvers.solve_batch` on --batch targets at 5 and 20 bones, µs per target per iteration
+  (the time over the sum of every target's iterations), next to the general numpy code
+  (`Method.batch`) on the same targets, interleaved. The goals are at 5 bones.
 Prints Markdown tables; the goals are the issue's (docs/benchmarks.md).
 """
 
@@ -26,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import solvers  # noqa: E402
+from solvers import registry  # noqa: E402
 
 CHAINS = {5: [9.0, 9.0, 9.0, 9.0, 4.0], 20: [2.0] * 20}
 METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
@@ -148,24 +150,42 @@ def single_table(count: int, seed: int) -> list[str]:
 
 
 def batch_table(count: int, seed: int) -> list[str]:
-    c = chain(CHAINS[5])
+    """µs per target per iteration of `solve_batch` (its block kernel, solvers.soa) next to the
+    general numpy code it stands in for (`Method.batch`: `iterate.run` with the method's step),
+    timed interleaved in the same run, best of 3 each."""
     goals = targets(count, seed)
     out = [
-        "| method | m | s per batch | mean iterations | µs / target / iteration | goal | met |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "| bones | method | m | mean iterations | general µs / target / it | block µs / target / it "
+        "| speedup | goal | met |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---|",
     ]
-    for method in ("triangulation", "fabrik", "ccd", "jacobian"):
-        best, sol = float("inf"), None
-        for _ in range(3):
-            start = time.perf_counter()
-            sol = solvers.solve_batch(c, goals, method=method)
-            best = min(best, time.perf_counter() - start)
-        iterations = int(np.sum(sol.iterations))
-        per = best / max(iterations, 1) * 1e6
-        goal = BATCH_GOALS.get(method)
-        goal_text = "" if goal is None else f"<= {goal:g}"
-        met = "" if goal is None else ("yes" if per <= goal else "**no**")
-        out.append(f"| {method} | {count} | {best:.3f} | {iterations / count:.2f} | {per:.3f} | {goal_text} | {met} |")
+    for n, lengths in CHAINS.items():
+        c = chain(lengths)
+        tol = solvers.DEFAULT_RELATIVE_TOLERANCE * c.total_length
+        for method in ("triangulation", "fabrik", "ccd", "jacobian"):
+            entry = registry.get(method)
+            general, block, sol = float("inf"), float("inf"), None
+            for _ in range(3):
+                if entry.many is not None:
+                    start = time.perf_counter()
+                    entry.batch(c, goals, tol, entry.max_iterations, entry.defaults)
+                    general = min(general, time.perf_counter() - start)
+                start = time.perf_counter()
+                sol = solvers.solve_batch(c, goals, method=method)
+                block = min(block, time.perf_counter() - start)
+            iterations = max(int(np.sum(sol.iterations)), 1)
+            per = block / iterations * 1e6
+            goal = BATCH_GOALS.get(method) if n == 5 else None
+            goal_text = "" if goal is None else f"<= {goal:g}"
+            met = "" if goal is None else ("yes" if per <= goal else "**no**")
+            if entry.many is None:
+                gen_text, speedup = "", ""
+            else:
+                gen_text, speedup = f"{general / iterations * 1e6:.3f}", f"{general / block:.1f}x"
+            out.append(
+                f"| {n} | {method} | {count} | {iterations / count:.2f} | {gen_text} | {per:.3f} | {speedup} "
+                f"| {goal_text} | {met} |"
+            )
     return out
 
 
@@ -176,6 +196,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--single-only", action="store_true")
+    parser.add_argument("--batch-only", action="store_true")
     opts = parser.parse_args(args)
     try:
         import bpy
@@ -184,9 +205,10 @@ def main() -> None:
     except ImportError:
         version = "no bpy: Chain IK rows only"
     print(f"{version}; {opts.targets} targets in the 60-unit box, best of 3 passes; default tolerance.\n")
-    print("\n".join(single_table(opts.targets, opts.seed)))
+    if not opts.batch_only:
+        print("\n".join(single_table(opts.targets, opts.seed)))
     if not opts.single_only:
-        print(f"\nBatch, 5 bones, {opts.batch} targets (solve_batch, best of 3):\n")
+        print(f"\nBatch, {opts.batch} targets (solve_batch's block kernel vs the general code, best of 3):\n")
         print("\n".join(batch_table(opts.batch, opts.seed)))
 
 

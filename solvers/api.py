@@ -1,8 +1,9 @@
 """solve / solve_batch: validate input, run the method's kernels (solvers.registry), package the result.
 
 One path: `solve` runs the method's one-target kernel where it has one, else its batch kernel
-on a single row; when the faster kernel declines, its reason stays on the result
-(`Solution.reason`). Goals (pole, tip orientation) wrap the position solve (solvers.goals).
+on a single row; `solve_batch` its many-target kernel where it has one, else its batch kernel;
+when the faster kernel declines, its reason stays on the result (`Solution.reason`,
+`BatchSolution.reason`). Goals (pole, tip orientation) wrap the position solve (solvers.goals).
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def solve(
     if extra is not None:
         solution = goals.solve_with_goals(chain, t[None, :], extra, position_solver(entry, tol, iters, options), tol)
     else:
-        solution = entry.batch(chain, t[None, :], tol, iters, options)
+        solution = position_solver(entry, tol, iters, options)(chain, t[None, :])
     return replace(solution[0], reason=reason)
 
 
@@ -130,5 +131,17 @@ def solve_batch(
 
 
 def position_solver(entry: registry.Method, tol: float, iters: int, options: dict):
-    """The position-only batch solve for these settings: `(chain, targets (m, 3)) -> BatchSolution`."""
-    return lambda chain, targets: entry.batch(chain, targets, tol, iters, options)
+    """The position-only batch solve for these settings: `(chain, targets (m, 3)) -> BatchSolution`;
+    the method's `many` kernel where it serves, else `batch` with the reason kept."""
+
+    def solve(chain: Chain, targets: np.ndarray) -> BatchSolution:
+        reason = ""
+        if entry.many is not None:
+            solved = entry.many(chain, targets, tol, iters, options)
+            if not isinstance(solved, str):
+                return solved
+            reason = solved
+        solution = entry.batch(chain, targets, tol, iters, options)
+        return replace(solution, reason=reason) if reason else solution
+
+    return solve

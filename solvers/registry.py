@@ -12,6 +12,10 @@ options (defaults and checks), its default iteration cap and its kernels:
   `batch` (inside `solvers.goals` when there are goals) and keeps that reason on the result
   (`Solution.reason`). It must agree with `batch` (same iterations, points within 1e-9 of the
   chain length).
+- `many(chain, targets (m, 3), tolerance, max_iterations, options) -> BatchSolution | str`
+  (optional): a faster kernel for `solve_batch` (and the position solves inside goals), or the
+  reason it cannot serve; `batch` then runs and the reason stays on the result
+  (`BatchSolution.reason`). It must agree with `batch` as `one` does.
 - `sequence(chain, targets (m, 3), tolerances (m,), max_iterations, options, progress,
   keep_points) -> SequenceSolution | str` (optional): the same for `solve_sequence`.
 - `tree(skeleton, local (n, 4), effectors, tolerance, max_iterations, options)
@@ -35,6 +39,7 @@ from .chain import Chain, as_real
 from .kernels import one as float_one
 from .kernels import sequence as float_sequence
 from .result import BatchSolution, SequenceSolution, batch_result
+from .soa import many as block_many
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
 
@@ -65,6 +70,7 @@ class Method:
     max_iterations: int  # default iteration cap (1: one pass, no iterations to cap)
     batch: Callable
     one: Callable | None = None
+    many: Callable | None = None
     sequence: Callable | None = None
     tree: Callable | None = None
     tree_max_iterations: int = 0  # default cap of `tree` when it differs from max_iterations (0: the same)
@@ -116,6 +122,18 @@ def floats(name: str) -> Callable:
         return float_one.solve(chain, target, name, tolerance, max_iterations, options, goals)
 
     return one
+
+
+def blocks(name: str) -> Callable:
+    """The `many` kernel of method `name` on (n+1, 3, m) blocks (solvers.soa), or the reason it declines."""
+
+    def many(chain: Chain, targets, tolerance: float, max_iterations: int, options: dict):
+        why = block_many.reason(chain, name, options)
+        if why is not None:
+            return why
+        return block_many.solve(chain, targets, name, tolerance, max_iterations, options)
+
+    return many
 
 
 def float_steps(name: str) -> Callable:
@@ -228,6 +246,7 @@ FABRIK = Method(
     max_iterations=100,
     batch=iterated("fabrik", fabrik.make_step),
     one=floats("fabrik"),
+    many=blocks("fabrik"),
     sequence=float_steps("fabrik"),
 )
 
@@ -239,6 +258,7 @@ CCD = Method(
     max_iterations=100,
     batch=iterated("ccd", ccd.make_step),
     one=floats("ccd"),
+    many=blocks("ccd"),
     sequence=float_steps("ccd"),
 )
 
@@ -274,6 +294,7 @@ JACOBIAN = Method(
     max_iterations=200,
     batch=iterated("jacobian", jacobian.make_step),
     one=floats("jacobian"),
+    many=blocks("jacobian"),
     sequence=float_steps("jacobian"),
 )
 

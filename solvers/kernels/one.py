@@ -19,8 +19,9 @@ from .loop import run, swing_rotations
 ITERATIVE = ("fabrik", "ccd", "jacobian")
 
 
-def reason(chain: Chain, method: str, options: dict) -> str | None:
-    """Why the float kernel cannot solve on this chain with these options (None: it can).
+def reason(chain: Chain, method: str, options: dict, kernel: str = "float kernel") -> str | None:
+    """Why the float kernel (or the block kernels of solvers.soa, `kernel` naming them) cannot
+    solve on this chain with these options (None: it can).
     Options are validated first: bad ones raise ValueError as the numpy solvers do."""
     if method == "fabrik":
         numpy_fabrik.check_placement(options["placement"])
@@ -32,14 +33,14 @@ def reason(chain: Chain, method: str, options: dict) -> str | None:
     if chain.limits is not None:
         return "joint limits: the numpy solver carries the local rotations"
     if method == "fabrik" and options["placement"] != "line":
-        return "FABRIK sphere placement has no float kernel"
+        return f"FABRIK sphere placement has no {kernel}"
     if method == "jacobian":
         if options["variant"] != "dls":
             # The transpose converges linearly through near-singular poses, where rounding
             # differences grow past 1e-9 x length over a hundred iterations: numpy only.
-            return f"the Jacobian {options['variant']} has no float kernel"
+            return f"the Jacobian {options['variant']} has no {kernel}"
         if not options["damping"] > 0.0:
-            return "undamped least squares has no float kernel"
+            return f"undamped least squares has no {kernel}"
     return None
 
 

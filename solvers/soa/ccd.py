@@ -1,0 +1,60 @@
+"""Cyclic coordinate descent (`kernels.ccd`) on (n+1, 3, w) blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..chain import Chain
+from . import vec
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    """v / |v| for a (3, w) block; a zero vector gives NaN (`loop.run` hands it to the general
+    step, which skips the turn as `kernels.ccd` does)."""
+    sq = v * v
+    r = sq[0] + sq[1]
+    r += sq[2]
+    np.sqrt(r, out=r)
+    v /= r
+    return v
+
+
+def make_step(chain: Chain):
+    n = chain.n_bones
+    fallbacks = [tuple(f) for f in chain.fallback_axes.tolist()]
+
+    def step(old: np.ndarray, new: np.ndarray, targets: np.ndarray) -> None:
+        new[...] = old
+        for j in range(n - 1, -1, -1):
+            pivot = new[j]
+            e = _unit(new[n] - pivot)
+            t = _unit(targets - pivot)
+            qw, qx, qy, qz = vec.swing(e, t, fallbacks[j])
+            v = new[j + 1 :] - pivot  # (n - j, 3, w): every point past the joint
+            vx, vy, vz = v[:, 0], v[:, 1], v[:, 2]
+            u = np.empty_like(v)
+            ux, uy, uz = u[:, 0], u[:, 1], u[:, 2]
+            c = np.empty_like(v[:, 0])
+            np.multiply(qy, vz, out=ux)
+            ux -= np.multiply(qz, vy, out=c)
+            ux *= 2.0
+            np.multiply(qz, vx, out=uy)
+            uy -= np.multiply(qx, vz, out=c)
+            uy *= 2.0
+            np.multiply(qx, vy, out=uz)
+            uz -= np.multiply(qy, vx, out=c)
+            uz *= 2.0
+            # p = pivot + (v + qw u + q x u), summed in that order
+            cross = np.empty_like(v)
+            np.multiply(qy, uz, out=cross[:, 0])
+            cross[:, 0] -= np.multiply(qz, uy, out=c)
+            np.multiply(qz, ux, out=cross[:, 1])
+            cross[:, 1] -= np.multiply(qx, uz, out=c)
+            np.multiply(qx, uy, out=cross[:, 2])
+            cross[:, 2] -= np.multiply(qy, ux, out=c)
+            u *= qw
+            v += u
+            v += cross
+            np.add(pivot, v, out=new[j + 1 :])
+
+    return step

@@ -1,0 +1,45 @@
+"""Many targets through the block kernels, or the reason they cannot serve them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ccd as numpy_ccd
+from .. import fabrik as numpy_fabrik
+from .. import jacobian as numpy_jacobian
+from ..chain import Chain
+from ..kernels import one
+from ..result import BatchSolution
+from . import ccd, fabrik, jacobian, loop
+
+KERNEL = "block kernel"
+
+
+def reason(chain: Chain, method: str, options: dict) -> str | None:
+    """Why the block kernel cannot serve this chain and these options (None: it can); the same
+    cases as the float kernels (`kernels.one.reason`), which the block kernels mirror."""
+    return one.reason(chain, method, options, KERNEL)
+
+
+def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap: int, options: dict) -> BatchSolution:
+    """`solve_batch(chain, targets, method=..., ...)` without goals, for what `reason` accepts."""
+    if method == "fabrik":
+        step, general = fabrik.make_step(chain), numpy_fabrik.make_step(chain, **options)
+    elif method == "ccd":
+        step, general = ccd.make_step(chain), numpy_ccd.make_step(chain)
+    else:
+        step = jacobian.make_step(chain, options["damping"], options["max_step"])
+        general = numpy_jacobian.make_step(chain, **options)
+    m, n = targets.shape[0], chain.n_bones
+    with np.errstate(all="ignore"):  # NaN marks an undefined step; `loop.run` redoes it
+        points, iterations = loop.run(chain, targets, tolerance, cap, step, general)
+        rotations = loop.swing_rotations(chain, points)
+    error = loop.distance(points[n], targets.T)
+    return BatchSolution(
+        np.ascontiguousarray(points.transpose(2, 0, 1)) if m else np.zeros((0, n + 1, 3)),
+        np.ascontiguousarray(rotations.transpose(2, 0, 1)) if m else np.zeros((0, n, 4)),
+        iterations,
+        error,
+        error <= tolerance,
+        method,
+    )
