@@ -8,10 +8,10 @@ from ..chain import Chain
 from . import vec
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    """v / |v| for a (3, w) block; a zero vector gives NaN (`loop.run` hands it to the general
-    step, which skips the turn as `kernels.ccd` does)."""
-    sq = v * v
+def _unit(v: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """v / |v| for a (3, w) block, in place; a zero vector gives NaN (`loop.run` hands it to the
+    general step, which skips the turn as `kernels.ccd` does)."""
+    np.multiply(v, v, out=sq)
     r = sq[0] + sq[1]
     r += sq[2]
     np.sqrt(r, out=r)
@@ -22,19 +22,23 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def make_step(chain: Chain):
     n = chain.n_bones
     fallbacks = [tuple(f) for f in chain.fallback_axes.tolist()]
+    buf = vec.Buffers()
 
     def step(old: np.ndarray, new: np.ndarray, targets: np.ndarray) -> None:
+        w = targets.shape[1]
         new[...] = old
+        sq = buf("sq", (3, w))
         for j in range(n - 1, -1, -1):
             pivot = new[j]
-            e = _unit(new[n] - pivot)
-            t = _unit(targets - pivot)
+            e = _unit(np.subtract(new[n], pivot, out=buf("e", (3, w))), sq)
+            t = _unit(np.subtract(targets, pivot, out=buf("t", (3, w))), sq)
             qw, qx, qy, qz = vec.swing(e, t, fallbacks[j])
-            v = new[j + 1 :] - pivot  # (n - j, 3, w): every point past the joint
+            k = n - j  # every point past the joint
+            v = np.subtract(new[j + 1 :], pivot, out=buf("v", (n, 3, w))[:k])
             vx, vy, vz = v[:, 0], v[:, 1], v[:, 2]
-            u = np.empty_like(v)
+            u = buf("u", (n, 3, w))[:k]
             ux, uy, uz = u[:, 0], u[:, 1], u[:, 2]
-            c = np.empty_like(v[:, 0])
+            c = buf("c", (n, w))[:k]
             np.multiply(qy, vz, out=ux)
             ux -= np.multiply(qz, vy, out=c)
             ux *= 2.0
@@ -45,7 +49,7 @@ def make_step(chain: Chain):
             uz -= np.multiply(qy, vx, out=c)
             uz *= 2.0
             # p = pivot + (v + qw u + q x u), summed in that order
-            cross = np.empty_like(v)
+            cross = buf("cross", (n, 3, w))[:k]
             np.multiply(qy, uz, out=cross[:, 0])
             cross[:, 0] -= np.multiply(qz, uy, out=c)
             np.multiply(qz, ux, out=cross[:, 1])

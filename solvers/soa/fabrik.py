@@ -5,15 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..chain import Chain
+from .vec import Buffers
 
 
 def make_step(chain: Chain):
     n = chain.n_bones
     lengths = chain.lengths.tolist()
+    buf = Buffers()
 
     def step(old: np.ndarray, new: np.ndarray, targets: np.ndarray) -> None:
         w = targets.shape[1]
-        d, sq, r = np.empty((3, w)), np.empty((3, w)), np.empty(w)
+        d, sq, r = buf("d", (3, w)), buf("sq", (3, w)), buf("r", (w,))
 
         def place(anchor: np.ndarray, toward: np.ndarray, length: float, out: np.ndarray) -> None:
             # anchor + length * (d / |d|), d = toward - anchor; |d| = 0 gives NaN (`loop.run`

@@ -50,9 +50,10 @@ def square_bound(t: float) -> float | None:
     return None
 
 
-def squared(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a - b|^2 for (3, w) blocks (x*x + y*y + z*z, as `loop._distance` sums them)."""
-    d = a - b
+def squared(a: np.ndarray, b: np.ndarray, d: np.ndarray | None = None) -> np.ndarray:
+    """|a - b|^2 for (3, w) blocks (x*x + y*y + z*z, as `loop._distance` sums them); `d` a
+    (3, w) work array."""
+    d = np.subtract(a, b, out=d)
     d *= d
     r = d[0] + d[1]
     r += d[2]
@@ -105,11 +106,13 @@ def run(
     tg = np.take(tt, idx, axis=1)
     live = np.ones(idx.size, dtype=bool)
     flat_out = out.reshape(3 * (n + 1), m)
+    buf = vec.Buffers()
     for it in range(1, cap + 1):
         step(old, new, tg)
-        err2 = squared(new[n], tg)
+        work = buf("work", tg.shape)
+        err2 = squared(new[n], tg, work)
         keep = above(err2, tolerance, tol2)
-        keep &= above(squared(new[n], old[n]), stall, stall2)
+        keep &= above(squared(new[n], old[n], work), stall, stall2)
         stop = live & ~keep
         if np.any(stop):
             cols = np.flatnonzero(stop)
@@ -149,7 +152,7 @@ def _redo(cols, err2, old, new, tg, general, tolerance, tol2, stall, stall2) -> 
 
 
 def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
-    """`loop.swing_rotations` for points (n+1, 3, m): world rotations (n, 4, m)."""
+    """`loop.swing_rotations` for points (n+1, 3, m): world rotations (m, n, 4)."""
     n, m = chain.n_bones, points.shape[2]
     rots = np.empty((n, 4, m))
     q = (np.ones(m), np.zeros(m), np.zeros(m), np.zeros(m))
@@ -163,10 +166,13 @@ def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
         if i == 0:  # the identity turns nothing (exactly, as the float kernel skips it)
             cur, axis = tuple(chain.directions[0].tolist()), tuple(chain.fallback_axes[0].tolist())
         else:
-            cur, axis = rotate(q, chain.directions[i]), rotate(q, chain.fallback_axes[i])
-        sw = vec.swing(cur, v, axis)
+            cur = rotate(q, chain.directions[i])
+
+            def axis(rows, q=q, i=i):  # only the rows past 90° need the turned tie-breaker
+                return rotate(tuple(c[rows] for c in q), chain.fallback_axes[i])
+
+        sw_, sx, sy, sz = vec.swing(cur, v, axis)
         qw, qx, qy, qz = q
-        sw_, sx, sy, sz = sw
         q = vec.normalize4(
             sw_ * qw - sx * qx - sy * qy - sz * qz,
             sw_ * qx + sx * qw + sy * qz - sz * qy,
@@ -175,7 +181,7 @@ def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
         )
         for k in range(4):
             rots[i, k] = q[k]
-    return rots
+    return np.ascontiguousarray(rots.transpose(2, 0, 1))
 
 
 def rotate(q, v):

@@ -37,7 +37,7 @@ def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap:
     error = loop.distance(points[n], targets.T)
     return BatchSolution(
         np.ascontiguousarray(points.transpose(2, 0, 1)) if m else np.zeros((0, n + 1, 3)),
-        np.ascontiguousarray(rotations.transpose(2, 0, 1)) if m else np.zeros((0, n, 4)),
+        rotations,
         iterations,
         error,
         error <= tolerance,
