@@ -11,7 +11,7 @@ Chains straight along +Y: 5 bones (9, 9, 9, 9, 4; the triangulation paper's) and
   with a pole (and pole angle), or a tip orientation, for the goals' cost.
 - Batch: `solvers.solve_batch` on --batch targets at 5 and 20 bones, µs per target per iteration
   (the time over the sum of every target's iterations), next to the general numpy code
-  (`Method.batch`) on the same targets, interleaved. The goals are at 5 bones.
+  (`Method.batch`) on the same targets, interleaved; CPU time. The goals are at 5 bones.
 Prints Markdown tables; the goals are the issue's (docs/benchmarks.md).
 """
 
@@ -152,7 +152,9 @@ def single_table(count: int, seed: int) -> list[str]:
 def batch_table(count: int, seed: int) -> list[str]:
     """µs per target per iteration of `solve_batch` (its block kernel, solvers.soa) next to the
     general numpy code it stands in for (`Method.batch`: `iterate.run` with the method's step),
-    timed interleaved in the same run, best of 3 each."""
+    timed interleaved in the same run, best of 3 each. Process CPU time (numpy runs on one
+    thread, so it equals the wall time on a quiet machine; on the shared machine it leaves out
+    the time other jobs hold the core)."""
     goals = targets(count, seed)
     out = [
         "| bones | method | m | mean iterations | general µs / target / it | block µs / target / it "
@@ -167,12 +169,12 @@ def batch_table(count: int, seed: int) -> list[str]:
             general, block, sol = float("inf"), float("inf"), None
             for _ in range(3):
                 if entry.many is not None:
-                    start = time.perf_counter()
+                    start = time.process_time()
                     entry.batch(c, goals, tol, entry.max_iterations, entry.defaults)
-                    general = min(general, time.perf_counter() - start)
-                start = time.perf_counter()
+                    general = min(general, time.process_time() - start)
+                start = time.process_time()
                 sol = solvers.solve_batch(c, goals, method=method)
-                block = min(block, time.perf_counter() - start)
+                block = min(block, time.process_time() - start)
             iterations = max(int(np.sum(sol.iterations)), 1)
             per = block / iterations * 1e6
             goal = BATCH_GOALS.get(method) if n == 5 else None
