@@ -184,3 +184,30 @@ def test_non_uniform_inherited_scale_is_refused(scene, rigify, tree):
     obj.pose.bones["spine.001"].scale = (1.0, 2.0, 1.0)
     with pytest.raises(ValueError, match="non-uniform scale"):
         tree.read_tree(obj, _evaluated(obj), TWO_HANDS)
+
+
+def test_solved_tree_written_is_what_blender_shows(scene, rigify, tree):
+    """read_tree -> solve_skeleton (any method with a tree kernel) -> write_tree: Blender's tips are
+    where the solution puts them (the bridge adds no error to the solver's)."""
+    from chain_ik import solvers
+
+    methods = [m.name for m in solvers.registry.METHOD_LIST if m.tree is not None]
+    if not methods:
+        pytest.skip("no tree kernel yet")
+    obj = _metarig()
+    layout = tree.tree_layout(obj, TWO_HANDS)
+    skeleton, local, names = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
+    rng = np.random.default_rng(5)
+    for method in methods:
+        goal_pose = solvers.quat.multiply(
+            local, solvers.quat.from_rotation_vector(rng.uniform(-0.5, 0.5, (len(names), 3)))
+        )
+        goals = skeleton.forward(goal_pose)[2][list(layout.effectors)]
+        effectors = [solvers.skeleton.Effector(b, position=p) for b, p in zip(layout.effectors, goals, strict=True)]
+        sol = solvers.solve_skeleton(skeleton, local, effectors, method=method)
+        tree.write_tree(obj, names, sol.local)
+        obj_eval = _evaluated(obj)
+        tips = np.array([obj_eval.pose.bones[tip].tail[:] for tip, _, _ in TWO_HANDS])
+        np.testing.assert_allclose(tips, skeleton.forward(sol.local)[2][list(layout.effectors)], atol=TOL)
+        assert np.all(np.linalg.norm(tips - goals, axis=1) <= sol.error + TOL)
+        tree.write_tree(obj, names, local)
