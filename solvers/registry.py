@@ -40,6 +40,8 @@ from .kernels import one as float_one
 from .kernels import sequence as float_sequence
 from .result import BatchSolution, SequenceSolution, batch_result
 from .soa import many as block_many
+from .tree import ccd as tree_ccd
+from .tree import fabrik as tree_fabrik
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
 
@@ -248,6 +250,7 @@ FABRIK = Method(
     one=floats("fabrik"),
     many=blocks("fabrik"),
     sequence=float_steps("fabrik"),
+    tree=tree_fabrik.solve,
 )
 
 CCD = Method(
@@ -260,6 +263,7 @@ CCD = Method(
     one=floats("ccd"),
     many=blocks("ccd"),
     sequence=float_steps("ccd"),
+    tree=tree_ccd.solve,
 )
 
 JACOBIAN = Method(

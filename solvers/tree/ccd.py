@@ -1,0 +1,116 @@
+"""Cyclic coordinate descent over a tree: several effectors solved together.
+
+One iteration visits every moved bone from the tips toward the roots (children before their
+parents) and turns it about its head by the rotation that best sends the end points of all
+the effectors below it onto their positions: the weighted least-squares rotation of the
+vectors head -> end onto head -> target (Wahba's problem, solvers.tree.best_rotation; with
+one effector it is chain CCD's minimal swing). An effector with an orientation adds its
+bone's X and Z axes (at its length) as two more pairs, weighted by its rotation weight; a
+pin's weight dominates (solvers.tree.plan.PIN). As chain CCD with limits, the turn is scaled
+by 1 - the bone's mean stiffness and its local rotation clamped into its limits.
+
+Afterwards, as for FABRIK: unlimited bones whose twist no goal sees take the minimal swing
+from their input rotation, and each pole spins its effector's own segment.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import limits as joint_limits
+from ..kernels.floats import multiply, normalize4, rotate
+from . import best_rotation, conjugate, end_point, forward, rows, to_locals
+from .fabrik import _free_twist, _scaled, _worst
+from .plan import make_plan
+from .poles import apply_poles
+
+STALL = 1e-12  # as fabrik.STALL
+AXES = ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+
+
+def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
+    from ..skeleton import finish
+
+    plan = make_plan(skeleton, effectors)
+    limits = skeleton.limits
+    start = np.array(local, dtype=float)
+    if limits is not None:
+        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
+    current = rows(start)
+    frames, heads = forward(skeleton, current)
+    step = make_step(skeleton, plan, effectors)
+    ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
+    iterations = 0
+    stall = max(STALL * plan.length, 0.01 * tolerance)  # as fabrik.solve
+    while iterations < max_iterations and _worst(ends, plan.targets) > tolerance:
+        step(current, frames, heads)
+        iterations += 1
+        new_ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
+        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
+        ends = new_ends
+        if moved <= stall:
+            break
+    free = set() if limits is not None else _free_twist(skeleton, plan)
+    solved = to_locals(skeleton, start, frames, plan.moved, free)
+    solved = apply_poles(skeleton, solved, effectors, plan)
+    return finish(skeleton, solved, effectors, tolerance, iterations, "ccd")
+
+
+def make_step(skeleton, plan, effectors):
+    """step(local, frames, heads): one sweep, tips to roots, in place (lists of tuples)."""
+    parents = skeleton.parents
+    reference = rows(skeleton.reference)
+    base = tuple(skeleton.base_frame.tolist())
+    limits = skeleton.limits
+    moved = plan.moved
+    below = {i: [] for i in moved}  # effectors whose branch holds the bone
+    for k, e in enumerate(effectors):
+        for b in skeleton.branch(e.bone):
+            below[b].append(k)
+    subtree = {i: [i] for i in moved}  # the moved bones hanging from each, itself first
+    for i in reversed(moved):
+        p = parents[i]
+        if p != -1:
+            subtree[p] = [p] + sorted(set(subtree[p][1:]) | set(subtree[i]))
+    clamped = set() if limits is None else {i for i in moved if limits.active[i]}
+    keep = {i: 1.0 if limits is None else 1.0 - float(np.mean(limits.stiffness[i])) for i in moved}
+    wanted = {}  # effector: (orientation, pair weight, axis length)
+    for k, e in enumerate(effectors):
+        if e.orientation is not None and e.rotation_weight > 0.0:
+            wanted[k] = (tuple(e.orientation.tolist()), plan.weights[k] * e.rotation_weight, skeleton.lengths[e.bone])
+    bones = [e.bone for e in effectors]
+    targets, weights = plan.targets, plan.weights
+
+    def step(local: list, frames: list, heads: list) -> None:
+        for j in reversed(moved):
+            hx, hy, hz = heads[j]
+            have, want, pair_weights = [], [], []
+            for k in below[j]:
+                b = bones[k]
+                ex, ey, ez = end_point(skeleton, frames, heads, b)
+                tx, ty, tz = targets[k]
+                have.append((ex - hx, ey - hy, ez - hz))
+                want.append((tx - hx, ty - hy, tz - hz))
+                pair_weights.append(weights[k])
+                if k in wanted:
+                    goal, w, length = wanted[k]
+                    for axis in AXES:
+                        ax, ay, az = rotate(frames[b], axis)
+                        gx, gy, gz = rotate(goal, axis)
+                        have.append((ex - hx + length * ax, ey - hy + length * ay, ez - hz + length * az))
+                        want.append((tx - hx + length * gx, ty - hy + length * gy, tz - hz + length * gz))
+                        pair_weights.append(w)
+            turn = best_rotation(have, want, pair_weights)
+            if keep[j] != 1.0:
+                turn = _scaled(turn, keep[j])
+            p = parents[j]
+            rest = multiply(base if p == -1 else frames[p], reference[j])
+            new_local = normalize4(multiply(conjugate(rest), multiply(turn, frames[j])))
+            if j in clamped:
+                new_local = tuple(joint_limits.clamp(limits, j, np.array(new_local)).tolist())
+            local[j] = new_local
+            forward(skeleton, local, subtree[j], frames, heads)
+
+    return step

@@ -1,0 +1,353 @@
+"""FABRIK on a tree: several end effectors (Aristidou & Lasenby 2011, §4.1 "multiple end effectors").
+
+Each iteration is two passes over the moved bones (solvers.tree.plan):
+
+- backward, tips to root: every goal point of a bone (its effector's end, or a moved child's
+  head) asks for the bone's head where FABRIK puts it for that point alone: on the line from
+  the point's target (the effector's position, or the child's new head) toward the head's
+  current place, at the point's distance from the head. A bone with several goal points is a
+  sub-base: its head goes to their weighted centroid (weights: the effectors below each
+  point; a pin's dominate). Nested sub-bases follow, as the pass is children first.
+- forward, root to tips: each bone hangs from its parent's new frame (a root's head stays) and
+  turns to send its goal points toward their targets: the backward pass's child heads and
+  the effector positions. One point is FABRIK's line (the minimal swing); several take the
+  weighted least-squares rotation (solvers.tree.best_rotation). Then, as in chain FABRIK
+  with limits, the turn is scaled by 1 - the bone's mean stiffness and its local rotation
+  clamped into its limits, so every iteration ends in an allowed pose.
+
+An effector with an orientation turns its bone toward it by its rotation weight in both
+passes (a pin's is 1: its bone holds its input frame). After the iterations, unlimited bones
+whose twist no goal sees are given the minimal swing from their input rotation (as chain
+FABRIK's swing_rotations), and each effector with a pole spins its own branch segment below
+its sub-base (solvers.tree.poles).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import limits as joint_limits
+from ..chain import perpendicular
+from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate, swing, unit
+from . import best_rotation, conjugate, end_point, forward, rows, side, slerp, to_locals
+from .plan import make_plan
+from .poles import apply_poles
+
+# An iteration moving no effector end more than this fraction of the moved bones' length
+# has stalled (as iterate.STALL for chains): stop rather than spin.
+STALL = 1e-12
+# Chain passes per iteration on each segment of a tree with sub-bases.
+INNER = 8
+SHELL_MARGIN = 1e-2
+# The weight left to a branch that reaches as things stand when its sub-base is placed: it lets
+# the branches that cannot reach move the sub-base nearly as far as they need.
+HOLD = 0.1
+
+
+def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
+    from ..skeleton import finish
+
+    if options.get("placement", "line") != "line":
+        return "the tree passes place joints on lines (placement 'line'); sphere placement is for chains"
+    plan = make_plan(skeleton, effectors)
+    limits = skeleton.limits
+    start = np.array(local, dtype=float)
+    if limits is not None:
+        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
+    current = rows(start)
+    frames, heads = forward(skeleton, current)
+    ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
+    step = make_step(skeleton, plan, tolerance)
+    iterations = 0
+    # Conflicting goals settle on a compromise, approached geometrically: stop once no
+    # effector end moves a hundredth of the tolerance in an iteration.
+    stall = max(STALL * plan.length, 0.01 * tolerance)
+    while iterations < max_iterations and _worst(ends, plan.targets) > tolerance:
+        step(current, frames, heads)
+        iterations += 1
+        new_ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
+        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
+        ends = new_ends
+        if moved <= stall:
+            break
+    free = set() if limits is not None else _free_twist(skeleton, plan)
+    solved = to_locals(skeleton, start, frames, plan.moved, free)
+    solved = apply_poles(skeleton, solved, effectors, plan)
+    return finish(skeleton, solved, effectors, tolerance, iterations, "fabrik")
+
+
+def _worst(ends: list[tuple], targets: list[tuple]) -> float:
+    return max(math.dist(a, b) for a, b in zip(ends, targets, strict=True))
+
+
+def _free_twist(skeleton, plan) -> set[int]:
+    """Moved bones whose twist no goal sees: no orientation goal, every goal point on the link."""
+    links = rows(skeleton.links)
+    free = set()
+    for i in plan.moved:
+        if i in plan.orientation:
+            continue
+        lx, ly, lz = links[i]
+        if all(_on_line(v, lx, ly, lz) for v, _, _, _ in plan.points[i]):
+            free.add(i)
+    return free
+
+
+def _on_line(v: tuple, lx: float, ly: float, lz: float) -> bool:
+    vx, vy, vz = v
+    cx, cy, cz = vy * lz - vz * ly, vz * lx - vx * lz, vx * ly - vy * lx
+    return cx * cx + cy * cy + cz * cz <= 1e-24 * (vx * vx + vy * vy + vz * vz)
+
+
+def make_step(skeleton, plan, tolerance: float):
+    """step(local, frames, heads): one iteration, in place on lists of tuples."""
+    parents = skeleton.parents
+    reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
+    base = tuple(skeleton.base_frame.tolist())
+    limits = skeleton.limits
+    clamped = set() if limits is None else {i for i in plan.moved if limits.active[i]}
+    keep = {i: 1.0 for i in plan.moved}
+    if limits is not None:
+        for i in plan.moved:
+            keep[i] = 1.0 - float(np.mean(limits.stiffness[i]))
+    order = plan.moved
+    reverse = [i for i in reversed(order) if parents[i] != -1]  # a root's head never moves
+    targets, points, orientation = plan.targets, plan.points, plan.orientation
+    segments = _segments(parents, plan) if any(len(points[i]) > 1 for i in order) else []
+    tops = {seg[0]: seg for seg in segments}
+    schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
+    spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
+    # Segments whose chain passes may be the article's spheres, and the shells they reach from.
+    shells = {}
+    for seg in segments:
+        if seg[-1] in orientation or any(i in clamped for i in seg):
+            continue
+        outer = sum(spans[seg[0]])
+        inner = max(0.0, 2.0 * max(spans[seg[0]]) - outer)
+        margin = min(SHELL_MARGIN * outer, 0.5 * (outer - inner))  # FABRIK creeps held at full reach
+        shells[seg[0]] = (inner + margin, outer - margin)
+    holding: set[int] = set()
+    # Unlimited bones without an orientation goal estimate their heads with the article's
+    # spheres (at its offset from the parent's head as well as at its span from the target).
+    # (A tree without sub-bases is one chain: the chain's line passes, as solvers.fabrik.)
+    pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
+    pivots = pivots if segments else {}
+    pivots = {i: r for i, r in pivots.items() if r > 0.0}
+
+    def goal(i: int, new_heads: dict) -> tuple:
+        """Where bone i's only goal point is to go."""
+        _, effector, child, _ = points[i][0]
+        return targets[effector] if child == -1 else new_heads[child]
+
+    def far_end(i: int, frames: list, heads: list) -> tuple:
+        x, y, z = rotate(frames[i], points[i][0][0])
+        hx, hy, hz = heads[i]
+        return (hx + x, hy + y, hz + z)
+
+    def estimate(i: int, new_heads: dict, frames: list, heads: list) -> None:
+        """Backward: bone i's head where its goal points put it (their weighted centroid)."""
+        hx, hy, hz = heads[i]
+        sx = sy = sz = total = 0.0
+        for vec, effector, child, w in points[i]:
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            if child in holding:
+                w *= HOLD
+            if child == -1 and i in orientation:
+                # The bone turned about its end toward its old head, then toward the wanted frame.
+                have = rotate(frames[i], vec)
+                back = unit((-have[0], -have[1], -have[2]))
+                turn = swing(back, unit((hx - tx, hy - ty, hz - tz)), side(frames[i], back))
+                wanted, weight = orientation[i]
+                ox, oy, oz = rotate(slerp(multiply(turn, frames[i]), wanted, weight), vec)
+                ex, ey, ez = tx - ox, ty - oy, tz - oz
+            else:
+                dx, dy, dz = hx - tx, hy - ty, hz - tz
+                r = math.sqrt(dx * dx + dy * dy + dz * dz)
+                d = math.sqrt(vec[0] * vec[0] + vec[1] * vec[1] + vec[2] * vec[2])
+                if i in pivots:
+                    # The article's spheres: at d from the target and its offset from its
+                    # parent's head as it stands, nearest where it is.
+                    p = parents[i]
+                    ex, ey, ez = between((tx, ty, tz), heads[p], d, pivots[i], heads[i], rotate(frames[i], X))
+                elif r > 1e-300:
+                    ex, ey, ez = tx + d * dx / r, ty + d * dy / r, tz + d * dz / r
+                else:  # target on the head: keep the bone's direction
+                    vx, vy, vz = rotate(frames[i], vec)
+                    ex, ey, ez = tx - vx, ty - vy, tz - vz
+            sx += w * ex
+            sy += w * ey
+            sz += w * ez
+            total += w
+        new_heads[i] = (sx / total, sy / total, sz / total)
+
+    def hold(seg: list, new_heads: dict, frames: list, heads: list) -> None:
+        """A segment asks its sub-base to move only as far as it must: not at all when its goal
+        is within its reach from where its top head is, else (shells) onto the nearest head from
+        which it reaches. (FABRIK's own estimate pulls a sub-base even when every branch
+        reaches, each branch differently, so the trunk would drift for many iterations.)"""
+        top = seg[0]
+        here = heads[top]
+        if top not in shells:
+            if math.dist(far_end(seg[-1], frames, heads), goal(seg[-1], new_heads)) <= tolerance:
+                new_heads[top] = here
+                holding.add(top)
+            return
+        inner, outer = shells[top]
+        tx, ty, tz = goal(seg[-1], new_heads)
+        dx, dy, dz = here[0] - tx, here[1] - ty, here[2] - tz
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if inner <= r <= outer or r <= 0.0:
+            new_heads[top] = here
+            holding.add(top)
+            return
+        radius = outer if r > outer else inner
+        new_heads[top] = (tx + radius * dx / r, ty + radius * dy / r, tz + radius * dz / r)
+
+    def place(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """Forward: bone i hung from its parent, turned to send its goal points to their targets."""
+        p = parents[i]
+        if p == -1:
+            parent, head = base, offsets[i]
+        else:
+            parent = frames[p]
+            ox, oy, oz = rotate(parent, offsets[i])
+            hx, hy, hz = heads[p]
+            head = (hx + ox, hy + oy, hz + oz)
+        rest = multiply(parent, reference[i])
+        inherited = multiply(rest, local[i])
+        hx, hy, hz = head
+        if len(points[i]) == 1:
+            tx, ty, tz = goal(i, new_heads)
+            ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
+            turn = swing(ua, ub, side(inherited, ua)) if ub != (0.0, 0.0, 0.0) else IDENTITY
+        else:
+            have, want, weights = [], [], []
+            for vec, effector, child, w in points[i]:
+                tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+                have.append(rotate(inherited, vec))
+                want.append((tx - hx, ty - hy, tz - hz))
+                weights.append(w)
+            turn = best_rotation(have, want, weights)
+        if keep[i] != 1.0:
+            turn = _scaled(turn, keep[i])
+        frame = multiply(turn, inherited)
+        if i in orientation:
+            wanted, weight = orientation[i]
+            frame = slerp(frame, wanted, weight)
+        new_local = normalize4(multiply(conjugate(rest), frame))
+        if i in clamped:
+            new_local = tuple(joint_limits.clamp(limits, i, np.array(new_local)).tolist())
+            frame = multiply(rest, new_local)
+        local[i], frames[i], heads[i] = new_local, frame, head
+
+    def spheres(seg: list, new_heads: dict, frames: list, heads: list) -> None:
+        """The article's CGA passes (solvers.fabrik, placement "sphere") on an unlimited
+        segment: each joint where the spheres about its two neighbours meet, nearest where it
+        is. A near-straight segment (a leg reaching far) then reaches in a pass or two, where
+        line passes creep."""
+        lengths = spans[seg[0]]
+        n = len(seg)
+        p = [heads[i] for i in seg]
+        p.append(goal(seg[-1], new_heads))
+        ties = [rotate(frames[i], X) for i in seg]
+        for j in range(n - 1, 0, -1):
+            p[j] = between(p[j + 1], p[j - 1], lengths[j], lengths[j - 1], p[j], ties[j])
+        for j in range(n - 1):
+            p[j + 1] = between(p[j], p[j + 2], lengths[j], lengths[j + 1], p[j + 1], ties[j])
+        for j in range(1, n):
+            new_heads[seg[j]] = p[j]
+
+    def chain(seg: list, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """A segment placed from its (placed) parent, then up to INNER chain passes toward its
+        goal: its effector's position, or the head its sub-base child is to take."""
+        for i in seg:
+            place(i, new_heads, local, frames, heads)
+        inner = seg[1:][::-1]
+        end = far_end(seg[-1], frames, heads)
+        for _ in range(INNER):
+            if math.dist(end, goal(seg[-1], new_heads)) <= tolerance:
+                break
+            if seg[0] in shells:
+                spheres(seg, new_heads, frames, heads)
+            else:
+                for i in inner:
+                    estimate(i, new_heads, frames, heads)
+            for i in seg:
+                place(i, new_heads, local, frames, heads)
+            last, end = end, far_end(seg[-1], frames, heads)
+            if math.dist(last, end) <= 0.01 * tolerance:
+                break  # as near as it gets (a goal beyond reach)
+
+    def step(local: list, frames: list, heads: list) -> None:
+        new_heads: dict = {}
+        holding.clear()
+        for i in reverse:
+            estimate(i, new_heads, frames, heads)
+            if i in tops:
+                hold(tops[i], new_heads, frames, heads)
+        for i in schedule:
+            if i in tops:
+                chain(tops[i], new_heads, local, frames, heads)
+            else:
+                place(i, new_heads, local, frames, heads)
+
+    return step
+
+
+def _segments(parents, plan) -> list[list[int]]:
+    """Maximal runs of moved bones with one goal point each, top first: chains between
+    sub-bases (or a root, or an effector)."""
+    points = plan.points
+    single = {i for i in plan.moved if len(points[i]) == 1}
+    segments = []
+    for i in plan.moved:
+        if i not in single or (parents[i] != -1 and parents[i] in single):
+            continue
+        seg = [i]
+        while points[seg[-1]][0][2] in single:
+            seg.append(points[seg[-1]][0][2])
+        segments.append(seg)
+    return segments
+
+
+IDENTITY = (1.0, 0.0, 0.0, 0.0)
+X = (1.0, 0.0, 0.0)
+
+
+def between(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tuple) -> tuple:
+    """fabrik.sphere_point on floats: the point at `ra` from `a` best keeping `rb` from `b`,
+    nearest `near` on the circle where the spheres meet (their touching point where they
+    do not); with `near` on the line a-b, off it along tie x (b - a). `a` on `b`: the point
+    at `ra` from `a` toward `near`."""
+    ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    d = math.sqrt(ux * ux + uy * uy + uz * uz)
+    if d <= 0.0:
+        vx, vy, vz = unit((near[0] - a[0], near[1] - a[1], near[2] - a[2]))
+        return (a[0] + ra * vx, a[1] + ra * vy, a[2] + ra * vz)
+    ux, uy, uz = ux / d, uy / d, uz / d
+    along = (d * d + ra * ra - rb * rb) / (2.0 * d)
+    h = math.sqrt(max(ra * ra - along * along, 0.0))
+    vx, vy, vz = near[0] - a[0], near[1] - a[1], near[2] - a[2]
+    t = vx * ux + vy * uy + vz * uz
+    vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
+    off = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if off <= 1e-12 * (ra + rb):
+        tx, ty, tz = tie
+        vx, vy, vz = unit((ty * uz - tz * uy, tz * ux - tx * uz, tx * uy - ty * ux))
+        if (vx, vy, vz) == (0.0, 0.0, 0.0):
+            vx, vy, vz = perpendicular((ux, uy, uz))
+        off = 1.0
+    along = min(max(along, -ra), ra)
+    return (a[0] + along * ux + h * vx / off, a[1] + along * uy + h * vy / off, a[2] + along * uz + h * vz / off)
+
+
+def _scaled(q: tuple, scale: float) -> tuple:
+    """The rotation q scaled in angle (stiffness, as chain FABRIK and CCD)."""
+    w, x, y, z = q if q[0] >= 0.0 else (-q[0], -q[1], -q[2], -q[3])
+    s = math.sqrt(x * x + y * y + z * z)
+    if s <= 1e-300:
+        return IDENTITY
+    angle = 2.0 * math.atan2(s, w) * scale / s
+    return from_rotation_vector(x * angle, y * angle, z * angle)

@@ -1,0 +1,71 @@
+"""What a tree kernel needs to know about its effectors, worked out once per solve.
+
+Each moved bone is a rigid body carrying *goal points*: its own end point where an effector
+sits on it, and the head of each moved child (a child head need not be on the bone's axis:
+Rigify's shoulders and thighs hang beside their parent's line). A point's weight is the sum of
+the weights of the effectors it leads to, a pin's counting PIN times (a pin holds where the
+input pose has it, so it must dominate every compromise it is part of). A bone with two or
+more goal points is a sub-base: the branches below it meet there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import moved_bones, rows
+
+# A pin's weight factor: the others only decide what the pin leaves free.
+PIN = 1e6
+
+
+@dataclass
+class Plan:
+    moved: list[int]  # ascending
+    # bone: [(the point in its frame, its effector or -1, its child or -1, weight)]
+    points: dict[int, list[tuple[tuple, int, int, float]]]
+    targets: list[tuple]  # per effector
+    weights: list[float]  # per effector (pins x PIN)
+    orientation: dict[int, tuple[tuple, float]]  # bone: (wanted world frame, rotation weight), strongest effector's
+    segments: dict[int, int]  # effector index with a pole: the top bone of its own branch segment
+    length: float  # total length of the moved bones
+
+
+def make_plan(skeleton, effectors) -> Plan:
+    parents = skeleton.parents
+    moved = moved_bones(skeleton, [e.bone for e in effectors])
+    reach = rows(skeleton.lengths[:, None] * skeleton.links)
+    offsets = rows(skeleton.offsets)
+    weights = [float(e.weight) * (PIN if e.pin else 1.0) for e in effectors]
+    below = dict.fromkeys(moved, 0.0)
+    for k, e in enumerate(effectors):
+        b = e.bone
+        while b != -1:
+            below[b] += weights[k]
+            b = parents[b]
+    points: dict[int, list] = {i: [] for i in moved}
+    for k, e in enumerate(effectors):
+        points[e.bone].append((reach[e.bone], k, -1, weights[k]))
+    for i in moved:
+        p = parents[i]
+        if p != -1:
+            points[p].append((offsets[i], -1, i, below[i]))
+    orientation: dict[int, tuple[tuple, float]] = {}
+    for k, e in enumerate(effectors):
+        if e.orientation is None or e.rotation_weight <= 0.0:
+            continue
+        have = orientation.get(e.bone)
+        if have is None or weights[k] > have[2]:
+            orientation[e.bone] = (tuple(e.orientation.tolist()), float(e.rotation_weight), weights[k])
+    orientation = {b: (q, rw) for b, (q, rw, _) in orientation.items()}
+    segments = {}
+    for k, e in enumerate(effectors):
+        top = e.bone
+        while parents[top] != -1 and len(points[parents[top]]) == 1:
+            top = parents[top]
+        if e.pole is not None:
+            segments[k] = top
+    targets = [tuple(e.position.tolist()) for e in effectors]
+    length = float(np.sum(skeleton.lengths[moved]))
+    return Plan(moved, points, targets, weights, orientation, segments, length)
