@@ -119,6 +119,7 @@ def make_step(skeleton, plan, tolerance: float):
     tops = {seg[0]: seg for seg in segments}
     schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
     spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
+    reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
     # Segments whose chain passes may be the article's spheres, and the shells they reach from.
     shells = {}
     for seg in segments:
@@ -264,6 +265,19 @@ def make_step(skeleton, plan, tolerance: float):
         goal: its effector's position, or the head its sub-base child is to take."""
         for i in seg:
             place(i, new_heads, local, frames, heads)
+        top = heads[seg[0]]
+        gx, gy, gz = goal(seg[-1], new_heads)
+        dx, dy, dz = gx - top[0], gy - top[1], gz - top[2]
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if r >= reach_of[seg[0]] - tolerance and r > 0.0:
+            # Beyond reach: straight toward the goal at once (the chain's far answer).
+            along = 0.0
+            for j in range(1, len(seg)):
+                along += spans[seg[0]][j - 1] / r
+                new_heads[seg[j]] = (top[0] + along * dx, top[1] + along * dy, top[2] + along * dz)
+            for i in seg:
+                place(i, new_heads, local, frames, heads)
+            return
         inner = seg[1:][::-1]
         end = far_end(seg[-1], frames, heads)
         for _ in range(INNER):

