@@ -40,7 +40,9 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
         start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
     current = rows(start)
     frames, heads = forward(skeleton, current)
-    step = make_step(skeleton, plan, effectors)
+    step = plan.steps.get("ccd")
+    if step is None:
+        step = plan.steps["ccd"] = make_step(skeleton, plan, effectors)
     ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
     iterations = 0
     stall = max(STALL * plan.length, 0.01 * tolerance)  # as fabrik.solve
@@ -76,12 +78,10 @@ def make_step(skeleton, plan, effectors):
             subtree[p] = [p] + sorted(set(subtree[p][1:]) | set(subtree[i]))
     clamped = set() if limits is None else {i for i in moved if limits.active[i]}
     keep = {i: 1.0 if limits is None else 1.0 - float(np.mean(limits.stiffness[i])) for i in moved}
-    wanted = {}  # effector: (orientation, pair weight, axis length)
-    for k, e in enumerate(effectors):
-        if e.orientation is not None and e.rotation_weight > 0.0:
-            wanted[k] = (tuple(e.orientation.tolist()), plan.weights[k] * e.rotation_weight, skeleton.lengths[e.bone])
     bones = [e.bone for e in effectors]
-    targets, weights = plan.targets, plan.weights
+    # (plan.targets and plan.orientation are read at each step: a cached plan refreshes them)
+    targets, weights, orientation = plan.targets, plan.weights, plan.orientation
+    lengths = skeleton.lengths.tolist()
 
     def step(local: list, frames: list, heads: list) -> None:
         for j in reversed(moved):
@@ -94,8 +94,9 @@ def make_step(skeleton, plan, effectors):
                 have.append((ex - hx, ey - hy, ez - hz))
                 want.append((tx - hx, ty - hy, tz - hz))
                 pair_weights.append(weights[k])
-                if k in wanted:
-                    goal, w, length = wanted[k]
+                if b in orientation:
+                    goal, rotation_weight = orientation[b]
+                    w, length = weights[k] * rotation_weight, lengths[b]
                     for axis in AXES:
                         ax, ay, az = rotate(frames[b], axis)
                         gx, gy, gz = rotate(goal, axis)

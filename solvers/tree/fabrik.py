@@ -59,7 +59,9 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
     current = rows(start)
     frames, heads = forward(skeleton, current)
     ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
-    step = make_step(skeleton, plan, tolerance)
+    step = plan.steps.get(("fabrik", tolerance))
+    if step is None:
+        step = plan.steps[("fabrik", tolerance)] = make_step(skeleton, plan, tolerance)
     iterations = 0
     # Conflicting goals settle on a compromise, approached geometrically: stop once no
     # effector end moves a hundredth of the tolerance in an iteration.
@@ -222,7 +224,11 @@ def make_step(skeleton, plan, tolerance: float):
         if len(points[i]) == 1:
             tx, ty, tz = goal(i, new_heads)
             ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
-            turn = swing(ua, ub, side(inherited, ua)) if ub != (0.0, 0.0, 0.0) else IDENTITY
+            if ub == (0.0, 0.0, 0.0):
+                turn = IDENTITY
+            else:  # (the tie-breaker axis only matters near a half turn)
+                near_half = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2] < -0.5
+                turn = swing(ua, ub, side(inherited, ua) if near_half else X)
         else:
             have, want, weights = [], [], []
             for vec, effector, child, w in points[i]:

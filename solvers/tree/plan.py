@@ -10,7 +10,9 @@ more goal points is a sub-base: the branches below it meet there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,9 +32,53 @@ class Plan:
     orientation: dict[int, tuple[tuple, float]]  # bone: (wanted world frame, rotation weight), strongest effector's
     segments: dict[int, int]  # effector index with a pole: the top bone of its own branch segment
     length: float  # total length of the moved bones
+    steps: dict = field(default_factory=dict)  # a kernel's per-plan closures, by the kernel's key
+
+
+# Plans by skeleton and effector structure, per thread: a bake or Live solves the same effectors
+# on the same skeleton frame after frame, and building the plan and a kernel's step costs more
+# than a few iterations. Only the targets and orientations change; they are refreshed in place.
+_CACHE = threading.local()
+_CACHE_SIZE = 8
 
 
 def make_plan(skeleton, effectors) -> Plan:
+    """The plan for `effectors` on `skeleton` (shared with earlier calls of the same structure:
+    its targets and orientations are this call's)."""
+    key = (id(skeleton),) + tuple(
+        (e.bone, float(e.weight), bool(e.pin), e.orientation is None, float(e.rotation_weight), e.pole is None)
+        for e in effectors
+    )
+    cache = getattr(_CACHE, "plans", None)
+    if cache is None:
+        cache = _CACHE.plans = {}
+    hit = cache.get(key)
+    if hit is not None and hit[0]() is skeleton:
+        plan = hit[1]
+        plan.targets[:] = [tuple(e.position.tolist()) for e in effectors]
+        plan.orientation.clear()
+        plan.orientation.update(_orientation(effectors, plan.weights))
+        return plan
+    plan = _make_plan(skeleton, effectors)
+    if len(cache) >= _CACHE_SIZE:
+        cache.clear()
+    cache[key] = (weakref.ref(skeleton), plan)
+    return plan
+
+
+def _orientation(effectors, weights) -> dict[int, tuple[tuple, float]]:
+    """Bone: (wanted world frame, rotation weight), the heaviest effector's on that bone."""
+    orientation: dict[int, tuple] = {}
+    for k, e in enumerate(effectors):
+        if e.orientation is None or e.rotation_weight <= 0.0:
+            continue
+        have = orientation.get(e.bone)
+        if have is None or weights[k] > have[2]:
+            orientation[e.bone] = (tuple(e.orientation.tolist()), float(e.rotation_weight), weights[k])
+    return {b: (q, rw) for b, (q, rw, _) in orientation.items()}
+
+
+def _make_plan(skeleton, effectors) -> Plan:
     parents = skeleton.parents
     moved = moved_bones(skeleton, [e.bone for e in effectors])
     reach = rows(skeleton.lengths[:, None] * skeleton.links)
@@ -51,14 +97,7 @@ def make_plan(skeleton, effectors) -> Plan:
         p = parents[i]
         if p != -1:
             points[p].append((offsets[i], -1, i, below[i]))
-    orientation: dict[int, tuple[tuple, float]] = {}
-    for k, e in enumerate(effectors):
-        if e.orientation is None or e.rotation_weight <= 0.0:
-            continue
-        have = orientation.get(e.bone)
-        if have is None or weights[k] > have[2]:
-            orientation[e.bone] = (tuple(e.orientation.tolist()), float(e.rotation_weight), weights[k])
-    orientation = {b: (q, rw) for b, (q, rw, _) in orientation.items()}
+    orientation = _orientation(effectors, weights)
     segments = {}
     for k, e in enumerate(effectors):
         top = e.bone

@@ -237,3 +237,27 @@ def test_sphere_placement_is_refused_by_name_on_trees():
     effectors = [solvers.Effector(b, ends[b]) for b in bones]
     with pytest.raises(ValueError, match="sphere"):
         solvers.solve_skeleton(skeleton, local, effectors, method="fabrik", placement="sphere")
+
+
+@pytest.mark.parametrize("method", TREE_METHODS)
+def test_a_cached_plan_solves_as_a_fresh_one(method):
+    """Plans are cached by skeleton and effector structure; targets and orientations are each call's."""
+    from solvers.tree import plan
+
+    skeleton, local, names = tree_shapes.humanoid()
+    bones = [names["forearm.L"], names["head"]]
+    rng = np.random.default_rng(11)
+    poses = [tree_shapes.fk_targets(skeleton, local, bones, rng) for _ in range(2)]
+    frames = [skeleton.forward(posed)[0] for _, posed in poses]
+
+    def effectors(k):
+        targets = poses[k][0]
+        held = solvers.Effector(bones[0], targets[0], orientation=frames[k][bones[0]])
+        return [held, solvers.Effector(bones[1], targets[1])]
+
+    solvers.solve_skeleton(skeleton, local, effectors(0), method=method)
+    cached = solvers.solve_skeleton(skeleton, local, effectors(1), method=method)
+    plan._CACHE.plans.clear()
+    fresh = solvers.solve_skeleton(skeleton, local, effectors(1), method=method)
+    np.testing.assert_array_equal(cached.local, fresh.local)
+    assert cached.iterations == fresh.iterations
