@@ -24,6 +24,7 @@ Stretch lengthen to reach (Y scale keys on them) unless --no-stretch.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import math
@@ -205,8 +206,8 @@ def extension_package():
 def run(args: argparse.Namespace, package) -> dict:
     import bpy
 
-    bake_run = importlib.import_module(f"{package.__name__}.operators.bake_run")
-    ops_run = importlib.import_module(f"{package.__name__}.operators.run")
+    baking = importlib.import_module(f"{package.__name__}.app.bake")
+    job_specs = importlib.import_module(f"{package.__name__}.app.spec")
     obj = bpy.data.objects.get(args.armature)
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace, package) -> dict:
         raise CliError(f"--step must be at least 1, got {args.step}")
     if args.max_error is not None and not args.max_error >= 0.0:
         raise CliError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
-    options = bake_run.BakeOptions(
+    options = baking.BakeOptions(
         frame_start=start,
         frame_end=end,
         step=args.step,
@@ -240,7 +241,7 @@ def run(args: argparse.Namespace, package) -> dict:
         pairs = [
             pair
             for c in chains
-            for pair in ops_run.specs_from_arguments(
+            for pair in job_specs.specs_from_arguments(
                 obj,
                 c["tip"],
                 c["length"],
@@ -253,11 +254,9 @@ def run(args: argparse.Namespace, package) -> dict:
                 pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
             )
         ]
-        specs = [spec for _, spec in pairs]
-        for spec in specs:
-            spec.use_stretch = spec.use_stretch and not args.no_stretch
-        with bake_run.Progress(context) as progress:
-            result = bake_run.bake(context, obj, specs, options, progress.update)
+        specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]
+        with baking.Progress(context) as progress:
+            result = baking.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.
         playback = max(chain.worst_error for chain in result.chains)
     except ValueError as exc:
@@ -272,7 +271,7 @@ def run(args: argparse.Namespace, package) -> dict:
         "solver_error": result.worst_error,
         "playback_error": playback,
         "playback_seconds": result.measure_seconds,
-        # operators.bake_report.ChainReport, measured on playback, and the solver's own figure.
+        # app.bake_report.ChainReport, measured on playback, and the solver's own figure.
         "per_chain": [
             {
                 **chain.as_dict(),
@@ -297,7 +296,7 @@ def run(args: argparse.Namespace, package) -> dict:
 
 
 def print_summary(summary: dict, chain_line) -> None:
-    """`chain_line(dict)`: operators.bake_report.chain_line."""
+    """`chain_line(dict)`: app.bake_report.chain_line."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
         f" in {summary['seconds']:.3f} s, {summary['keys']} keys written (of {summary['keys_before']} solved)"
@@ -345,7 +344,7 @@ def main(argv: list[str]) -> int:
         package, registered_here = extension_package()
         summary = run(args, package)
         write_json(args.json, summary)
-        print_summary(summary, importlib.import_module(f"{package.__name__}.operators.bake_report").chain_line)
+        print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake_report").chain_line)
         if summary["status"] == "missed":
             print(
                 f"cli.py: error: playback misses by {summary['playback_error']:.3g}, more than --max-error"

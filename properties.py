@@ -18,6 +18,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from .app import watching
 from .rig.protected import MAX_FRAME
 from .solvers import REGISTRY
 
@@ -75,9 +76,7 @@ class ChainIKResult(bpy.types.PropertyGroup):
 
 def _live_changed(self, _context) -> None:
     if self.live:
-        from .operators import live  # operators import this module: import on use
-
-        live.watch(self.id_data)
+        watching.watch(self.id_data)
 
 
 @overridable

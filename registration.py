@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 
 from . import operators, properties, ui
-from .operators import live
+from .app import live
 
 # PropertyGroups first (operators and panels refer to them), then operators, then UI.
 CLASSES = (*properties.CLASSES, *operators.CLASSES, *ui.CLASSES)

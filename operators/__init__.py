@@ -1,6 +1,6 @@
-"""Thin bpy operators: poll, call rig + solvers, report."""
+"""Thin bpy operators: poll, call app/, report."""
 
-from . import bake, bake_fk, chains, compare, constraint_chains, live, live_toggle, mirror, solve
+from . import bake, bake_fk, chains, compare, constraint_chains, live_toggle, mirror, solve
 
 CLASSES = (
     *solve.CLASSES,
@@ -20,7 +20,6 @@ __all__ = [
     "chains",
     "compare",
     "constraint_chains",
-    "live",
     "live_toggle",
     "mirror",
     "solve",

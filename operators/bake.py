@@ -6,8 +6,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import rig
+from ..app import bake as baking
+from ..app import bake_job, bake_report
 from ..properties import INTERPOLATION_ITEMS, REDUCE_MODE_ITEMS
-from . import bake_job, bake_report, bake_run
 from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll
 
@@ -17,7 +18,7 @@ BAKE_OVERRIDES = (
 )  # fmt: skip
 
 
-def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
+def bake_options(scene, settings, props=None) -> baking.BakeOptions:
     """BakeOptions from the panel settings (scene range when asked), with set operator properties on top."""
     use_scene = settings.use_scene_range
     values = {
@@ -35,7 +36,7 @@ def bake_options(scene, settings, props=None) -> bake_run.BakeOptions:
             if props.is_property_set(key):
                 values[key] = getattr(props, key)
         values["measure"] = getattr(props, "measure", True)  # Bake IK to FK shares these settings
-    return bake_run.BakeOptions(**values)
+    return baking.BakeOptions(**values)
 
 
 class BakeRangeArguments:
@@ -96,8 +97,8 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         obj = context.object
         try:
             specs, options = self._prepare(context, obj)
-            with bake_run.Progress(context) as progress:
-                result = bake_run.bake(context, obj, specs, options, progress.update)
+            with baking.Progress(context) as progress:
+                result = baking.bake(context, obj, specs, options, progress.update)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
@@ -149,11 +150,11 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         context.workspace.status_text_set(None)
         self._job.end()
 
-    def _prepare(self, context, obj) -> tuple[list, bake_run.BakeOptions]:
+    def _prepare(self, context, obj) -> tuple[list, baking.BakeOptions]:
         specs = [spec for _, spec in self.chain_specs(obj)]
         return specs, bake_options(context.scene, obj.chain_ik.bake, self.properties)
 
-    def _report(self, obj, specs, result: bake_run.BakeResult) -> None:
+    def _report(self, obj, specs, result: baking.BakeResult) -> None:
         if result.chains:
             error = f"worst tip error {max(chain.worst_error for chain in result.chains):.3g} on playback"
         else:
@@ -176,7 +177,7 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(result.locked)}; the tip may miss")
         if result.constrained:
             self.report({"WARNING"}, f"bones with constraints may not follow: {', '.join(result.constrained)}")
-        blend = bake_run.blend_warning(obj)
+        blend = baking.blend_warning(obj)
         if blend:
             self.report({"WARNING"}, blend)
         if result.driven:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import bpy
 from bpy.props import StringProperty
 
+from ..app import bake as baking
+from ..app import fk_bake
 from ..rig import fk_follow
-from . import bake_run, fk_bake_run
 from .bake import BakeRangeArguments, bake_options
 from .chain_args import SCRIPT_ONLY
 from .solve import armature_poll
@@ -60,8 +61,8 @@ class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
         try:
             pairs = fk_follow.parse_pairs(self.pairs) if self.pairs.strip() else selected_pairs(obj)
             options = bake_options(context.scene, obj.chain_ik.bake, self.properties)
-            with bake_run.Progress(context) as progress:
-                result = fk_bake_run.bake_fk(context, obj, pairs, options, progress.update)
+            with baking.Progress(context) as progress:
+                result = fk_bake.bake_fk(context, obj, pairs, options, progress.update)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bpy.props import FloatProperty, IntProperty, StringProperty
 
-from . import run
+from ..app import spec
 
 # Script arguments: never remembered, and kept out of the Adjust Last Operation panel (see ChainArguments).
 SCRIPT_ONLY = {"SKIP_SAVE", "HIDDEN"}
@@ -14,7 +14,7 @@ class ChainArguments:
     """Mixin: `tip` (with `target`) names one chain made of these arguments alone, every
     other setting at a new panel chain's default; without `tip`, the others apply to the
     panel's active chain, and `method` alone to all the panel's chains (see
-    run.specs_from_arguments). SKIP_SAVE: never remembered. HIDDEN: not in the Adjust
+    app.spec.specs_from_arguments). SKIP_SAVE: never remembered. HIDDEN: not in the Adjust
     Last Operation panel, where editing one after a panel Solve would redo it on the
     active chain alone (the panel holds the settings)."""
 
@@ -45,14 +45,14 @@ class ChainArguments:
         options=SCRIPT_ONLY,
     )
 
-    def chain_specs(self, obj) -> list[tuple[object, run.ChainSpec]]:
+    def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
 
         The operator class defines `chain_index`. Read through `properties`: each
         `self.<name>` goes through bpy's Python-level attribute lookup (~1 µs)."""
         props = self.properties
         angle = props.pole_angle if props.is_property_set("pole_angle") else None
-        return run.specs_from_arguments(
+        return spec.specs_from_arguments(
             obj,
             props.tip,
             props.chain_length,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bpy
 
 from .. import solvers
-from . import run, scope
+from ..app import scope, solve, spec
 from .solve import armature_poll
 
 
@@ -37,7 +37,7 @@ class CHAINIK_OT_compare(bpy.types.Operator):
             # Every solver from the same start, the chain's rest pose: not from whatever the last Solve left.
             rows = [
                 [
-                    run.solve_spec(obj, run.spec_from_item(item, method=m), depsgraph, from_rest=True)
+                    solve.solve_spec(obj, spec.spec_from_item(item, method=m), depsgraph, from_rest=True)
                     for m in solvers.METHODS
                 ]
                 for item in items

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import scope
+from ..app import scope
 from .solve import armature_poll
 
 

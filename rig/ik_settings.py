@@ -134,17 +134,6 @@ def tip_goal_rotation(obj_eval, space_inverse: Matrix, target_world: Matrix, rig
     return np.array(q[:], dtype=float)
 
 
-def chain_limit_lines(obj, tip: str, length: int, use_tail: bool) -> list[str]:
-    """limit_lines for a chain's settings (the panel's summary); [] when the chain is not valid yet."""
-    from .read import chain_bone_names  # read imports this module
-
-    try:
-        names = chain_bone_names(obj, tip, length, use_tail)
-    except ValueError:
-        return []
-    return limit_lines(obj, names)
-
-
 SETTING_NAMES = tuple(
     f"{kind}_{a}" for kind in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness") for a in AXES
 )

@@ -195,3 +195,12 @@ def check_rigid_pose(pbone, pose: Matrix, basis: Matrix) -> bool:
             " use uniform scale on its parents, or set its Inherit Scale to None or Average"
         )
     return False
+
+
+def chain_limit_lines(obj, tip: str, length: int, use_tail: bool) -> list[str]:
+    """ik_settings.limit_lines for a chain's settings (the panel's summary); [] when the chain is not valid yet."""
+    try:
+        names = chain_bone_names(obj, tip, length, use_tail)
+    except ValueError:
+        return []
+    return ik_settings.limit_lines(obj, names)

@@ -28,7 +28,7 @@ from .keys import animated_paths, assigned_fcurves, data_path
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
 
-# operators.live marks its handlers (disabled during a bake) with this attribute.
+# app.live marks its handlers (disabled during a bake) with this attribute.
 LIVE_HANDLER_MARK = "chain_ik_live_handler"
 
 

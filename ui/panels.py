@@ -122,7 +122,7 @@ def _draw_limits(layout, obj, item) -> None:
     layout.prop(item, "use_limits")
     layout.prop(item, "use_locks")
     layout.prop(item, "use_stretch")
-    lines = rig.ik_settings.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
+    lines = rig.read.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
     col = layout.column(align=True)
     col.active = item.use_limits
     if not lines:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import bpy
 import numpy as np
@@ -320,7 +321,8 @@ def test_progress_line_in_background(scene, capsys):
 def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     """rig.sequence (parent-space state, vectorised conversion) against rig.fk + rig.write per frame,
     with the chain's parent bone and the armature object both animated."""
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
 
     obj = _bent_rig(transform((0.2, 0.1, 0.0), (0.1, 0.0, 0.3), (1.1, 1.1, 1.1)))
     for n in ("upper", "fore", "hand"):
@@ -333,7 +335,7 @@ def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
         obj.keyframe_insert("location", frame=f)
     target = loop_target(frames=(1, 60), center=(0.8, 0.4, 2.0), radius=0.5)
     args = {"tip": "hand", "chain_length": 3, "target": target.name}
-    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    specs = [s for _, s in app_spec.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
     assert bake_run.fast_path_refusal(obj, specs) == ""
     unbaked = obj.animation_data.action.copy()
     assert _bake(**args) == {"FINISHED"}
@@ -389,11 +391,11 @@ def test_channel_values_in_chunks_equal_one_pass(scene, monkeypatch):
 
 
 def test_fast_path_refusals(scene):
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
 
     obj = _bent_rig()
     target = add_empty()
-    spec = bake_run.run.ChainSpec(tip="hand", chain_length=3, target=target)
+    spec = bake_run.ChainSpec(tip="hand", chain_length=3, target=target)
     assert bake_run.fast_path_refusal(obj, [spec]) == ""
     obj.pose.bones["fore"].lock_rotation[0] = True
     assert "locked" in bake_run.fast_path_refusal(obj, [spec])
@@ -405,17 +407,15 @@ def test_fast_path_refusals(scene):
     assert "constraints" in bake_run.fast_path_refusal(obj, [spec])
     upper = obj.pose.bones["upper"]
     upper.constraints.remove(upper.constraints[0])
-    spec.influence = 0.5
-    assert "influence" in bake_run.fast_path_refusal(obj, [spec])
-    spec.influence = 1.0
-    other = bake_run.run.ChainSpec(tip="fore", chain_length=1, target=target)
+    assert "influence" in bake_run.fast_path_refusal(obj, [replace(spec, influence=0.5)])
+    other = bake_run.ChainSpec(tip="fore", chain_length=1, target=target)
     assert "share" in bake_run.fast_path_refusal(obj, [spec, other])
 
 
 def test_direct_target_sampling_equals_frame_set(scene, monkeypatch):
     """rig.sampling (F-Curves evaluated directly) against frame_set per frame: same keys.
     The target has a Noise modifier, a delta location and a static channel."""
-    from chain_ik.operators import bake_run
+    from chain_ik.app import spec as app_spec
     from chain_ik.rig import sampling
 
     obj = _bent_rig(transform((0.3, 0.0, 0.1), (0.0, 0.2, 0.4), (0.9, 0.9, 0.9)))
@@ -425,7 +425,7 @@ def test_direct_target_sampling_equals_frame_set(scene, monkeypatch):
     noise = x_curve.modifiers.new("NOISE")
     noise.strength, noise.scale = 0.1, 3.0
     fcurves(target)[2].keyframe_points[10].co.y += 0.05  # an uneven z
-    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    specs = [s for _, s in app_spec.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
     assert sampling.armature_static_reason(obj, ["upper"]) == ""
     assert sampling.direct_targets_reason(bpy.context.scene, obj, specs) == ""
     direct = sampling.target_positions(target, np.arange(1, 51))
@@ -462,13 +462,13 @@ def test_curve_values_read_keys_only_where_frames_fall_on_them(scene):
 
 
 def test_direct_sampling_refusals(scene):
-    from chain_ik.operators import bake_run
+    from chain_ik.app import spec as app_spec
     from chain_ik.rig import sampling
 
     obj = _bent_rig()
     target = loop_target(frames=(1, 10))
     scene = bpy.context.scene
-    specs = [s for _, s in bake_run.run.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    specs = [s for _, s in app_spec.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
 
     def reason():
         return sampling.armature_static_reason(obj, ["upper"]) or sampling.direct_targets_reason(scene, obj, specs)
@@ -510,7 +510,8 @@ def test_direct_sampling_refusals(scene):
 
 @pytest.mark.parametrize("animated_tip", [False, True])
 def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
 
     obj = _bent_rig()
     target = loop_target(frames=(1, 40), center=(0.4, 0.5, 1.8), radius=0.3)
@@ -521,7 +522,7 @@ def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
         hand.keyframe_insert("location", frame=1)
         hand.location = (0.0, 0.1, 0.0)
         hand.keyframe_insert("location", frame=40)
-    spec = bake_run.run.spec_from_item(item)
+    spec = app_spec.spec_from_item(item)
     assert (bake_run.fast_path_refusal(obj, [spec]) == "") != animated_tip
     assert _bake() == {"FINISHED"}
     assert playback(obj, "hand", target, range(1, 41), use_tail=False).max() < TOL
@@ -532,7 +533,8 @@ def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
 
 def test_bake_honours_pole_and_ik_limits(scene):
     """The general path carries the chain's pole target and the bones' IK limits frame by frame."""
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
 
     obj = straight_chain(2)
     target = loop_target(frames=(1, 40), center=(0.6, 0.0, 1.2), radius=0.25)
@@ -544,9 +546,9 @@ def test_bake_honours_pole_and_ik_limits(scene):
     bpy.context.view_layer.objects.active = obj
     item = obj.chain_ik.chains.add()
     item.tip, item.chain_length, item.target, item.pole_target = "b1", 2, target, pole
-    assert "pole" in bake_run.fast_path_refusal(obj, [bake_run.run.spec_from_item(item)])
+    assert "pole" in bake_run.fast_path_refusal(obj, [app_spec.spec_from_item(item)])
     item.pole_target = None
-    assert "IK limits" in bake_run.fast_path_refusal(obj, [bake_run.run.spec_from_item(item)])
+    assert "IK limits" in bake_run.fast_path_refusal(obj, [app_spec.spec_from_item(item)])
     item.pole_target = pole
     assert _bake() == {"FINISHED"}
     # Frames 1-2 miss by as much as Solve does from this start (a solver case, reported); once the

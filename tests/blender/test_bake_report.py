@@ -23,9 +23,10 @@ def _arm(frames=(1, 40), radius=0.7, center=(0.6, 0.3, 1.8)):
 
 
 def _bake_direct(obj, frames):
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
 
-    specs = [spec for _, spec in bake_run.run.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
     options = bake_run.BakeOptions(frame_start=frames[0], frame_end=frames[1])
     return bake_run.bake(bpy.context, obj, specs, options)
 
@@ -78,7 +79,9 @@ def test_bake_switches_live_off_for_the_baked_chains_only(scene, capfd):
 def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
     """Per-frame steps: influence below 1 takes the per-frame path; an iterative solver, which a
     blocking bake solves in one sequence call, takes it too when stepped (else Esc waits)."""
-    from chain_ik.operators import bake_job, bake_run, live
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import bake_job, live
+    from chain_ik.app import spec as app_spec
 
     obj, target, item = _arm(frames=(1, 120))
     if setting == "influence":
@@ -89,7 +92,7 @@ def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
     obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=50)
     before = keyed(obj)
     scene.frame_set(7)
-    specs = [spec for _, spec in bake_run.run.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
     job = bake_job.BakeJob(bpy.context, obj, specs, bake_run.BakeOptions(1, 120))
     assert not job.step(0.0) and job.phase == "solve"
     for _ in range(30):

@@ -383,7 +383,7 @@ def test_limits_on_a_bone_not_inheriting_rotation_are_refused(leg):
 
 
 def test_live_follows_the_pole_and_the_bones_ik_settings_without_feedback(leg):
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     obj, item = leg
     item.method = "jacobian"

@@ -201,7 +201,7 @@ def test_compare_starts_every_solver_from_the_rest_pose_not_the_last_solve(scene
 
 
 def test_live_mode_follows_the_target_without_feedback(scene, ext):
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     obj, target = _rig_with_target()
     item = obj.chain_ik.chains.add()
@@ -229,7 +229,7 @@ def test_live_mode_follows_the_target_without_feedback(scene, ext):
 def test_live_visits_only_armatures_with_live_chains_and_survives_renames_and_copies(scene, ext):
     """The handler runs on every update: with no live chain it visits nothing; a live armature
     renamed or duplicated (Shift+D) keeps following."""
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     for k in range(50):
         add_empty(f"Filler{k}")
@@ -308,7 +308,7 @@ def test_target_argument_does_not_inherit_the_panel_target_bone(scene):
 
 def test_live_follows_when_its_switch_is_animated(scene, ext):
     """An animated Live switch runs no property update: the frame change looks again."""
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     obj, target = _rig_with_target()
     item = obj.chain_ik.chains.add()

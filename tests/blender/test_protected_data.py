@@ -51,9 +51,9 @@ def _link(path, **names):
 
 
 def _bake_specs(obj):
-    from chain_ik.operators import run
+    from chain_ik.app import spec
 
-    return [run.spec_from_item(item) for item in obj.chain_ik.chains]
+    return [spec.spec_from_item(item) for item in obj.chain_ik.chains]
 
 
 def test_linked_armature_is_refused_by_solve_bake_and_add_chain(library):
@@ -67,7 +67,7 @@ def test_linked_armature_is_refused_by_solve_bake_and_add_chain(library):
         with pytest.raises(RuntimeError, match="linked from the library"):
             getattr(bpy.ops.chain_ik, op)(**kwargs)
     # The headless path (cli.py) calls the bake directly.
-    from chain_ik.operators import bake_run
+    from chain_ik.app import bake as bake_run
 
     options = bake_run.BakeOptions(1, 3)
     with pytest.raises(ValueError, match="armature object 'Rig' is linked from the library"):

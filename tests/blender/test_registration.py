@@ -7,7 +7,7 @@ import bpy
 
 def _state(ext):
     from chain_ik import registration
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     classes = {cls.__name__: cls.is_registered for cls in registration.CLASSES}
     handlers = [h for hs, _ in live.HANDLERS for h in hs]
@@ -20,7 +20,7 @@ def _state(ext):
 
 
 def live_handlers():
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     return live.HANDLERS
 
@@ -65,7 +65,7 @@ def test_no_package_name_hardcoded():
         text = path.read_text().replace("chain_ik.solve", "").replace("chain_ik.chain", "").replace("chain_ik.bake", "")
         text = text.replace(".chain_ik.", ".")  # the Object.chain_ik settings property
         assert "chain_ik." not in text, path
-    for sub in ("operators", "rig", "ui"):
+    for sub in ("app", "operators", "rig", "ui"):
         for path in (repo / sub).glob("*.py"):
             text = path.read_text()
             assert "import chain_ik" not in text and "from chain_ik" not in text, path

@@ -17,7 +17,7 @@ SOLVER_METHODS = ("triangulation", "fabrik", "ccd", "jacobian")
 def ck(ext):
     """The extension's modules (importable once the session fixture has loaded it)."""
     from chain_ik import rig, solvers
-    from chain_ik.operators import run
+    from chain_ik.app import solve as run
     from chain_ik.rig import read
 
     return rig, solvers, run, read

@@ -10,6 +10,7 @@ solve may be served to a later one.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import bpy
 import numpy as np
@@ -22,18 +23,15 @@ CHAIN = ["upper", "fore", "hand"]
 
 @pytest.fixture
 def run(ext):
-    from chain_ik.operators import run
+    from chain_ik.app import solve as run
 
     return run
 
 
 def _spec(run, target, tip="hand", length=3, **fields):
-    spec = run.ChainSpec(tip=tip, chain_length=length, target=target)
     if fields.get("method", "triangulation") == "triangulation":
-        spec.options = {"fold_angle": 180.0, "smooth_fold": 1.0}  # the panel's defaults
-    for key, value in fields.items():
-        setattr(spec, key, value)
-    return spec
+        fields.setdefault("options", {"fold_angle": 180.0, "smooth_fold": 1.0})  # the panel's defaults
+    return run.ChainSpec(tip=tip, chain_length=length, target=target, **fields)
 
 
 def _both(run, monkeypatch, obj, spec):
@@ -110,14 +108,14 @@ def test_options_match_the_generic_route(scene, run, monkeypatch, case):
     names = CHAIN
     pbones = obj.pose.bones
     if case == "head":
-        spec.use_tail = False
+        spec = replace(spec, use_tail=False)
         names = CHAIN[:2]
-        spec.chain_length = 2
+        spec = replace(spec, chain_length=2)
     elif case == "root_bone":  # the chain's root bone has no parent
-        spec.chain_length = 4
+        spec = replace(spec, chain_length=4)
         names = ["root", *CHAIN]
     elif case == "influence":
-        spec.influence = 0.4
+        spec = replace(spec, influence=0.4)
     elif case == "locks":
         pbones["fore"].rotation_mode = "XYZ"
         pbones["fore"].lock_rotation = (True, False, False)
@@ -136,9 +134,9 @@ def test_options_match_the_generic_route(scene, run, monkeypatch, case):
         pbones["upper"].scale = (0.8, 0.8, 0.8)
         pbones["fore"].location = (0.05, 0.0, -0.02)
     elif case == "fold":
-        spec.options = {"fold_angle": 120.0, "smooth_fold": 0.0}
+        spec = replace(spec, options={"fold_angle": 120.0, "smooth_fold": 0.0})
     elif case == "tolerance":
-        spec.tolerance = 0.05
+        spec = replace(spec, tolerance=0.05)
     _solve_and_check(run, monkeypatch, obj, spec, np.random.default_rng(3), names)
 
 
@@ -269,9 +267,9 @@ def test_ik_setting_and_lock_changes_are_seen(scene, run, monkeypatch):
     for setting in ("lock_ik_x", "use_ik_limit_z", "ik_stiffness_y"):
         setattr(fore, setting, 0.5 if setting.startswith("ik_") else True)
         _generic_only(run, monkeypatch, obj, spec)  # limits apply: the generic route
-        spec.use_limits = False
+        spec = replace(spec, use_limits=False)
         _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)  # ignored: plain again
-        spec.use_limits = True
+        spec = replace(spec, use_limits=True)
         setattr(fore, setting, 0.0 if setting.startswith("ik_") else False)
         _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)
     fore.lock_rotation = (False, False, True)

@@ -158,7 +158,7 @@ def test_bake_keys_scale_on_stretched_bones_only_and_plays_back(scene, method):
 
 
 def test_live_stretches_and_comes_back(scene, ext):
-    from chain_ik.operators import live
+    from chain_ik.app import live
 
     obj = _bent("Rig")
     target = add_empty("Goal", NEAR)

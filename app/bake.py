@@ -24,8 +24,9 @@ import numpy as np
 
 from .. import rig, solvers
 from ..rig import keys, modes, protected, read, reduce, sampling, sequence
-from . import bake_report, live, run
-from .spec_checks import changed_mid_bake
+from . import bake_report, live, solve
+from .checks import changed_mid_bake
+from .spec import ChainSpec
 
 
 @dataclass
@@ -110,7 +111,7 @@ class Progress:
 
 
 def bake(
-    context, obj, specs: list[run.ChainSpec], options: BakeOptions, progress: Callable | None = None
+    context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None
 ) -> BakeResult:
     """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
     steps = bake_steps(context, obj, specs, options, progress)
@@ -124,7 +125,7 @@ def bake(
 def bake_steps(
     context,
     obj,
-    specs: list[run.ChainSpec],
+    specs: list[ChainSpec],
     options: BakeOptions,
     progress: Callable | None = None,
     stepwise: bool = False,
@@ -147,8 +148,8 @@ def bake_steps(
     depsgraph = context.evaluated_depsgraph_get()
     names, stretched = [], []
     for spec in specs:
-        run.check_spec(obj, spec)
-        run.check_in_view_layer(obj, spec, depsgraph)
+        solve.check_spec(obj, spec)
+        solve.check_in_view_layer(obj, spec, depsgraph)
         chain = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
         names += chain
         weights = stretch_weights(obj, spec)
@@ -214,12 +215,12 @@ def bake_steps(
     )
 
 
-def stretch_weights(obj, spec: run.ChainSpec) -> list[float] | None:
+def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
     """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None."""
     return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
 
 
-def fast_path_refusal(obj, specs: list[run.ChainSpec]) -> str:
+def fast_path_refusal(obj, specs: list[ChainSpec]) -> str:
     """Why `rig.sequence`'s fast path cannot bake these chains ('' when it can); see its docstring."""
     if any(spec.influence < 1.0 for spec in specs):
         return "influence below 1"
@@ -378,7 +379,7 @@ def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None,
                 method=spec.method,
                 tolerance=tolerance,
                 max_iterations=spec.max_iterations or None,
-                **run.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
+                **solve.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
                 **spec.options,
             )
             blend = None

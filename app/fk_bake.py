@@ -17,7 +17,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..rig import fk_follow, keys, modes, protected
-from . import bake_run, live
+from . import bake, live
 
 # A followed bone that moves this much (armature units / matrix entries) when the FK bones are
 # nudged depends on them (a limb switched to FK): following it would chase its own tail.
@@ -107,12 +107,12 @@ def bake_fk(
     context,
     obj,
     pairs: list[tuple[str, str]],
-    options: bake_run.BakeOptions,
+    options: bake.BakeOptions,
     progress: Callable | None = None,
 ) -> FkBakeResult:
     """Key the rotation of each pair's FK bone on `obj` so it follows its partner over the range."""
     start_time = time.perf_counter()
-    frames = bake_run.bake_frames(options)
+    frames = bake.bake_frames(options)
     refusal = keys.tweak_refusal(obj)
     if refusal:
         raise ValueError(refusal)
@@ -128,7 +128,7 @@ def bake_fk(
         check_independent(context, obj, plan)
         values, locked = _solve_frames(context, obj, plan, frames, progress)
         scene.frame_set(frame0, subframe=subframe0)
-        count = bake_run.write_values(obj, frames, values, options)
+        count = bake.write_values(obj, frames, values, options)
         worst_angle, worst_distance = _playback(context, obj, plan, frames, progress)
     finally:
         scene.frame_set(frame0, subframe=subframe0)
@@ -141,5 +141,5 @@ def bake_fk(
         worst_angle=worst_angle,
         worst_distance=worst_distance,
         locked=tuple(sorted(locked)),
-        driven=bake_run.driven_rotations(obj, plan.fk_names),
+        driven=bake.driven_rotations(obj, plan.fk_names),
     )

@@ -1,6 +1,6 @@
 """A bake run in steps, for the Bake operator's modal (UI) form: Esc cancels it.
 
-The steps are `bake_run.bake_steps`' frames. Until the keys are written (the
+The steps are `bake.bake_steps`' frames. Until the keys are written (the
 'solve' phase) nothing in the file has changed, so cancelling then only restores
 the frame; once they are written (the 'measure' phase) the bake completes.
 """
@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import time
 
-from . import bake_run
+from . import bake
 
 
 class BakeJob:
-    def __init__(self, context, obj, specs, options: bake_run.BakeOptions) -> None:
+    def __init__(self, context, obj, specs, options: bake.BakeOptions) -> None:
         self.obj, self.specs = obj, specs
-        self.progress = bake_run.Progress(context)
+        self.progress = bake.Progress(context)
         self.fraction = 0.0
         self.phase = "solve"
-        self.result: bake_run.BakeResult | None = None
-        self._steps = bake_run.bake_steps(context, obj, specs, options, self._progress, stepwise=True)
+        self.result: bake.BakeResult | None = None
+        self._steps = bake.bake_steps(context, obj, specs, options, self._progress, stepwise=True)
 
     def _progress(self, fraction: float, frame: int) -> None:
         self.fraction = fraction

@@ -27,8 +27,8 @@ from bpy.app.handlers import persistent
 from .. import rig
 from ..rig import protected
 from ..rig.sampling import LIVE_HANDLER_MARK
-from . import run
-from .solve import measured_error, store_result
+from . import solve, spec, watching
+from .result import measured_error, store_result
 
 _signatures: dict[tuple[str, int], tuple] = {}
 _busy = False
@@ -38,7 +38,7 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
     parts.append((item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence))
     # The solver's options as the registry declares them: a new method's options are watched too.
-    parts.append((item.tolerance, item.max_iterations, tuple(run.method_options(item, item.method).items())))
+    parts.append((item.tolerance, item.max_iterations, tuple(spec.method_options(item, item.method).items())))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     parts.append((item.use_stretch, item.use_locks))
     if target_eval is not None:
@@ -68,13 +68,9 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
     return tuple(parts)
 
 
-_watch: set[str] = set()  # names of the objects that had a live chain when last looked at
+_watch = watching.names  # names of the objects that had a live chain when last looked at
 _scanned = -1  # len(bpy.data.objects) then; -1: look again
-
-
-def watch(obj) -> None:
-    """A chain of `obj` was switched to Live (the `live` property's update)."""
-    _watch.add(obj.name)
+watch = watching.watch
 
 
 def forget_watch() -> None:
@@ -138,8 +134,8 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
     refusal = protected.pose_refusal(obj)  # a library file saved with Live on
     if refusal:
         raise ValueError(refusal)
-    outcome = run.solve_spec(obj, run.spec_from_item(item), depsgraph)
-    run.apply_write(obj, outcome.write)
+    outcome = solve.solve_spec(obj, spec.spec_from_item(item), depsgraph)
+    solve.apply_write(obj, outcome.write)
     # Measured on the written pose (locks, influence, constraints and drivers can make it differ from
     # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
     depsgraph.update()

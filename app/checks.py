@@ -11,7 +11,7 @@ import bpy
 from .. import rig, solvers
 
 if TYPE_CHECKING:
-    from .run import ChainSpec
+    from .spec import ChainSpec
 
 
 def check_spec(obj, spec: ChainSpec) -> None:

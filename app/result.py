@@ -1,0 +1,57 @@
+"""A solve's figures: the tip error measured on the written pose, the result stored on the
+panel chain, and the line reports print."""
+
+from __future__ import annotations
+
+import math
+
+from .. import rig, solvers
+from .solve import ChainOutcome
+from .spec import ChainSpec
+
+
+def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=None) -> None:
+    """The panel's result. `error`: measured on the written pose (with `obj`, the armature): then
+    "reached" also needs that error within the chain's tolerance, not only the solver's word."""
+    r = item.result
+    # Fields that usually repeat are compared first: a property read costs a fraction of a write.
+    if r.method != outcome.spec.method:
+        r.method = outcome.spec.method
+    r.error = outcome.error if error is None else error
+    if r.iterations != outcome.iterations:
+        r.iterations = outcome.iterations
+    r.cost = outcome.cost
+    r.time_ms = outcome.time_ms
+    reached = outcome.reached
+    if reached and error is not None and obj is not None:
+        reached = error <= world_tolerance(obj, outcome.spec)
+    if r.reached != reached:
+        r.reached = reached
+    if not item.has_result:
+        item.has_result = True
+
+
+def result_line(outcome: ChainOutcome, error: float) -> str:
+    return (
+        f"chain '{outcome.spec.label}': {outcome.spec.method}, tip error {error:.3g},"
+        f" {outcome.iterations} iteration(s), rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
+    )
+
+
+def world_tolerance(obj, spec: ChainSpec) -> float:
+    """The chain's tolerance as a world distance (0 in the settings: the solver's default share of
+    the chain's length), with room for the written pose's float32 channels."""
+    if spec.tolerance > 0.0:
+        return spec.tolerance * (1.0 + 1e-6)
+    names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+    length = sum(obj.data.bones[n].length for n in names) * max(map(abs, obj.matrix_world.to_scale()))
+    return solvers.DEFAULT_RELATIVE_TOLERANCE * length * (1.0 + 1e-3)
+
+
+def measured_error(depsgraph, obj, spec: ChainSpec) -> float:
+    """World tip error of the written pose (`depsgraph` evaluated after the write; plain mathutils:
+    this runs on every Solve)."""
+    obj_eval = obj.evaluated_get(depsgraph)
+    bone = obj_eval.pose.bones[spec.tip]
+    tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
+    return math.dist(tip, rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone))

@@ -1,0 +1,154 @@
+"""Job specs: everything one chain's solve or bake needs, as frozen plain values, made from a
+panel chain item or from an operator's (or cli.py's) script arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import bpy
+
+from .. import properties
+from . import scope
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Everything one solve needs, as plain values (from a chain item or script arguments).
+
+    Frozen: a bake or a Live solve holds it while the panel may change; `dataclasses.replace`
+    makes a changed copy."""
+
+    tip: str
+    chain_length: int
+    target: object  # bpy Object (original) or None
+    target_bone: str = ""
+    method: str = "triangulation"
+    use_tail: bool = True
+    tolerance: float = 0.0  # world distance; 0 = solver default
+    max_iterations: int = 0  # 0 = solver default
+    options: dict = field(default_factory=dict)
+    influence: float = 1.0
+    use_limits: bool = True  # the bones' own IK settings (Bone > Inverse Kinematics)
+    pole: object = None  # bpy Object (original) or None
+    pole_bone: str = ""
+    pole_angle: float = 0.0  # radians, Blender's IK pole angle
+    use_rotation: bool = False  # the tip bone turns to the target's orientation
+    rotation_weight: float = 1.0
+    use_locks: bool = True  # keep locked rotation channels (off: turn through them, as the IK constraint)
+    use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
+    name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
+
+    @property
+    def label(self) -> str:
+        """How reports name the chain: its panel name, else its tip bone."""
+        return self.name or self.tip
+
+
+def spec_from_item(item, **overrides) -> ChainSpec:
+    """A ChainSpec from a ChainIKChain item; keyword arguments override its fields."""
+    method = overrides.get("method") or item.method
+    fields = dict(
+        tip=item.tip,
+        chain_length=item.chain_length,
+        target=item.target,
+        target_bone=item.target_bone,
+        method=method,
+        use_tail=item.use_tail,
+        tolerance=item.tolerance,
+        max_iterations=item.max_iterations,
+        options=method_options(item, method),
+        influence=item.influence,
+        use_limits=item.use_limits,
+        pole=item.pole_target,
+        pole_bone=item.pole_subtarget,
+        pole_angle=item.pole_angle,
+        use_rotation=item.use_rotation,
+        rotation_weight=item.rotation_weight,
+        use_locks=item.use_locks,
+        use_stretch=item.use_stretch,
+        name=item.name,
+    )
+    fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
+    return ChainSpec(**fields)
+
+
+def specs_from_arguments(
+    obj,
+    tip: str,
+    chain_length: int,
+    target: str,
+    target_bone: str,
+    method: str,
+    chain_index: int,
+    pole: str = "",
+    pole_bone: str = "",
+    pole_angle: float | None = None,
+) -> list[tuple[object, ChainSpec]]:
+    """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
+
+    - `tip` given: one chain made of the arguments alone (it needs `target`); every other
+      setting is the default a new panel chain has, never the active chain's, and no panel
+      chain's stored result is touched (item None).
+    - no `tip`, but a chain length, target or pole argument: the panel's active chain with
+      those arguments over its settings.
+    - only `method` (or nothing): the panel's chains in scope (all or the ticked ones, never
+      the muted ones; see app.scope) or the one at chain_index, with `method` over their
+      solver when given.
+    `pole_angle` None: not given (the panel's, or 0)."""
+    settings = obj.chain_ik
+    overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
+    if tip:
+        if not target:
+            raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
+        method = method or "triangulation"
+        given = {key: value for key, value in overrides.items() if value is not None}
+        # Every other setting as a new panel chain would have it.
+        options = method_options(_PanelDefaults(), method)
+        return [(None, ChainSpec(tip=tip, chain_length=chain_length or 2, method=method, options=options, **given))]
+    if chain_length or target or target_bone or pole or pole_bone or pole_angle is not None:
+        item = settings.active
+        if item is None:
+            raise ValueError("no active chain to apply the arguments to: pass tip, chain_length and target")
+        scope.check_not_muted(item)
+        overrides.update(chain_length=chain_length or None, method=method or None)
+        return [(item, spec_from_item(item, **overrides))]
+    if chain_index >= 0:
+        if chain_index >= len(settings.chains):
+            raise ValueError(f"there is no chain {chain_index} (the list has {len(settings.chains)})")
+        items = [settings.chains[chain_index]]
+        scope.check_not_muted(items[0])
+    else:
+        items = scope.scoped_items(settings)
+    return [(item, spec_from_item(item, method=method or None)) for item in items]
+
+
+def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:
+    """Spec fields named by script arguments (None: not given)."""
+    # A target given by name brings its own bone (or none), never the panel's; so does a pole.
+    overrides: dict = {"target_bone": target_bone or ("" if target else None), "pole_angle": pole_angle}
+    if target:
+        target_obj = bpy.data.objects.get(target)
+        if target_obj is None:
+            raise ValueError(f"no object named '{target}'")
+        overrides["target"] = target_obj
+    if pole:
+        pole_obj = bpy.data.objects.get(pole)
+        if pole_obj is None:
+            raise ValueError(f"no pole object named '{pole}'")
+        overrides["pole"] = pole_obj
+        overrides["pole_bone"] = pole_bone
+    elif pole_bone:
+        overrides["pole_bone"] = pole_bone
+    return overrides
+
+
+class _PanelDefaults:
+    """A chain item's settings at their defaults, for scripts that name a chain without a panel entry."""
+
+    def __getattr__(self, name: str):
+        return properties.ChainIKChain.bl_rna.properties[name].default
+
+
+def method_options(item, method: str) -> dict:
+    """See properties.method_options (the solver registry's options from a chain item)."""
+    return properties.method_options(item, method)
