@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -17,6 +18,9 @@ MIN_RELATIVE_BONE_LENGTH = 1e-9
 
 def as_point(value: object, what: str) -> np.ndarray:
     """A finite 3-vector, or ValueError naming `what`."""
+    if type(value) is tuple and len(value) == 3 and set(map(type, value)) == {float}:
+        if all(map(math.isfinite, value)):  # 3 Python floats (the rig's): no numpy reduction
+            return np.array(value)
     try:
         p = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -67,7 +71,7 @@ def perpendicular(d: tuple) -> tuple:
 def link_terms(rows) -> tuple[list[float], list[tuple], float]:
     """(bone lengths, unit bone directions, total length) of joint rows (n+1 triples of floats).
 
-    Plain floats: shared by `Chain` and the solves that skip building one (solvers.single),
+    Plain floats: shared by `Chain` and the solves that skip building one (triangulation.sequence),
     so both see the very same numbers."""
     lengths, dirs = [], []
     for (x0, y0, z0), (x1, y1, z1) in zip(rows, rows[1:], strict=False):
@@ -122,6 +126,57 @@ def fallback_axis(d: tuple, q: tuple | None) -> tuple:
     return perpendicular(d)
 
 
+def _float_rows(value: object, width: int) -> list | None:
+    """`value` as given when it is a list or tuple of rows (lists or tuples) of `width` Python
+    floats, as the rig passes them; None for anything else, which numpy then reads and checks."""
+    if type(value) not in (list, tuple) or not value:
+        return None
+    # Set-builds over map(): C loops, a fraction of a Python loop's cost on every value.
+    if not set(map(type, value)) <= {tuple, list} or set(map(len, value)) != {width}:
+        return None
+    if set(map(type, itertools.chain.from_iterable(value))) != {float}:
+        return None
+    return value
+
+
+class _TieBreakers:
+    """Each bone's tie-breaker axis (`fallback_axis`), computed on first use and kept: the
+    triangulation pass reads one only in a degenerate step, so most solves compute none."""
+
+    __slots__ = ("_dirs", "_frames", "_axes")
+
+    def __init__(self, dirs: list, frames: list | None) -> None:
+        self._dirs, self._frames = dirs, frames
+        self._axes: list = [None] * len(dirs)
+
+    def __len__(self) -> int:
+        return len(self._dirs)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[k] for k in range(*i.indices(len(self._dirs))))
+        axis = self._axes[i]
+        if axis is None:
+            axis = self._axes[i] = fallback_axis(self._dirs[i], None if self._frames is None else self._frames[i])
+        return axis
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self._dirs)))
+
+
+def _unit_rows(rows) -> list:
+    """Quaternion rows normalised (plain floats: cheaper than numpy for a few rows), or ValueError."""
+    unit = []
+    for w, x, y, z in rows:
+        norm = math.sqrt(w * w + x * x + y * y + z * z)
+        if not math.isfinite(norm):
+            raise ValueError("frames contain non-finite values")
+        if abs(norm - 1.0) > 1e-6:
+            raise ValueError("frame quaternions must be unit length")
+        unit.append((w / norm, x / norm, y / norm, z / norm))
+    return unit
+
+
 class Chain:
     """A serial chain of n >= 1 bones given by its n+1 joint positions.
 
@@ -145,6 +200,40 @@ class Chain:
         reference: object | None = None,
         base_frame: object | None = None,
     ) -> None:
+        # Plain Python floats throughout: chains are short, and the rig builds one per solve, where
+        # numpy's per-call cost on tiny arrays dominates. The numpy views are built on first use.
+        rows = _float_rows(points, 3)
+        if rows is None or len(rows) < 2:
+            rows = self._read_points(points)
+        # One sum first (overflow only sends a finite chain to the row-by-row look).
+        if not math.isfinite(sum(itertools.chain.from_iterable(rows))):
+            for k, row in enumerate(rows):
+                if not all(map(math.isfinite, row)):
+                    raise ValueError(f"chain point {k} is not finite: {list(row)}")
+        n = len(rows) - 1
+        lengths, dirs, total = link_terms(rows)
+        k = short_bone(lengths, total)
+        if k is not None:
+            raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
+        self._n = n
+        self.total_length = total
+        self._frame_rows = None if frames is None else self._read_frames(frames, n)
+        # Tie-breaker axis per bone, perpendicular to it: its frame X axis
+        # (Blender's bend axis) where frames are given, else a fixed one.
+        fallbacks = _TieBreakers(dirs, self._frame_rows)
+        self._read_joints(limits, reference, base_frame)
+        reach, inner, self.fold_guard = reach_terms(lengths, total)
+        self.scalar_terms = (
+            tuple(map(tuple, rows)),
+            tuple(lengths),
+            tuple(dirs),
+            tuple(reach),
+            tuple(inner),
+            fallbacks,
+        )
+
+    @staticmethod
+    def _read_points(points: object) -> list:
         try:
             pts = np.array(points, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -153,44 +242,45 @@ class Chain:
             raise ValueError(f"chain points must have shape (n+1, 3), got {pts.shape}")
         if pts.shape[0] < 2:
             raise ValueError(f"a chain needs at least 2 points (1 bone), got {pts.shape[0]}")
-        rows = pts.tolist()
-        # Plain Python floats from here: chains are short, and the rig builds
-        # one per solve, where numpy's per-call cost on tiny arrays dominates.
-        for k, row in enumerate(rows):
-            if not all(map(math.isfinite, row)):
-                raise ValueError(f"chain point {k} is not finite: {row}")
-        n = len(rows) - 1
-        lengths, dirs, total = link_terms(rows)
-        k = short_bone(lengths, total)
-        if k is not None:
-            raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
+        return pts.tolist()
+
+    @functools.cached_property
+    def points(self) -> np.ndarray:
+        """(n+1, 3) joint positions, read-only."""
+        pts = np.array(self.scalar_terms[0])
         pts.setflags(write=False)
-        self.points = pts
-        self.lengths = np.array(lengths)
-        self.total_length = total
-        self.directions = np.array(dirs)
-        self.frames = None if frames is None else self._read_frames(frames)
-        # Tie-breaker axis per bone, perpendicular to it: its frame X axis
-        # (Blender's bend axis) where frames are given, else a fixed one.
-        quats = [None] * n if self.frames is None else self.frames.tolist()
-        fallbacks = [fallback_axis(d, q) for d, q in zip(dirs, quats, strict=True)]
-        self.fallback_axes = np.array(fallbacks)
-        self._read_joints(limits, reference, base_frame)
-        reach, inner, self.fold_guard = reach_terms(lengths, total)
-        self.reach_after = np.array(reach)
-        self.inner_after = np.array(inner)
-        self.scalar_terms = (
-            tuple(map(tuple, rows)),
-            tuple(lengths),
-            tuple(dirs),
-            tuple(reach),
-            tuple(inner),
-            tuple(fallbacks),
-        )
+        return pts
+
+    @functools.cached_property
+    def lengths(self) -> np.ndarray:
+        return np.array(self.scalar_terms[1])
+
+    @functools.cached_property
+    def directions(self) -> np.ndarray:
+        """Unit bone directions (n, 3)."""
+        return np.array(self.scalar_terms[2])
+
+    @functools.cached_property
+    def frames(self) -> np.ndarray | None:
+        """Unit bone frame quaternions (n, 4), or None."""
+        return None if self._frame_rows is None else np.array(self._frame_rows)
+
+    @functools.cached_property
+    def fallback_axes(self) -> np.ndarray:
+        """Each bone's tie-breaker axis (n, 3)."""
+        return np.array(list(self.scalar_terms[5]))
+
+    @functools.cached_property
+    def reach_after(self) -> np.ndarray:
+        return np.array(self.scalar_terms[3])
+
+    @functools.cached_property
+    def inner_after(self) -> np.ndarray:
+        return np.array(self.scalar_terms[4])
 
     @property
     def n_bones(self) -> int:
-        return self.lengths.shape[0]
+        return self._n
 
     @property
     def root(self) -> np.ndarray:
@@ -204,7 +294,7 @@ class Chain:
         (most solves never need it)."""
         n = self.n_bones
         self.limits = limits
-        if self.frames is None:
+        if self._frame_rows is None:
             if limits is not None or reference is not None or base_frame is not None:
                 raise ValueError("joint limits, a reference pose or a base frame need bone frames")
             return
@@ -246,29 +336,25 @@ class Chain:
         """Each bone's link (head to next head) in its own frame, unit (n, 3)."""
         return self._joints[3]
 
-    def _read_frames(self, frames: object) -> np.ndarray:
+    @staticmethod
+    def _read_frames(frames: object, n: int) -> list:
+        """Unit frame quaternions as rows of floats (normalised), or ValueError."""
+        rows = _float_rows(frames, 4)
+        if rows is not None and len(rows) == n:
+            return _unit_rows(rows)
         try:
             f = np.asarray(frames, dtype=float)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"frames must be numbers: {exc}") from exc
-        n = self.n_bones
         if f.shape == (n, 3, 3):
             if not np.all(np.isfinite(f)):
                 raise ValueError("frames contain non-finite values")
             gram = np.einsum("nij,nik->njk", f, f)
             if not np.allclose(gram, np.eye(3), atol=1e-6) or np.any(np.linalg.det(f) < 0):
                 raise ValueError("frames must be proper rotation matrices (orthonormal, det +1)")
-            return quat.from_matrix(f)
+            return quat.from_matrix(f).tolist()
         if f.shape == (n, 4):
-            unit = []
-            for w, x, y, z in f.tolist():  # plain floats: cheaper than numpy for a few rows
-                norm = math.sqrt(w * w + x * x + y * y + z * z)
-                if not math.isfinite(norm):
-                    raise ValueError("frames contain non-finite values")
-                if abs(norm - 1.0) > 1e-6:
-                    raise ValueError("frame quaternions must be unit length")
-                unit.append((w / norm, x / norm, y / norm, z / norm))
-            return np.array(unit)
+            return _unit_rows(f.tolist())
         raise ValueError(f"frames must have shape ({n}, 4) or ({n}, 3, 3), got {f.shape}")
 
     def __repr__(self) -> str:

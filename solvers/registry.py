@@ -45,6 +45,8 @@ from .tree import fabrik as tree_fabrik
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
 
+_CHECKED: dict = {}  # (id of the Method, given options with their types) -> (Method, checked complete options)
+
 
 @dataclass(frozen=True)
 class Option:
@@ -90,6 +92,21 @@ class Method:
         """Every option, checked: `given` over the defaults (themselves checked when declared)."""
         if not given:
             return self.defaults
+        # The same options come again and again (a chain's settings, solve after solve): what
+        # checked fine once is served from a small memo (types in the key: 1, 1.0 and True differ).
+        try:
+            key = tuple((name, type(value), value) for name, value in given.items())
+            known = _CHECKED.get((id(self), key))
+        except TypeError:  # an unhashable value: check it every time
+            key = known = None
+        if known is not None:
+            return dict(known[1])
+        merged = self._check_options(given)
+        if key is not None and len(_CHECKED) < 256:
+            _CHECKED[(id(self), key)] = (self, dict(merged))  # self kept: its id is not reused
+        return merged
+
+    def _check_options(self, given: dict) -> dict:
         names = {o.name: o for o in self.options}
         unknown = set(given) - set(names)
         if unknown:
