@@ -72,6 +72,9 @@ class ChainIKResult(bpy.types.PropertyGroup):
     cost: FloatProperty(name="Rotation Cost", description="Sum of bone-to-parent angles, degrees")
     time_ms: FloatProperty(name="Time", description="Read, solve and convert time in milliseconds")
     reached: BoolProperty(name="Reached")
+    reason: StringProperty(
+        name="Slower Path", description="Why a faster kernel did not serve the solve (empty when they all did)"
+    )
 
 
 def _live_changed(self, _context) -> None:

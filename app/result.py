@@ -24,26 +24,34 @@ def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=No
     r.time_ms = outcome.time_ms
     reached = outcome.reached
     if reached and error is not None and obj is not None:
-        reached = error <= world_tolerance(obj, outcome.spec)
+        reached = error <= world_tolerance(obj, outcome.spec, outcome.rig.names)
     if r.reached != reached:
         r.reached = reached
+    reason = outcome.reason
+    if r.reason != reason:
+        r.reason = reason
     if not item.has_result:
         item.has_result = True
 
 
 def result_line(outcome: ChainOutcome, error: float) -> str:
+    """The Solve report's line; it ends with why a faster kernel did not serve, if one did not."""
+    reason = outcome.reason
     return (
         f"chain '{outcome.spec.label}': {outcome.spec.method}, tip error {error:.3g},"
         f" {outcome.iterations} iteration(s), rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
+        + (f" ({reason})" if reason else "")
     )
 
 
-def world_tolerance(obj, spec: ChainSpec) -> float:
+def world_tolerance(obj, spec: ChainSpec, names=None) -> float:
     """The chain's tolerance as a world distance (0 in the settings: the solver's default share of
-    the chain's length), with room for the written pose's float32 channels."""
+    the chain's length), with room for the written pose's float32 channels. `names`: the chain's
+    bones when known (the solve read them)."""
     if spec.tolerance > 0.0:
         return spec.tolerance * (1.0 + 1e-6)
-    names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+    if names is None:
+        names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
     length = sum(obj.data.bones[n].length for n in names) * max(map(abs, obj.matrix_world.to_scale()))
     return solvers.DEFAULT_RELATIVE_TOLERANCE * length * (1.0 + 1e-3)
 

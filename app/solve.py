@@ -30,42 +30,24 @@ class ChainOutcome:
     def reached(self) -> bool:
         return self.solution.reached
 
-
-class PlainOutcome:
-    """A ChainOutcome from the plain path (see solve_plain): the same attributes, with `rig`
-    and `solution` (numpy-backed) built only when something asks for them."""
-
-    __slots__ = ("spec", "write", "error", "cost", "time_ms", "_chain", "_rows", "_rig", "_solution")
-
-    def __init__(self, spec: ChainSpec, chain, rows, write, error: float, cost: float, time_ms: float) -> None:
-        self.spec, self.write, self.error, self.cost, self.time_ms = spec, write, error, cost, time_ms
-        self._chain, self._rows = chain, rows  # rig.plain.PlainChain, solvers.RowsSolution
-        self._rig = self._solution = None
-
     @property
-    def rig(self) -> rig.RigChain:
-        if self._rig is None:
-            self._rig = self._chain.rig_chain()
-        return self._rig
-
-    @property
-    def solution(self) -> solvers.Solution:
-        if self._solution is None:
-            self._solution = self._rows.solution()
-        return self._solution
-
-    @property
-    def iterations(self) -> int:
-        return self._rows.iterations
-
-    @property
-    def reached(self) -> bool:
-        return self._rows.reached
+    def reason(self) -> str:
+        """Why a faster kernel did not serve this solve ('' when they all did): the solver's
+        plain-float kernel (solvers.Solution.reason) and the writer's quaternion kernel (rig.write)."""
+        parts = []
+        if self.solution.reason:
+            parts.append(f"general solver: {self.solution.reason}")
+        if isinstance(self.rig.pose_terms, str):
+            parts.append(f"general writer: {self.rig.pose_terms}")
+        return "; ".join(parts)
 
 
-def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome | PlainOutcome:
+def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome:
     """Solve one chain of `obj` (the original object) on the evaluated pose; compute, don't write.
 
+    One path for every chain and setting: rig.read_chain (or its stretched or rest-pose forms),
+    solvers.solve, rig.compute_pose. Faster kernels run inside the solve and the writer where they
+    can; where they cannot, the outcome's `reason` says why.
     `from_rest`: start from the chain bones' rest rotations instead of their current ones."""
     start = time.perf_counter()
     check_spec(obj, spec)
@@ -74,10 +56,6 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     target_eval = rig.evaluated(spec.target, depsgraph)
     space = rig.object_space(obj_eval)
     stretch = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
-    if stretch is None and _is_plain(spec) and not from_rest:
-        outcome = solve_plain(obj, obj_eval, target_eval, space, spec, start)
-        if outcome is not None:
-            return outcome
     scales = {}
     if stretch is None:
         rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
@@ -107,48 +85,6 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     error = space.world_distance(points[-1], target_world)
     cost = solvers.rotation_cost_one(rig_chain.chain, points)
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
-
-
-def _is_plain(spec: ChainSpec) -> bool:
-    """Settings the plain path takes: triangulation, no pole, no tip rotation, default iteration cap."""
-    return (
-        spec.method == "triangulation"
-        and spec.pole is None
-        and not (spec.use_rotation and spec.rotation_weight > 0.0)
-        and spec.max_iterations == 0
-        and spec.options.keys() <= {"fold_angle", "smooth_fold"}
-    )
-
-
-def solve_plain(obj, obj_eval, target_eval, space, spec: ChainSpec, start: float) -> PlainOutcome | None:
-    """`solve_spec`'s result for a plain chain (rig.plain) in plain floats and mathutils, or None:
-    the generic path then solves it, or raises the error this path stepped aside for."""
-    chain = rig.plain.read_plain(obj, obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
-    if chain is None:
-        return None
-    try:
-        target_world = rig.space.target_world_point(target_eval, spec.target_bone)
-        target = space.to_local_point(target_world)
-    except ValueError:
-        return None  # the generic path reports it (after any error of the chain, as always)
-    tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
-    options = spec.options
-    solved = solvers.solve_rows(
-        chain.rows,
-        chain.frames,
-        target,
-        tolerance,
-        fold_angle=options.get("fold_angle", 180.0),
-        smooth_fold=options.get("smooth_fold", 0.0),
-    )
-    if solved is None:
-        return None
-    write = rig.plain.plain_pose(chain, solved.rotations, spec.influence, spec.use_locks)
-    if write is None:
-        return None
-    error = space.world_distance(solved.points[-1], target_world)
-    elapsed = (time.perf_counter() - start) * 1e3
-    return PlainOutcome(spec, chain, solved, write, error, solved.rotation_cost(), elapsed)
 
 
 def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> dict:

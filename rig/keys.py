@@ -125,6 +125,8 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     """Those of `bones` whose rotation on playback is not what their keys say, by cause:
     "drivers" (a driver in use sets it), "muted F-Curves" (a muted curve or group is skipped),
     "F-Curve modifiers" (a modifier in use reshapes the curve). Empty causes are left out."""
+    if obj.animation_data is None:  # nothing animates the rig (Solve asks after every solve)
+        return {}
     pose = obj.pose.bones
     paths = {data_path(n, rotation_property(pose[n])): n for n in bones}
     found: dict[str, set[str]] = {"drivers": set(), "muted F-Curves": set(), "F-Curve modifiers": set()}

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Matrix
+from mathutils import Matrix, Quaternion
 
 from ..solvers import Chain
 from . import ik_settings
@@ -44,10 +44,68 @@ class RigChain:
     chain: Chain  # points: heads of the chain bones, then the reaching point
     # Chain bones with active constraints, when the read looked (read_chain); None: not known.
     constrained: tuple[str, ...] | None = field(default=None, compare=False)
+    # What the writer's quaternion kernel needs (read_chain, when every matrix is a similarity), or
+    # why it cannot serve: then rig.write goes through Bone.convert_local_to_pose.
+    pose_terms: PoseTerms | str = field(default="not read by rig.read_chain", compare=False)
 
     @property
     def n_bones(self) -> int:
         return len(self.names)
+
+
+@dataclass(frozen=True, slots=True)
+class PoseTerms:
+    """Per chain bone, what its new local rotation is made of when every pose matrix involved is a
+    rotation times a uniform scale (see rig.write): then basis' = (inherited')^-1 @ R_i @ F_i with
+    inherited' = P' @ rest_i (or rest_i alone), as Bone.convert_local_to_pose computes."""
+
+    frames: tuple[Quaternion, ...]  # F_i: evaluated armature-space rotation (unit)
+    rests: tuple[Quaternion, ...]  # rest rotation in the parent (Bone.matrix), or Bone.matrix_local
+    inherits: tuple[bool, ...]  # the rest rotation follows the parent's pose rotation
+    parent_frame: Quaternion | None  # the root's parent's pose rotation (None: no parent)
+
+
+# A pose matrix counts as a similarity (rotation x uniform scale) when its unit axes are
+# orthogonal within this (cosine) and its axis lengths agree within this fraction. Then the
+# Gram matrix of any rotation of it deviates from c*I by < 5e-5 c (Frobenius), so the rigidity
+# check (RIGID_TOLERANCE = 1e-3, max entry) could not refuse a bone inheriting it.
+SIMILAR = 1e-5
+# Axis lengths allowed at every chain bone and its parent: a bone's own scale then stays within
+# 1e-2..1e2, far from the rigidity check's zero-scale threshold (|det| < 1e-12).
+SCALE_RANGE = (0.1, 10.0)
+
+
+def _dissimilar(m3: Matrix) -> str:
+    """Why `m3` is not a rotation times a uniform scale (within SIMILAR, axes in SCALE_RANGE); ''."""
+    lo, _, hi = sorted(m3.to_scale())
+    if not (SCALE_RANGE[0] <= lo and hi <= SCALE_RANGE[1]):
+        return "a scale outside 0.1..10"
+    if hi - lo > SIMILAR * hi or m3.is_negative or not m3.normalized().is_orthogonal_axis_vectors:
+        return "a non-uniform or negative scale"
+    return ""
+
+
+def pose_terms(bones, frames, mats, parent_matrix: Matrix | None) -> PoseTerms | str:
+    """The writer's PoseTerms for chain `bones` posed at `mats` with unit `frames`, or why not."""
+    parent_frame = None
+    if parent_matrix is not None:
+        m3 = parent_matrix.to_3x3()
+        why = _dissimilar(m3)
+        if why:
+            return f"the chain's parent bone has {why}"
+        parent_frame = m3.to_quaternion()
+    rests, inherits = [], []
+    has_parent = parent_frame is not None
+    for pb, m in zip(bones, mats, strict=True):
+        why = _dissimilar(m.to_3x3())
+        if why:
+            return f"bone '{pb.name}' has {why}"
+        bone = pb.bone
+        inherit = has_parent and bone.use_inherit_rotation
+        rests.append((bone.matrix if inherit else bone.matrix_local).to_quaternion())
+        inherits.append(inherit)
+        has_parent = True
+    return PoseTerms(tuple(frames), tuple(rests), tuple(inherits), parent_frame)
 
 
 def chain_pose_bones(obj, tip: str, length: int, use_tail: bool = True) -> tuple[list, object]:
@@ -113,37 +171,51 @@ def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limit
     points.append((end.tail if use_tail else end.head)[:])
     parent = bones[0].parent
     parent_matrix = None if parent is None else parent.matrix.copy()
+    frames = [m.to_quaternion().normalized() for m in mats]
     # Finite pose and the solver's chain first, then the rigidity check: the same order of errors as before.
-    chain = _solver_chain(tip, bones, mats, points, parent_matrix, use_limits)
-    constrained = tuple(b.name for b, m in zip(bones, mats, strict=True) if _check_rigid(b, m))
-    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, constrained)
+    chain = _solver_chain(tip, bones, frames, points, parent_matrix, use_limits)
+    terms = pose_terms(bones, frames, mats, parent_matrix)
+    if isinstance(terms, str):
+        constrained = tuple(b.name for b, m in zip(bones, mats, strict=True) if _check_rigid(b, m))
+    else:  # similarities throughout: the rigidity check could not refuse any bone (see SIMILAR)
+        constrained = tuple(b.name for b in bones if _constrained(b))
+    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, constrained, terms)
 
 
 def assemble(
-    names, tip: str, use_tail: bool, bones, mats, points, parent_matrix: Matrix | None, use_limits: bool
+    names,
+    tip: str,
+    use_tail: bool,
+    bones,
+    mats,
+    points,
+    parent_matrix: Matrix | None,
+    use_limits: bool,
+    why: str = "the chain is posed from given rotations, not read",
 ) -> RigChain:
     """The RigChain of chain bones posed at `mats` (armature space) reaching `points[-1]`
     ((n+1, 3), an array or rows of floats): the solver's Chain with frames, and joint
-    limits from the bones' IK settings if asked."""
-    chain = _solver_chain(tip, bones, mats, points, parent_matrix, use_limits)
-    return RigChain(names, tip, use_tail, mats, parent_matrix, chain)
+    limits from the bones' IK settings if asked. `why`: why the writer's quaternion kernel is
+    not given terms for this pose (see PoseTerms)."""
+    frames = [m.to_quaternion().normalized() for m in mats]
+    chain = _solver_chain(tip, bones, frames, points, parent_matrix, use_limits)
+    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, pose_terms=why)
 
 
-def _solver_chain(tip: str, bones, mats, points, parent_matrix: Matrix | None, use_limits: bool) -> Chain:
+def _solver_chain(tip: str, bones, frames, points, parent_matrix: Matrix | None, use_limits: bool) -> Chain:
     if isinstance(points, np.ndarray):
         finite = bool(np.all(np.isfinite(points)))
     else:
         finite = all(map(math.isfinite, itertools.chain.from_iterable(points)))
     if not finite:
         raise ValueError(f"the pose of chain '{tip}' is not finite")
-    frames = [m.to_quaternion().normalized()[:] for m in mats]
     joints = {}
     limits = ik_settings.read_limits(bones) if use_limits else None
     if limits is not None:
         reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
         joints = {"limits": limits, "reference": reference, "base_frame": base}
     try:
-        return Chain(points, frames, **joints)
+        return Chain(points, [q[:] for q in frames], **joints)
     except ValueError as exc:
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc
 
@@ -172,12 +244,16 @@ def _check_rigid(pbone, pose: Matrix) -> bool:
     return check_rigid_pose(pbone, pose, pbone.matrix_basis)
 
 
+def _constrained(pbone) -> bool:
+    constraints = pbone.constraints
+    return bool(constraints) and any(c.enabled and c.influence > 0.0 for c in constraints)
+
+
 def check_rigid_pose(pbone, pose: Matrix, basis: Matrix) -> bool:
     """`_check_rigid` for the bone posed at `pose` by the local matrix `basis` (rig.stretch
     checks the chain with its own stretch divided out)."""
-    for c in pbone.constraints:
-        if c.enabled and c.influence > 0.0:
-            return True
+    if _constrained(pbone):
+        return True
     basis = basis.to_3x3()
     if abs(basis.determinant()) < 1e-12:
         raise ValueError(f"bone '{pbone.name}' has zero scale")

@@ -102,7 +102,8 @@ def read_stretched(
     parent = bones[0].parent
     parent_matrix = None if parent is None else pose.matrix(parent.name)
     rows = [p[:] for p in new_points]
-    rig_chain = read.assemble(names, tip, use_tail, bones, tuple(new_mats), rows, parent_matrix, use_limits)
+    why = "IK stretch scales the bones"
+    rig_chain = read.assemble(names, tip, use_tail, bones, tuple(new_mats), rows, parent_matrix, use_limits, why)
     scales = {n: y for n, y, wi in zip(names, channels, w, strict=True) if wi > 0.0}
     return rig_chain, scales
 

@@ -23,7 +23,7 @@ import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
 from . import modes
-from .read import RigChain
+from .read import PoseTerms, RigChain
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,20 @@ class PoseWrite:
     scales_before: dict[str, float] = field(default_factory=dict, compare=False)
 
 
-def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
-    """New armature-space pose matrices of the chain bones, root first."""
+def _rotation_rows(rig: RigChain, rotations) -> list:
+    """The solver's (n, 4) rotations as rows of floats, or ValueError."""
     rot = np.asarray(rotations, dtype=float)
     if rot.shape != (rig.n_bones, 4):
         raise ValueError("the solver returned invalid rotations")
     rows = rot.tolist()
     if not all(map(math.isfinite, itertools.chain.from_iterable(rows))):
         raise ValueError("the solver returned invalid rotations")
+    return rows
+
+
+def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
+    """New armature-space pose matrices of the chain bones, root first."""
+    rows = _rotation_rows(rig, rotations)
     out: list[Matrix] = []
     olds = rig.pose_matrices
     head = olds[0].translation.copy()
@@ -82,26 +88,16 @@ def compute_pose(
     """
     if not (0.0 <= influence <= 1.0):
         raise ValueError(f"influence must be within 0..1, got {influence}")
-    matrices = solved_pose_matrices(rig, rotations)
+    pose_bones = obj.pose.bones
+    if isinstance(rig.pose_terms, PoseTerms):
+        local_rotations = _turned_locals(rig.pose_terms, _rotation_rows(rig, rotations))
+    else:
+        local_rotations = _converted_locals(pose_bones, rig, solved_pose_matrices(rig, rotations))
     values: dict[str, tuple[float, ...]] = {}
     before: dict[str, tuple[float, ...]] = {}
     locked, constrained = [], []
-    parent_pose = rig.parent_matrix
-    pose_bones = obj.pose.bones
-    parent_local = None  # the parent's rest matrix (the chain is a parent walk: the bone before, after the root)
-    for i, (name, pose) in enumerate(zip(rig.names, matrices, strict=True)):
+    for name, q in zip(rig.names, local_rotations, strict=True):
         pbone = pose_bones[name]
-        bone = pbone.bone
-        local = bone.matrix_local
-        if i == 0 and bone.parent is not None:
-            parent_local = bone.parent.matrix_local
-        if parent_local is not None and parent_pose is not None:
-            basis = bone.convert_local_to_pose(
-                pose, local, parent_matrix=parent_pose, parent_matrix_local=parent_local, invert=True
-            )
-        else:
-            basis = bone.convert_local_to_pose(pose, local, invert=True)
-        q = basis.to_quaternion()
         mode = pbone.rotation_mode
         current = before[name] = modes.channel_values(pbone, mode)
         if influence < 1.0:
@@ -114,12 +110,46 @@ def compute_pose(
         values[name] = vals
         if lock[0] or lock[1] or lock[2] or lock_w:
             locked.append(name)
-        parent_pose, parent_local = pose, local
     if rig.constrained is not None:
         constrained = list(rig.constrained)
     else:
         constrained = [n for n in rig.names if any(c.enabled and c.influence > 0.0 for c in pose_bones[n].constraints)]
     return PoseWrite(values, tuple(locked), tuple(constrained), before)
+
+
+def _turned_locals(terms: PoseTerms, rows: list) -> list[Quaternion]:
+    """Each bone's new local rotation from quaternions alone (the kernel for similarities; see
+    read.PoseTerms): what Bone.convert_local_to_pose gives there, without a call per bone."""
+    out = []
+    parent = terms.parent_frame
+    for row, frame, rest, inherit in zip(rows, terms.frames, terms.rests, terms.inherits, strict=True):
+        new = Quaternion(row).normalized() @ frame
+        inherited = parent @ rest if inherit else rest
+        out.append(inherited.conjugated() @ new)
+        parent = new
+    return out
+
+
+def _converted_locals(pose_bones, rig: RigChain, matrices: list[Matrix]) -> list[Quaternion]:
+    """Each bone's new local rotation through Bone.convert_local_to_pose (any bone settings and
+    scales), root to tip with the new parent matrix."""
+    out = []
+    parent_pose = rig.parent_matrix
+    parent_local = None  # the parent's rest matrix (the chain is a parent walk: the bone before, after the root)
+    for i, (name, pose) in enumerate(zip(rig.names, matrices, strict=True)):
+        bone = pose_bones[name].bone
+        local = bone.matrix_local
+        if i == 0 and bone.parent is not None:
+            parent_local = bone.parent.matrix_local
+        if parent_local is not None and parent_pose is not None:
+            basis = bone.convert_local_to_pose(
+                pose, local, parent_matrix=parent_pose, parent_matrix_local=parent_local, invert=True
+            )
+        else:
+            basis = bone.convert_local_to_pose(pose, local, invert=True)
+        out.append(basis.to_quaternion())
+        parent_pose, parent_local = pose, local
+    return out
 
 
 def snapshot(obj, names) -> dict[str, tuple[float, ...]]:

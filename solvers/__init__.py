@@ -14,7 +14,6 @@ from .metrics import rotation_cost, rotation_cost_one
 from .registry import REGISTRY, Method, Option
 from .result import BatchSolution, SequenceSolution, Solution
 from .sequence import solve_sequence
-from .single import RowsSolution, solve_rows
 from .skeleton import Effector, Skeleton, SkeletonSolution, solve_skeleton
 
 __all__ = [
@@ -24,8 +23,6 @@ __all__ = [
     "solve",
     "solve_batch",
     "solve_sequence",
-    "solve_rows",
-    "RowsSolution",
     "SequenceSolution",
     "METHODS",
     "Skeleton",

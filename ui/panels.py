@@ -150,6 +150,8 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
                 icon="CHECKMARK" if r.reached else "ERROR",
             )
             box.label(text=f"Tip error {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
+            if r.reason:  # a faster kernel could not serve: say which part and why
+                box.label(text=r.reason, icon="INFO")
         else:
             layout.label(text="Not solved yet")
         layout.operator("chain_ik.compare", icon="SORTSIZE")

@@ -1,6 +1,6 @@
 """The triangulation pass on plain floats: one solve, root to tip (see batch.py for the method).
 
-Shared by `kernels.one`, `solvers.single` and `sequence.solve_steps`, which carries the
+Shared by `kernels.one` and `sequence.solve_steps`, which carries the
 solved directions from frame to frame without building a Chain per frame.
 """
 

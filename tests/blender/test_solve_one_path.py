@@ -1,4 +1,6 @@
-"""The Solve path's plain route (rig.plain + solvers.solve_rows) against the generic one.
+"""The one Solve path (rig.read_chain, solvers.solve, rig.compute_pose) with its faster kernels
+against the same path with the writer's quaternion kernel switched off (Bone.convert_local_to_pose
+for every bone), and the reasons it gives where a faster kernel cannot serve.
 
 Every case solves the same chain both ways in the same state and compares: the
 solver's points and rotations to the bit, the written channel values to float32
@@ -35,22 +37,28 @@ def _spec(run, target, tip="hand", length=3, **fields):
 
 
 def _both(run, monkeypatch, obj, spec):
-    """(plain-route outcome, generic outcome) of the same solve in the current state."""
+    """(outcome, outcome with the writer's quaternion kernel off) of the same solve in the current state."""
+    from chain_ik.rig import read
+
     bpy.context.view_layer.update()
     depsgraph = bpy.context.evaluated_depsgraph_get()
     fast = run.solve_spec(obj, spec, depsgraph)
     with monkeypatch.context() as m:
-        m.setattr(run, "_is_plain", lambda spec: False)
+        m.setattr(read, "pose_terms", lambda *args: "off in this test")
         slow = run.solve_spec(obj, spec, depsgraph)
+    assert "general writer: off in this test" in slow.reason
     return fast, slow
 
 
 def _assert_same(run, fast, slow) -> None:
-    assert isinstance(fast, run.PlainOutcome), "the plain route was not taken"
-    assert isinstance(slow, run.ChainOutcome)
+    from chain_ik.rig.read import PoseTerms
+
+    assert isinstance(fast.rig.pose_terms, PoseTerms), f"the quaternion kernel was not taken: {fast.reason}"
+    assert "general writer" not in fast.reason
     np.testing.assert_array_equal(fast.solution.points, slow.solution.points)
     np.testing.assert_array_equal(fast.solution.rotations, slow.solution.rotations)
-    assert (fast.error, fast.cost, fast.iterations, fast.reached) == (slow.error, slow.cost, 1, slow.reached)
+    figures = [(o.error, o.cost, o.iterations, o.reached) for o in (fast, slow)]
+    assert figures[0] == figures[1]
     assert fast.rig.names == slow.rig.names and fast.rig.parent_matrix == slow.rig.parent_matrix
     np.testing.assert_array_equal(fast.rig.chain.points, slow.rig.chain.points)
     np.testing.assert_array_equal(fast.rig.chain.frames, slow.rig.chain.frames)
@@ -80,7 +88,7 @@ def _solve_and_check(run, monkeypatch, obj, spec, rng, names=CHAIN, rounds=3) ->
     "xform", [transform(), transform((1, -2, 0.5), (0.4, -0.3, 1.1), (1.5, 0.5, 2.0)), transform(scale=(-1, 1.2, 1))]
 )
 @pytest.mark.parametrize("mode", MODES)
-def test_every_rotation_mode_matches_the_generic_route(scene, run, monkeypatch, mode, xform):
+def test_every_rotation_mode_matches_the_general_writer(scene, run, monkeypatch, mode, xform):
     obj = bent_rolled_disconnected(matrix_world=xform)
     for name in CHAIN:
         obj.pose.bones[name].rotation_mode = mode
@@ -102,7 +110,7 @@ def test_every_rotation_mode_matches_the_generic_route(scene, run, monkeypatch, 
         "tolerance",
     ],
 )
-def test_options_match_the_generic_route(scene, run, monkeypatch, case):
+def test_options_match_the_general_writer(scene, run, monkeypatch, case):
     obj = bent_rolled_disconnected()
     spec = _spec(run, add_empty())
     names = CHAIN
@@ -140,49 +148,77 @@ def test_options_match_the_generic_route(scene, run, monkeypatch, case):
     _solve_and_check(run, monkeypatch, obj, spec, np.random.default_rng(3), names)
 
 
-def test_the_operator_takes_the_plain_route_and_stores_its_result(scene, run, monkeypatch):
+def test_the_operator_takes_the_fast_kernels_and_stores_its_result(scene, run, monkeypatch):
     obj = straight_chain(5)
     target = add_empty(location=(1.0, 0.5, 3.0))
     item = obj.chain_ik.chains.add()
     item.tip, item.chain_length, item.target = "b4", 5, target
     taken = []
-    solve_plain = run.solve_plain
-    monkeypatch.setattr(run, "solve_plain", lambda *a: taken.append(solve_plain(*a)) or taken[-1])
+    solve_spec = run.solve_spec
+    monkeypatch.setattr(run, "solve_spec", lambda *a, **k: taken.append(solve_spec(*a, **k)) or taken[-1])
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
-    assert isinstance(taken[0], run.PlainOutcome)
+    assert taken[0].reason == "" and taken[0].solution.reason == ""
     result = item.result
-    assert (result.method, result.iterations, result.reached) == ("triangulation", 1, True)
+    assert (result.method, result.iterations, result.reached, result.reason) == ("triangulation", 1, True, "")
     written = float(np.linalg.norm(world_point(obj, "b4") - np.array(target.location)))
     assert written < 1e-4 and result.cost == pytest.approx(taken[0].cost)
     assert result.error == pytest.approx(written, abs=1e-7)  # measured on the written (float32) pose
 
 
-def _generic_only(run, monkeypatch, obj, spec):
+def test_where_a_faster_kernel_cannot_serve_the_result_says_why(scene, run):
+    obj = straight_chain(3)
+    target = add_empty(location=(0.5, 0.6, 1.8))
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, target
+    obj.pose.bones["b1"].use_ik_limit_x = True  # joint limits: the numpy solver
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert item.result.reason.startswith("general solver: joint limits")
+    obj.pose.bones["b1"].use_ik_limit_x = False
+    obj.pose.bones["b1"].ik_stretch = 0.5  # IK stretch: the bones are scaled, Bone.convert_local_to_pose writes
+    target.location = (0.0, 0.0, 9.0)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert item.result.reason == "general writer: IK stretch scales the bones"
+    obj.pose.bones["b1"].ik_stretch = 0.0
+    obj.pose.bones["b1"].scale = (1.0, 1.0, 1.0)  # the stretch the last solve wrote
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert item.result.reason == ""
+
+
+def _writer_declined(run, monkeypatch, obj, spec, why: str):
     fast, slow = _both(run, monkeypatch, obj, spec)
-    assert isinstance(fast, run.ChainOutcome) and type(fast) is type(slow)
+    assert fast.reason == f"general writer: {why}"
     assert fast.write.values == slow.write.values
     return fast
 
 
-def test_chains_outside_the_plain_case_take_the_generic_route(scene, run, monkeypatch):
+def test_every_method_and_goal_takes_the_one_path(scene, run, monkeypatch):
     obj = bent_rolled_disconnected()
     target = add_empty(location=(0.5, 0.6, 1.8))
-    for fields in ({"method": "fabrik"}, {"pole": add_empty("Pole", (1, 0, 1))}, {"use_rotation": True}):
-        _generic_only(run, monkeypatch, obj, _spec(run, target, **fields))
+    rng = np.random.default_rng(4)
+    pole = add_empty("Pole", (1, 0, 1))
+    for fields in ({"method": "fabrik"}, {"method": "ccd"}, {"pole": pole}, {"use_rotation": True}):
+        _solve_and_check(run, monkeypatch, obj, _spec(run, target, **fields), rng, rounds=1)
+
+
+def test_scaled_bones_are_written_through_the_general_writer(scene, run, monkeypatch):
+    obj = bent_rolled_disconnected()
+    target = add_empty(location=(0.5, 0.6, 1.8))
     pbones = obj.pose.bones
     constraint = pbones["fore"].constraints.new("COPY_SCALE")
     constraint.influence = 0.3
-    assert _generic_only(run, monkeypatch, obj, _spec(run, target)).write.constrained == ("fore",)
+    fast, slow = _both(run, monkeypatch, obj, _spec(run, target))
+    _assert_same(run, fast, slow)
+    assert fast.write.constrained == ("fore",)
     pbones["fore"].constraints.remove(constraint)
-    pbones["upper"].scale = (1.0, 1.4, 1.0)  # the child's Inherit Scale decides: generic check
+    pbones["upper"].scale = (1.0, 1.4, 1.0)  # the child's Inherit Scale decides: the rigidity check
     obj.data.bones["fore"].inherit_scale = "NONE"
-    _generic_only(run, monkeypatch, obj, _spec(run, target))
+    _writer_declined(run, monkeypatch, obj, _spec(run, target), "bone 'upper' has a non-uniform or negative scale")
     obj.data.bones["fore"].inherit_scale = "FULL"
     with pytest.raises(ValueError, match="bone 'fore' inherits a non-uniform scale"):
         run.solve_spec(obj, _spec(run, target), bpy.context.evaluated_depsgraph_get())
 
 
-def test_errors_are_the_generic_routes(scene, run):
+def test_errors_are_the_read_checks(scene, run):
     obj = bent_rolled_disconnected()
     target = add_empty(location=(0.5, 0.6, 1.8))
     depsgraph = bpy.context.evaluated_depsgraph_get()
@@ -266,9 +302,11 @@ def test_ik_setting_and_lock_changes_are_seen(scene, run, monkeypatch):
     fore.ik_min_z, fore.ik_max_z = -1.0, 1.0  # the range a Limit Z uses
     for setting in ("lock_ik_x", "use_ik_limit_z", "ik_stiffness_y"):
         setattr(fore, setting, 0.5 if setting.startswith("ik_") else True)
-        _generic_only(run, monkeypatch, obj, spec)  # limits apply: the generic route
+        fast, slow = _both(run, monkeypatch, obj, spec)  # limits apply: the numpy solver
+        _assert_same(run, fast, slow)
+        assert fast.reason.startswith("general solver: joint limits")
         spec = replace(spec, use_limits=False)
-        _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)  # ignored: plain again
+        _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)  # ignored: the float kernel again
         spec = replace(spec, use_limits=True)
         setattr(fore, setting, 0.0 if setting.startswith("ik_") else False)
         _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)
@@ -288,4 +326,6 @@ def test_scale_and_constraint_changes_are_seen(scene, run, monkeypatch):
     obj.pose.bones["root"].scale = (1.5, 1.5, 1.5)
     _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)
     obj.pose.bones["hand"].constraints.new("COPY_LOCATION")
-    assert _generic_only(run, monkeypatch, obj, spec).write.constrained == ("hand",)
+    fast, slow = _both(run, monkeypatch, obj, spec)
+    _assert_same(run, fast, slow)
+    assert fast.write.constrained == ("hand",)
