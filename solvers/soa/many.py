@@ -13,6 +13,7 @@ from ..result import BatchSolution
 from . import ccd, fabrik, jacobian, loop
 
 KERNEL = "block kernel"
+CHUNK = 32768  # targets per block run: bounds the work arrays (20 bones: ~16 MB each)
 
 
 def reason(chain: Chain, method: str, options: dict) -> str | None:
@@ -31,6 +32,14 @@ def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap:
         step = jacobian.make_step(chain, options["damping"], options["max_step"])
         general = numpy_jacobian.make_step(chain, **options)
     m, n = targets.shape[0], chain.n_bones
+    if m > CHUNK:  # independent targets: solve them in chunks and stack
+        parts = [solve(chain, targets[k : k + CHUNK], method, tolerance, cap, options) for k in range(0, m, CHUNK)]
+        return BatchSolution(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in ("points", "rotations", "iterations")),
+            np.concatenate([p.error for p in parts]),
+            np.concatenate([p.reached for p in parts]),
+            method,
+        )
     with np.errstate(all="ignore"):  # NaN marks an undefined step; `loop.run` redoes it
         points, iterations = loop.run(chain, targets, tolerance, cap, step, general)
         rotations = loop.swing_rotations(chain, points)

@@ -123,3 +123,15 @@ def test_limited_chains_keep_the_general_code_with_the_reason(method):
     solved = solvers.solve_batch(chain, [[0.5, 1.5, 0.0], [1.0, 1.0, 0.0]], method=method)
     assert "joint limits" in solved.reason
     assert solved[0].reason == solved.reason
+
+
+def test_chunks_of_targets_join_seamlessly(monkeypatch):
+    from solvers.soa import many
+
+    chain = solvers.Chain([[0, 0, 0], [0, 2, 0], [1, 3, 0], [1, 4, 1]])
+    targets = np.random.default_rng(9).uniform(-4.0, 4.0, size=(50, 3))
+    whole = solvers.solve_batch(chain, targets, method="fabrik")
+    monkeypatch.setattr(many, "CHUNK", 7)
+    chunked = solvers.solve_batch(chain, targets, method="fabrik")
+    for field in ("points", "rotations", "iterations", "error", "reached"):
+        np.testing.assert_array_equal(getattr(chunked, field), getattr(whole, field))
