@@ -15,49 +15,28 @@ from their input rotation, and each pole spins its effector's own segment.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import limits as joint_limits
 from ..kernels.floats import multiply, normalize4, rotate
-from . import best_rotation, conjugate, end_point, forward, rows, to_locals
-from .fabrik import _free_twist, _scaled, _worst
+from . import best_rotation, conjugate, end_point, forward, rows
+from .fabrik import _scaled, free_twist
 from .plan import make_plan
-from .poles import apply_poles
+from .run import run
 
-STALL = 1e-12  # as fabrik.STALL
 AXES = ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0))
 
 
 def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
-    from ..skeleton import finish
-
+    """The registry's `tree` kernel for CCD (solvers.registry)."""
     plan = make_plan(skeleton, effectors)
-    limits = skeleton.limits
-    start = np.array(local, dtype=float)
-    if limits is not None:
-        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
-    current = rows(start)
-    frames, heads = forward(skeleton, current)
     step = plan.steps.get("ccd")
     if step is None:
         step = plan.steps["ccd"] = make_step(skeleton, plan, effectors)
-    ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
-    iterations = 0
-    stall = max(STALL * plan.length, 0.01 * tolerance)  # as fabrik.solve
-    while iterations < max_iterations and _worst(ends, plan.targets) > tolerance:
-        step(current, frames, heads)
-        iterations += 1
-        new_ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
-        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
-        ends = new_ends
-        if moved <= stall:
-            break
-    free = set() if limits is not None else _free_twist(skeleton, plan)
-    solved = to_locals(skeleton, start, frames, plan.moved, free)
-    solved = apply_poles(skeleton, solved, effectors, plan)
-    return finish(skeleton, solved, effectors, tolerance, iterations, "ccd")
+    free = plan.steps.get("free")
+    if free is None:
+        free = plan.steps["free"] = free_twist(skeleton, plan)
+    return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "ccd", free)
 
 
 def make_step(skeleton, plan, effectors):

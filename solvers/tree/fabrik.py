@@ -31,13 +31,10 @@ import numpy as np
 from .. import limits as joint_limits
 from ..chain import perpendicular
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate, swing, unit
-from . import best_rotation, conjugate, end_point, forward, rows, side, slerp, to_locals
+from . import best_rotation, conjugate, rows, side, slerp
 from .plan import make_plan
-from .poles import apply_poles
+from .run import run
 
-# An iteration moving no effector end more than this fraction of the moved bones' length
-# has stalled (as iterate.STALL for chains): stop rather than spin.
-STALL = 1e-12
 # Chain passes per iteration on each segment of a tree with sub-bases.
 INNER = 8
 SHELL_MARGIN = 1e-2
@@ -47,44 +44,20 @@ HOLD = 0.1
 
 
 def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
-    from ..skeleton import finish
-
+    """The registry's `tree` kernel for FABRIK (solvers.registry)."""
     if options.get("placement", "line") != "line":
         return "the tree passes place joints on lines (placement 'line'); sphere placement is for chains"
     plan = make_plan(skeleton, effectors)
-    limits = skeleton.limits
-    start = np.array(local, dtype=float)
-    if limits is not None:
-        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
-    current = rows(start)
-    frames, heads = forward(skeleton, current)
-    ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
     step = plan.steps.get(("fabrik", tolerance))
     if step is None:
         step = plan.steps[("fabrik", tolerance)] = make_step(skeleton, plan, tolerance)
-    iterations = 0
-    # Conflicting goals settle on a compromise, approached geometrically: stop once no
-    # effector end moves a hundredth of the tolerance in an iteration.
-    stall = max(STALL * plan.length, 0.01 * tolerance)
-    while iterations < max_iterations and _worst(ends, plan.targets) > tolerance:
-        step(current, frames, heads)
-        iterations += 1
-        new_ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
-        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
-        ends = new_ends
-        if moved <= stall:
-            break
-    free = set() if limits is not None else _free_twist(skeleton, plan)
-    solved = to_locals(skeleton, start, frames, plan.moved, free)
-    solved = apply_poles(skeleton, solved, effectors, plan)
-    return finish(skeleton, solved, effectors, tolerance, iterations, "fabrik")
+    free = plan.steps.get("free")
+    if free is None:
+        free = plan.steps["free"] = free_twist(skeleton, plan)
+    return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "fabrik", free)
 
 
-def _worst(ends: list[tuple], targets: list[tuple]) -> float:
-    return max(math.dist(a, b) for a, b in zip(ends, targets, strict=True))
-
-
-def _free_twist(skeleton, plan) -> set[int]:
+def free_twist(skeleton, plan) -> set[int]:
     """Moved bones whose twist no goal sees: no orientation goal, every goal point on the link."""
     links = rows(skeleton.links)
     free = set()

@@ -1,0 +1,66 @@
+"""The iteration loop shared by the tree kernels: start, iterate a step, stop, finish."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import limits as joint_limits
+from . import end_point, forward, rows, to_locals
+from .plan import Plan
+from .poles import apply_poles
+
+# An iteration moving no effector end more than this fraction of the moved bones' length has
+# stalled (as iterate.STALL for chains), and one moving none a hundredth of the tolerance has
+# settled on the compromise of conflicting goals.
+STALL = 1e-12
+# Settled too: the weighted sum of squared errors changing by less than this fraction of itself
+# in an iteration (conflicting goals approach their compromise slowly; reachable ones shrink it
+# by a steady factor, far from 1).
+SETTLE = 1e-4
+
+
+def run(
+    skeleton,
+    local: np.ndarray,
+    effectors,
+    plan: Plan,
+    step: Callable,
+    tolerance: float,
+    max_iterations: int,
+    method: str,
+    free_twist: set[int],
+):
+    """Iterate `step(local, frames, heads)` (lists of tuples, in place) from `local` clamped into
+    the limits until every effector is within `tolerance`, the cap, or it settles; then the local
+    rotations (`free_twist` bones as minimal swings, see tree.to_locals), poles, and the result
+    measured by skeleton.finish."""
+    from ..skeleton import finish
+
+    limits = skeleton.limits
+    start = np.array(local, dtype=float)
+    if limits is not None:
+        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
+    current = rows(start)
+    frames, heads = forward(skeleton, current)
+    bones = [e.bone for e in effectors]
+    ends = [end_point(skeleton, frames, heads, b) for b in bones]
+    errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
+    cost = sum(w * e * e for w, e in zip(plan.weights, errors, strict=True))
+    stall = max(STALL * plan.length, 0.01 * tolerance)
+    iterations = 0
+    while iterations < max_iterations and max(errors) > tolerance:
+        step(current, frames, heads)
+        iterations += 1
+        new_ends = [end_point(skeleton, frames, heads, b) for b in bones]
+        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
+        ends = new_ends
+        errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
+        cost, last = sum(w * e * e for w, e in zip(plan.weights, errors, strict=True)), cost
+        if moved <= stall or abs(last - cost) <= SETTLE * cost:
+            break
+    solved = to_locals(skeleton, start, frames, plan.moved, set() if limits is not None else free_twist)
+    solved = apply_poles(skeleton, solved, effectors, plan)
+    return finish(skeleton, solved, effectors, tolerance, iterations, method)
