@@ -29,7 +29,7 @@ from ..solvers import quat
 from ..solvers.limits import JointLimits
 from ..solvers.skeleton import Skeleton
 from . import ik_settings, modes
-from .read import RIGID_TOLERANCE, ZERO_LINK, chain_pose_bones, check_rigid_bones
+from .read import ZERO_LINK, chain_pose_bones, check_rigid_bones
 
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
 
@@ -63,18 +63,12 @@ class TreeLayout:
     """What a tree's reading needs that only the armature's structure decides (read once per bake)."""
 
     names: tuple[str, ...]  # the union's bones, depth-first (parents first)
-    indices: np.ndarray  # their positions in pose.bones
     parents: tuple[int, ...]  # skeleton parent per bone, -1 for a root
     effectors: tuple[int, ...]  # per chain: the index of its end bone
     ends: tuple[tuple[tuple[str, bool], ...], ...]  # per bone: (tip, use_tail) of the chains ending on it
     rests: np.ndarray  # (n, 4) Bone.matrix per bone (a root not inheriting rotation: Bone.matrix_local)
     root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
     limits: JointLimits | None
-
-    @property
-    def inner(self) -> np.ndarray:
-        """Indices of the bones with a skeleton parent."""
-        return np.array([i for i, p in enumerate(self.parents) if p != -1], dtype=int)
 
 
 def tree_layout(obj, chains) -> TreeLayout:
@@ -131,7 +125,6 @@ def tree_layout(obj, chains) -> TreeLayout:
             rests[i] = pbs[i].bone.matrix_local.to_quaternion().normalized()[:]
     return TreeLayout(
         names,
-        np.array([index[n] for n in names], dtype=int),
         tuple(parents),
         tuple(where[e] for e in end_names),
         tuple(tuple(ends.get(n, ())) for n in names),
@@ -139,30 +132,6 @@ def tree_layout(obj, chains) -> TreeLayout:
         tuple(roots),
         ik_settings.read_limits(pbs),
     )
-
-
-def _all(collection, prop: str, count: int, width: int) -> np.ndarray:
-    values = np.empty(count * width, dtype=np.float32)
-    collection.foreach_get(prop, values)
-    return values.astype(float)
-
-
-def _check_rigid(obj_eval, names, mats: np.ndarray, basis: np.ndarray) -> None:
-    """read.check_rigid_bones, vectorised for the common case: when every bone's inherited
-    transform is a similarity, nothing to refuse; otherwise the per-bone check decides (and
-    names the bone; it also skips constrained bones)."""
-    # Inverse by cross products of the basis columns (np.linalg's LAPACK calls cost ~100x more here).
-    b0, b1, b2 = basis[:, 0, :3], basis[:, 1, :3], basis[:, 2, :3]  # columns (foreach_get is column-major)
-    rows = np.stack((quat.cross(b1, b2), quat.cross(b2, b0), quat.cross(b0, b1)), axis=1)
-    det = np.sum(b0 * rows[:, 0], axis=1)
-    if np.all(np.abs(det) >= 1e-12):
-        inherited = mats[:, :3, :3] @ (rows / det[:, None, None])
-        gram = inherited.transpose(0, 2, 1) @ inherited
-        c = np.trace(gram, axis1=1, axis2=2) / 3.0
-        deviation = np.abs(gram - c[:, None, None] * np.eye(3)).max(axis=(1, 2))
-        if np.all(c > 0.0) and np.all(deviation <= RIGID_TOLERANCE * c):
-            return
-    check_rigid_bones(obj_eval, names)
 
 
 def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
@@ -175,39 +144,40 @@ def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[
     layout = tree_layout(obj, chains) if layout is None else layout
     names = layout.names
     pose = obj_eval.pose.bones
-    # One foreach_get per property for all bones (the per-bone RNA access was most of a read).
-    count = len(pose)
-    mats = _all(pose, "matrix", count, 16).reshape(count, 4, 4).transpose(0, 2, 1)[layout.indices]
-    _check_rigid(obj_eval, names, mats, _all(pose, "matrix_basis", count, 16).reshape(count, 4, 4)[layout.indices])
-    rot = mats[:, :3, :3]
-    frames = quat.from_matrix(rot / np.sqrt(np.sum(rot * rot, axis=1))[:, None, :])
-    heads = mats[:, :3, 3]
-    ends_at = _all(pose, "tail", count, 3).reshape(count, 3)[layout.indices]
     pbs = [pose[n] for n in names]
-    for i, chains_here in enumerate(layout.ends):
-        # A bone's end point is its tail, or the tip's head for chains without Use Tail; chains
-        # ending on one bone must agree on it (one effector point per bone).
-        if all(use_tail for _, use_tail in chains_here):
-            continue
-        points = [np.array(pbs[i].tail[:] if use_tail else pose[tip].head[:]) for tip, use_tail in chains_here]
-        for other in points[1:]:
-            if np.linalg.norm(other - points[0]) > ZERO_LINK * (pbs[i].length + 1.0):
-                tips = " and ".join(f"'{tip}'" for tip, _ in chains_here)
-                raise ValueError(f"the chains of {tips} reach from different points of bone '{names[i]}'")
-        ends_at[i] = points[0]
-    if not (np.all(np.isfinite(frames)) and np.all(np.isfinite(heads)) and np.all(np.isfinite(ends_at))):
+    check_rigid_bones(obj_eval, names)
+    # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
+    frames, heads, ends = [], [], []
+    for pb, chains_here in zip(pbs, layout.ends, strict=True):
+        m = pb.matrix
+        frames.append(m.to_quaternion().normalized())
+        heads.append(m.translation)
+        end = pb.tail
+        if not all(use_tail for _, use_tail in chains_here):
+            # A bone's end point is its tail, or the tip's head for chains without Use Tail; chains
+            # ending on one bone must agree on it (one effector point per bone).
+            points = [pb.tail if use_tail else pose[tip].head for tip, use_tail in chains_here]
+            for other in points[1:]:
+                if (other - points[0]).length > ZERO_LINK * (pb.length + 1.0):
+                    tips = " and ".join(f"'{tip}'" for tip, _ in chains_here)
+                    raise ValueError(f"the chains of {tips} reach from different points of bone '{pb.name}'")
+            end = points[0]
+        ends.append(end)
+    offsets, links, lengths = [], [], []
+    for i, p in enumerate(layout.parents):
+        inverse = frames[i].conjugated()
+        axis = ends[i] - heads[i]
+        lengths.append(axis.length)
+        links.append((inverse @ axis.normalized())[:])
+        offsets.append(heads[i][:] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:])
+    lengths = np.array(lengths)
+    offsets, links = np.array(offsets), np.array(links)
+    frame_rows = np.array([q[:] for q in frames])
+    if not (np.all(np.isfinite(frame_rows)) and np.all(np.isfinite(offsets)) and np.all(np.isfinite(lengths))):
         raise ValueError("the pose of the tree is not finite")
-    axis = ends_at - heads
-    lengths = np.sqrt(np.sum(axis * axis, axis=1))
     short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(np.max(lengths)))))
     if short.size:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
-    links = quat.rotate(quat.conjugate(frames), axis / lengths[:, None])
-    offsets = heads.copy()
-    inner = layout.inner
-    if inner.size:
-        up = np.array(layout.parents)[inner]
-        offsets[inner] = quat.rotate(quat.conjugate(frames[up]), heads[inner] - heads[up])
     reference = layout.rests.copy()
     sources = {source for _, source in layout.root_parents}
     if len(sources) == 1:
