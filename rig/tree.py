@@ -20,7 +20,7 @@ forward(local) and Blender differ by what the constraint does.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from mathutils import Quaternion
@@ -69,6 +69,9 @@ class TreeLayout:
     rests: np.ndarray  # (n, 4) Bone.matrix per bone (a root not inheriting rotation: Bone.matrix_local)
     root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
     limits: JointLimits | None
+    # The skeleton read last through this layout: handed out again while the geometry stays the
+    # same, so the tree kernels' per-skeleton plans (solvers.tree.plan) carry from frame to frame.
+    last: list = field(default_factory=list, compare=False, repr=False)
 
 
 def tree_layout(obj, chains) -> TreeLayout:
@@ -191,8 +194,32 @@ def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[
                 parent = np.array(pose[source].matrix.to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
     local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
+    if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
+        return layout.last[0], local, names
     skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
+    layout.last[:] = [skeleton]
     return skeleton, local, names
+
+
+# Geometry read from float32 pose data differs by rounding from frame to frame (~1e-7 of a bone's
+# length); within this fraction of the longest bone it is the same skeleton.
+SAME_GEOMETRY = 1e-6
+
+
+def _same_geometry(skeleton: Skeleton, offsets, links, lengths, reference, base) -> bool:
+    scale = SAME_GEOMETRY * max(1.0, float(np.max(lengths)))
+    return bool(
+        np.abs(skeleton.offsets - offsets).max() <= scale
+        and np.abs(skeleton.lengths - lengths).max() <= scale
+        and np.abs(skeleton.links - links).max() <= SAME_GEOMETRY
+        and _same_rotations(skeleton.reference, reference)
+        and _same_rotations(skeleton.base_frame[None], np.asarray(base)[None])
+    )
+
+
+def _same_rotations(a: np.ndarray, b: np.ndarray) -> bool:
+    """Unit quaternions (n, 4) equal within SAME_GEOMETRY component-wise, q and -q alike."""
+    return bool(np.minimum(np.abs(a - b).max(axis=1), np.abs(a + b).max(axis=1)).max() <= SAME_GEOMETRY)
 
 
 def tree_values(

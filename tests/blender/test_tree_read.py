@@ -211,3 +211,24 @@ def test_solved_tree_written_is_what_blender_shows(scene, rigify, tree):
         np.testing.assert_allclose(tips, skeleton.forward(sol.local)[2][list(layout.effectors)], atol=TOL)
         assert np.all(np.linalg.norm(tips - goals, axis=1) <= sol.error + TOL)
         tree.write_tree(obj, names, local)
+
+
+def test_layout_hands_out_the_same_skeleton_while_the_geometry_holds(scene, rigify, tree):
+    """Frame after frame with only the tree's own rotations changing, a layout's read gives the
+    same Skeleton (the tree kernels keep their plans per skeleton); a moved parent gives a new one."""
+    obj = _metarig()
+    layout = tree.tree_layout(obj, TWO_HANDS)
+    first, local, names = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
+    rng = np.random.default_rng(2)
+    new = np.array([Euler(tuple(rng.uniform(-1.0, 1.0, 3))).to_quaternion()[:] for _ in names])
+    tree.write_tree(obj, names, new)
+    again, local_again, _ = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
+    assert again is first
+    np.testing.assert_allclose(local_again, new, atol=1e-6)  # the local rotations are read fresh
+    obj.pose.bones["spine.001"].rotation_mode = "QUATERNION"
+    obj.pose.bones["spine.001"].rotation_quaternion = Euler((0.3, 0.0, 0.2)).to_quaternion()
+    moved, local_moved, _ = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
+    assert moved is not first
+    _, heads, _ = moved.forward(local_moved)
+    want, _ = _blender_points(tree, obj, _evaluated(obj), names, TWO_HANDS)
+    assert np.abs(heads - want).max() < TOL
