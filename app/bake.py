@@ -1,15 +1,10 @@
 """Baking chains to rotation keys over a frame range (the Bake operator and cli.py share it).
 
-Per frame: `scene.frame_set` (the one call that evaluates the whole scene at a
-frame, animation, drivers and constraints included, and measured cheapest:
-~4 µs on a small scene against ~16 µs for frame_current + depsgraph.update()),
-then each chain is solved from the pose solved at the previous frame, rebuilt
-with this frame's parents by `rig.fk` (the pose bones are never written during
-the loop, so the animation system cannot overwrite the state, and nothing has
-to be undone on failure). Values are collected in numpy arrays in each bone's
-own rotation mode, continuous with the previous frame (quaternion sign, Euler
-and axis-angle continuity via `rig.modes.values_for`), and written only once
-every frame has been solved: a failure leaves the action untouched.
+The checks, the range, Live kept out of the way, then `bake_solve.solve_frames` (the one solve
+path: every chain frame after frame from its previous solution, through the sequence kernel or
+frame by frame, with the reason when not the fastest), then the keys are written in one go:
+a failure before that leaves the action untouched. The per-chain report is measured on
+playback afterwards (bake_report).
 """
 
 from __future__ import annotations
@@ -22,9 +17,9 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from .. import rig, solvers
-from ..rig import keys, modes, protected, read, reduce, sampling, sequence
-from . import bake_report, live, solve
+from .. import rig
+from ..rig import keys, protected, reduce
+from . import bake_report, bake_solve, live, solve
 from .checks import changed_mid_bake
 from .spec import ChainSpec
 
@@ -59,6 +54,9 @@ class BakeResult:
     per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
     per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
     keys_before: int = 0  # keys the bake solved (one per frame and channel), before any reduction
+    # By chain label: why the fastest kernel did not serve it (bake_solve), e.g. "baked frame by
+    # frame: bone 'x' has constraints"; chains the fastest kernel served are not listed.
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -134,10 +132,9 @@ def bake_steps(
     written) at every frame so a modal operator can keep the UI alive, and returns the
     BakeResult. Closed during 'solve', nothing has been written and the frame is restored.
 
-    The sequence path solves a whole chain in one call between two yields. `stepwise`
-    (a modal bake, which Esc must be able to stop) keeps it for triangulation only, a few
-    seconds at most on the longest range; iterative solvers then take the per-frame path,
-    where the solver's own time dominates anyway."""
+    The sequence kernel solves a whole chain in one call between two yields. `stepwise`
+    (a modal bake, which Esc must be able to stop) keeps it for plain triangulation only, a few
+    seconds at most on the longest range (bake_solve.frame_reasons)."""
     start_time = time.perf_counter()
     frames = bake_frames(options)
     if not specs:
@@ -165,12 +162,8 @@ def bake_steps(
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
-    fast = fast_path_refusal(obj, specs) == ""
-    if stepwise and any(spec.method != "triangulation" for spec in specs):
-        fast = False
-    solve_frames = _solve_frames_fast if fast else _solve_frames
     try:
-        values, worst, flags = yield from solve_frames(context, obj, specs, frames, progress)
+        solved = yield from bake_solve.solve_frames(context, obj, specs, frames, progress, stepwise)
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
@@ -179,8 +172,9 @@ def bake_steps(
         live.set_busy(was_busy)
     bone_keys: dict[str, int] = {}
     chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail) for s in specs]
+    values = solved.values
     count = write_values(obj, frames, values, options, bone_keys, chains)
-    count += write_scales(obj, frames, flags.get("scales", {}), options, bone_keys)
+    count += write_scales(obj, frames, solved.scales, options, bone_keys)
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -194,214 +188,34 @@ def bake_steps(
         for _ in bake_report.measure(context, obj, specs, frames, reports):
             yield "measure"
     measure_seconds = time.perf_counter() - measure_start
+    reasons = {label: why for label, why in solved.reasons.items() if why}
+    for report in reports:
+        report.path = reasons.get(report.name, "")
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(
         frames=len(frames),
         seconds=seconds,
         keys=count,
-        worst_error=max(worst.values()),
+        worst_error=max(solved.worst.values()),
         bones=tuple(values),
-        locked=tuple(sorted(flags["locked"])),
-        constrained=tuple(sorted(flags["constrained"])),
+        locked=tuple(sorted(solved.locked)),
+        constrained=tuple(sorted(solved.constrained)),
         driven=driven_rotations(obj, values),
-        per_chain_error=worst,
+        per_chain_error=solved.worst,
         chains=reports,
         live_off=live_off,
         measure_seconds=measure_seconds,
         per_chain_keys=chain_keys,
-        per_chain_seconds=flags.get("seconds", {}),
+        per_chain_seconds=solved.seconds,
         keys_before=len(frames) * sum(table.shape[1] for table in values.values()),
+        reasons=reasons,
     )
 
 
 def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
     """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None."""
-    return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
-
-
-def fast_path_refusal(obj, specs: list[ChainSpec]) -> str:
-    """Why `rig.sequence`'s fast path cannot bake these chains ('' when it can); see its docstring."""
-    if any(spec.influence < 1.0 for spec in specs):
-        return "influence below 1"
-    if any(stretch_weights(obj, spec) for spec in specs):
-        return "IK stretch"
-    if any(spec.pole is not None or (spec.use_rotation and spec.rotation_weight > 0.0) for spec in specs):
-        return "pole target or tip rotation"
-    animated = keys.animated_paths(obj)
-    chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
-    taken: set[str] = set()
-    for spec, names in zip(specs, chains, strict=True):
-        if taken & set(names):
-            return "chains share bones"
-        taken |= set(names)
-        # With use_tail off the tip bone's head reaches: it must ride rigidly on the chain too.
-        reason = sequence.unsuitable(obj, names if spec.use_tail else (*names, spec.tip), animated)
-        if not reason and spec.use_limits and rig.ik_settings.read_limits([obj.pose.bones[n] for n in names]):
-            reason = "bones with IK limits"
-        if reason:
-            return reason
-    # Independent chains only: no chain may ride on another's bones (parents, or an own-bone target).
-    for spec, names in zip(specs, chains, strict=True):
-        starts = [obj.pose.bones[names[0]].parent]
-        if spec.target is obj and spec.target_bone:
-            starts.append(obj.pose.bones.get(spec.target_bone))
-        if not spec.use_tail:
-            starts.append(obj.pose.bones[spec.tip])
-        for bone in starts:
-            while bone is not None:
-                if bone.name in taken and bone.name not in names:
-                    return f"chain '{spec.tip}' moves with another chain's bone '{bone.name}'"
-                bone = bone.parent
-    return ""
-
-
-def check_rigid_at(obj_eval, names, frame) -> None:
-    """The first frame's rigidity check again at a later frame: a parent's animated scale can
-    turn non-uniform part way through, which would shear the chain."""
-    try:
-        read.check_rigid_bones(obj_eval, names)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (at frame {int(frame)}); nothing was keyed") from None
-
-
-def _solve_frames_fast(context, obj, specs, frames, progress) -> Generator[str, None, tuple[dict, dict, dict]]:
-    """`_solve_frames` for chains `rig.sequence` can carry from frame to frame (same results).
-
-    Two passes: first every frame is evaluated once to map each target into its
-    chain's space (the chain's own pose does not enter), then each chain is
-    solved frame after frame from the previous solution, without Blender."""
-    scene = context.scene
-    n = len(frames)
-    scene.frame_set(int(frames[0]))
-    depsgraph = context.evaluated_depsgraph_get()
-    obj_eval = obj.evaluated_get(depsgraph)
-    tracks = [sequence.ChainTrack(obj_eval, s.tip, s.chain_length, s.use_tail, n) for s in specs]
-    direct = not sampling.armature_static_reason(obj, [t.names[0] for t in tracks])
-    direct = direct and not sampling.direct_targets_reason(scene, obj, specs)
-    if direct:
-        # Nothing but the targets' own location curves moves: evaluate just those.
-        for spec, track in zip(specs, tracks, strict=True):
-            track.sample_all(track.space_to_world(obj_eval), sampling.target_positions(spec.target, frames), frames)
-    else:
-        for k, frame in enumerate(frames):
-            if k:
-                scene.frame_set(int(frame))
-                depsgraph = context.evaluated_depsgraph_get()
-                obj_eval = obj.evaluated_get(depsgraph)
-            for spec, track in zip(specs, tracks, strict=True):
-                if k:
-                    check_rigid_at(obj_eval, track.names, frame)
-                target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-                track.sample(k, track.space_to_world(obj_eval), target_world, int(frame))
-            if progress is not None:
-                progress(0.5 * (k + 1) / n, int(frame))
-            yield "solve"
-    worst, values, seconds = {}, {}, {}
-    for i, (spec, track) in enumerate(zip(specs, tracks, strict=True)):
-        done = (0.5 + 0.5 * i / len(specs), 0.5 / len(specs))
-
-        def report(k: int, done=done) -> None:
-            if progress is not None:
-                progress(done[0] + done[1] * (k + 1) / n, int(frames[k]))
-
-        solve_start = time.perf_counter()
-        worst[spec.tip] = track.solve(spec, report)
-        seconds[spec.tip] = time.perf_counter() - solve_start
-        yield "solve"
-        for name, table in track.channel_values(obj).items():
-            if not np.all(np.isfinite(table)):
-                raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
-            values[name] = table
-    return values, worst, {"locked": set(), "constrained": set(), "seconds": seconds}
-
-
-def _solve_frames(context, obj, specs, frames, progress) -> Generator[str, None, tuple[dict, dict, dict]]:
-    """(bone -> (frames, channels) values, chain tip -> worst error, locked/constrained bone names)."""
-    scene = context.scene
-    n = len(frames)
-    values: dict[str, np.ndarray] = {}
-    state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
-    state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (continuity reference)
-    worst = {spec.tip: 0.0 for spec in specs}
-    flags: dict = {"locked": set(), "constrained": set(), "seconds": {spec.tip: 0.0 for spec in specs}}
-    chain_names = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
-    stretches = [stretch_weights(obj, s) for s in specs]
-    scales: dict[str, np.ndarray] = {}  # stretched bone -> Y scale per frame (IK stretch)
-    flags["scales"] = scales
-    for k, frame in enumerate(frames):
-        scene.frame_set(int(frame))
-        depsgraph = context.evaluated_depsgraph_get()
-        obj_eval = obj.evaluated_get(depsgraph)
-        space = rig.object_space(obj_eval)
-        if k == 0:
-            for spec, weights in zip(specs, stretches, strict=True):
-                # Full read once: the rigidity checks and their messages (a stretching chain's: its own).
-                if weights is None:
-                    first = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
-                else:
-                    goal = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-                    target = space.to_local(goal)
-                    first, own = rig.stretch.read_stretched(
-                        obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target
-                    )
-                    scales.update((name, np.empty(n)) for name in own)
-                for name in first.names:
-                    pbone = obj_eval.pose.bones[name]
-                    state_v[name] = modes.current_values(pbone)
-                    state_q[name] = modes.current_quaternion(pbone)
-                    values[name] = np.empty((n, len(state_v[name])))
-        for spec, names, weights in zip(specs, chain_names, stretches, strict=True):
-            if k and weights is None:  # a stretching chain's read checks its unstretched pose itself
-                check_rigid_at(obj_eval, names, frame)
-            target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-            target = space.to_local(target_world)
-            if weights is None:
-                chain = rig.read_chain_posed(
-                    obj_eval, spec.tip, spec.chain_length, spec.use_tail, state_q, spec.use_limits
-                )
-            else:
-                chain, own = rig.stretch.read_stretched(
-                    obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target, state_q
-                )
-                for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
-                    scales[name][k] = y
-            tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
-            solve_start = time.perf_counter()
-            # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
-            # chain bone: read both from the evaluated pose, where they are consistent.
-            goal_chain = chain
-            if spec.use_rotation and not spec.use_tail:
-                goal_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
-            solution = solvers.solve(
-                chain.chain,
-                target,
-                method=spec.method,
-                tolerance=tolerance,
-                max_iterations=spec.max_iterations or None,
-                **solve.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
-                **spec.options,
-            )
-            blend = None
-            if spec.influence < 1.0:
-                blend = {name: modes.current_quaternion(obj_eval.pose.bones[name]) for name in chain.names}
-            write = rig.compute_pose(
-                obj, chain, solution.rotations, spec.influence, state_v, blend, use_locks=spec.use_locks
-            )
-            for name, vals in write.values.items():
-                state_v[name] = vals
-                state_q[name] = modes.to_quaternion(obj.pose.bones[name].rotation_mode, vals)
-                values[name][k] = vals
-            if k == 0:
-                flags["locked"].update(write.locked)
-                flags["constrained"].update(write.constrained)
-            flags["seconds"][spec.tip] += time.perf_counter() - solve_start
-            error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
-            worst[spec.tip] = max(worst[spec.tip], error)
-        if progress is not None:
-            progress((k + 1) / n, int(frame))
-        yield "solve"
-    return values, worst, flags
+    return bake_solve.stretch_weights(obj, spec)
 
 
 def blend_warning(obj) -> str:

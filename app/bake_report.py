@@ -32,6 +32,9 @@ class ChainReport:
     worst_frame: int
     largest_jump: float  # degrees: largest rotation of a chain bone, relative to its parent, between baked frames
     jump_frame: int  # the frame that jump arrives at
+    # Why the bake's fastest kernel did not serve this chain ('' when it did), e.g. "baked frame by
+    # frame: bone 'x' has constraints" (bake_solve; BakeResult.reasons).
+    path: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -122,7 +125,7 @@ def chain_line(chain: dict) -> str:
     return (
         f"chain '{chain['name']}' ({chain['method']}): {chain['frames']} frame(s){missed}, worst tip error"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
-        f" (frame {chain['jump_frame']})"
+        f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
     )
 
 

@@ -3,8 +3,14 @@
 Run inside a bpy venv:  <venv>/bin/python bench/bench_bake.py [--frames 1000] [--rigify-frames 240] [--memory 100000]
 
 Cases: a 5-bone and a 20-bone chain following an animated empty (a smooth
-tilted loop, several turns) for --frames frames, and Rigify's human metarig arm
-(hand.L, chain length 3) for --rigify-frames frames.
+tilted loop, several turns) for --frames frames, Rigify's human metarig arm
+(hand.L, chain length 3) for --rigify-frames frames, and the metarig's four limbs
+(--limb-frames frames): both arms (upper_arm + forearm) and both legs (thigh +
+shin), each with a pole target and its hand or foot target on a smooth keyed
+loop, the knees hinges with IK limits (shin: Y and Z locked, X limited); the
+Blender side has the same targets, poles and limits on its IK constraints, and
+all four chains bake in one Bake Action (one Chain IK bake). For that case it
+also prints how far each elbow and knee bends from Blender's bend direction.
 - Chain IK:  bpy.ops.chain_ik.bake (triangulation) on the chain.
 - Blender:   an IK constraint (chain_count = chain length) on the tip bone, the
              chain bones selected, bpy.ops.nla.bake(visual_keying=True,
@@ -215,6 +221,158 @@ def run_case(label: str, build, frames: int, turns: float, repeats: int, methods
     return rows
 
 
+LIMBS = (  # (tip, chain bones, pole offset from the middle joint, target loop radius)
+    ("forearm.L", ("upper_arm.L", "forearm.L"), (0.0, 0.4, 0.0), 0.15),
+    ("forearm.R", ("upper_arm.R", "forearm.R"), (0.0, 0.4, 0.0), 0.15),
+    ("shin.L", ("thigh.L", "shin.L"), (0.0, -0.5, 0.0), 0.12),
+    ("shin.R", ("thigh.R", "shin.R"), (0.0, -0.5, 0.0), 0.12),
+)
+POLE_ANGLE = -math.pi / 2  # the up vector -Z of the root bone: toward the pole on the metarig
+KNEE = (math.radians(-10.0), math.radians(150.0))  # the shin's X range (bending is +X)
+
+
+def four_limbs(frames: int):
+    """The metarig with four limb chains: (obj, [(tip, names, target, pole)])."""
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    bpy.context.view_layer.update()
+    scene = bpy.context.scene
+    limbs = []
+    for i, (tip, names, pole_offset, radius) in enumerate(LIMBS):
+        root, end = obj.pose.bones[names[0]], obj.pose.bones[names[-1]]
+        head, middle, reach = (obj.matrix_world @ v for v in (root.head, end.head, end.tail))
+        if tip.startswith("shin"):
+            knee = obj.pose.bones[tip]
+            knee.lock_ik_y = knee.lock_ik_z = True
+            knee.use_ik_limit_x, (knee.ik_min_x, knee.ik_max_x) = True, KNEE
+            center = reach + Vector((0.0, 0.05, 0.18))  # the foot lifted: the knee bends
+        else:
+            center = head + (reach - head) * 0.6 + Vector((0.0, -0.15, 0.0))
+        pole = bpy.data.objects.new(f"Pole.{tip}", None)
+        scene.collection.objects.link(pole)
+        pole.location = middle + Vector(pole_offset)
+        target = bpy.data.objects.new(f"Target.{tip}", None)
+        scene.collection.objects.link(target)
+        phase = 0.5 * math.pi * i
+        for f in range(1, frames + 1):
+            a = 2.0 * math.pi * (f - 1) / (frames - 1) + phase
+            if tip.startswith("shin"):  # a stepping loop in the leg's plane
+                offset = Vector((0.2 * math.sin(2 * a) * 0.3, math.cos(a), 0.6 * math.sin(a)))
+            else:
+                offset = Vector((math.cos(a), 0.6 * math.sin(a), 0.5 * math.sin(2 * a) + 0.3 * math.sin(a)))
+            target.location = center + radius * offset
+            target.keyframe_insert("location", frame=f)
+        limbs.append((tip, names, target, pole))
+    scene.frame_start, scene.frame_end = 1, frames
+    return obj, limbs
+
+
+def limb_playback(obj, limbs, frames: int) -> dict:
+    """Playback of the four limbs: worst tip error, largest/median jump, keys, and per frame
+    and limb the middle joint's unit offset from the root-target line (the bend side)."""
+    scene = bpy.context.scene
+    errors, quats, sides = [], [], []
+    names = [n for _, chain, _, _ in limbs for n in chain]
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        row = []
+        for tip, chain, target, _ in limbs:
+            t = target.matrix_world.translation
+            errors.append((obj.matrix_world @ obj.pose.bones[tip].tail - t).length)
+            s = obj.matrix_world @ obj.pose.bones[chain[0]].head
+            e = obj.matrix_world @ obj.pose.bones[chain[1]].head
+            axis = (t - s).normalized()
+            off = (e - s) - (e - s).dot(axis) * axis
+            row.append(off.normalized()[:])
+        sides.append(row)
+        quats.append([obj.pose.bones[n].matrix_basis.to_quaternion().normalized()[:] for n in names])
+    q = np.array(quats)
+    dots = np.abs(np.sum(q[1:] * q[:-1], axis=-1)).clip(0.0, 1.0)
+    jumps = np.degrees(2.0 * np.arccos(dots)).max(axis=1)
+    keys = sum(len(fc.keyframe_points) for fc in fcurves(obj))
+    return {
+        "error": max(errors),
+        "jump": float(jumps.max()),
+        "median": float(np.median(jumps)),
+        "keys": keys,
+        "sides": np.array(sides),
+    }
+
+
+def limbs_reset(obj, limbs) -> None:
+    reset(obj, [n for _, chain, _, _ in limbs for n in chain])
+
+
+def limbs_blender(obj, limbs, frames: int) -> dict:
+    bpy.context.view_layer.objects.active = obj
+    for tip, chain, target, pole in limbs:
+        con = obj.pose.bones[tip].constraints.new("IK")
+        con.target, con.pole_target, con.pole_angle, con.chain_count = target, pole, POLE_ANGLE, len(chain)
+    select_only(obj, [n for _, chain, _, _ in limbs for n in chain])
+    start = time.perf_counter()
+    result = bpy.ops.nla.bake(
+        frame_start=1,
+        frame_end=frames,
+        only_selected=True,
+        visual_keying=True,
+        clear_constraints=True,
+        bake_types={"POSE"},
+    )
+    seconds = time.perf_counter() - start
+    assert result == {"FINISHED"}, result
+    return {"seconds": seconds, **limb_playback(obj, limbs, frames)}
+
+
+def limbs_chain_ik(obj, limbs, frames: int, method: str) -> dict:
+    bpy.context.view_layer.objects.active = obj
+    obj.chain_ik.chains.clear()
+    for tip, chain, target, pole in limbs:
+        item = obj.chain_ik.chains.add()
+        item.tip, item.chain_length, item.target, item.method = tip, len(chain), target, method
+        item.pole_target, item.pole_angle = pole, POLE_ANGLE
+    start = time.perf_counter()
+    result = bpy.ops.chain_ik.bake(frame_start=1, frame_end=frames, measure=False)
+    seconds = time.perf_counter() - start
+    assert result == {"FINISHED"}, result
+    return {"seconds": seconds, **limb_playback(obj, limbs, frames)}
+
+
+def limbs_case(frames: int, repeats: int, methods) -> tuple[list, list[str]]:
+    """The four-limb rows, and one line per method on the bend sides against Blender's."""
+    obj, limbs = four_limbs(frames)
+
+    def best(bake):
+        runs = []
+        for _ in range(repeats):
+            limbs_reset(obj, limbs)
+            runs.append(bake())
+        return min(runs, key=lambda r: r["seconds"])
+
+    label = f"Rigify 4 limbs (poles, knee limits, {frames} frames)"
+    theirs = best(lambda: limbs_blender(obj, limbs, frames))
+    rows, sides = [], []
+    for method in methods:
+        if method == SHARP:
+            continue
+        ours = best(lambda m=method: limbs_chain_ik(obj, limbs, frames, m))
+        rows.append((label, method, ours, theirs))
+        drift = np.degrees(np.arccos(np.clip(np.sum(ours["sides"] * theirs["sides"], axis=-1), -1.0, 1.0)))
+        per_limb = ", ".join(f"{tip} {drift[:, i].max():.1f}" for i, (tip, *_) in enumerate(limbs))
+        sides.append(
+            f"| {method} | {drift.max():.1f} | {np.median(drift):.2f} | {int(np.sum(drift > 90.0))} | {per_limb} |"
+        )
+    head = [
+        "| method | largest bend-side drift from Blender ° | median ° | limb-frames > 90° | largest per limb ° |",
+        "|---|---:|---:|---:|---|",
+    ]
+    return rows, head + sides
+
+
 def table(rows) -> str:
     """rows: (rig label, method, Chain IK figures, Blender figures); Blender's row once per rig."""
     lines = [
@@ -275,6 +433,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=1000)
     parser.add_argument("--rigify-frames", type=int, default=240)
+    parser.add_argument("--limb-frames", type=int, default=250)
+    parser.add_argument("--cases", default="5;20;arm;limbs", help="';'-separated: 5, 20, arm, limbs")
     parser.add_argument("--memory", type=int, default=0, help="also bake this many frames (e.g. 100000)")
     parser.add_argument("--repeats", type=int, default=5, help="best of this many runs per side")
     parser.add_argument(
@@ -287,18 +447,29 @@ def main() -> None:
     from contextlib import redirect_stdout
 
     try:
-        rows = []
+        rows, sides = [], []
+        cases = args.cases.split(";")
         with redirect_stdout(io.StringIO()):  # Blender's and our progress lines
             methods = args.methods.split(";")
-            rows += run_case("5 bones", lambda: chain_rig(5), args.frames, 4.0, args.repeats, methods)
-            rows += run_case("20 bones", lambda: chain_rig(20), args.frames, 4.0, args.repeats, methods)
-            rig = rigify_arm
-            rows += run_case("Rigify arm (hand.L, 3)", rig, args.rigify_frames, 1.0, args.repeats, methods)
+            if "5" in cases:
+                rows += run_case("5 bones", lambda: chain_rig(5), args.frames, 4.0, args.repeats, methods)
+            if "20" in cases:
+                rows += run_case("20 bones", lambda: chain_rig(20), args.frames, 4.0, args.repeats, methods)
+            if "arm" in cases:
+                rig = rigify_arm
+                rows += run_case("Rigify arm (hand.L, 3)", rig, args.rigify_frames, 1.0, args.repeats, methods)
+            if "limbs" in cases:
+                limb_rows, sides = limbs_case(args.limb_frames, args.repeats, methods)
+                rows += limb_rows
         print(
-            f"bpy {bpy.app.version_string}, {args.frames} frames ({args.rigify_frames} for Rigify),"
-            f" best of {args.repeats} runs per side\n"
+            f"bpy {bpy.app.version_string}, {args.frames} frames ({args.rigify_frames} for the Rigify arm,"
+            f" {args.limb_frames} for the four limbs), best of {args.repeats} runs per side\n"
         )
         print(table(rows))
+        if sides:
+            print("\nFour limbs: elbows and knees against Blender's bend side (the middle joint's direction")
+            print("off the root-target line, per frame)\n")
+            print("\n".join(sides))
         if args.memory:
             with redirect_stdout(io.StringIO()):
                 line = memory_case(args.memory)

@@ -167,6 +167,9 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         )
         for chain in result.chains:
             self.report({"INFO"}, chain.line())
+        if not result.chains:  # not measured: the paths alone (a measured chain's line says it)
+            for label, why in result.reasons.items():
+                self.report({"INFO"}, f"chain '{label}': {why}")
         missed = bake_report.missed_warning(result.chains)
         if missed:
             self.report({"WARNING"}, missed)

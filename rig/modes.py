@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from mathutils import Euler, Quaternion
 
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
@@ -135,6 +136,29 @@ def continuous_series(mode: str, quats, first_old: tuple[float, ...]) -> list[tu
         old = axis_angle_values(Quaternion(q), old)
         out.append(old)
     return out
+
+
+def series_values(
+    mode: str, quats: np.ndarray, first_old: tuple[float, ...], lock_state: tuple = NO_LOCKS
+) -> np.ndarray:
+    """(m, channels) values of local rotations `quats` (m, 4) in `mode`, each continuous with the
+    one before (the first with `first_old`), locked channels (`locks(pbone)`) kept: what
+    `values_in_mode` gives frame after frame. The bake's one conversion to keys, whichever way
+    the frames were solved; unlocked quaternions at numpy speed (sign flips as a running product)."""
+    quats = np.asarray(quats, dtype=float)
+    lock, four, lock_w = lock_state
+    if lock[0] or lock[1] or lock[2] or lock_w:
+        out, old = [], tuple(first_old)
+        for q in quats.tolist():
+            old = values_in_mode(mode, Quaternion(q), old, lock, four, lock_w)
+            out.append(old)
+        return np.array(out, dtype=float).reshape(len(quats), -1)
+    if mode != "QUATERNION":
+        return np.array(continuous_series(mode, quats.tolist(), first_old), dtype=float).reshape(len(quats), -1)
+    q = quats / np.linalg.norm(quats, axis=-1, keepdims=True)
+    before = np.concatenate((np.array(first_old, dtype=float)[None], q[:-1]))
+    flips = np.cumprod(np.where(np.einsum("ki,ki->k", q, before) < 0.0, -1.0, 1.0))
+    return q * flips[:, None]
 
 
 def set_values(pbone, values: tuple[float, ...]) -> None:

@@ -10,10 +10,11 @@ frame_set:
   transform; the armature data has no animation; each chain root's ancestor
   bones have no constraints and no animated channels (so the chain's space does
   not move);
-- each target: an object (not a bone), no parent, constraints, rigid body or
+- each target and pole target: an object (not a bone), no parent, constraints, rigid body or
   drivers; animated only by its active action (no NLA, full influence,
   replace), not layered beyond one layer and strip; its location and
-  delta_location curves unmuted;
+  delta_location curves unmuted; no tip goal orientation (it needs the
+  target's rotation);
 - no frame-change handlers besides Chain IK's own (they could move anything),
   and no time remapping.
 """
@@ -103,9 +104,17 @@ def direct_targets_reason(scene, obj, specs) -> str:
     for spec in specs:
         if spec.target_bone:
             return "a bone target"
+        if spec.use_rotation and spec.rotation_weight > 0.0:
+            return "a tip goal orientation (the target's rotation)"
         reason = _target_curves(spec.target)[0]
         if reason:
             return f"target '{spec.target.name}': {reason}"
+        if spec.pole is not None:
+            if spec.pole_bone:
+                return "a bone pole target"
+            reason = _target_curves(spec.pole)[0]
+            if reason:
+                return f"pole target '{spec.pole.name}': {reason}"
     return ""
 
 

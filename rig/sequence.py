@@ -12,17 +12,24 @@ then solve from the previous frame's solution (a second pass, numpy only).
 The local rotations and each bone's channel values for all frames are
 computed afterwards in one vectorised pass, instead of per frame through
 `convert_local_to_pose` (`rig.fk` + `rig.write`, the general path).
+
+Goals and limits ride along: a pole target (and the tip bone's goal
+orientation) is sampled per frame into the same space, and the bones' IK
+limits keep their joint model (reference pose, base frame seen from the
+parent), so `solvers.solve_sequence` gets exactly what `solvers.solve` gets
+frame by frame.
 """
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from mathutils import Matrix, Vector
 
 from ..solvers import Chain, quat, solve_sequence
-from . import modes
+from . import ik_settings, modes
 from .keys import data_path
 from .read import read_chain
 from .space import MIN_RELATIVE_SCALE
@@ -57,16 +64,37 @@ def _quats(matrices) -> np.ndarray:
 class ChainTrack:
     """One chain's state across frames, in the root parent's space."""
 
-    def __init__(self, obj_eval, tip: str, length: int, use_tail: bool, frames: int) -> None:
-        start = read_chain(obj_eval, tip, length, use_tail)  # checks (rigid, finite) and the first pose
+    def __init__(
+        self,
+        obj_eval,
+        tip: str,
+        length: int,
+        use_tail: bool,
+        frames: int,
+        use_limits: bool = False,
+        pole: bool = False,
+        rotation: bool = False,
+    ) -> None:
+        """`pole`, `rotation`: the chain has a pole target / a tip goal orientation, sampled per
+        frame (`sample(..., pole_world=, rotation_world=)`)."""
+        # Checks (rigid, finite), the first pose and, with use_limits, the joint model.
+        start = read_chain(obj_eval, tip, length, use_tail, use_limits)
         self.names = start.names
+        self.tip, self.use_tail = tip, use_tail
         root = obj_eval.pose.bones[self.names[0]]
         self.parent = root.parent.name if root.parent is not None else ""
         to_parent = start.parent_matrix.inverted() if start.parent_matrix is not None else Matrix.Identity(4)
         mats = [to_parent @ m for m in start.pose_matrices]
         reach = to_parent @ Vector(start.chain.points[-1].tolist())
         points = [m.translation[:] for m in mats] + [reach[:]]
-        self.chain = Chain(points, _quats(mats))
+        joints = {}
+        if start.chain.limits is not None:
+            # The base frame (the root's parent, armature space) seen from the parent: the limits
+            # apply to the same local rotations (unsuitable() leaves only inheriting bones here).
+            turn = to_parent.to_3x3().normalized().to_quaternion()
+            base = quat.multiply(np.array(turn[:]), start.chain.base_frame)
+            joints = {"limits": start.chain.limits, "reference": start.chain.reference, "base_frame": base}
+        self.chain = Chain(points, _quats(mats), **joints)
         # Rest orientation of each chain bone in its parent's rest frame.
         rel = []
         for name in self.names:
@@ -80,6 +108,9 @@ class ChainTrack:
         self.count = frames
         self.to_world: np.ndarray | None = None  # (frames, 4, 4); one shared matrix when it cannot move
         self.stretch = np.empty(frames)
+        self.poles = np.empty((frames, 3)) if pole else None  # in this chain's space
+        self.rotations = np.empty((frames, 4)) if rotation else None  # the tip's goal frame, this space
+        self.reason = ""  # why solve_sequence's faster kernel did not serve, after solve()
 
     def space_to_world(self, obj_eval) -> Matrix:
         """The map from this chain's space to world space, at the evaluated frame."""
@@ -93,23 +124,46 @@ class ChainTrack:
             raise ValueError(f"the chain ending at '{self.names[-1]}' is scaled to zero at frame {frame}")
         return stretch
 
-    def sample(self, k: int, to_world: Matrix, target_world: np.ndarray, frame: int) -> None:
-        """Frame k's target in this chain's space, and the map back to world space (for errors)."""
+    def sample(
+        self,
+        k: int,
+        to_world: Matrix,
+        target_world: np.ndarray,
+        frame: int,
+        obj_eval=None,
+        pole_world=None,
+        rotation_world: Matrix | None = None,
+    ) -> None:
+        """Frame k's target (and pole, tip goal orientation: world location, world matrix) in this
+        chain's space, and the map back to world space (for errors). `obj_eval`, evaluated at
+        this frame, is needed with a tip goal orientation."""
         stretch = self._stretch(to_world, frame)
         if self.to_world is None:
             self.to_world = np.empty((self.count, 4, 4))
-        self.targets[k] = to_world.inverted() @ Vector(target_world.tolist())
+        inverse = to_world.inverted()
+        self.targets[k] = inverse @ Vector(target_world.tolist())
         self.to_world[k] = to_world
         self.stretch[k] = stretch
+        if self.poles is not None:
+            self.poles[k] = inverse @ Vector(np.asarray(pole_world, dtype=float).tolist())
+        if self.rotations is not None:
+            # As Solve (ik_settings.tip_goal_rotation), with this space's inverse for the armature's.
+            last = SimpleNamespace(
+                use_tail=self.use_tail, tip=self.tip, pose_matrices=(obj_eval.pose.bones[self.names[-1]].matrix,)
+            )
+            self.rotations[k] = ik_settings.tip_goal_rotation(obj_eval, inverse, rotation_world, last)
 
-    def sample_all(self, to_world: Matrix, targets_world: np.ndarray, frames) -> None:
+    def sample_all(self, to_world: Matrix, targets_world: np.ndarray, frames, poles_world=None) -> None:
         """Every frame at once, for a chain space that does not move (see rig.sampling)."""
-        if not np.all(np.isfinite(targets_world)):
-            bad = int(np.flatnonzero(~np.all(np.isfinite(targets_world), axis=1))[0])
-            raise ValueError(f"the target is at a non-finite location at frame {int(frames[bad])}")
         self.stretch[:] = self._stretch(to_world, int(frames[0]))
         inverse = np.array(to_world.inverted())
+        for what, world in (("target", targets_world), ("pole target", poles_world)):
+            if world is not None and not np.all(np.isfinite(world)):
+                bad = int(np.flatnonzero(~np.all(np.isfinite(world), axis=1))[0])
+                raise ValueError(f"the {what} is at a non-finite location at frame {int(frames[bad])}")
         self.targets[:] = targets_world @ inverse[:3, :3].T + inverse[:3, 3]
+        if self.poles is not None:
+            self.poles[:] = poles_world @ inverse[:3, :3].T + inverse[:3, 3]
         # One matrix seen as every frame's: no per-frame copies on long bakes.
         self.to_world = np.broadcast_to(np.array(to_world), (self.count, 4, 4))
 
@@ -118,6 +172,11 @@ class ChainTrack:
 
         `spec`: method, tolerance (world distance, 0: default), max_iterations, options."""
         tolerance = spec.tolerance / self.stretch if spec.tolerance > 0.0 else None
+        goals = {}
+        if self.poles is not None:
+            goals.update(pole=self.poles, pole_angle=float(spec.pole_angle))
+        if self.rotations is not None:
+            goals.update(target_rotation=self.rotations, rotation_weight=float(spec.rotation_weight))
         steps = solve_sequence(
             self.chain,
             self.targets,
@@ -126,8 +185,10 @@ class ChainTrack:
             max_iterations=spec.max_iterations or None,
             progress=report,
             keep_points=False,
+            **goals,
             **spec.options,
         )
+        self.reason = steps.reason
         self.frames = steps.frames
         tips = steps.tips
         world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
@@ -145,7 +206,8 @@ class ChainTrack:
         return local / np.linalg.norm(local, axis=-1, keepdims=True)
 
     def channel_values(self, obj) -> dict[str, np.ndarray]:
-        """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame values.
+        """Bone -> (frames, channels) values in its rotation mode, continuous from its first-frame
+        values (`modes.series_values`, as the per-frame bake's keys).
 
         In chunks of CHUNK frames, so the temporaries stay bounded on long bakes; the sign
         and Euler continuity carries across chunks."""
@@ -154,24 +216,10 @@ class ChainTrack:
             name: np.empty((self.count, 3 if mode in modes.EULER_ORDERS else 4))
             for name, mode in zip(self.names, modes_, strict=True)
         }
-        quats = [i for i, mode in enumerate(modes_) if mode == "QUATERNION"]
-        # Quaternion sign continuity, all such bones at once: flip where a key would point away
-        # from the one before (the first from the bone's current value).
-        before = np.array([self.first_values[self.names[i]] for i in quats], dtype=float).reshape(-1, 4)
-        parity = np.ones(len(quats))
         for start in range(0, self.count, CHUNK):
             stop = min(start + CHUNK, self.count)
             local = self.local_rotations(start, stop)
-            if quats:
-                q = local[:, quats]
-                dots = np.einsum("kij,kij->ki", q, np.concatenate((before[None], q[:-1])))
-                flips = parity * np.cumprod(np.where(dots < 0.0, -1.0, 1.0), axis=0)
-                before, parity = q[-1], flips[-1]
-                signed = q * np.where(flips < 0.0, -1.0, 1.0)[..., None]
-                for j, i in enumerate(quats):
-                    out[self.names[i]][start:stop] = signed[:, j]
             for i, (name, mode) in enumerate(zip(self.names, modes_, strict=True)):
-                if mode != "QUATERNION":
-                    previous = self.first_values[name] if start == 0 else tuple(out[name][start - 1])
-                    out[name][start:stop] = modes.continuous_series(mode, local[:, i].tolist(), previous)
+                previous = self.first_values[name] if start == 0 else tuple(out[name][start - 1])
+                out[name][start:stop] = modes.series_values(mode, local[:, i], previous)
         return out

@@ -321,7 +321,7 @@ def test_progress_line_in_background(scene, capsys):
 def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     """rig.sequence (parent-space state, vectorised conversion) against rig.fk + rig.write per frame,
     with the chain's parent bone and the armature object both animated."""
-    from chain_ik.app import bake as bake_run
+    from chain_ik.app import bake_solve
     from chain_ik.app import spec as app_spec
 
     obj = _bent_rig(transform((0.2, 0.1, 0.0), (0.1, 0.0, 0.3), (1.1, 1.1, 1.1)))
@@ -336,7 +336,7 @@ def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     target = loop_target(frames=(1, 60), center=(0.8, 0.4, 2.0), radius=0.5)
     args = {"tip": "hand", "chain_length": 3, "target": target.name}
     specs = [s for _, s in app_spec.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
-    assert bake_run.fast_path_refusal(obj, specs) == ""
+    assert bake_solve.frame_reasons(obj, specs) == [""]
     unbaked = obj.animation_data.action.copy()
     assert _bake(**args) == {"FINISHED"}
     fast = keyed(obj)
@@ -346,7 +346,7 @@ def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     for name in ("upper", "fore", "hand"):
         pb = obj.pose.bones[name]
         pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = (1, 0, 0, 0), (0, 0, 0), (0, 0, 1, 0)
-    monkeypatch.setattr(bake_run, "fast_path_refusal", lambda obj, specs: "forced")
+    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs: ["forced"] * len(specs))
     assert _bake(**args) == {"FINISHED"}
     chain_keys = {key for key in fast if any(f'"{n}"' in key[0] for n in ("upper", "fore", "hand"))}
     general = {key: v for key, v in keyed(obj).items() if key in chain_keys}
@@ -390,26 +390,33 @@ def test_channel_values_in_chunks_equal_one_pass(scene, monkeypatch):
         np.testing.assert_array_equal(np.array(chunked[key]), np.array(keys), err_msg=str(key))
 
 
+def frame_reasons(obj, specs) -> str:
+    """Why bake_solve bakes these chains frame by frame, joined ('' : all on the sequence kernel)."""
+    from chain_ik.app import bake_solve
+
+    return " ".join(bake_solve.frame_reasons(obj, specs))
+
+
 def test_fast_path_refusals(scene):
     from chain_ik.app import bake as bake_run
 
     obj = _bent_rig()
     target = add_empty()
     spec = bake_run.ChainSpec(tip="hand", chain_length=3, target=target)
-    assert bake_run.fast_path_refusal(obj, [spec]) == ""
+    assert frame_reasons(obj, [spec]) == ""
     obj.pose.bones["fore"].lock_rotation[0] = True
-    assert "locked" in bake_run.fast_path_refusal(obj, [spec])
+    assert "locked" in frame_reasons(obj, [spec])
     obj.pose.bones["fore"].lock_rotation[0] = False
     obj.pose.bones["hand"].keyframe_insert("scale", frame=1)
-    assert "animated channels" in bake_run.fast_path_refusal(obj, [spec])
+    assert "animated channels" in frame_reasons(obj, [spec])
     obj.animation_data_clear()
     obj.pose.bones["upper"].constraints.new("COPY_LOCATION")
-    assert "constraints" in bake_run.fast_path_refusal(obj, [spec])
+    assert "constraints" in frame_reasons(obj, [spec])
     upper = obj.pose.bones["upper"]
     upper.constraints.remove(upper.constraints[0])
-    assert "influence" in bake_run.fast_path_refusal(obj, [replace(spec, influence=0.5)])
+    assert "influence" in frame_reasons(obj, [replace(spec, influence=0.5)])
     other = bake_run.ChainSpec(tip="fore", chain_length=1, target=target)
-    assert "share" in bake_run.fast_path_refusal(obj, [spec, other])
+    assert "share" in frame_reasons(obj, [spec, other])
 
 
 def test_direct_target_sampling_equals_frame_set(scene, monkeypatch):
@@ -510,7 +517,6 @@ def test_direct_sampling_refusals(scene):
 
 @pytest.mark.parametrize("animated_tip", [False, True])
 def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
-    from chain_ik.app import bake as bake_run
     from chain_ik.app import spec as app_spec
 
     obj = _bent_rig()
@@ -523,7 +529,7 @@ def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
         hand.location = (0.0, 0.1, 0.0)
         hand.keyframe_insert("location", frame=40)
     spec = app_spec.spec_from_item(item)
-    assert (bake_run.fast_path_refusal(obj, [spec]) == "") != animated_tip
+    assert (frame_reasons(obj, [spec]) == "") != animated_tip
     assert _bake() == {"FINISHED"}
     assert playback(obj, "hand", target, range(1, 41), use_tail=False).max() < TOL
     assert {path for path, _ in keyed(obj) if "rotation" in path} == {
@@ -533,7 +539,6 @@ def test_head_of_the_tip_reaches_without_use_tail(scene, animated_tip):
 
 def test_bake_honours_pole_and_ik_limits(scene):
     """The general path carries the chain's pole target and the bones' IK limits frame by frame."""
-    from chain_ik.app import bake as bake_run
     from chain_ik.app import spec as app_spec
 
     obj = straight_chain(2)
@@ -546,10 +551,7 @@ def test_bake_honours_pole_and_ik_limits(scene):
     bpy.context.view_layer.objects.active = obj
     item = obj.chain_ik.chains.add()
     item.tip, item.chain_length, item.target, item.pole_target = "b1", 2, target, pole
-    assert "pole" in bake_run.fast_path_refusal(obj, [app_spec.spec_from_item(item)])
-    item.pole_target = None
-    assert "IK limits" in bake_run.fast_path_refusal(obj, [app_spec.spec_from_item(item)])
-    item.pole_target = pole
+    assert frame_reasons(obj, [app_spec.spec_from_item(item)]) == ""  # the sequence kernel carries both
     assert _bake() == {"FINISHED"}
     # Frames 1-2 miss by as much as Solve does from this start (a solver case, reported); once the
     # knee has turned toward the pole, each frame continues from the last and reaches.
@@ -563,3 +565,63 @@ def test_bake_honours_pole_and_ik_limits(scene):
         assert (obj.matrix_world @ knee.head).y < 0.0
     with pytest.raises(RuntimeError, match="no pole object named 'Missing'"):
         _bake(pole="Missing")
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "ZXY"])
+def test_pole_and_limits_on_the_sequence_kernel_equal_frame_by_frame(scene, monkeypatch, mode):
+    """A bake with a pole target (animated) and knee limits stays on the sequence kernel, and its
+    keys are those of the same chains solved frame by frame (each frame a Solve from the last)."""
+    from chain_ik.app import bake_solve
+    from chain_ik.app import spec as app_spec
+
+    obj = straight_chain(2, matrix_world=transform((0.3, 0.1, 0.0), (0.0, 0.0, 0.4), (1.2, 1.2, 1.2)))
+    for name in ("b0", "b1"):
+        obj.pose.bones[name].rotation_mode = mode
+    target = loop_target(frames=(1, 40), center=(0.6, 0.0, 1.5), radius=0.25)
+    pole = loop_target("Pole", frames=(1, 40), center=(0.0, -2.0, 1.2), radius=0.3)
+    knee = obj.pose.bones["b1"]
+    knee.use_ik_limit_x, knee.ik_min_x, knee.ik_max_x = True, math.radians(-5.0), math.radians(150.0)
+    knee.lock_ik_y = knee.lock_ik_z = True
+    knee.rotation_euler = (math.radians(40.0), 0.0, 0.0)
+    knee.rotation_quaternion = Quaternion((1.0, 0.0, 0.0), math.radians(40.0))
+    start = {name: obj.pose.bones[name].matrix_basis.copy() for name in ("b0", "b1")}
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target, item.pole_target = "b1", 2, target, pole
+    item.pole_angle = math.radians(-90.0)
+    spec = app_spec.spec_from_item(item)
+    assert bake_solve.frame_reasons(obj, [spec]) == [""]
+    assert _bake() == {"FINISHED"}
+    carried = keyed(obj)
+    assert playback(obj, "b1", target, range(3, 41)).max() < 2e-3
+    obj.animation_data_clear()
+    for name, basis in start.items():
+        obj.pose.bones[name].matrix_basis = basis
+    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs: ["forced"] * len(specs))
+    assert _bake() == {"FINISHED"}
+    per_frame = keyed(obj)
+    assert per_frame.keys() == carried.keys()
+    for key, keys in per_frame.items():
+        np.testing.assert_allclose(np.array(keys), np.array(carried[key]), atol=1e-5, err_msg=str(key))
+
+
+def test_the_bake_says_why_a_chain_went_frame_by_frame(scene):
+    """The result, the per-chain report and the operator's report name the reason; a chain the
+    sequence kernel served has none."""
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    obj = _bent_rig()
+    target = loop_target(frames=(1, 20), center=(0.8, 0.4, 2.0), radius=0.4)
+    obj.pose.bones["fore"].constraints.new("LIMIT_ROTATION").use_limit_x = False
+    specs = [s for _, s in app_spec.specs_from_arguments(obj, "hand", 3, target.name, "", "", -1)]
+    options = bake_run.BakeOptions(1, 20)
+    result = bake_run.bake(bpy.context, obj, specs, options)
+    assert result.reasons == {"hand": "baked frame by frame: bone 'fore' has constraints"}
+    assert result.chains[0].path == result.reasons["hand"]
+    assert result.chains[0].line().endswith("; baked frame by frame: bone 'fore' has constraints")
+    fore = obj.pose.bones["fore"]
+    fore.constraints.remove(fore.constraints[0])
+    obj.animation_data_clear()
+    result = bake_run.bake(bpy.context, obj, specs, options)
+    assert result.reasons == {} and result.chains[0].path == ""
