@@ -10,7 +10,8 @@ Each chain's frames go through one of two kernels inside that path:
 - per frame (`_FrameChains`): each frame evaluated with `scene.frame_set` and the chain read
   there with the previous frame's rotations (`rig.fk`), solved with `solvers.solve`. What needs
   it: constraints, locked channels, animated location/scale or inheritance options on chain
-  bones, Influence below 1, IK stretch, chains sharing bones or riding on each other.
+  bones, Influence below 1, IK stretch, chains sharing bones or riding on each other, a pole
+  chain with animated rotations.
 
 Which kernel served each chain, and why a faster one did not, is kept per chain
 (`Solved.reasons`, reported by the Bake operator and cli.py); never a silent fallback.
@@ -30,6 +31,8 @@ from . import solve
 from .spec import ChainSpec
 
 PER_FRAME = "baked frame by frame"
+# Frames per sequence-kernel call in a modal bake (Esc is read between calls).
+CHUNK = 64
 
 
 @dataclass
@@ -48,12 +51,8 @@ def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
     return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
 
 
-def frame_reasons(obj, specs: list[ChainSpec], stepwise: bool = False) -> list[str]:
-    """Per chain, why it needs the per-frame kernel ('' when the sequence kernel can carry it).
-
-    `stepwise` (a modal bake, which Esc must be able to stop between frames): the sequence
-    kernel solves a chain's whole range in one call, so it keeps only what is fast there
-    (triangulation without limits or goals); the rest goes frame by frame."""
+def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
+    """Per chain, why it needs the per-frame kernel ('' when the sequence kernel can carry it)."""
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     reasons = []
@@ -66,11 +65,12 @@ def frame_reasons(obj, specs: list[ChainSpec], stepwise: bool = False) -> list[s
         else:
             # With use_tail off the tip bone's head reaches: it must ride rigidly on the chain too.
             reason = sequence.unsuitable(obj, names if spec.use_tail else (*names, spec.tip), animated)
-        if not reason and stepwise:
-            slow = spec.method != "triangulation" or spec.pole is not None or spec.use_rotation
-            slow = slow or (spec.use_limits and rig.ik_settings.read_limits([obj.pose.bones[n] for n in names]))
-            if slow:
-                reason = "a bake from the panel (Esc stops it between frames) with an iterative solver, goals or limits"
+        if not reason and spec.pole is not None:
+            # A pole chain starts each frame from its own input pose (solvers.goals), which the
+            # sequence kernel reads once: its bones' rotations must not be animated.
+            moving = [n for n in names if any(p.startswith(keys.data_path(n, "rotation")) for p in animated)]
+            if moving:
+                reason = f"bone '{moving[0]}' has animated rotation and the chain a pole target"
         reasons.append(reason)
     # Chains carried apart must be independent: no shared bones, and no chain riding on another's
     # bones (through a parent, an own-bone target or Use Tail off); else all of those go per frame.
@@ -109,10 +109,11 @@ def check_rigid_at(obj_eval, names, frame) -> None:
 def solve_frames(
     context, obj, specs: list[ChainSpec], frames: np.ndarray, progress, stepwise: bool = False
 ) -> Generator[str, None, Solved]:
-    """Solve every chain at every frame (yielding 'solve' between frames and chains)."""
+    """Solve every chain at every frame (yielding 'solve' between frames and chains; with
+    `stepwise`, a modal bake, between chunks of CHUNK frames on the sequence kernel too)."""
     scene = context.scene
     n = len(frames)
-    why = frame_reasons(obj, specs, stepwise)
+    why = frame_reasons(obj, specs)
     carried = [i for i, r in enumerate(why) if not r]
     per_frame = _FrameChains(obj, [specs[i] for i, r in enumerate(why) if r], n)
     scene.frame_set(int(frames[0]))
@@ -180,11 +181,21 @@ def solve_frames(
             if progress is not None:
                 progress(done[0] + done[1] * (k + 1) / n, int(frames[k]))
 
-        solve_start = time.perf_counter()
-        solved.worst[spec.tip] = track.solve(spec, report)
-        solved.seconds[spec.tip] = time.perf_counter() - solve_start
+        # A modal bake (`stepwise`) yields between chunks of frames so Esc can stop it.
+        steps = track.solve_in_chunks(spec, report, CHUNK if stepwise else n)
+        seconds = 0.0
+        while True:
+            solve_start = time.perf_counter()
+            try:
+                next(steps)
+            except StopIteration as done:
+                solved.worst[spec.tip] = done.value
+                break
+            finally:
+                seconds += time.perf_counter() - solve_start
+            yield "solve"
+        solved.seconds[spec.tip] = seconds
         solved.reasons[spec.label] = track.reason and f"sequence, {track.reason}"
-        yield "solve"
         for name, table in track.channel_values(obj).items():
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")

@@ -23,6 +23,7 @@ frame by frame.
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from types import SimpleNamespace
 
 import numpy as np
@@ -170,27 +171,51 @@ class ChainTrack:
     def solve(self, spec, report=None) -> float:
         """Solve every sampled frame from the previous frame's solution; the worst world tip error.
 
-        `spec`: method, tolerance (world distance, 0: default), max_iterations, options."""
+        `spec`: method, tolerance (world distance, 0: default), max_iterations, options, goals."""
+        steps = self.solve_in_chunks(spec, report, self.count)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def solve_in_chunks(self, spec, report=None, chunk: int = 64) -> Generator[None, None, float]:
+        """`solve` as a generator, one `solve_sequence` call of `chunk` frames between two yields
+        (a modal bake stays responsive). Each chunk starts from the last one's solution, as the
+        steps inside a call do (a pole chain: from the input pose, as every step)."""
         tolerance = spec.tolerance / self.stretch if spec.tolerance > 0.0 else None
-        goals = {}
-        if self.poles is not None:
-            goals.update(pole=self.poles, pole_angle=float(spec.pole_angle))
-        if self.rotations is not None:
-            goals.update(target_rotation=self.rotations, rotation_weight=float(spec.rotation_weight))
-        steps = solve_sequence(
-            self.chain,
-            self.targets,
-            method=spec.method,
-            tolerance=tolerance,
-            max_iterations=spec.max_iterations or None,
-            progress=report,
-            keep_points=False,
-            **goals,
-            **spec.options,
-        )
-        self.reason = steps.reason
-        self.frames = steps.frames
-        tips = steps.tips
+        self.frames = np.empty((self.count, self.chain.n_bones, 4))
+        tips = np.empty((self.count, 3))
+        self.reason = ""
+        start_chain = self.chain
+        for start in range(0, self.count, chunk):
+            stop = min(start + chunk, self.count)
+            goals = {}
+            if self.poles is not None:
+                goals.update(pole=self.poles[start:stop], pole_angle=float(spec.pole_angle))
+            if self.rotations is not None:
+                goals.update(target_rotation=self.rotations[start:stop], rotation_weight=float(spec.rotation_weight))
+            steps = solve_sequence(
+                start_chain,
+                self.targets[start:stop],
+                method=spec.method,
+                tolerance=None if tolerance is None else tolerance[start:stop],
+                max_iterations=spec.max_iterations or None,
+                progress=None if report is None else (lambda k, start=start: report(start + k)),
+                keep_points=stop < self.count,  # the next chunk starts from the last points
+                **goals,
+                **spec.options,
+            )
+            self.reason = self.reason or steps.reason
+            self.frames[start:stop] = steps.frames
+            tips[start:stop] = steps.tips
+            if stop < self.count and self.poles is None:
+                c = self.chain
+                joints = {}
+                if c.limits is not None:
+                    joints = {"limits": c.limits, "reference": c.reference, "base_frame": c.base_frame}
+                start_chain = Chain(steps.points[-1], steps.frames[-1], **joints)
+            yield
         world = np.einsum("kij,kj->ki", self.to_world[:, :3, :3], tips) + self.to_world[:, :3, 3]
         return float(np.max(np.linalg.norm(world - self.targets_world(), axis=1)))
 

@@ -76,12 +76,15 @@ def test_bake_switches_live_off_for_the_baked_chains_only(scene, capfd):
 
 
 @pytest.mark.parametrize("setting", ["influence", "jacobian"])
-def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
-    """Per-frame steps: influence below 1 takes the per-frame path; an iterative solver, which a
-    blocking bake solves in one sequence call, takes it too when stepped (else Esc waits)."""
+def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, monkeypatch, setting):
+    """Steps: influence below 1 takes the per-frame kernel, a step per frame; an iterative solver
+    stays on the sequence kernel, which a stepped bake calls a chunk of frames at a time (else Esc
+    waits), with the keys of one blocking call."""
     from chain_ik.app import bake as bake_run
-    from chain_ik.app import bake_job, live
+    from chain_ik.app import bake_job, bake_solve, live
     from chain_ik.app import spec as app_spec
+
+    monkeypatch.setattr(bake_solve, "CHUNK", 3)
 
     obj, target, item = _arm(frames=(1, 120))
     if setting == "influence":
@@ -91,6 +94,7 @@ def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
     obj.pose.bones["b1"].rotation_quaternion = (0.9, 0.1, 0.0, 0.0)
     obj.pose.bones["b1"].keyframe_insert("rotation_quaternion", frame=50)
     before = keyed(obj)
+    unbaked = obj.animation_data.action.copy()
     scene.frame_set(7)
     specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
     job = bake_job.BakeJob(bpy.context, obj, specs, bake_run.BakeOptions(1, 120))
@@ -109,6 +113,14 @@ def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, setting):
     assert not job.cancel()  # keys written: cancelling no longer applies
     assert keyed(obj) != before and job.result.chains[0].frames == 120
     assert [len(fc.keyframe_points) for fc in fcurves(obj)] == [120] * 12
+    stepped = keyed(obj)
+    obj.animation_data.action = unbaked
+    for name in ("b0", "b2"):  # not keyed before: back to their values before the bake
+        obj.pose.bones[name].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+    scene.frame_set(7)
+    bake_run.bake(bpy.context, obj, specs, bake_run.BakeOptions(1, 120))
+    for key, keys in keyed(obj).items():
+        np.testing.assert_allclose(np.array(keys), np.array(stepped[key]), atol=1e-6, err_msg=str(key))
 
 
 def test_invoke_without_a_window_bakes_in_one_go(scene):
