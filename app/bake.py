@@ -132,9 +132,9 @@ def bake_steps(
     written) at every frame so a modal operator can keep the UI alive, and returns the
     BakeResult. Closed during 'solve', nothing has been written and the frame is restored.
 
-    The sequence kernel solves a whole chain in one call between two yields. `stepwise`
-    (a modal bake, which Esc must be able to stop) keeps it for plain triangulation only, a few
-    seconds at most on the longest range (bake_solve.frame_reasons)."""
+    The sequence kernel solves a whole chain in one call between two yields; with `stepwise`
+    (a modal bake, which Esc must be able to stop) it is called a chunk of frames at a time
+    (bake_solve.CHUNK), with the same keys."""
     start_time = time.perf_counter()
     frames = bake_frames(options)
     if not specs:
