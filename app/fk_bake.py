@@ -72,17 +72,21 @@ def _solve_frames(context, obj, plan, frames, progress) -> tuple[dict[str, np.nd
     """FK bone -> (frames, channels) values, continuous frame to frame; and the bones with locks."""
     scene = context.scene
     pose = obj.pose.bones
-    old = {name: modes.current_values(pose[name]) for name in plan.fk_names}
+    first = {name: modes.current_values(pose[name]) for name in plan.fk_names}
     lock = {name: modes.locks(pose[name]) for name in plan.fk_names}
-    values = {name: np.empty((len(frames), len(old[name]))) for name in plan.fk_names}
+    quats = {name: np.empty((len(frames), 4)) for name in plan.fk_names}
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
         obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
         for name, q in fk_follow.solve_frame(obj_eval, plan).items():
-            old[name] = modes.values_in_mode(pose[name].rotation_mode, q, old[name], *lock[name])
-            values[name][k] = old[name]
+            quats[name][k] = q.normalized()[:]
         if progress is not None:
             progress(0.8 * (k + 1) / len(frames), int(frame))
+    # The keys as every bake makes them: continuous frame to frame, locked channels kept.
+    values = {
+        name: modes.series_values(pose[name].rotation_mode, table, first[name], lock[name])
+        for name, table in quats.items()
+    }
     for name, table in values.items():
         if not np.all(np.isfinite(table)):
             raise ValueError(f"the rotation found for '{name}' is not finite; nothing was keyed")
