@@ -52,9 +52,17 @@ def _clamp_turns(omega: np.ndarray, max_step: float) -> np.ndarray:
     return omega * np.minimum(1.0, max_step / np.maximum(biggest, 1e-300))[:, None, None]
 
 
-def make_step(chain: Chain, variant: str = "dls", damping: float = 0.05, max_step: float = 0.5):
+def make_step(
+    chain: Chain,
+    variant: str = "dls",
+    damping: float = 0.05,
+    max_step: float = 0.5,
+    nullspace_gain: float = 0.0,
+    attractor: str = "rest",
+):
     """`damping` is lambda relative to the chain length (J scales with it);
-    `max_step` caps each joint's turn per iteration, in radians."""
+    `max_step` caps each joint's turn per iteration, in radians. `nullspace_gain` and
+    `attractor` act on several effectors only (solvers.tree.jacobian); a chain has no pull yet."""
     check_options(variant, damping, max_step)
     lam2 = (damping * chain.total_length) ** 2
     if chain.limits is not None:

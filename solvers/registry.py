@@ -42,6 +42,7 @@ from .result import BatchSolution, SequenceSolution, batch_result
 from .soa import many as block_many
 from .tree import ccd as tree_ccd
 from .tree import fabrik as tree_fabrik
+from .tree import jacobian as tree_jacobian
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
 
@@ -211,6 +212,10 @@ PLACEMENT_CHOICES = (
         " the joints near the tip move first). Chains with IK limits use Line",
     ),
 )
+ATTRACTOR_CHOICES = (
+    ("rest", "Rest Pose", "Toward the rest pose (every joint's rotation channels at zero)"),
+    ("input", "Input Pose", "Toward the pose the solve starts from: move as little as the goals allow"),
+)
 VARIANT_CHOICES = (
     ("dls", "DLS", "Damped least squares: stable near singular poses"),
     ("pseudoinverse", "Pseudoinverse", "Moore-Penrose pseudoinverse: fast, can jump near singular poses"),
@@ -311,12 +316,31 @@ JACOBIAN = Method(
             "Jacobian: largest rotation per joint per iteration",
             _real("max_step", 0.0, strict=True),
         ),
+        Option(
+            "nullspace_gain",
+            0.0,
+            "Pose Pull",
+            "Jacobian on several effectors: each iteration turns the joints this fraction of the way toward"
+            " the attractor pose, only in the nullspace of the goals (they are unaffected to first order);"
+            " 0 is off. One chain alone ignores it",
+            _real("nullspace_gain", 0.0, 1.0),
+        ),
+        Option(
+            "attractor",
+            "rest",
+            "Pull Toward",
+            "Jacobian on several effectors: the pose the Pose Pull attracts to",
+            _choice("attractor", ATTRACTOR_CHOICES),
+            ATTRACTOR_CHOICES,
+            active=lambda options: options.get("nullspace_gain", 0.0) > 0.0,
+        ),
     ),
     max_iterations=200,
     batch=iterated("jacobian", jacobian.make_step),
     one=floats("jacobian"),
     many=blocks("jacobian"),
     sequence=float_steps("jacobian"),
+    tree=tree_jacobian.solve,
 )
 
 METHOD_LIST: tuple[Method, ...] = (TRIANGULATION, FABRIK, CCD, JACOBIAN)

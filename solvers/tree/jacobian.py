@@ -1,0 +1,387 @@
+"""Jacobian IK on a skeleton: every effector's rows stacked in one Jacobian (registry.Method.tree).
+
+Unknowns: each moved bone's ball joint as a rotation vector d_i in its own frame (L_i <- L_i exp(d_i),
+as solvers.jacobian's limited chains); a locked axis has no column. Joint i's axis a, u = F_i e_a in
+world space, has the column u x (end_e - head_i) in effector e's position rows when bone i is on e's
+branch (zero otherwise), and u in its rotation rows.
+
+Rows: 3 per position goal, 3 more per orientation goal (the world rotation vector from the bone's
+frame to the wanted one) scaled by rotation_weight x the effector's branch length, so a radian counts
+as an arc of the branch. An effector's rows are scaled by sqrt(weight / the mean weight of its
+priority level): goals that conflict settle where sum(weight |error|^2) is least.
+
+Per-joint weights, Grassia's mass-matrix form: with W = diag(1 - stiffness) the step is
+q' = W J^T (J W J^T)^-1 e, solved as the plain problem in y = W^-1/2 q' with J~ = J W^1/2.
+
+Priorities (0 highest), task-priority recursion: y = y_1 + (J_2 N_1)^+ (e_2 - J_2 y_1), ...,
+N_{k+1} = N_k - (J_k N_k)^+ (J_k N_k), each inverse damped (DLS) as the variant says, the projectors
+N exact (rank-thresholded SVD), so a lower level never moves a higher one to first order.
+
+Nullspace secondary task (Parent eq. 5.28, with the sign that lowers H):
+y += N (-gain grad H), H = 1/2 sum_i |log(A_i^-1 L_i)|^2 over the moved bones, A the attractor pose
+(the rest pose or the input pose). -grad H is exactly the direction that turns each joint toward A.
+
+A solve stops when every goal is within the tolerance, or when no level's weighted error has dropped
+for PATIENCE iterations (conflicting goals: the weighted least-squares compromise), and returns the
+best pose it met."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import limits as joint_limits
+from .. import quat
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
+
+RESOLVES = 2  # re-solves per iteration after locking clamped axes (as solvers.jacobian)
+PATIENCE = 4  # iterations without progress before a solve stops
+PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
+SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
+LM_DOWN, LM_UP, LM_FLOOR = 0.25, 4.0, 1e-1  # DLS damping after a kept / refused step, its least share
+DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
+RANK_EPS = 1e-10  # singular values below this x the largest span no direction (projectors)
+_STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
+_CACHE_SIZE = 32
+
+
+def _bilinear(product) -> np.ndarray:
+    """(16, k): `product` of two quaternions as one matrix product of their outer product (a_i b_j)."""
+    eye = np.eye(4)
+    return np.array([product(eye[i], eye[j]) for i in range(4) for j in range(4)])
+
+
+# Rotation matrices of unit quaternions and Hamilton products, each one matrix product (few numpy calls
+# per iteration: the solve's cost is their count, not their size).
+_TO_MATRIX = _bilinear(
+    lambda a, b: np.array(
+        [
+            [
+                a[0] * b[0] + a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+                2 * (a[1] * b[2] - a[0] * b[3]),
+                2 * (a[1] * b[3] + a[0] * b[2]),
+            ],
+            [
+                2 * (a[1] * b[2] + a[0] * b[3]),
+                a[0] * b[0] - a[1] * b[1] + a[2] * b[2] - a[3] * b[3],
+                2 * (a[2] * b[3] - a[0] * b[1]),
+            ],
+            [
+                2 * (a[1] * b[3] - a[0] * b[2]),
+                2 * (a[2] * b[3] + a[0] * b[1]),
+                a[0] * b[0] - a[1] * b[1] - a[2] * b[2] + a[3] * b[3],
+            ],
+        ]
+    ).ravel()
+)
+_MULTIPLY = _bilinear(quat.multiply)
+
+
+def _matrices(q: np.ndarray) -> np.ndarray:
+    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ _TO_MATRIX).reshape(-1, 3, 3)
+
+
+def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _MULTIPLY
+
+
+class Structure:
+    """What a solve needs of the skeleton and the effectors' layout (bones, priorities, which have an
+    orientation goal): built once, reused by later solves of the same layout (a Live session, a bake)."""
+
+    def __init__(self, skeleton: Skeleton, bones: tuple, priority: tuple, turned: tuple) -> None:
+        branches = [skeleton.branch(b) for b in bones]
+        moved = sorted({b for branch in branches for b in branch})
+        index = {b: k for k, b in enumerate(moved)}
+        m = len(moved)
+        self.moved, self.m = np.array(moved), m
+        self.parent = np.array([index.get(skeleton.parents[b], m) for b in moved])  # m: the base frame
+        self.root = self.parent == m
+        depth = np.zeros(m, dtype=int)
+        ancestors = np.eye(m)  # row k: k and its ancestors (a head is the sum of their world offsets)
+        for k in range(m):
+            if not self.root[k]:
+                depth[k] = depth[self.parent[k]] + 1
+                ancestors[k] += ancestors[self.parent[k]]
+        self.levels = [(np.flatnonzero(depth == d), self.parent[depth == d]) for d in range(depth.max() + 1)]
+        self.ancestors = ancestors
+        self.reference = quat.to_matrix(skeleton.reference[moved])
+        self.base = quat.to_matrix(skeleton.base_frame)
+        self.offsets = skeleton.offsets[moved]
+        self.links = skeleton.lengths[moved, None] * skeleton.links[moved]
+        self.limits = None if skeleton.limits is None else skeleton.limits.subset(moved)
+        self.limited = np.flatnonzero(self.limits.active) if self.limits is not None else np.arange(0)
+        weight = (
+            np.ones((m, 3)) if self.limits is None else np.where(self.limits.lock, 0.0, 1.0 - self.limits.stiffness)
+        )
+        self.cols = np.flatnonzero(weight.ravel() > 0.0)
+        self.col_scale = np.sqrt(weight.ravel()[self.cols])
+        self.bones = np.array([index[b] for b in bones])
+        self.mask = np.zeros((len(bones), m))
+        for e, branch in enumerate(branches):
+            self.mask[e, [index[b] for b in branch]] = 1.0
+        self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in branches])
+        self.priority = np.array(priority)
+        self.turned = np.flatnonzero(turned)
+        row_priority = np.concatenate((np.repeat(self.priority, 3), np.repeat(self.priority[self.turned], 3)))
+        self.row_levels = [np.flatnonzero(row_priority == p) for p in np.unique(self.priority)]
+        self.effector_levels = [np.flatnonzero(self.priority == p) for p in np.unique(self.priority)]
+
+
+class Tree:
+    """A solve's structure (shared) and goals: targets, wanted orientations, row scales."""
+
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector]) -> None:
+        bones = tuple(e.bone for e in effectors)
+        priority = tuple(e.priority for e in effectors)
+        turned = tuple(e.orientation is not None and e.rotation_weight > 0.0 for e in effectors)
+        key = (id(skeleton), bones, priority, turned)
+        held = _STRUCTURES.get(key)
+        if held is None or held[0] is not skeleton:
+            if len(_STRUCTURES) >= _CACHE_SIZE:
+                _STRUCTURES.clear()
+            held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned))
+        self.__dict__.update(held[1].__dict__)
+        self.targets = np.array([e.position for e in effectors])
+        self.wanted = _matrices(np.array([effectors[k].orientation for k in self.turned]).reshape(-1, 4))
+        weights = np.array([e.weight for e in effectors], dtype=float)
+        for p in np.unique(self.priority):  # relative to the mean weight of each level
+            level = self.priority == p
+            weights[level] /= np.mean(weights[level])
+        rotation = np.array([effectors[k].rotation_weight for k in self.turned]) * self.span[self.turned]
+        scale = np.sqrt(weights)
+        self.row_scale = np.concatenate((np.repeat(scale, 3), np.repeat(scale[self.turned] * rotation, 3)))
+
+    def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(frames (m, 3, 3), heads (m, 3), effector ends (E, 3)) of the moved bones' locals (m, 4)."""
+        turn = self.reference @ _matrices(local)
+        frames = np.empty((self.m + 1, 3, 3))
+        frames[self.m] = self.base
+        for bones, parents in self.levels:
+            frames[bones] = frames[parents] @ turn[bones]
+        offsets = np.where(self.root[:, None], self.offsets, (frames[self.parent] @ self.offsets[:, :, None])[:, :, 0])
+        heads = self.ancestors @ offsets
+        b = self.bones
+        ends = heads[b] + (frames[b] @ self.links[b][:, :, None])[:, :, 0]
+        return frames[: self.m], heads, ends
+
+    def residual(self, frames: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position errors (E, 3), rotation errors (turned, 3), the scaled error rows (R,))."""
+        position = self.targets - ends
+        rotation = _log(self.wanted @ frames[self.bones[self.turned]].transpose(0, 2, 1))
+        return position, rotation, np.concatenate((position.ravel(), rotation.ravel())) * self.row_scale
+
+    def jacobian(self, frames: np.ndarray, heads: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The stacked, row-scaled Jacobian (R, free columns), no joint weights yet."""
+        m, count = self.m, len(self.bones)
+        arms = (ends[:, None, :] - heads[None, :, :]) * self.mask[:, :, None]  # (E, m, 3)
+        axes = frames.transpose(0, 2, 1)  # (m, axis, component)
+        position = quat.cross(axes[None], arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(3 * count, 3 * m)
+        if len(self.turned):
+            turned = self.mask[self.turned][:, None, :, None] * frames.transpose(1, 0, 2)[None]
+            position = np.concatenate((position, turned.reshape(3 * len(self.turned), 3 * m)))
+        return position[:, self.cols] * self.row_scale[:, None]
+
+    def state(self, frames: np.ndarray, ends: np.ndarray, tolerance: float):
+        """(the scaled error rows (R,), each level's weighted squared error (0 where met), which levels
+        have every goal within the tolerance: distance, and rotation as an arc of the branch)."""
+        position, rotation, error = self.residual(frames, ends)
+        met = np.einsum("ij,ij->i", position, position) <= tolerance * tolerance
+        met[self.turned] &= quat.norm(rotation) * self.span[self.turned] <= tolerance
+        done = np.array([bool(np.all(met[level])) for level in self.effector_levels])
+        costs = np.array(
+            [0.0 if ok else error[rows] @ error[rows] for ok, rows in zip(done, self.row_levels, strict=True)]
+        )
+        return error, costs, done
+
+
+def solve(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    tolerance: float,
+    max_iterations: int,
+    options: dict,
+) -> SkeletonSolution | str:
+    """`registry.Method.tree` for the Jacobian family (module doc)."""
+    poles = sorted({e.bone for e in effectors if e.pole is not None})
+    if poles:
+        return (
+            f"a pole on several effectors is not supported yet (effector bone(s) {', '.join(map(str, poles))});"
+            " leave the pole out or solve that chain alone"
+        )
+    tree = Tree(skeleton, effectors)
+    variant, gain = options["variant"], float(options["nullspace_gain"])
+    lam2 = (options["damping"] * float(np.mean(tree.span))) ** 2
+    lam2_floor = LM_FLOOR * (lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * float(np.mean(tree.span))) ** 2)
+    if variant == "dls" and lam2 == 0.0:
+        variant = "pseudoinverse"
+    if variant != "dls":
+        lam2 = 0.0  # the pseudoinverse is undamped until a step is refused, the transpose never damped
+    start = np.array(local[tree.moved], dtype=float)
+    if tree.limits is not None:
+        start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+    attractor = np.array([1.0, 0.0, 0.0, 0.0]) if options["attractor"] == "rest" else start.copy()
+    settle = SETTLED * tolerance / float(np.max(tree.span))
+    current = start
+    frames, heads, ends = tree.forward(current)
+    error, costs, done = tree.state(frames, ends, tolerance)
+    ranked = _with_pull(costs, current, attractor, gain)
+    radius, stale, iterations = float(options["max_step"]), 0, 0
+    while iterations < max_iterations and not (gain == 0.0 and np.all(done)):
+        pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
+        mode = "dls" if variant == "pseudoinverse" and lam2 > 0.0 else variant
+        trial = _advance(tree, current, frames, heads, ends, error, pull, mode, lam2, radius, done, settle)
+        iterations += 1
+        trial_frames, trial_heads, trial_ends = tree.forward(trial)
+        trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
+        trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
+        # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step);
+        # refuse one that does not and halve the turn. Conflicting goals then settle instead of
+        # oscillating, and PATIENCE refusals in a row end the solve: progress has stalled.
+        verdict = _compare(trial_ranked, ranked)
+        if verdict >= 0:
+            current, frames, heads, ends = trial, trial_frames, trial_heads, trial_ends
+            error, done, ranked = trial_error, trial_done, trial_ranked
+            radius = min(2.0 * radius, float(options["max_step"]))
+            lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
+        else:  # refused: a shorter turn, and (Levenberg-Marquardt) more damping
+            radius *= 0.5
+            lam2 = LM_UP * max(lam2, lam2_floor)
+        stale = 0 if verdict > 0 else stale + 1
+        if stale >= PATIENCE:
+            break
+    out = np.array(local, dtype=float)
+    out[tree.moved] = current
+    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian")
+
+
+def _away(local: np.ndarray, attractor: np.ndarray) -> np.ndarray:
+    """Each joint's rotation vector (m, 3) from the attractor: grad H, H = 1/2 sum |log(A^-1 L)|^2
+    (turning L by -t x it, L <- L exp(-t v), lowers H by exactly (2t - t^2) H for t in 0..1)."""
+    return quat.to_rotation_vector(quat.multiply(quat.conjugate(attractor), local))
+
+
+def _with_pull(costs: np.ndarray, local: np.ndarray, attractor: np.ndarray, gain: float) -> np.ndarray:
+    """The level costs, and H last when there is a pull (it ranks below every goal)."""
+    if gain == 0.0:
+        return costs
+    return np.append(costs, 0.5 * float(np.sum(_away(local, attractor) ** 2)))
+
+
+def _advance(tree: Tree, local, frames, heads, ends, error, pull, variant, lam2, max_step, done, settle):
+    """One iteration's new locals (m, 4): the step, each joint clamped into its limits; where a joint
+    had to be clamped its clamped axes are locked and the step solved again (RESOLVES times).
+
+    A level's step (and the pull, below them all) joins only when every level above is settled:
+    its goals met (`done`) or its own step turns no joint more than `settle` (it is as near as it
+    gets). A lower level's step moves the higher goals to second order; they take that back before
+    the lower level moves again. A lower level also gets only the turn that max_step leaves."""
+    jac = tree.jacobian(frames, heads, ends)
+    scale = tree.col_scale
+    m = tree.m
+    for attempt in range(RESOLVES + 1):
+        parts = _priority_steps(
+            jac * scale, error, tree.row_levels, variant, lam2, None if pull is None else pull * scale
+        )
+        step = np.zeros((m, 3))
+        budget = max_step
+        for k, y in enumerate(parts):  # the highest level first
+            full = np.zeros(3 * m)
+            full[tree.cols] = scale * y
+            part = full.reshape(m, 3)
+            biggest = float(np.max(quat.norm(part)))
+            if biggest > budget:
+                part = part * (budget / biggest)
+            step += part
+            budget -= min(biggest, budget)
+            if budget <= 0.0 or (k < len(done) and not (done[k] or biggest <= settle)):
+                break
+        wanted = _multiply(local, quat.from_rotation_vector(step))
+        wanted /= quat.norm(wanted)[:, None]
+        if tree.limits is None or not len(tree.limited):
+            return wanted
+        bones = tree.limited
+        clamped = np.array(wanted)
+        clamped[bones] = joint_limits.clamp(tree.limits, bones, wanted[bones])
+        over = quat.angle(quat.multiply(clamped[bones], quat.conjugate(wanted[bones])))
+        if attempt == RESOLVES or not np.any(over > 1e-12):
+            return clamped
+        hit = bones[over > 1e-12]
+        tw, sx, sz = joint_limits.twist_swing(wanted[hit])
+        cw, cx, cz = joint_limits.twist_swing(clamped[hit])
+        changed = np.stack((np.abs(sx - cx) > 1e-12, np.abs(tw - cw) > 1e-12, np.abs(sz - cz) > 1e-12), axis=1)
+        lock = np.zeros((m, 3), dtype=bool)
+        lock[hit] = changed
+        scale = np.where(lock.ravel()[tree.cols], 0.0, scale)
+    return clamped
+
+
+def _priority_steps(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull):
+    """The scaled joint steps y of each priority level (a generator: a caller stops when it needs no
+    more), highest first, each solved in the nullspace of the ones above for the error they leave;
+    then the pull (the secondary task) projected into the nullspace of them all."""
+    if len(levels) == 1 and pull is None:
+        yield _inverse(jac, error, variant, lam2)
+        return
+    y = np.zeros(jac.shape[1])
+    null = None  # the projector onto what the levels so far leave free (None: everything)
+    for k, rows in enumerate(levels):
+        part = jac[rows] if null is None else jac[rows] @ null
+        step = _inverse(part, error[rows] - jac[rows] @ y, variant, lam2)
+        yield step
+        y = y + step
+        if k + 1 < len(levels) or pull is not None:
+            null = _shrink(null, part)
+    if pull is not None:
+        yield null @ pull
+
+
+def _priority_step(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull) -> np.ndarray:
+    """The whole scaled joint step (the sum of `_priority_steps`)."""
+    return np.sum(list(_priority_steps(jac, error, levels, variant, lam2, pull)), axis=0)
+
+
+def _inverse(jac: np.ndarray, error: np.ndarray, variant: str, lam2: float) -> np.ndarray:
+    """The joint step for `error` through `jac` (R, C): DLS, pseudoinverse or transpose (Buss's step length)."""
+    if variant == "dls":
+        return jac.T @ np.linalg.solve(jac @ jac.T + lam2 * np.eye(len(error)), error)
+    if variant == "pseudoinverse":
+        return np.linalg.pinv(jac, rcond=RANK_EPS) @ error
+    direction = jac.T @ error
+    moved = jac @ direction
+    return (error @ moved) / max(moved @ moved, 1e-300) * direction
+
+
+def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    """N - part^+ part: the projector `null` without the row space of `part` (= jac N)."""
+    _, s, vt = np.linalg.svd(part, full_matrices=False)
+    basis = vt[s > RANK_EPS * max(float(s[0]) if len(s) else 0.0, 1e-300)]
+    start = np.eye(part.shape[1]) if null is None else null
+    return start - basis.T @ basis
+
+
+def _compare(costs: np.ndarray, best: np.ndarray) -> int:
+    """1 if the ranked costs beat `best` by more than PROGRESS, 0 if by less, -1 if not at all: the
+    first entry that differs decides (a met level costs 0)."""
+    for new, old in zip(costs, best, strict=True):
+        if new < old:
+            return 1 if new < old * (1.0 - PROGRESS) else 0
+        if new > old:
+            return -1
+    return -1
+
+
+def _log(rotation: np.ndarray) -> np.ndarray:
+    """Rotation vectors (k, 3) of rotation matrices (k, 3, 3) (angles below a half turn)."""
+    v = 0.5 * np.stack(
+        (
+            rotation[:, 2, 1] - rotation[:, 1, 2],
+            rotation[:, 0, 2] - rotation[:, 2, 0],
+            rotation[:, 1, 0] - rotation[:, 0, 1],
+        ),
+        axis=-1,
+    )
+    s = quat.norm(v)
+    c = 0.5 * (np.trace(rotation, axis1=1, axis2=2) - 1.0)
+    angle = np.arctan2(s, c)
+    return v * np.where(s > 1e-300, angle / np.where(s > 1e-300, s, 1.0), 1.0)[:, None]
