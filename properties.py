@@ -159,6 +159,20 @@ class ChainIKChain(bpy.types.PropertyGroup):
         max=3.14159,
         subtype="ANGLE",
     )
+    nullspace_gain: FloatProperty(
+        name=_option("jacobian", "nullspace_gain").label,
+        description=_option("jacobian", "nullspace_gain").description,
+        default=_option("jacobian", "nullspace_gain").default,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    attractor: EnumProperty(
+        name=_option("jacobian", "attractor").label,
+        description=_option("jacobian", "attractor").description,
+        items=_option("jacobian", "attractor").choices,
+        default=_option("jacobian", "attractor").default,
+    )
     influence: FloatProperty(
         name="Influence", description="Blend from the current pose (0) to the solved one (1)", default=1.0, min=0, max=1
     )
