@@ -43,6 +43,10 @@ RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the m
 _STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
+# r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
+_SKEW = np.zeros((3, 9))
+_SKEW[2, 1] = _SKEW[0, 5] = _SKEW[1, 6] = 1.0
+_SKEW[1, 2] = _SKEW[2, 3] = _SKEW[0, 7] = -1.0
 
 
 def _bilinear(product) -> np.ndarray:
@@ -177,8 +181,9 @@ class Tree:
         """The stacked, row-scaled Jacobian (R, free columns), no joint weights yet."""
         m, count = self.m, len(self.bones)
         arms = (ends[:, None, :] - heads[None, :, :]) * self.mask[:, :, None]  # (E, m, 3)
-        axes = frames.transpose(0, 2, 1)  # (m, axis, component)
-        position = quat.cross(axes[None], arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(3 * count, 3 * m)
+        # u x r = -[r]x u for every axis u (the columns of F_i): one batched product per effector
+        skew = (arms.reshape(-1, 3) @ _SKEW).reshape(count, m, 3, 3)  # -[r]x
+        position = (skew @ frames).transpose(0, 2, 1, 3).reshape(3 * count, 3 * m)
         if len(self.turned):
             turned = self.mask[self.turned][:, None, :, None] * frames.transpose(1, 0, 2)[None]
             position = np.concatenate((position, turned.reshape(3 * len(self.turned), 3 * m)))

@@ -236,3 +236,18 @@ def test_pull_options_are_checked():
         jac.options_for({"nullspace_gain": 1.5})
     with pytest.raises(ValueError, match="attractor"):
         jac.options_for({"attractor": "bind"})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_position_columns_match_finite_differences(seed):
+    effs, posed = effectors(5, seed)
+    tree = tree_of(effs)
+    local = posed[tree.moved]
+    frames, heads, ends = tree.forward(local)
+    jac = tree.jacobian(frames, heads, ends)
+    eps = 1e-7
+    for column in range(3 * tree.m):
+        turn = np.zeros(3 * tree.m)
+        turn[column] = eps
+        _, _, moved = tree.forward(quat.multiply(local, quat.from_rotation_vector(turn.reshape(-1, 3))))
+        np.testing.assert_allclose(jac[:, column], (moved - ends).ravel() / eps, atol=1e-5)
