@@ -357,36 +357,31 @@ def _inverse(jac: np.ndarray, error: np.ndarray, variant: str, lam2: float) -> n
         direction = jac.T @ error
         moved = jac @ direction
         return (error @ moved) / max(moved @ moved, 1e-300) * direction
-    z, y = _factor(jac, error, lam2 if variant == "dls" else 0.0)
-    return z @ y
+    root = _inverse_root(jac, lam2 if variant == "dls" else 0.0)
+    return jac.T @ (root @ (error @ root))
 
 
-def _factor(jac: np.ndarray, rhs: np.ndarray, lam2: float) -> tuple[np.ndarray, np.ndarray]:
-    """(Z = J^T L^-T, y = L^-1 rhs) with L L^T = J J^T + lam2 I: J^T (J J^T + lam2 I)^-1 rhs is Z y and
-    the row-space projector J^T (J J^T)^-1 J is Z Z^T (lam2 at RIDGE).
+def _inverse_root(jac: np.ndarray, lam2: float) -> np.ndarray:
+    """W = L^-T with L L^T = J J^T + lam2 I (lam2 at least RIDGE), so (J J^T + lam2 I)^-1 = W W^T.
 
-    One Cholesky factorisation of [[J J^T + lam2 I, .], [J^T; rhs^T], c I]], whose lower-left block is
-    [Z; y^T] (c only keeps it positive definite). np.linalg.solve, svd and the like go through
-    OpenBLAS's threaded LAPACK: on a busy machine one 15 x 15 solve then takes milliseconds, the
-    Cholesky factorisation microseconds."""
-    rows, cols = jac.shape
-    size = rows + cols + 1
+    One Cholesky factorisation of [[J J^T + lam2 I, .], [I, c I]], whose lower-left block is L^-T
+    (c only keeps the whole positive definite): np.linalg.solve, svd and the like go through
+    OpenBLAS's threaded LAPACK, and on a busy machine one 15 x 15 solve then takes milliseconds."""
+    rows = jac.shape[0]
     square = jac @ jac.T
     lam2 = max(lam2, RIDGE * float(np.trace(square)) / max(rows, 1), 1e-100)
-    block = np.zeros((size, size))
+    block = np.zeros((2 * rows, 2 * rows))
     block[:rows, :rows] = square
-    block.flat[: rows * (size + 1) : size + 1] += lam2
-    block[rows:-1, :rows] = jac.T
-    block[-1, :rows] = rhs
-    tail = np.arange(rows, size)
-    block[tail, tail] = 2.0 + rows + float(rhs @ rhs) / lam2  # > |[Z; y^T]|^2: the whole stays positive
-    factor = np.linalg.cholesky(block)
-    return factor[rows:-1, :rows], factor[-1, :rows]
+    diagonal = block.reshape(-1)[:: 2 * rows + 1]  # a view: the diagonal
+    diagonal[:rows] += lam2
+    diagonal[rows:] = 2.0 / lam2  # > the largest eigenvalue of (J J^T + lam2 I)^-1
+    block[rows:, :rows] = np.eye(rows)
+    return np.linalg.cholesky(block)[rows:, :rows]
 
 
 def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
     """N - part^+ part: the projector `null` without the row space of `part` (= jac N)."""
-    z, _ = _factor(part, np.zeros(part.shape[0]), 0.0)
+    z = part.T @ _inverse_root(part, 0.0)
     start = np.eye(part.shape[1]) if null is None else null
     return start - z @ z.T
 
