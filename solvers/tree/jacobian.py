@@ -235,11 +235,13 @@ def solve(
     frames, heads, ends = tree.forward(current)
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
-    radius, stale, iterations = float(options["max_step"]), 0, 0
+    radius, stale, iterations, jac = float(options["max_step"]), 0, 0, None
     while iterations < max_iterations and not (gain == 0.0 and np.all(done)):
         pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
         mode = "dls" if variant == "pseudoinverse" and lam2 > 0.0 else variant
-        trial = _advance(tree, current, frames, heads, ends, error, pull, mode, lam2, radius, done, settle)
+        if jac is None:  # the Jacobian of the current pose (a refused step keeps the pose, and it)
+            jac = tree.jacobian(frames, heads, ends)
+        trial = _advance(tree, current, jac, error, pull, mode, lam2, radius, done, settle)
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
@@ -249,7 +251,7 @@ def solve(
         # oscillating, and PATIENCE refusals in a row end the solve: progress has stalled.
         verdict = _compare(trial_ranked, ranked)
         if verdict >= 0:
-            current, frames, heads, ends = trial, trial_frames, trial_heads, trial_ends
+            current, frames, heads, ends, jac = trial, trial_frames, trial_heads, trial_ends, None
             error, done, ranked = trial_error, trial_done, trial_ranked
             radius = min(2.0 * radius, float(options["max_step"]))
             lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
@@ -277,7 +279,7 @@ def _with_pull(costs: np.ndarray, local: np.ndarray, attractor: np.ndarray, gain
     return np.append(costs, 0.5 * float(np.sum(_away(local, attractor) ** 2)))
 
 
-def _advance(tree: Tree, local, frames, heads, ends, error, pull, variant, lam2, max_step, done, settle):
+def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done, settle):
     """One iteration's new locals (m, 4): the step, each joint clamped into its limits; where a joint
     had to be clamped its clamped axes are locked and the step solved again (RESOLVES times).
 
@@ -285,7 +287,6 @@ def _advance(tree: Tree, local, frames, heads, ends, error, pull, variant, lam2,
     its goals met (`done`) or its own step turns no joint more than `settle` (it is as near as it
     gets). A lower level's step moves the higher goals to second order; they take that back before
     the lower level moves again. A lower level also gets only the turn that max_step leaves."""
-    jac = tree.jacobian(frames, heads, ends)
     scale = tree.col_scale
     m = tree.m
     for attempt in range(RESOLVES + 1):
