@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import goals, quat
 from .. import limits as joint_limits
-from .. import quat
+from ..chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
 
 RESOLVES = 2  # re-solves per iteration after locking clamped axes (as solvers.jacobian)
@@ -212,13 +213,10 @@ def solve(
     options: dict,
 ) -> SkeletonSolution | str:
     """`registry.Method.tree` for the Jacobian family (module doc)."""
-    poles = sorted({e.bone for e in effectors if e.pole is not None})
-    if poles:
-        return (
-            f"a pole on several effectors is not supported yet (effector bone(s) {', '.join(map(str, poles))});"
-            " leave the pole out or solve that chain alone"
-        )
     tree = Tree(skeleton, effectors)
+    segments = _pole_segments(skeleton, tree, effectors)
+    if isinstance(segments, str):
+        return segments
     variant, gain = options["variant"], float(options["nullspace_gain"])
     lam2 = (options["damping"] * float(np.mean(tree.span))) ** 2
     lam2_floor = LM_FLOOR * (lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * float(np.mean(tree.span))) ** 2)
@@ -263,7 +261,52 @@ def solve(
             break
     out = np.array(local, dtype=float)
     out[tree.moved] = current
+    for effector, segment in segments:
+        out = _spin_to_pole(skeleton, out, effector, segment)
     return finish(skeleton, out, effectors, tolerance, iterations, "jacobian")
+
+
+def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) -> list | str:
+    """(effector, its segment: the bones only it moves, top first) for each effector with a pole, or
+    the reason a pole cannot act: its bone also moves another effector, or it has an orientation goal
+    (the spin would turn the bone away from it)."""
+    shared = tree.mask.sum(axis=0) > 1.0  # moved bones on several effectors' branches
+    out = []
+    for effector in effectors:
+        if effector.pole is None:
+            continue
+        branch = skeleton.branch(effector.bone)
+        own = [b for b in branch if not shared[np.searchsorted(tree.moved, b)]]
+        if effector.bone not in own or effector.orientation is not None:
+            why = "an orientation goal" if effector.orientation is not None else "bones other effectors also move"
+            return f"a pole on effector bone {effector.bone}: its segment has {why} (a pole spins the segment)"
+        out.append((effector, branch[branch.index(own[0]) :]))
+    return out
+
+
+def _spin_to_pole(skeleton: Skeleton, local: np.ndarray, effector: Effector, segment: list[int]) -> np.ndarray:
+    """Blender's pole on the effector's own segment: the segment turned rigidly about its top head
+    (solvers.goals.pole_spin on the segment as a chain), only the top bone's local rotation changed,
+    kept in its limits. The segment's end stays where it is when it is on its target."""
+    frames, heads, ends = skeleton.forward(local)
+    top = segment[0]
+    parent = skeleton.base_frame if skeleton.parents[top] == -1 else frames[skeleton.parents[top]]
+    chain = Chain(
+        np.concatenate((heads[segment], ends[segment[-1:]])),
+        frames[segment],
+        reference=skeleton.reference[segment],
+        base_frame=parent,
+    )
+    still = np.tile([1.0, 0.0, 0.0, 0.0], (1, len(segment), 1))
+    points = chain.points[None]
+    spin = goals.pole_spin(chain, points, still, effector.position[None], effector.pole[None], effector.pole_angle)[0]
+    rest = quat.multiply(parent, skeleton.reference[top])
+    turned = quat.multiply(quat.conjugate(rest), quat.multiply(spin, frames[top]))
+    if skeleton.limits is not None:
+        turned = joint_limits.clamp(skeleton.limits, top, turned)
+    out = np.array(local)
+    out[top] = quat.normalize(turned)
+    return out
 
 
 def _away(local: np.ndarray, attractor: np.ndarray) -> np.ndarray:

@@ -223,11 +223,42 @@ def test_one_effector_on_a_chain_reaches_as_the_chain_solve(seed):
         assert tree.error[0] == pytest.approx(chain.error[0], abs=10 * tol)
 
 
-def test_poles_on_several_effectors_are_refused_by_name():
+@settings(max_examples=15)
+@given(st.integers(0, 2**16), st.floats(-3.0, 3.0))
+def test_a_pole_spins_its_effectors_own_segment_as_blenders_does_a_chain(seed, pole_angle):
+    effs, _ = effectors(3, seed)
+    rng = np.random.default_rng(seed)
+    pole = effs[0].position + rng.normal(size=3)
+    effs[0] = solvers.Effector(effs[0].bone, effs[0].position, pole=pole, pole_angle=pole_angle)
+    sol = solvers.solve_skeleton(SKELETON, LOCAL, effs, method="jacobian")
+    assert sol.reached
+    frames, heads, _ = SKELETON.forward(sol.local)
+    top = NAMES["shoulder.L"]  # forearm.L's own segment: shoulder, upper arm, forearm (the chest is shared)
+    line = quat.normalize(effs[0].position - heads[top])
+
+    def side(v):
+        return quat.normalize(v - (v @ line) * line)
+
+    up = quat.rotate(frames[top], np.array([np.cos(pole_angle), 0.0, np.sin(pole_angle)]))
+    to_pole = pole - heads[top]
+    if quat.norm(np.cross(line, to_pole)) > goal_fade() * quat.norm(to_pole):  # off the line: the pole decides
+        assert side(up) @ side(to_pole) >= np.cos(1e-6)
+
+
+def goal_fade():
+    from solvers import goals
+
+    return goals.POLE_FADE
+
+
+def test_poles_that_cannot_spin_their_segment_are_refused_by_name():
     effs, _ = effectors(2, 0)
-    effs[1] = solvers.Effector(effs[1].bone, effs[1].position, pole=[0.0, -1.0, 1.0])
-    with pytest.raises(ValueError, match=f"pole.*bone\\(s\\) {effs[1].bone}"):
-        solvers.solve_skeleton(SKELETON, LOCAL, effs, method="jacobian")
+    elbow = solvers.Effector(NAMES["upper_arm.L"], [0.3, 0.0, 1.4], pole=[0.0, -1.0, 1.0])
+    with pytest.raises(ValueError, match=f"pole on effector bone {elbow.bone}.*other effectors"):
+        solvers.solve_skeleton(SKELETON, LOCAL, [*effs, elbow], method="jacobian")
+    turned = solvers.Effector(effs[1].bone, effs[1].position, pole=[0.0, -1.0, 1.0], orientation=[1.0, 0, 0, 0])
+    with pytest.raises(ValueError, match="orientation goal"):
+        solvers.solve_skeleton(SKELETON, LOCAL, [effs[0], turned], method="jacobian")
 
 
 def test_pull_options_are_checked():
