@@ -252,13 +252,14 @@ class _FrameChains:
             check_rigid_at(obj_eval, names, frame)
         target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
         target = space.to_local(target_world)
+        # A pole chain starts every frame from its input pose (its own bones as evaluated), as
+        # Blender's IK and solve_sequence do; the solver pre-turns it toward the pole (solvers.goals).
+        start = self.state_q if spec.pole is None else {n: q for n, q in self.state_q.items() if n not in names}
         if weights is None:
-            chain = rig.read_chain_posed(
-                obj_eval, spec.tip, spec.chain_length, spec.use_tail, self.state_q, spec.use_limits
-            )
+            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, start, spec.use_limits)
         else:
             chain, own = rig.stretch.read_stretched(
-                obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target, self.state_q
+                obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target, start
             )
             for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
                 self.solved.scales[name][k] = y

@@ -1,14 +1,17 @@
 """Goals beyond the tip position: a pole target and the tip bone's orientation.
 
-Pole (Blender's convention, intern/iksolver): after solving, the whole chain
-turns rigidly about its root so that the root-to-tip direction points at the
-target and the root bone's "up" vector, X cos(pole_angle) + Z sin(pole_angle)
-of its solved frame, points toward the pole (both taken perpendicular to the
-root-target line). A rigid turn about the root keeps every joint angle and
-the reach. With the pole on the root-target line the side is undefined;
-within POLE_FADE of that line (as a fraction of the pole's distance) the
-wanted side blends toward the root bone's rest side (see pole_spin), so a
-pole or target moving across the line never flips the chain.
+Pole (Blender's convention, intern/iksolver `ConstrainPoleVector`): before
+solving, the chain's input pose turns rigidly about its root so that its
+root-to-tip direction points at the target and the root bone's "up" vector,
+X cos(pole_angle) + Z sin(pole_angle) of its frame, points toward the pole
+(both taken perpendicular to the root-target line); the position solve starts
+from that pre-turned pose, as Blender's does, so a free (non-hinge) elbow
+bends where Blender's bends. After solving, the same turn is made exact on
+the solved chain (Blender stops at the pre-turn). A rigid turn about the root
+keeps every joint angle and the reach. With the pole on the root-target line
+the side is undefined; within POLE_FADE of that line (as a fraction of the
+pole's distance) the wanted side blends toward the root bone's rest side (see
+pole_spin), so a pole or target moving across the line never flips the chain.
 
 Orientation (Blender's "Rotation" option): the tip bone is turned toward the
 target's orientation with a weight; the rest of the chain then reaches the
@@ -82,43 +85,85 @@ def _rows(value: object, m: int, width: int, what: str) -> np.ndarray:
 def solve_with_goals(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
     """`plain(chain, targets)` solves positions; the goals are added around it."""
     if goals.rotation is None:
-        return _with_pole(chain, targets, goals, plain(chain, targets), tolerance)
+        return _posed(chain, targets, goals, plain, tolerance)
     return _with_rotation(chain, targets, goals, plain, tolerance)
 
 
-def _with_pole(chain: Chain, targets: np.ndarray, goals: Goals, sol: BatchSolution, tolerance: float) -> BatchSolution:
+def _posed(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
+    """The position solve with the pole: from the input pose pre-turned toward the pole, then the
+    turn made exact on the solved chain (module doc)."""
     if goals.pole is None:
-        return sol
-    spin = pole_spin(chain, sol.points, sol.rotations, targets, goals.pole, goals.pole_angle)
+        return plain(chain, targets)
+    m, root = len(targets), chain.root
+    input_tips = np.broadcast_to(chain.points[-1], (m, 3))
+    turn = pole_spin(chain, input_tips, np.broadcast_to(chain.frames[0], (m, 4)), targets, goals.pole, goals.pole_angle)
+    if chain.limits is None:
+        # Turning the chain by T toward t is solving the unturned chain toward T^-1 t, then
+        # turning the result by T (the solvers are rotation-equivariant; bone frames turn along).
+        sol = plain(chain, root + quat.rotate(quat.conjugate(turn), targets - root))
+    else:
+        # The joint limits stay in the rest pose's frame, which does not turn: each target from its
+        # own pre-turned chain, the turn kept within the root's limits.
+        turn = _allowed_spin(chain, np.broadcast_to([1.0, 0.0, 0.0, 0.0], (m, 4)), turn)
+        sol = _stack([plain(_turned(chain, turn[k]), targets[k : k + 1]) for k in range(m)], turn)
+    tips = root + quat.rotate(turn, sol.points[:, -1] - root)
+    root_rotations = quat.multiply(turn, sol.rotations[:, 0])
+    spin = pole_spin(
+        chain, tips, quat.multiply(root_rotations, chain.frames[0]), targets, goals.pole, goals.pole_angle
+    )
+    total = quat.normalize(quat.multiply(spin, turn))
     if chain.limits is not None:
-        spin = _allowed_spin(chain, sol.rotations[:, 0], spin)
-    root = chain.root
-    points = root + quat.rotate(spin[:, None, :], sol.points - root)
-    rotations = quat.multiply(spin[:, None, :], sol.rotations)
+        total = _allowed_spin(chain, sol.rotations[:, 0], total)
+    points = root + quat.rotate(total[:, None, :], sol.points - root)
+    rotations = quat.multiply(total[:, None, :], sol.rotations)
     error = quat.norm(points[:, -1] - targets)
     return replace(sol, points=points, rotations=rotations, error=error, reached=error <= tolerance)
 
 
+def _turned(chain: Chain, turn: np.ndarray) -> Chain:
+    """The chain's input pose turned rigidly about its root by `turn` (4,); same rest pose and limits."""
+    points = chain.root + quat.rotate(turn, chain.points - chain.root)
+    frames = quat.normalize(quat.multiply(turn, chain.frames))
+    return Chain(points, frames, limits=chain.limits, reference=chain.reference, base_frame=chain.base_frame)
+
+
+def _stack(solutions: list[BatchSolution], turn: np.ndarray) -> BatchSolution:
+    """One-target solutions of turned chains (`_turned`), as one solution of the unturned chain:
+    points and rotations turned back by `turn` (m, 4)."""
+    first = solutions[0]
+    back = quat.conjugate(turn)
+    root = first.points[0, 0]
+    points = np.concatenate([s.points for s in solutions])
+    rotations = quat.multiply(np.concatenate([s.rotations for s in solutions]), turn[:, None, :])
+    return replace(
+        first,
+        points=root + quat.rotate(back[:, None, :], points - root),
+        rotations=quat.multiply(back[:, None, :], rotations),
+        iterations=np.concatenate([s.iterations for s in solutions]),
+        error=np.concatenate([s.error for s in solutions]),
+        reached=np.concatenate([s.reached for s in solutions]),
+    )
+
+
 def pole_spin(
-    chain: Chain, points: np.ndarray, rotations: np.ndarray, targets: np.ndarray, poles: np.ndarray, pole_angle: float
+    chain: Chain, tips: np.ndarray, root_frames: np.ndarray, targets: np.ndarray, poles: np.ndarray, pole_angle: float
 ) -> np.ndarray:
-    """The rigid turn (m, 4) about the root that satisfies the pole (module doc).
+    """The rigid turn (m, 4) about the root that satisfies the pole (module doc), for chains
+    reaching `tips` (m, 3) with root bone frames `root_frames` (m, 4).
 
     Near the root-target line the pole's side is undefined and flips as the
     pole (or target) crosses it. There the wanted up direction turns, with
     the pole's distance from the line, toward a fixed one: the root bone's
     rest up (its reference pose; the input pose for chains without one). It
-    does not depend on the pose being solved from, so solving frame after
-    frame from the previous pose turns the chain smoothly instead of
-    flipping it."""
+    does not depend on the pose being solved from, so the chain turns
+    smoothly instead of flipping."""
     root = chain.root
-    m = points.shape[0]
-    direction = quat.normalize(points[:, -1] - root)
+    m = tips.shape[0]
+    direction = quat.normalize(tips - root)
     goal_dir = quat.normalize(targets - root)
     goal_dir = np.where(quat.norm(goal_dir)[:, None] > 0.0, goal_dir, direction)
     c, s = math.cos(pole_angle), math.sin(pole_angle)
-    frame = quat.multiply(rotations[:, 0], chain.frames[0])
-    up = _up(frame, c, s, m)
+    up = _up(root_frames, c, s, m)
     rest = quat.multiply(chain.base_frame, chain.reference[0])
     rest_up = _side(goal_dir, _up(np.broadcast_to(rest, (m, 4)), c, s, m))
     to_pole = poles - root
@@ -172,7 +217,7 @@ def _allowed_spin(chain: Chain, root_rotation: np.ndarray, spin: np.ndarray) -> 
 
 def _with_rotation(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
     n = chain.n_bones
-    first = _with_pole(chain, targets, goals, plain(chain, targets), tolerance)
+    first = _posed(chain, targets, goals, plain, tolerance)
     free = quat.multiply(first.rotations[:, -1], chain.frames[-1])
     wanted = quat.normalize(_slerp(free, goals.rotation, goals.rotation_weight))
     link = np.broadcast_to(quat.rotate(quat.conjugate(chain.frames[-1]), chain.directions[-1]), targets.shape)
@@ -182,7 +227,7 @@ def _with_rotation(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solve
     else:
         wrist = targets - chain.lengths[-1] * quat.rotate(wanted, link)
         head = _head(chain)
-        sub = _with_pole(head, wrist, goals, plain(head, wrist), tolerance)
+        sub = _posed(head, wrist, goals, plain, tolerance)
         parent = quat.multiply(sub.rotations[:, -1], chain.frames[-2])
         sub_points, sub_rotations, iterations = sub.points, sub.rotations, first.iterations + sub.iterations
     tip_frame = _clamp_tip(chain, parent, wanted)

@@ -1,7 +1,10 @@
 """solve_sequence: one chain through targets in order, each solved from the previous solution.
 
 The bake's core. Frame k starts from frame k-1's pose, so iterative methods
-warm-start and the motion follows the previous pose. One path: a method's
+warm-start and the motion follows the previous pose. With a pole target every
+step starts from the chain's input pose instead, pre-turned toward that step's
+pole (solvers.goals), as Blender's IK constraint starts every frame: a free
+elbow then bends where Blender's does, whatever came before. One path: a method's
 sequence kernel (solvers.registry; triangulation's carries plain floats from
 step to step) where it has one and it serves, else every step through `solve`
 from a chain rebuilt from the last solution, with the kernel's reason kept on
@@ -63,7 +66,8 @@ def solve_sequence(
     rotation_weight: float = 1.0,
     **method_options: object,
 ) -> SequenceSolution:
-    """Solve (m, 3) targets one after another, step k from step k-1's solution.
+    """Solve (m, 3) targets one after another, step k from step k-1's solution (with a pole:
+    every step from the chain's input pose, pre-turned toward the pole; see the module doc).
 
     `tolerance`: a distance, or one per target; defaults and method options as
     `solve`. `progress(k)` is called after step k, for about every hundredth
@@ -131,7 +135,8 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress, extra)
         if frames is not None:
             solved = sol.frames(current)
             frames[k] = solved
-        current = Chain(sol.points, solved, limits=chain.limits, **keep)
+        if extra is None or extra.pole is None:
+            current = Chain(sol.points, solved, limits=chain.limits, **keep)
         if progress is not None:
             progress(k)
     return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)

@@ -1,6 +1,6 @@
 """A pole target and the tip bone's orientation (solvers.goals) on float tuples, for one target.
 
-Mirrors `goals._with_pole`, `goals.pole_spin` and `goals._with_rotation` step by step for a
+Mirrors `goals._posed`, `goals.pole_spin` and `goals._with_rotation` step by step for a
 chain without joint limits; `solve` is the position-only float solve it wraps."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def from_matrix(m: tuple) -> tuple:
 
 
 def pole_spin(root, tip, target, pole, frame0: tuple, rest: tuple, c: float, s: float) -> tuple:
-    """`goals.pole_spin` for one solve; `frame0` the root bone's solved frame, `rest` its rest frame."""
+    """`goals.pole_spin` for one solve; `frame0` the root bone's frame, `rest` its rest frame."""
     direction = unit((tip[0] - root[0], tip[1] - root[1], tip[2] - root[2]))
     goal_dir = unit((target[0] - root[0], target[1] - root[1], target[2] - root[2]))
     if not _length(goal_dir) > 0.0:
@@ -80,24 +80,51 @@ def pole_spin(root, tip, target, pole, frame0: tuple, rest: tuple, c: float, s: 
     off_line = _length(_cross(goal_dir, to_pole)) / max(_length(to_pole), 1e-300)
     w = min(max(off_line / POLE_FADE, 0.0), 1.0)
     w = w * w * (3.0 - 2.0 * w)
-    wanted = tuple(w * p + (1.0 - w) * r for p, r in zip(pole_side, rest_up, strict=True))
+    v = 1.0 - w
+    wanted = (w * pole_side[0] + v * rest_up[0], w * pole_side[1] + v * rest_up[1], w * pole_side[2] + v * rest_up[2])
     if not (_length(_cross(direction, up)) > 1e-9 and _length(wanted) > 1e-9):
         return IDENTITY
-    a, b = _look_at(goal_dir, wanted), _look_at(direction, up)
-    return from_matrix(tuple(tuple(sum(a[k][i] * b[k][j] for k in range(3)) for j in range(3)) for i in range(3)))
+    (a0, a1, a2), (b0, b1, b2) = _look_at(goal_dir, wanted), _look_at(direction, up)
+    # A^T B, row by row (as the numpy einsum).
+    return from_matrix(
+        (
+            (
+                a0[0] * b0[0] + a1[0] * b1[0] + a2[0] * b2[0],
+                a0[0] * b0[1] + a1[0] * b1[1] + a2[0] * b2[1],
+                a0[0] * b0[2] + a1[0] * b1[2] + a2[0] * b2[2],
+            ),
+            (
+                a0[1] * b0[0] + a1[1] * b1[0] + a2[1] * b2[0],
+                a0[1] * b0[1] + a1[1] * b1[1] + a2[1] * b2[1],
+                a0[1] * b0[2] + a1[1] * b1[2] + a2[1] * b2[2],
+            ),
+            (
+                a0[2] * b0[0] + a1[2] * b1[0] + a2[2] * b2[0],
+                a0[2] * b0[1] + a1[2] * b1[1] + a2[2] * b2[1],
+                a0[2] * b0[2] + a1[2] * b1[2] + a2[2] * b2[2],
+            ),
+        )
+    )
 
 
-def with_pole(terms, points: list, rotations: list, target: tuple, pole: tuple, c: float, s: float):
-    """`goals._with_pole`: the solved chain turned rigidly about its root toward the pole."""
-    root = points[0]
-    frame0 = multiply(rotations[0], terms.frames[0])
-    spin = pole_spin(root, points[-1], target, pole, frame0, terms.rest, c, s)
-    rx, ry, rz = root
+def posed(terms, target: tuple, solve_plain: Solve, pole: tuple, c: float, s: float):
+    """`goals._posed`: the position solve from the input pose pre-turned toward the pole, then
+    the turn made exact on the solved chain."""
+    root = rx, ry, rz = terms.rows[0]
+    frame0 = terms.frames[0]
+    turn = pole_spin(root, terms.rows[-1], target, pole, frame0, terms.rest, c, s)
+    lx, ly, lz = rotate(_conjugate(turn), (target[0] - rx, target[1] - ry, target[2] - rz))
+    points, rotations, iterations = solve_plain(terms, (rx + lx, ry + ly, rz + lz))
+    x, y, z = points[-1]
+    tx, ty, tz = rotate(turn, (x - rx, y - ry, z - rz))
+    frame = multiply(multiply(turn, rotations[0]), frame0)
+    spin = pole_spin(root, (rx + tx, ry + ty, rz + tz), target, pole, frame, terms.rest, c, s)
+    total = normalize4(multiply(spin, turn))
     out = [root]
     for x, y, z in points[1:]:
-        vx, vy, vz = rotate(spin, (x - rx, y - ry, z - rz))
+        vx, vy, vz = rotate(total, (x - rx, y - ry, z - rz))
         out.append((rx + vx, ry + vy, rz + vz))
-    return out, [multiply(spin, q) for q in rotations]
+    return out, [multiply(total, q) for q in rotations], iterations
 
 
 def _to_rotation_vector(q: tuple) -> tuple:
@@ -122,13 +149,12 @@ def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rot
     """(points, rotations, iterations) of `goals.solve_with_goals` for one target."""
     c, s = math.cos(pole_angle), math.sin(pole_angle)
 
-    def posed(t, target):
-        points, rotations, iterations = solve_plain(t, target)
-        if pole is not None:
-            points, rotations = with_pole(t, points, rotations, target, pole, c, s)
-        return points, rotations, iterations
+    def position(t, target):
+        if pole is None:
+            return solve_plain(t, target)
+        return posed(t, target, solve_plain, pole, c, s)
 
-    points, rotations, iterations = posed(terms, target)
+    points, rotations, iterations = position(terms, target)
     if rotation is None:
         return points, rotations, iterations
     tip_rest = terms.frames[-1]
@@ -140,7 +166,7 @@ def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rot
     else:
         x, y, z = rotate(wanted, link)
         wrist = (target[0] - length * x, target[1] - length * y, target[2] - length * z)
-        head_points, head_rotations, more = posed(terms.head(), wrist)
+        head_points, head_rotations, more = position(terms.head(), wrist)
         iterations += more
     x, y, z = rotate(wanted, link)
     hx, hy, hz = head_points[-1]

@@ -75,23 +75,24 @@ def test_reason_kept_when_the_fast_kernel_declines():
 
 @pytest.mark.parametrize("method", list(registry.REGISTRY))
 @pytest.mark.parametrize("limited", [False, True])
-def test_sequence_carries_pole_and_limits_step_by_step(method, limited):
-    """solve_sequence with a pole per step is each step's solve with that pole, from the last step."""
+def test_sequence_with_a_pole_solves_every_step_from_the_input_pose(method, limited):
+    """solve_sequence with a pole per step is each step's solve with that pole from the chain's
+    input pose (pre-turned toward the pole, as Blender's IK starts every frame), not from the
+    last step: the steps do not depend on their order."""
     chain = goal_chains.bent_chain([1.0, 1.0, 0.6], [0.4, 0.5], knee_hinges=limited)
     pairs = goal_chains.pole_targets(chain, 4, seed=3)
     targets = np.array([t for t, _ in pairs])
     poles = np.array([p for _, p in pairs])
     steps = solvers.solve_sequence(chain, targets, method=method, pole=poles, pole_angle=0.3)
+    backwards = solvers.solve_sequence(chain, targets[::-1], method=method, pole=poles[::-1], pole_angle=0.3)
     assert steps.reason == sequence.GOALS_REASON
-    current = chain
+    batch = solvers.solve_batch(chain, targets, method=method, pole=poles, pole_angle=0.3)
     for k in range(len(targets)):
-        sol = solvers.solve(current, targets[k], method=method, pole=poles[k], pole_angle=0.3)
+        sol = solvers.solve(chain, targets[k], method=method, pole=poles[k], pole_angle=0.3)
         np.testing.assert_allclose(steps.points[k], sol.points, atol=1e-9 * chain.total_length)
-        frames = sol.frames(current)
-        np.testing.assert_allclose(steps.frames[k], frames, atol=1e-9)
-        current = solvers.Chain(
-            sol.points, frames, limits=chain.limits, reference=chain.reference, base_frame=chain.base_frame
-        )
+        np.testing.assert_allclose(steps.frames[k], sol.frames(chain), atol=1e-9)
+        np.testing.assert_allclose(backwards.points[-1 - k], sol.points, atol=1e-9 * chain.total_length)
+        np.testing.assert_allclose(batch.points[k], sol.points, atol=2e-8 * chain.total_length)
 
 
 def test_sequence_tip_rotation_goal_per_step():
