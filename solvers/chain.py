@@ -316,6 +316,13 @@ class Chain:
         link = quat.rotate(quat.conjugate(self.frames), self.directions)
         return base, ref, local, link
 
+    @functools.cached_property
+    def goal_terms(self) -> tuple[tuple, tuple, tuple]:
+        """(bone frames, base frame, the root bone's reference) as float tuples: what the float
+        kernels' goals read (solvers.kernels), built once per chain."""
+        frames = tuple(map(tuple, self.frames.tolist()))
+        return frames, tuple(self.base_frame.tolist()), tuple(self.reference[0].tolist())
+
     @property
     def base_frame(self) -> np.ndarray:
         """The root bone's parent frame (4,)."""

@@ -61,14 +61,28 @@ def read_goals(
     rotations = None
     if target_rotation is not None and weight > 0.0:
         rotations = _rows(target_rotation, m, 4, "target_rotation")
-        norms = quat.norm(rotations)
-        if np.any(np.abs(norms - 1.0) > 1e-6):
+        if m == 1:  # one solve: plain floats (numpy's reductions cost more than the check)
+            w, x, y, z = rotations[0].tolist()
+            norms = math.sqrt(w * w + x * x + y * y + z * z)
+            unit = abs(norms - 1.0) <= 1e-6
+        else:
+            norms = quat.norm(rotations)[:, None]
+            unit = not np.any(np.abs(norms - 1.0) > 1e-6)
+        if not unit:
             raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
-        rotations = rotations / norms[:, None]
+        rotations = rotations / norms
     return Goals(poles, angle, rotations, weight)
 
 
 def _rows(value: object, m: int, width: int, what: str) -> np.ndarray:
+    if m == 1 and isinstance(value, (tuple, list)) and len(value) == width:
+        # One solve's goal as plain numbers: numpy's checks cost more than the goal itself.
+        try:
+            row = [float(x) for x in value]
+        except (TypeError, ValueError):
+            row = None
+        if row is not None and all(map(math.isfinite, row)):
+            return np.array([row])
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -94,26 +108,44 @@ def _posed(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, toler
     turn made exact on the solved chain (module doc)."""
     if goals.pole is None:
         return plain(chain, targets)
+    if chain.limits is not None:
+        return _posed_limited(chain, targets, goals, plain, tolerance)
     m, root = len(targets), chain.root
+    c, s = math.cos(goals.pole_angle), math.sin(goals.pole_angle)
+    start, start_ok = _chain_frame(root, np.broadcast_to(chain.points[-1], (m, 3)), chain.frames[:1], c, s)
+    goal, goal_ok = _goal_frame(chain, targets, goals.pole, c, s, -start[:, 2])
+    turn = _between(goal, goal_ok, start, start_ok)
+    # Turning the chain by T toward t is solving the unturned chain toward T^-1 t, then turning
+    # the result by T (the solvers are rotation-equivariant; bone frames turn along). There the
+    # post-turn P takes the solved chain's look-at frame back onto the start's, which T took onto
+    # the goal's: T P is the whole turn.
+    sol = plain(chain, root + quat.rotate(quat.conjugate(turn), targets - root))
+    solved, solved_ok = _chain_frame(root, sol.points[:, -1], quat.multiply(sol.rotations[:, 0], chain.frames[0]), c, s)
+    total = quat.normalize(quat.multiply(turn, _between(start, start_ok, solved, solved_ok)))
+    return _turn_solution(chain, sol, total, targets, tolerance)
+
+
+def _posed_limited(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
+    """`_posed` on a chain with joint limits. The limits stay in the rest pose's frame, which does
+    not turn: each target from its own pre-turned chain, every turn kept within the root's limits."""
+    m, root = len(targets), chain.root
+    identity = np.broadcast_to([1.0, 0.0, 0.0, 0.0], (m, 4))
     input_tips = np.broadcast_to(chain.points[-1], (m, 3))
     turn = pole_spin(chain, input_tips, np.broadcast_to(chain.frames[0], (m, 4)), targets, goals.pole, goals.pole_angle)
-    if chain.limits is None:
-        # Turning the chain by T toward t is solving the unturned chain toward T^-1 t, then
-        # turning the result by T (the solvers are rotation-equivariant; bone frames turn along).
-        sol = plain(chain, root + quat.rotate(quat.conjugate(turn), targets - root))
-    else:
-        # The joint limits stay in the rest pose's frame, which does not turn: each target from its
-        # own pre-turned chain, the turn kept within the root's limits.
-        turn = _allowed_spin(chain, np.broadcast_to([1.0, 0.0, 0.0, 0.0], (m, 4)), turn)
-        sol = _stack([plain(_turned(chain, turn[k]), targets[k : k + 1]) for k in range(m)], turn)
+    turn = _allowed_spin(chain, identity, turn)
+    sol = _stack([plain(_turned(chain, turn[k]), targets[k : k + 1]) for k in range(m)], turn)
     tips = root + quat.rotate(turn, sol.points[:, -1] - root)
-    root_rotations = quat.multiply(turn, sol.rotations[:, 0])
-    spin = pole_spin(
-        chain, tips, quat.multiply(root_rotations, chain.frames[0]), targets, goals.pole, goals.pole_angle
-    )
-    total = quat.normalize(quat.multiply(spin, turn))
-    if chain.limits is not None:
-        total = _allowed_spin(chain, sol.rotations[:, 0], total)
+    root_frames = quat.multiply(quat.multiply(turn, sol.rotations[:, 0]), chain.frames[0])
+    spin = pole_spin(chain, tips, root_frames, targets, goals.pole, goals.pole_angle)
+    total = _allowed_spin(chain, sol.rotations[:, 0], quat.normalize(quat.multiply(spin, turn)))
+    return _turn_solution(chain, sol, total, targets, tolerance)
+
+
+def _turn_solution(
+    chain: Chain, sol: BatchSolution, total: np.ndarray, targets: np.ndarray, tolerance: float
+) -> BatchSolution:
+    """`sol` turned rigidly about the root by `total` (m, 4)."""
+    root = chain.root
     points = root + quat.rotate(total[:, None, :], sol.points - root)
     rotations = quat.multiply(total[:, None, :], sol.rotations)
     error = quat.norm(points[:, -1] - targets)
@@ -149,7 +181,24 @@ def pole_spin(
     chain: Chain, tips: np.ndarray, root_frames: np.ndarray, targets: np.ndarray, poles: np.ndarray, pole_angle: float
 ) -> np.ndarray:
     """The rigid turn (m, 4) about the root that satisfies the pole (module doc), for chains
-    reaching `tips` (m, 3) with root bone frames `root_frames` (m, 4).
+    reaching `tips` (m, 3) with root bone frames `root_frames` (m, 4)."""
+    c, s = math.cos(pole_angle), math.sin(pole_angle)
+    chain_rows, chain_ok = _chain_frame(chain.root, tips, root_frames, c, s)
+    goal_rows, goal_ok = _goal_frame(chain, targets, poles, c, s, -chain_rows[:, 2])
+    return _between(goal_rows, goal_ok, chain_rows, chain_ok)
+
+
+def _chain_frame(root: np.ndarray, tips: np.ndarray, root_frames: np.ndarray, c: float, s: float):
+    """(look-at rows (m, 3, 3) of the root-tip line with the root bone's up, where they exist: the
+    up is not along the line)."""
+    direction = quat.normalize(tips - root)
+    up = _up(root_frames, c, s)
+    return _look_at(direction, up), quat.norm(quat.cross(direction, up)) > 1e-9
+
+
+def _goal_frame(chain: Chain, targets: np.ndarray, poles: np.ndarray, c: float, s: float, direction: np.ndarray):
+    """(look-at rows (m, 3, 3) of the root-target line (`direction` where the target is at the
+    root) with the wanted side, where a side is wanted).
 
     Near the root-target line the pole's side is undefined and flips as the
     pole (or target) crosses it. There the wanted up direction turns, with
@@ -158,14 +207,10 @@ def pole_spin(
     does not depend on the pose being solved from, so the chain turns
     smoothly instead of flipping."""
     root = chain.root
-    m = tips.shape[0]
-    direction = quat.normalize(tips - root)
     goal_dir = quat.normalize(targets - root)
     goal_dir = np.where(quat.norm(goal_dir)[:, None] > 0.0, goal_dir, direction)
-    c, s = math.cos(pole_angle), math.sin(pole_angle)
-    up = _up(root_frames, c, s, m)
     rest = quat.multiply(chain.base_frame, chain.reference[0])
-    rest_up = _side(goal_dir, _up(np.broadcast_to(rest, (m, 4)), c, s, m))
+    rest_up = _side(goal_dir, _up(rest[None], c, s))
     to_pole = poles - root
     pole_side = _side(goal_dir, to_pole)
     # How far the pole is off the root-target line, relative to its distance.
@@ -176,17 +221,21 @@ def pole_spin(
     # wherever pole_side passes opposite rest_up (a whole curve of poles), a
     # vector blend only where both are opposite *and* the weight is one half.
     wanted = weight[:, None] * pole_side + (1.0 - weight)[:, None] * rest_up
-    turn = quat.from_matrix(np.einsum("mki,mkj->mij", _look_at(goal_dir, wanted), _look_at(direction, up)))
-    # No side to turn to: the chain's up along its root-tip line, or neither
-    # the pole nor the rest pose defines one.
-    usable = (quat.norm(quat.cross(direction, up)) > 1e-9) & (quat.norm(wanted) > 1e-9)
-    return np.where(usable[:, None], turn, np.array([1.0, 0.0, 0.0, 0.0]))
+    return _look_at(goal_dir, wanted), quat.norm(wanted) > 1e-9
 
 
-def _up(frame: np.ndarray, c: float, s: float, m: int) -> np.ndarray:
-    """X cos(angle) + Z sin(angle) of frames (m, 4)."""
-    x_axis = quat.rotate(frame, np.broadcast_to([1.0, 0.0, 0.0], (m, 3)))
-    z_axis = quat.rotate(frame, np.broadcast_to([0.0, 0.0, 1.0], (m, 3)))
+def _between(a: np.ndarray, a_ok: np.ndarray, b: np.ndarray, b_ok: np.ndarray) -> np.ndarray:
+    """The rotations (m, 4) taking look-at rows `b` onto `a` (Blender's polemat^T mat); none
+    (the identity) where either does not exist."""
+    turn = quat.from_matrix(np.einsum("mki,mkj->mij", a, b))
+    return np.where((a_ok & b_ok)[:, None], turn, np.array([1.0, 0.0, 0.0, 0.0]))
+
+
+def _up(frame: np.ndarray, c: float, s: float) -> np.ndarray:
+    """X cos(angle) + Z sin(angle) of frames (m, 4): the matrix's first and last columns."""
+    w, x, y, z = np.moveaxis(frame, -1, 0)
+    x_axis = np.stack((1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)), axis=-1)
+    z_axis = np.stack((2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)), axis=-1)
     return c * x_axis + s * z_axis
 
 

@@ -16,10 +16,6 @@ Solve = Callable[[object, tuple], tuple[list, list, int]]
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
 
 
-def _cross(u: tuple, v: tuple) -> tuple:
-    return (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
-
-
 def _dot(u: tuple, v: tuple) -> float:
     return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
 
@@ -33,8 +29,13 @@ def _conjugate(q: tuple) -> tuple:
 
 
 def _up(frame: tuple, c: float, s: float) -> tuple:
-    x, z = rotate(frame, (1.0, 0.0, 0.0)), rotate(frame, (0.0, 0.0, 1.0))
-    return (c * x[0] + s * z[0], c * x[1] + s * z[1], c * x[2] + s * z[2])
+    """`goals._up`: X cos + Z sin, the frame matrix's first and last columns."""
+    w, x, y, z = frame
+    return (
+        c * (1.0 - 2.0 * (y * y + z * z)) + s * (2.0 * (x * z + w * y)),
+        c * (2.0 * (x * y + w * z)) + s * (2.0 * (y * z - w * x)),
+        c * (2.0 * (x * z - w * y)) + s * (1.0 - 2.0 * (x * x + y * y)),
+    )
 
 
 def _side(d: tuple, v: tuple) -> tuple:
@@ -45,11 +46,6 @@ def _side(d: tuple, v: tuple) -> tuple:
         m = max(n, 1e-300)
         return (perp[0] / m, perp[1] / m, perp[2] / m)
     return (0.0, 0.0, 0.0)
-
-
-def _look_at(d: tuple, up: tuple) -> tuple:
-    side = unit(_cross(d, up))
-    return (side, _cross(side, d), (-d[0], -d[1], -d[2]))
 
 
 def from_matrix(m: tuple) -> tuple:
@@ -67,64 +63,93 @@ def from_matrix(m: tuple) -> tuple:
     return (-q[0], -q[1], -q[2], -q[3]) if q[0] < 0.0 else q
 
 
-def pole_spin(root, tip, target, pole, frame0: tuple, rest: tuple, c: float, s: float) -> tuple:
-    """`goals.pole_spin` for one solve; `frame0` the root bone's frame, `rest` its rest frame."""
-    direction = unit((tip[0] - root[0], tip[1] - root[1], tip[2] - root[2]))
-    goal_dir = unit((target[0] - root[0], target[1] - root[1], target[2] - root[2]))
-    if not _length(goal_dir) > 0.0:
-        goal_dir = direction
-    up = _up(frame0, c, s)
-    rest_up = _side(goal_dir, _up(rest, c, s))
-    to_pole = (pole[0] - root[0], pole[1] - root[1], pole[2] - root[2])
-    pole_side = _side(goal_dir, to_pole)
-    off_line = _length(_cross(goal_dir, to_pole)) / max(_length(to_pole), 1e-300)
+def chain_frame(root: tuple, tip: tuple, frame: tuple, c: float, s: float):
+    """`goals._chain_frame` for one chain: look-at rows of its root-tip line with its root bone's
+    up, or None where the up is along the line."""
+    rx, ry, rz = root
+    dx, dy, dz = unit((tip[0] - rx, tip[1] - ry, tip[2] - rz))
+    ux, uy, uz = _up(frame, c, s)
+    x, y, z = dy * uz - dz * uy, dz * ux - dx * uz, dx * uy - dy * ux
+    if not math.sqrt(x * x + y * y + z * z) > 1e-9:
+        return None
+    x, y, z = unit((x, y, z))
+    return (x, y, z), (y * dz - z * dy, z * dx - x * dz, x * dy - y * dx), (-dx, -dy, -dz)
+
+
+def goal_frame(root: tuple, target: tuple, pole: tuple, rest: tuple, c: float, s: float, direction: tuple):
+    """`goals._goal_frame` for one target: look-at rows of the root-target line with the wanted
+    side, or None where no side is wanted."""
+    rx, ry, rz = root
+    gx, gy, gz = unit((target[0] - rx, target[1] - ry, target[2] - rz))
+    if not math.sqrt(gx * gx + gy * gy + gz * gz) > 0.0:
+        gx, gy, gz = direction
+    g = (gx, gy, gz)
+    px, py, pz = pole[0] - rx, pole[1] - ry, pole[2] - rz
+    pole_side = _side(g, (px, py, pz))
+    cx, cy, cz = gy * pz - gz * py, gz * px - gx * pz, gx * py - gy * px
+    off_line = math.sqrt(cx * cx + cy * cy + cz * cz) / max(math.sqrt(px * px + py * py + pz * pz), 1e-300)
     w = min(max(off_line / POLE_FADE, 0.0), 1.0)
     w = w * w * (3.0 - 2.0 * w)
-    v = 1.0 - w
-    wanted = (w * pole_side[0] + v * rest_up[0], w * pole_side[1] + v * rest_up[1], w * pole_side[2] + v * rest_up[2])
-    if not (_length(_cross(direction, up)) > 1e-9 and _length(wanted) > 1e-9):
+    if w == 1.0:  # the blend's rest side has weight 0: the same numbers without it
+        wx, wy, wz = pole_side
+    else:
+        v = 1.0 - w
+        rx, ry, rz = _side(g, _up(rest, c, s))
+        wx, wy, wz = w * pole_side[0] + v * rx, w * pole_side[1] + v * ry, w * pole_side[2] + v * rz
+    if not math.sqrt(wx * wx + wy * wy + wz * wz) > 1e-9:
+        return None
+    x, y, z = unit((gy * wz - gz * wy, gz * wx - gx * wz, gx * wy - gy * wx))
+    return (x, y, z), (y * gz - z * gy, z * gx - x * gz, x * gy - y * gx), (-gx, -gy, -gz)
+
+
+def between(a, b) -> tuple:
+    """`goals._between`: the rotation taking look-at rows `b` onto `a` (A^T B); the identity
+    where either is None."""
+    if a is None or b is None:
         return IDENTITY
-    (a0, a1, a2), (b0, b1, b2) = _look_at(goal_dir, wanted), _look_at(direction, up)
-    # A^T B, row by row (as the numpy einsum).
+    (a0x, a0y, a0z), (a1x, a1y, a1z), (a2x, a2y, a2z) = a
+    (b0x, b0y, b0z), (b1x, b1y, b1z), (b2x, b2y, b2z) = b
     return from_matrix(
         (
-            (
-                a0[0] * b0[0] + a1[0] * b1[0] + a2[0] * b2[0],
-                a0[0] * b0[1] + a1[0] * b1[1] + a2[0] * b2[1],
-                a0[0] * b0[2] + a1[0] * b1[2] + a2[0] * b2[2],
-            ),
-            (
-                a0[1] * b0[0] + a1[1] * b1[0] + a2[1] * b2[0],
-                a0[1] * b0[1] + a1[1] * b1[1] + a2[1] * b2[1],
-                a0[1] * b0[2] + a1[1] * b1[2] + a2[1] * b2[2],
-            ),
-            (
-                a0[2] * b0[0] + a1[2] * b1[0] + a2[2] * b2[0],
-                a0[2] * b0[1] + a1[2] * b1[1] + a2[2] * b2[1],
-                a0[2] * b0[2] + a1[2] * b1[2] + a2[2] * b2[2],
-            ),
+            (a0x * b0x + a1x * b1x + a2x * b2x, a0x * b0y + a1x * b1y + a2x * b2y, a0x * b0z + a1x * b1z + a2x * b2z),
+            (a0y * b0x + a1y * b1x + a2y * b2x, a0y * b0y + a1y * b1y + a2y * b2y, a0y * b0z + a1y * b1z + a2y * b2z),
+            (a0z * b0x + a1z * b1x + a2z * b2x, a0z * b0y + a1z * b1y + a2z * b2y, a0z * b0z + a1z * b1z + a2z * b2z),
         )
     )
 
 
 def posed(terms, target: tuple, solve_plain: Solve, pole: tuple, c: float, s: float):
-    """`goals._posed`: the position solve from the input pose pre-turned toward the pole, then
-    the turn made exact on the solved chain."""
+    """`goals._posed`: the position solve from the input pose pre-turned toward the pole (T), then
+    the solved chain's look-at frame taken back onto the start's (P); the whole turn is T P."""
     root = rx, ry, rz = terms.rows[0]
     frame0 = terms.frames[0]
-    turn = pole_spin(root, terms.rows[-1], target, pole, frame0, terms.rest, c, s)
+    start = chain_frame(root, terms.rows[-1], frame0, c, s)
+    direction = (0.0, 0.0, 0.0) if start is None else tuple(-x for x in start[2])
+    turn = between(goal_frame(root, target, pole, terms.rest, c, s, direction), start)
     lx, ly, lz = rotate(_conjugate(turn), (target[0] - rx, target[1] - ry, target[2] - rz))
     points, rotations, iterations = solve_plain(terms, (rx + lx, ry + ly, rz + lz))
-    x, y, z = points[-1]
-    tx, ty, tz = rotate(turn, (x - rx, y - ry, z - rz))
-    frame = multiply(multiply(turn, rotations[0]), frame0)
-    spin = pole_spin(root, (rx + tx, ry + ty, rz + tz), target, pole, frame, terms.rest, c, s)
-    total = normalize4(multiply(spin, turn))
+    solved = chain_frame(root, points[-1], multiply(rotations[0], frame0), c, s)
+    tw, tx, ty, tz = normalize4(multiply(turn, between(start, solved)))
+    # The whole turn on every point and bone, written out (a call per bone would cost a solve's worth).
+    m00, m01, m02 = 1.0 - 2.0 * (ty * ty + tz * tz), 2.0 * (tx * ty - tw * tz), 2.0 * (tx * tz + tw * ty)
+    m10, m11, m12 = 2.0 * (tx * ty + tw * tz), 1.0 - 2.0 * (tx * tx + tz * tz), 2.0 * (ty * tz - tw * tx)
+    m20, m21, m22 = 2.0 * (tx * tz - tw * ty), 2.0 * (ty * tz + tw * tx), 1.0 - 2.0 * (tx * tx + ty * ty)
     out = [root]
     for x, y, z in points[1:]:
-        vx, vy, vz = rotate(total, (x - rx, y - ry, z - rz))
-        out.append((rx + vx, ry + vy, rz + vz))
-    return out, [multiply(total, q) for q in rotations], iterations
+        x, y, z = x - rx, y - ry, z - rz
+        out.append(
+            (rx + m00 * x + m01 * y + m02 * z, ry + m10 * x + m11 * y + m12 * z, rz + m20 * x + m21 * y + m22 * z)
+        )
+    turned = [
+        (
+            tw * w - tx * x - ty * y - tz * z,
+            tw * x + tx * w + ty * z - tz * y,
+            tw * y - tx * z + ty * w + tz * x,
+            tw * z + tx * y - ty * x + tz * w,
+        )
+        for w, x, y, z in rotations
+    ]
+    return out, turned, iterations
 
 
 def _to_rotation_vector(q: tuple) -> tuple:
@@ -154,10 +179,10 @@ def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rot
             return solve_plain(t, target)
         return posed(t, target, solve_plain, pole, c, s)
 
-    points, rotations, iterations = position(terms, target)
     if rotation is None:
-        return points, rotations, iterations
+        return position(terms, target)
     tip_rest = terms.frames[-1]
+    points, rotations, iterations = position(terms, target)
     wanted = normalize4(slerp(multiply(rotations[-1], tip_rest), rotation, weight))
     link = rotate(_conjugate(tip_rest), terms.dirs[-1])
     length = terms.lengths[-1]

@@ -58,8 +58,8 @@ class Terms:
         rows, lengths, dirs, reach, inner, fallbacks = chain.scalar_terms
         frames = rest = None
         if goals:  # the frames and the root's rest frame (base x reference), for the goals only
-            frames = tuple(map(tuple, chain.frames.tolist()))
-            rest = multiply(tuple(chain.base_frame.tolist()), tuple(chain.reference[0].tolist()))
+            frames, base, reference = chain.goal_terms
+            rest = multiply(base, reference)
         return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, chain.fold_guard, frames, rest)
 
     def head(self) -> Terms:
