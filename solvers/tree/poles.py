@@ -35,8 +35,8 @@ def apply_poles(skeleton, local: np.ndarray, effectors, plan) -> np.ndarray:
         )
         turn = goals.pole_spin(
             segment,
-            np.array([[heads[top], tip]]),
-            np.array([[[1.0, 0.0, 0.0, 0.0]]]),
+            np.array([tip], dtype=float),
+            top_frame[None],
             effector.position[None],
             effector.pole[None],
             effector.pole_angle,
