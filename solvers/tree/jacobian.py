@@ -297,9 +297,8 @@ def _spin_to_pole(skeleton: Skeleton, local: np.ndarray, effector: Effector, seg
         reference=skeleton.reference[segment],
         base_frame=parent,
     )
-    still = np.tile([1.0, 0.0, 0.0, 0.0], (1, len(segment), 1))
-    points = chain.points[None]
-    spin = goals.pole_spin(chain, points, still, effector.position[None], effector.pole[None], effector.pole_angle)[0]
+    tip, top_frame = chain.points[-1][None], chain.frames[:1]
+    spin = goals.pole_spin(chain, tip, top_frame, effector.position[None], effector.pole[None], effector.pole_angle)[0]
     rest = quat.multiply(parent, skeleton.reference[top])
     turned = quat.multiply(quat.conjugate(rest), quat.multiply(spin, frames[top]))
     if skeleton.limits is not None:
