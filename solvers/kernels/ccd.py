@@ -2,33 +2,85 @@
 
 from __future__ import annotations
 
-from .floats import swing, unit
+from math import sqrt
+
+from .floats import swing
 
 
 def make_step(lengths: tuple, fallbacks: tuple, target: tuple):
-    """One sweep tip to root toward `target`, as `ccd.make_step(chain)`."""
+    """One sweep tip to root toward `target`, as `ccd.make_step(chain)`.
+
+    The numpy step turns every point past each joint, O(n^2) per sweep. Joint j's turn
+    only needs its pivot, which the turns of the joints after it never move, and the tip:
+    so the sweep turns the tip alone (the numpy step's very arithmetic for the tip) and
+    keeps each joint's turn; then each bone's new link is its old one turned by the
+    product of the turns of its joint and those before it (each point turns about its
+    ancestors' pivots), summed from the root: O(n)."""
     n = len(lengths)
     tx, ty, tz = target
+    joints = range(n - 1, -1, -1)
 
     def step(points: list) -> list:
-        p = list(points)
-        for j in range(n - 1, -1, -1):
-            ox, oy, oz = p[j]
-            ex, ey, ez = p[n]
-            e = unit((ex - ox, ey - oy, ez - oz))
-            t = unit((tx - ox, ty - oy, tz - oz))
-            if e == (0.0, 0.0, 0.0) or t == (0.0, 0.0, 0.0):
+        ex, ey, ez = points[n]
+        turns = [None] * n
+        for j in joints:
+            ox, oy, oz = points[j]
+            # floats.unit of the tip's and the target's offsets (zero stays zero)
+            ux, uy, uz = ex - ox, ey - oy, ez - oz
+            r = sqrt(ux * ux + uy * uy + uz * uz)
+            vx, vy, vz = tx - ox, ty - oy, tz - oz
+            s = sqrt(vx * vx + vy * vy + vz * vz)
+            if not (r > 0.0 and s > 0.0):
                 continue  # tip or target on the pivot: the turn is undefined
-            qw, qx, qy, qz = swing(e, t, fallbacks[j])
-            for k in range(j + 1, n + 1):
-                x, y, z = p[k]
-                vx, vy, vz = x - ox, y - oy, z - oz
-                ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
-                p[k] = (
-                    ox + (vx + qw * ux + (qy * uz - qz * uy)),
-                    oy + (vy + qw * uy + (qz * ux - qx * uz)),
-                    oz + (vz + qw * uz + (qx * uy - qy * ux)),
+            ux, uy, uz = ux / r, uy / r, uz / r
+            vx, vy, vz = vx / s, vy / s, vz / s
+            # floats.swing, its common case (within 90 degrees) inlined
+            dot = ux * vx + uy * vy + uz * vz
+            if dot >= 0.0:
+                qw, qx, qy, qz = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+                m = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+                qw, qx, qy, qz = qw / m, qx / m, qy / m, qz / m
+            else:
+                qw, qx, qy, qz = swing((ux, uy, uz), (vx, vy, vz), fallbacks[j])
+            turns[j] = (qw, qx, qy, qz)
+            wx, wy, wz = ex - ox, ey - oy, ez - oz
+            kx, ky, kz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
+            ex = ox + (wx + qw * kx + (qy * kz - qz * ky))
+            ey = oy + (wy + qw * ky + (qz * kx - qx * kz))
+            ez = oz + (wz + qw * kz + (qx * ky - qy * kx))
+        # The new links: bone i's turned by q_0 q_1 ... q_i (q_i first).
+        root = points[0]
+        out = [root]
+        px, py, pz = root
+        x0, y0, z0 = root
+        qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0
+        turned = False
+        for i in range(n):
+            x1, y1, z1 = points[i + 1]
+            vx, vy, vz = x1 - x0, y1 - y0, z1 - z0
+            x0, y0, z0 = x1, y1, z1
+            turn = turns[i]
+            if turn is not None:
+                sw, sx, sy, sz = turn
+                if turned:
+                    qw, qx, qy, qz = (
+                        qw * sw - qx * sx - qy * sy - qz * sz,
+                        qw * sx + qx * sw + qy * sz - qz * sy,
+                        qw * sy - qx * sz + qy * sw + qz * sx,
+                        qw * sz + qx * sy - qy * sx + qz * sw,
+                    )
+                else:
+                    qw, qx, qy, qz = turn
+                    turned = True
+            if turned:
+                kx, ky, kz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+                vx, vy, vz = (
+                    vx + qw * kx + (qy * kz - qz * ky),
+                    vy + qw * ky + (qz * kx - qx * kz),
+                    vz + qw * kz + (qx * ky - qy * kx),
                 )
-        return p
+            px, py, pz = px + vx, py + vy, pz + vz
+            out.append((px, py, pz))
+        return out
 
     return step

@@ -25,29 +25,33 @@ def straight(root: tuple, lengths: tuple, first_dir: tuple, target: tuple) -> li
     return out
 
 
-def _distance(a: tuple, b: tuple) -> float:
-    x, y, z = a[0] - b[0], a[1] - b[1], a[2] - b[2]
-    return math.sqrt(x * x + y * y + z * z)
-
-
 def run(
     rows: tuple, lengths: tuple, dirs: tuple, total: float, target: tuple, tolerance: float, cap: int, step: Step
 ) -> tuple[list, int]:
     """(points, iterations) as `iterate.run` gives them for one target on an unlimited chain."""
     root = rows[0]
-    if _distance(target, root) >= total - tolerance:
+    tx, ty, tz = target
+    x, y, z = tx - root[0], ty - root[1], tz - root[2]
+    if math.sqrt(x * x + y * y + z * z) >= total - tolerance:
         return straight(root, lengths, dirs[0], target), 1
-    points = list(rows)
-    if not _distance(points[-1], target) > tolerance:
-        return points, 0
+    points = rows
+    ex, ey, ez = points[-1]
+    x, y, z = ex - tx, ey - ty, ez - tz
+    if not math.sqrt(x * x + y * y + z * z) > tolerance:
+        return list(points), 0
     stall = STALL * total
     iterations = 0
+    sqrt = math.sqrt
     while iterations < cap:
-        old = points[-1]
+        ox, oy, oz = ex, ey, ez
         points = step(points)
         iterations += 1
-        tip = points[-1]
-        if not (_distance(tip, target) > tolerance and _distance(tip, old) > stall):
+        ex, ey, ez = points[-1]
+        x, y, z = ex - tx, ey - ty, ez - tz
+        if not sqrt(x * x + y * y + z * z) > tolerance:
+            break
+        x, y, z = ex - ox, ey - oy, ez - oz
+        if not sqrt(x * x + y * y + z * z) > stall:
             break
     return points, iterations
 
@@ -55,35 +59,43 @@ def run(
 def swing_rotations(points: list, dirs: tuple, fallbacks: tuple) -> list:
     """`result.swing_rotations` for one solve: each bone's world rotation, its parent's
     inherited and then the minimal swing onto its solved direction. Inlined (a solve's
-    largest cost after the iterations): `rotate` twice and `swing`, as in floats."""
+    largest cost after the iterations): `rotate` and `swing` as in floats; the turned
+    tie-breaker axis is only needed (and only computed) for a swing past 90 degrees."""
     rots = []
+    sqrt = math.sqrt
     qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0
-    for i in range(len(dirs)):
-        (x0, y0, z0), (x1, y1, z1) = points[i], points[i + 1]
+    x0, y0, z0 = points[0]
+    for i, (ux, uy, uz) in enumerate(dirs):
+        x1, y1, z1 = points[i + 1]
         vx, vy, vz = x1 - x0, y1 - y0, z1 - z0
-        r = math.sqrt(vx * vx + vy * vy + vz * vz)
+        x0, y0, z0 = x1, y1, z1
+        r = sqrt(vx * vx + vy * vy + vz * vz)
         if r > 0.0:
             vx, vy, vz = vx / r, vy / r, vz / r
-        if qx or qy or qz:  # the inherited rotation turns the input direction
-            cur, axis = rotate((qw, qx, qy, qz), dirs[i]), rotate((qw, qx, qy, qz), fallbacks[i])
-        else:
-            cur, axis = dirs[i], fallbacks[i]
-        ux, uy, uz = cur
+        turned = qx or qy or qz  # the inherited rotation turns the input direction
+        if turned:
+            tx, ty, tz = 2.0 * (qy * uz - qz * uy), 2.0 * (qz * ux - qx * uz), 2.0 * (qx * uy - qy * ux)
+            ux, uy, uz = (
+                ux + qw * tx + (qy * tz - qz * ty),
+                uy + qw * ty + (qz * tx - qx * tz),
+                uz + qw * tz + (qx * ty - qy * tx),
+            )
         cx, cy, cz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
         dot = ux * vx + uy * vy + uz * vz
         if dot >= 0.0:
-            sw, sx, sy, sz = 1.0 + dot, cx, cy, cz
-            n = math.sqrt(sw * sw + sx * sx + sy * sy + sz * sz)
-            sw, sx, sy, sz = sw / n, sx / n, sy / n, sz / n
+            sw = 1.0 + dot
+            n = sqrt(sw * sw + cx * cx + cy * cy + cz * cz)
+            sw, sx, sy, sz = sw / n, cx / n, cy / n, cz / n
         else:
-            sw, sx, sy, sz = swing(cur, (vx, vy, vz), axis)
+            axis = rotate((qw, qx, qy, qz), fallbacks[i]) if turned else fallbacks[i]
+            sw, sx, sy, sz = swing((ux, uy, uz), (vx, vy, vz), axis)
         qw, qx, qy, qz = (
             sw * qw - sx * qx - sy * qy - sz * qz,
             sw * qx + sx * qw + sy * qz - sz * qy,
             sw * qy - sx * qz + sy * qw + sz * qx,
             sw * qz + sx * qy - sy * qx + sz * qw,
         )
-        n = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+        n = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
         qw, qx, qy, qz = qw / n, qx / n, qy / n, qz / n
         rots.append((qw, qx, qy, qz))
     return rots

@@ -6,8 +6,6 @@ import math
 
 import numpy as np
 
-from .. import fabrik as numpy_fabrik
-from .. import jacobian as numpy_jacobian
 from .. import triangulation as numpy_triangulation
 from ..chain import Chain, reach_terms
 from ..result import Solution
@@ -22,14 +20,7 @@ ITERATIVE = ("fabrik", "ccd", "jacobian")
 def reason(chain: Chain, method: str, options: dict, kernel: str = "float kernel") -> str | None:
     """Why the float kernel (or the block kernels of solvers.soa, `kernel` naming them) cannot
     solve on this chain with these options (None: it can).
-    Options are validated first: bad ones raise ValueError as the numpy solvers do."""
-    if method == "fabrik":
-        numpy_fabrik.check_placement(options["placement"])
-    elif method == "jacobian":
-        numpy_jacobian.check_options(options["variant"], options["damping"], options["max_step"])
-    elif method == "triangulation":
-        numpy_triangulation.check_fold_angle(options["fold_angle"])
-        numpy_triangulation.check_smooth_fold(options["smooth_fold"], options["fold_angle"])
+    Options arrive checked (`registry.Method.options_for`), as the registry's interface says."""
     if chain.limits is not None:
         return "joint limits: the numpy solver carries the local rotations"
     if method == "fabrik" and options["placement"] != "line":
@@ -55,6 +46,15 @@ class Terms:
 
     @classmethod
     def of(cls, chain: Chain, goals: bool = False) -> Terms:
+        if not goals:  # kept on the chain (it never changes): one solve's packing cost saved
+            terms = chain.__dict__.get("_float_terms")
+            if terms is None:
+                terms = chain.__dict__["_float_terms"] = cls._of(chain, False)
+            return terms
+        return cls._of(chain, True)
+
+    @classmethod
+    def _of(cls, chain: Chain, goals: bool) -> Terms:
         rows, lengths, dirs, reach, inner, fallbacks = chain.scalar_terms
         frames = rest = None
         if goals:  # the frames and the root's rest frame (base x reference), for the goals only
@@ -104,7 +104,7 @@ def plain_solver(method: str, tolerance: float, cap: int, options: dict):
             step = ccd.make_step(t.lengths, t.fallbacks, target)
         else:
             lam2 = (options["damping"] * t.total) ** 2
-            step = jacobian.make_step(t.lengths, target, lam2, options["max_step"])
+            step = jacobian.make_step(t.lengths, t.dirs, target, lam2, options["max_step"])
         points, iterations = run(t.rows, t.lengths, t.dirs, t.total, target, tolerance, cap, step)
         return points, swing_rotations(points, t.dirs, t.fallbacks), iterations
 
