@@ -11,11 +11,12 @@ def make_step(lengths: tuple, fallbacks: tuple, target: tuple):
     """One sweep tip to root toward `target`, as `ccd.make_step(chain)`.
 
     The numpy step turns every point past each joint, O(n^2) per sweep. Joint j's turn
-    only needs its pivot, which the turns of the joints after it never move, and the tip:
-    so the sweep turns the tip alone (the numpy step's very arithmetic for the tip) and
-    keeps each joint's turn; then each bone's new link is its old one turned by the
-    product of the turns of its joint and those before it (each point turns about its
-    ancestors' pivots), summed from the root: O(n)."""
+    only needs its pivot, which the turns of the joints after it never move, and the tip,
+    which the turn puts on the pivot-target line at its distance from the pivot: so the
+    sweep moves the tip alone and keeps each joint's turn; then each bone's new link is its
+    old one turned by the product of the turns of its joint and those before it (each point
+    turns about its ancestors' pivots), summed from the root: O(n). The same points as the
+    numpy step to rounding."""
     n = len(lengths)
     tx, ty, tz = target
     joints = range(n - 1, -1, -1)
@@ -25,29 +26,25 @@ def make_step(lengths: tuple, fallbacks: tuple, target: tuple):
         turns = [None] * n
         for j in joints:
             ox, oy, oz = points[j]
-            # floats.unit of the tip's and the target's offsets (zero stays zero)
-            ux, uy, uz = ex - ox, ey - oy, ez - oz
-            r = sqrt(ux * ux + uy * uy + uz * uz)
-            vx, vy, vz = tx - ox, ty - oy, tz - oz
-            s = sqrt(vx * vx + vy * vy + vz * vz)
-            if not (r > 0.0 and s > 0.0):
+            ux, uy, uz = ex - ox, ey - oy, ez - oz  # pivot to tip
+            vx, vy, vz = tx - ox, ty - oy, tz - oz  # pivot to target
+            uu = ux * ux + uy * uy + uz * uz
+            vv = vx * vx + vy * vy + vz * vz
+            if not (uu > 0.0 and vv > 0.0):
                 continue  # tip or target on the pivot: the turn is undefined
-            ux, uy, uz = ux / r, uy / r, uz / r
-            vx, vy, vz = vx / s, vy / s, vz / s
-            # floats.swing, its common case (within 90 degrees) inlined
+            r, s = sqrt(uu), sqrt(vv)
             dot = ux * vx + uy * vy + uz * vz
             if dot >= 0.0:
-                qw, qx, qy, qz = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+                # floats.swing's common case (within 90 degrees) on the unnormalised offsets:
+                # (|u||v| + u.v, u x v) is |u||v| times (1 + cos, sin axis).
+                qw, qx, qy, qz = r * s + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
                 m = sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-                qw, qx, qy, qz = qw / m, qx / m, qy / m, qz / m
+                turns[j] = (qw / m, qx / m, qy / m, qz / m)
             else:
-                qw, qx, qy, qz = swing((ux, uy, uz), (vx, vy, vz), fallbacks[j])
-            turns[j] = (qw, qx, qy, qz)
-            wx, wy, wz = ex - ox, ey - oy, ez - oz
-            kx, ky, kz = 2.0 * (qy * wz - qz * wy), 2.0 * (qz * wx - qx * wz), 2.0 * (qx * wy - qy * wx)
-            ex = ox + (wx + qw * kx + (qy * kz - qz * ky))
-            ey = oy + (wy + qw * ky + (qz * kx - qx * kz))
-            ez = oz + (wz + qw * kz + (qx * ky - qy * kx))
+                turns[j] = swing((ux / r, uy / r, uz / r), (vx / s, vy / s, vz / s), fallbacks[j])
+            # The turn takes the tip onto the pivot-target line, at its distance from the pivot.
+            k = r / s
+            ex, ey, ez = ox + k * vx, oy + k * vy, oz + k * vz
         # The new links: bone i's turned by q_0 q_1 ... q_i (q_i first).
         root = points[0]
         out = [root]

@@ -12,10 +12,13 @@ def make_step(lengths: tuple, dirs: tuple, target: tuple, lam2: float, max_step:
     `lam2` > 0 (the damped J J^T is then invertible). `dirs` are the unit bone directions of
     the points the first step gets; each step then carries its bones' turned directions to the
     next instead of re-normalising the points' differences (the same directions to rounding,
-    a fifth of a step's arithmetic), so `step` must be given the points it last returned."""
+    a fifth of a step's arithmetic), so `step` must be given the points it last returned.
+    `step.carried` is [those directions, those points]."""
     n = len(lengths)
     tx, ty, tz = target
-    carried = [dirs]
+    carried = [dirs, None]  # the last returned points' unit directions, and those points
+    bound2 = (1.0 + 1e-9) * sum(lengths) ** 2
+    max_step2 = max_step * max_step
 
     def step(points: list) -> list:
         ex, ey, ez = points[n]
@@ -40,26 +43,37 @@ def make_step(lengths: tuple, dirs: tuple, target: tuple, lam2: float, max_step:
         ux = (c0 * bx + c1 * by + c2 * bz) / det
         uy = (c1 * bx + (a * f - c * c) * by + c4 * bz) / det
         uz = (c2 * bx + c4 * by + (a * d - b * b) * bz) / det
-        # The joints' rotation vectors r x u; the largest norm caps the step (compared squared:
-        # sqrt is monotonic, so the largest root is the root of the largest square).
-        omega, big = [], 0.0
-        for rx, ry, rz in arms:
-            wx, wy, wz = ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux
-            omega.append((wx, wy, wz))
-            w2 = wx * wx + wy * wy + wz * wz
-            if w2 > big:
-                big = w2
-        scale = min(1.0, max_step / max(sqrt(big), 1e-300))
         origin = points[0]
         out = [origin]
         new_dirs = []
         ox, oy, oz = origin
-        cx = cy = cz = 0.0  # running sum of the joints' rotation vectors
+        cx = cy = cz = 0.0  # running sum of the joints' rotation vectors r x u
         px = py = pz = 0.0  # running sum of the bones' new links (root + sum, as numpy's cumsum)
-        for (wx, wy, wz), (vx, vy, vz), length in zip(omega, carried[0], lengths, strict=True):
-            cx += wx * scale
-            cy += wy * scale
-            cz += wz * scale
+        if (ux * ux + uy * uy + uz * uz) * bound2 <= max_step2:
+            # |r x u| <= |r| |u| <= chain length x |u| (margin for rounding): no joint turns by
+            # more than max_step, so the step is not scaled and needs no pass for the largest turn.
+            omega = None
+        else:
+            # The largest turn caps the step (compared squared: sqrt is monotonic).
+            omega, big = [], 0.0
+            for rx, ry, rz in arms:
+                wx, wy, wz = ry * uz - rz * uy, rz * ux - rx * uz, rx * uy - ry * ux
+                omega.append((wx, wy, wz))
+                w2 = wx * wx + wy * wy + wz * wz
+                if w2 > big:
+                    big = w2
+            scale = min(1.0, max_step / max(sqrt(big), 1e-300))
+        for i, (vx, vy, vz) in enumerate(carried[0]):
+            if omega is None:
+                rx, ry, rz = arms[i]
+                cx += ry * uz - rz * uy
+                cy += rz * ux - rx * uz
+                cz += rx * uy - ry * ux
+            else:
+                wx, wy, wz = omega[i]
+                cx += wx * scale
+                cy += wy * scale
+                cz += wz * scale
             # floats.from_rotation_vector and floats.rotate, inlined (once per bone per iteration)
             angle = sqrt(cx * cx + cy * cy + cz * cz)
             half = 0.5 * angle
@@ -72,11 +86,13 @@ def make_step(lengths: tuple, dirs: tuple, target: tuple, lam2: float, max_step:
                 vz + qw * kz + (qx * ky - qy * kx),
             )
             new_dirs.append((vx, vy, vz))
+            length = lengths[i]
             px += length * vx
             py += length * vy
             pz += length * vz
             out.append((ox + px, oy + py, oz + pz))
-        carried[0] = new_dirs
+        carried[0], carried[1] = new_dirs, out
         return out
 
+    step.carried = carried  # read by kernels.one: the solved directions for the rotations
     return step

@@ -56,22 +56,27 @@ def run(
     return points, iterations
 
 
-def swing_rotations(points: list, dirs: tuple, fallbacks: tuple) -> list:
+def swing_rotations(points: list, dirs: tuple, fallbacks: tuple, solved: list | None = None) -> list:
     """`result.swing_rotations` for one solve: each bone's world rotation, its parent's
     inherited and then the minimal swing onto its solved direction. Inlined (a solve's
     largest cost after the iterations): `rotate` and `swing` as in floats; the turned
-    tie-breaker axis is only needed (and only computed) for a swing past 90 degrees."""
+    tie-breaker axis is only needed (and only computed) for a swing past 90 degrees.
+    `solved`: the bones' unit directions in `points` where the step carried them (else
+    normalised from the points, as numpy does)."""
     rots = []
     sqrt = math.sqrt
     qw, qx, qy, qz = 1.0, 0.0, 0.0, 0.0
     x0, y0, z0 = points[0]
     for i, (ux, uy, uz) in enumerate(dirs):
-        x1, y1, z1 = points[i + 1]
-        vx, vy, vz = x1 - x0, y1 - y0, z1 - z0
-        x0, y0, z0 = x1, y1, z1
-        r = sqrt(vx * vx + vy * vy + vz * vz)
-        if r > 0.0:
-            vx, vy, vz = vx / r, vy / r, vz / r
+        if solved is None:
+            x1, y1, z1 = points[i + 1]
+            vx, vy, vz = x1 - x0, y1 - y0, z1 - z0
+            x0, y0, z0 = x1, y1, z1
+            r = sqrt(vx * vx + vy * vy + vz * vz)
+            if r > 0.0:
+                vx, vy, vz = vx / r, vy / r, vz / r
+        else:
+            vx, vy, vz = solved[i]
         turned = qx or qy or qz  # the inherited rotation turns the input direction
         if turned:
             tx, ty, tz = 2.0 * (qy * uz - qz * uy), 2.0 * (qz * ux - qx * uz), 2.0 * (qx * uy - qy * ux)

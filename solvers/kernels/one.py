@@ -106,7 +106,9 @@ def plain_solver(method: str, tolerance: float, cap: int, options: dict):
             lam2 = (options["damping"] * t.total) ** 2
             step = jacobian.make_step(t.lengths, t.dirs, target, lam2, options["max_step"])
         points, iterations = run(t.rows, t.lengths, t.dirs, t.total, target, tolerance, cap, step)
-        return points, swing_rotations(points, t.dirs, t.fallbacks), iterations
+        carried = getattr(step, "carried", None)  # a step's own unit directions of the points it returned
+        solved = carried[0] if carried is not None and carried[1] is points else None
+        return points, swing_rotations(points, t.dirs, t.fallbacks, solved), iterations
 
     return solve
 
