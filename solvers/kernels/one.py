@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from itertools import chain as chain_iterables
 
 import numpy as np
 
@@ -130,4 +131,12 @@ def solve(
         )
     x, y, z = points[-1]
     error = math.sqrt((x - t[0]) ** 2 + (y - t[1]) ** 2 + (z - t[2]) ** 2)
-    return Solution(np.array(points), np.array(rotations), iterations, error, error <= tolerance, method)
+    # np.fromiter over the flat floats: a little cheaper than np.array's nested-sequence discovery.
+    return Solution(
+        np.fromiter(chain_iterables.from_iterable(points), float, 3 * len(points)).reshape(-1, 3),
+        np.fromiter(chain_iterables.from_iterable(rotations), float, 4 * len(rotations)).reshape(-1, 4),
+        iterations,
+        error,
+        error <= tolerance,
+        method,
+    )

@@ -78,7 +78,7 @@ def one_pass(
     blend: tuple | None = None,
     carry: bool = False,
 ) -> tuple[list, list, list]:
-    """(points, rotations, new directions) as lists of tuples.
+    """(points, rotations, new directions) as lists of tuples (the directions with `carry` only).
 
     `dirs` are the bones' current unit directions, `reach` the straight reach
     after each bone (the paper's b), `guard` the fold guard radii, `fallbacks[i]`
@@ -208,11 +208,11 @@ def one_pass(
         rots.append((qw, qx, qy, qz))
         px, py, pz = px + a * nx, py + a * ny, pz + a * nz
         out.append((px, py, pz))
-        if kind == 1 or (kind == 2 and folded):
-            new_dirs.append(shared)  # the parent's own tuple: see `carry`
-        else:
-            new_dirs.append((nx, ny, nz))
-        if carry:
+        if carry:  # (one solve has no use for the new directions)
+            if kind == 1 or (kind == 2 and folded):
+                new_dirs.append(shared)  # the parent's own tuple: see `carry`
+            else:
+                new_dirs.append((nx, ny, nz))
             kind = 1 if straight else 2 if folded else 0
             shared = new_dirs[-1] if kind else None
     return out, rots, new_dirs
