@@ -9,14 +9,30 @@ from collections.abc import Callable
 import numpy as np
 
 from ..chain import Chain, fallback_axis, link_terms
-from .floats import multiply
 from .one import Terms, plain_solver
 
 
-def _unit(q: tuple) -> tuple:
-    w, x, y, z = q
-    n = math.sqrt(w * w + x * x + y * y + z * z)  # as Chain normalises its frames
-    return (w / n, x / n, y / n, z / n)
+def _turned(rotations: list, frames: tuple, dirs: list) -> tuple[tuple, tuple]:
+    """(the bones' new frames, their tie-breaker axes): floats.multiply of each rotation and
+    frame, normalised as Chain normalises its frames, and chain.fallback_axis, inlined (they
+    run once per bone per step)."""
+    new, axes = [], []
+    sqrt = math.sqrt
+    for (aw, ax, ay, az), (bw, bx, by, bz), d in zip(rotations, frames, dirs, strict=True):
+        w = aw * bw - ax * bx - ay * by - az * bz
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        n = sqrt(w * w + x * x + y * y + z * z)
+        w, x, y, z = w / n, x / n, y / n, z / n
+        new.append((w, x, y, z))
+        # The frame's X axis, made perpendicular to the bone.
+        ux, uy, uz = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y + w * z), 2.0 * (x * z - w * y)
+        along = ux * d[0] + uy * d[1] + uz * d[2]
+        ux, uy, uz = ux - along * d[0], uy - along * d[1], uz - along * d[2]
+        un = sqrt(ux * ux + uy * uy + uz * uz)
+        axes.append((ux / un, uy / un, uz / un) if un > 1e-6 else fallback_axis(d, (w, x, y, z)))
+    return tuple(new), tuple(axes)
 
 
 def solve_steps(
@@ -44,9 +60,8 @@ def solve_steps(
         if frames is None:
             fallbacks = tuple(fallback_axis(d, None) for d in dirs)
         else:
-            frames = tuple(_unit(multiply(r, f)) for r, f in zip(rotations, frames, strict=True))
+            frames, fallbacks = _turned(rotations, frames, dirs)
             all_frames.append(frames)
-            fallbacks = tuple(fallback_axis(d, q) for d, q in zip(dirs, frames, strict=True))
         lengths, dirs = tuple(lengths), tuple(dirs)
         if progress is not None:
             progress(k)
