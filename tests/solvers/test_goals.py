@@ -405,3 +405,22 @@ def test_goals_on_limited_chains_never_violate_limits(config, chain, seed, weigh
     ik.check_limited_solution(chain, batch.points, batch.rotations)
     one = ik.solve(chain, targets[0], config, target_rotation=rotations[0], rotation_weight=weight, **kw)
     ik.check_limited_solution(chain, one.points, one.rotations)
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik", "ccd", "jacobian"])
+@pytest.mark.parametrize("seed", [5, 11])
+def test_limits_below_a_free_root_solve_poles_as_one_batch(method, seed):
+    """Hinge knees under a free root: the pole's pre-turn goes through the one equivariant batch,
+    with the points of each target solved from its own pre-turned chain (the limited route)."""
+    from solvers import api, goals
+
+    chain = bent_chain([1.0, 1.0, 0.6], [0.4, 0.5], knee_hinges=True)
+    pairs = pole_targets(chain, 12, seed=seed)
+    targets = np.array([t for t, _ in pairs])
+    poles = np.array([p for _, p in pairs])
+    batch = solvers.solve_batch(chain, targets, method=method, pole=poles, pole_angle=0.3)
+    entry, tol, iters, options = api.settings(chain, method, None, None, {})
+    extra = goals.read_goals(chain, len(targets), poles, 0.3, None, 1.0)
+    each = goals._posed_limited(chain, targets, extra, api.position_solver(entry, tol, iters, options), tol)
+    np.testing.assert_allclose(batch.points, each.points, atol=1e-9 * chain.total_length)
+    np.testing.assert_allclose(np.abs(np.sum(batch.rotations * each.rotations, axis=-1)), 1.0, atol=1e-9)
