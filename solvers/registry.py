@@ -39,6 +39,9 @@ from .chain import Chain, as_real
 from .kernels import one as float_one
 from .kernels import sequence as float_sequence
 from .result import BatchSolution, SequenceSolution, batch_result
+from .soa import ccd as soa_ccd
+from .soa import fabrik as soa_fabrik
+from .soa import jacobian as soa_jacobian
 from .soa import many as block_many
 from .tree import ccd as tree_ccd
 from .tree import fabrik as tree_fabrik
@@ -144,14 +147,20 @@ def floats(name: str) -> Callable:
     return one
 
 
-def blocks(name: str) -> Callable:
-    """The `many` kernel of method `name` on (n+1, 3, m) blocks (solvers.soa), or the reason it declines."""
+def blocks(name: str, block_step: Callable, general_step: Callable) -> Callable:
+    """The `many` kernel of method `name` on (n+1, 3, m) blocks (solvers.soa), or the reason it
+    declines: `block_step(chain, options)` makes its block step, `general_step(chain, **options)`
+    the numpy step that redoes a target whose block step is undefined."""
 
     def many(chain: Chain, targets, tolerance: float, max_iterations: int, options: dict):
         why = block_many.reason(chain, name, options)
         if why is not None:
             return why
-        return block_many.solve(chain, targets, name, tolerance, max_iterations, options)
+
+        def make_steps():
+            return block_step(chain, options), general_step(chain, **options)
+
+        return block_many.solve(chain, targets, name, tolerance, max_iterations, make_steps)
 
     return many
 
@@ -270,7 +279,7 @@ FABRIK = Method(
     max_iterations=100,
     batch=iterated("fabrik", fabrik.make_step),
     one=floats("fabrik"),
-    many=blocks("fabrik"),
+    many=blocks("fabrik", lambda chain, options: soa_fabrik.make_step(chain), fabrik.make_step),
     sequence=float_steps("fabrik"),
     tree=tree_fabrik.solve,
 )
@@ -283,7 +292,7 @@ CCD = Method(
     max_iterations=100,
     batch=iterated("ccd", ccd.make_step),
     one=floats("ccd"),
-    many=blocks("ccd"),
+    many=blocks("ccd", lambda chain, options: soa_ccd.make_step(chain), ccd.make_step),
     sequence=float_steps("ccd"),
     tree=tree_ccd.solve,
 )
@@ -338,7 +347,11 @@ JACOBIAN = Method(
     max_iterations=200,
     batch=iterated("jacobian", jacobian.make_step),
     one=floats("jacobian"),
-    many=blocks("jacobian"),
+    many=blocks(
+        "jacobian",
+        lambda chain, options: soa_jacobian.make_step(chain, options["damping"], options["max_step"]),
+        jacobian.make_step,
+    ),
     sequence=float_steps("jacobian"),
     tree=tree_jacobian.solve,
 )

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ccd as numpy_ccd
-from .. import fabrik as numpy_fabrik
-from .. import jacobian as numpy_jacobian
 from ..chain import Chain
 from ..kernels import one
 from ..result import BatchSolution
-from . import ccd, fabrik, jacobian, loop
+from . import loop
 
 KERNEL = "block kernel"
 CHUNK = 32768  # targets per block run: bounds the work arrays (20 bones: ~16 MB each)
@@ -22,24 +19,20 @@ def reason(chain: Chain, method: str, options: dict) -> str | None:
     return one.reason(chain, method, options, KERNEL)
 
 
-def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap: int, options: dict) -> BatchSolution:
-    """`solve_batch(chain, targets, method=..., ...)` without goals, for what `reason` accepts."""
-    if method == "fabrik":
-        step, general = fabrik.make_step(chain), numpy_fabrik.make_step(chain, **options)
-    elif method == "ccd":
-        step, general = ccd.make_step(chain), numpy_ccd.make_step(chain)
-    else:
-        step = jacobian.make_step(chain, options["damping"], options["max_step"])
-        general = numpy_jacobian.make_step(chain, **options)
+def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap: int, make_steps) -> BatchSolution:
+    """`solve_batch(chain, targets, method=...)` without goals, for what `reason` accepts;
+    `make_steps()` gives (block step, general step), from the method's registry entry (fresh
+    ones per chunk: a block step keeps work arrays sized to its targets)."""
     m, n = targets.shape[0], chain.n_bones
     if m > CHUNK:  # independent targets: solve them in chunks and stack
-        parts = [solve(chain, targets[k : k + CHUNK], method, tolerance, cap, options) for k in range(0, m, CHUNK)]
+        parts = [solve(chain, targets[k : k + CHUNK], method, tolerance, cap, make_steps) for k in range(0, m, CHUNK)]
         return BatchSolution(
             *(np.concatenate([getattr(p, f) for p in parts]) for f in ("points", "rotations", "iterations")),
             np.concatenate([p.error for p in parts]),
             np.concatenate([p.reached for p in parts]),
             method,
         )
+    step, general = make_steps()
     with np.errstate(all="ignore"):  # NaN marks an undefined step; `loop.run` redoes it
         points, iterations = loop.run(chain, targets, tolerance, cap, step, general)
         rotations = loop.swing_rotations(chain, points)
