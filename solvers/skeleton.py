@@ -189,6 +189,7 @@ def solve_skeleton(
     length of the bones the effectors move) and iteration cap filled in."""
     from . import registry
     from .api import method_settings
+    from .tree import moved_bones
 
     local = np.asarray(local, dtype=float)
     if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
@@ -204,8 +205,7 @@ def solve_skeleton(
     if entry.tree is None:
         several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
         raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
-    moved = sorted({b for e in effectors for b in skeleton.branch(e.bone)})
-    length = float(np.sum(skeleton.lengths[moved]))
+    length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
     if max_iterations is None and entry.tree_max_iterations:
         max_iterations = entry.tree_max_iterations
     _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)

@@ -33,6 +33,7 @@ from .. import quat
 from ..chain import Chain
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
+from ..tree import moved_bones
 
 # Gauss-Newton steps per sub-base frame, and the pull toward the current frame (per metre of
 # shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -94,19 +95,17 @@ def solve_tree(
 
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
     """[(segment bones root first, effector bones below its end)], parents' segments first."""
-    moved: set[int] = set()
-    for e in effectors:
-        moved.update(skeleton.branch(e.bone))
+    moved = moved_bones(skeleton, [e.bone for e in effectors])  # ascending: parents first
     goal_bones = {e.bone for e in effectors}
     children: dict[int, list[int]] = {b: [] for b in moved}
-    for b in sorted(moved):
+    for b in moved:
         if skeleton.parents[b] != -1:
             children[skeleton.parents[b]].append(b)
     below: dict[int, list[int]] = {}
-    for b in sorted(moved, reverse=True):  # children come after their parents
+    for b in reversed(moved):  # children come after their parents
         below[b] = ([b] if b in goal_bones else []) + [g for c in children[b] for g in below[c]]
     plan = []
-    starts = [b for b in sorted(moved) if skeleton.parents[b] == -1]
+    starts = [b for b in moved if skeleton.parents[b] == -1]
     while starts:
         bones = [starts.pop(0)]
         while bones[-1] not in goal_bones and len(children[bones[-1]]) == 1:
