@@ -25,7 +25,6 @@ chain over N frames and reports time, Python peak (tracemalloc) and RSS growth.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import resource
 import sys
@@ -38,16 +37,9 @@ import numpy as np
 from mathutils import Vector
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def load_extension():
-    spec = importlib.util.spec_from_file_location(
-        "chain_ik", REPO / "__init__.py", submodule_search_locations=[str(REPO)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chain_ik"] = module
-    spec.loader.exec_module(module)
-    return module
+from blender_bench import bake_action, load_extension, select_only  # noqa: E402
 
 
 def fcurves(obj):
@@ -126,15 +118,6 @@ def animate_target(center: Vector, radius: float, frames: int, turns: float, cyc
     return target
 
 
-def select_only(obj, names) -> None:
-    for pb in obj.pose.bones:
-        state = pb.name in names
-        if "select" in pb.bl_rna.properties:
-            pb.select = state
-        else:
-            pb.bone.select = state
-
-
 def reset(obj, names) -> None:
     if obj.animation_data is not None:
         obj.animation_data_clear()
@@ -186,17 +169,7 @@ def bake_blender(obj, tip, names, target, frames) -> dict:
     con = obj.pose.bones[tip].constraints.new("IK")
     con.target, con.chain_count = target, len(names)
     select_only(obj, names)
-    start = time.perf_counter()
-    result = bpy.ops.nla.bake(
-        frame_start=1,
-        frame_end=frames,
-        only_selected=True,
-        visual_keying=True,
-        clear_constraints=True,
-        bake_types={"POSE"},
-    )
-    seconds = time.perf_counter() - start
-    assert result == {"FINISHED"}, result
+    seconds = bake_action(frames)
     assert not obj.pose.bones[tip].constraints, "Bake Action left the constraint"
     return {"seconds": seconds, **measure(obj, tip, names, target, frames)}
 
@@ -314,17 +287,7 @@ def limbs_blender(obj, limbs, frames: int) -> dict:
         con = obj.pose.bones[tip].constraints.new("IK")
         con.target, con.pole_target, con.pole_angle, con.chain_count = target, pole, POLE_ANGLE, len(chain)
     select_only(obj, [n for _, chain, _, _ in limbs for n in chain])
-    start = time.perf_counter()
-    result = bpy.ops.nla.bake(
-        frame_start=1,
-        frame_end=frames,
-        only_selected=True,
-        visual_keying=True,
-        clear_constraints=True,
-        bake_types={"POSE"},
-    )
-    seconds = time.perf_counter() - start
-    assert result == {"FINISHED"}, result
+    seconds = bake_action(frames)
     return {"seconds": seconds, **limb_playback(obj, limbs, frames)}
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import importlib.util
 import math
 import os
 import statistics
@@ -26,16 +25,11 @@ import numpy as np
 from mathutils import Vector
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from blender_bench import load_extension  # noqa: E402
+
 N_BONES = 5
-
-
-def load_extension():
-    init = REPO / "__init__.py"
-    spec = importlib.util.spec_from_file_location("chain_ik", init, submodule_search_locations=[str(REPO)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chain_ik"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _flush_c_stdout() -> None:

@@ -26,7 +26,8 @@ from pathlib import Path
 import bpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_bake import animate_target, chain_rig, fcurves, load_extension, measure, rigify_arm  # noqa: E402
+from bench_bake import animate_target, chain_rig, fcurves, measure, rigify_arm  # noqa: E402
+from blender_bench import load_extension  # noqa: E402
 
 BLENDER_OPS = (
     [("Decimate ratio", {"mode": "RATIO", "factor": f}) for f in (0.5, 0.75, 0.9)]

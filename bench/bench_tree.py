@@ -40,7 +40,6 @@ each pose's fastest pass, averaged over the poses; bakes: each side's fastest of
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -49,6 +48,10 @@ import bpy
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from blender_bench import bake_action, load_extension, select_only  # noqa: E402
+
 ARMS = [("forearm.L", 5, True), ("forearm.R", 5, True)]
 CASES = {
     "two hands": ARMS,
@@ -64,20 +67,6 @@ CASES = {
 REACHED, LOOSE = 1e-4, 1e-3
 SOLVE_TOLERANCE = 1e-5
 BEYOND = 0.2
-
-
-def load_extension():
-    if "chain_ik" in sys.modules:  # already loaded (the smoke test runs in-process)
-        return sys.modules["chain_ik"]
-    spec = importlib.util.spec_from_file_location(
-        "chain_ik", REPO / "__init__.py", submodule_search_locations=[str(REPO)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chain_ik"] = module
-    spec.loader.exec_module(module)
-    for name in ("solvers", "rig.tree", "rig.keys"):
-        importlib.import_module(f"chain_ik.{name}")
-    return module
 
 
 def metarig():
@@ -226,32 +215,13 @@ def playback_error(obj, chains, empties, frames: int) -> float:
     return worst
 
 
-def select_only(obj, names) -> None:
-    for pb in obj.pose.bones:
-        state = pb.name in names
-        if "select" in pb.bl_rna.properties:
-            pb.select = state
-        else:
-            pb.bone.select = state
-
-
 def bake_blender(chains, motion, names) -> tuple[float, float, None]:
     obj = metarig()
     empties = add_constraints(obj, chains, keyed_targets(chains, motion))
     bpy.context.view_layer.objects.active = obj
     select_only(obj, names)
     frames = len(motion)
-    start = time.perf_counter()
-    result = bpy.ops.nla.bake(
-        frame_start=1,
-        frame_end=frames,
-        only_selected=True,
-        visual_keying=True,
-        clear_constraints=True,
-        bake_types={"POSE"},
-    )
-    seconds = time.perf_counter() - start
-    assert result == {"FINISHED"}, result
+    seconds = bake_action(frames)
     return seconds / frames, playback_error(obj, chains, empties, frames), None
 
 
@@ -450,7 +420,7 @@ def main(argv=None) -> None:
         args.poses, args.frames, args.repeats = 4, 6, 1
     import addon_utils
 
-    ext = load_extension()
+    ext = load_extension("solvers", "rig.tree", "rig.keys")
     addon_utils.enable("rigify", default_set=True)
     try:
         lines = [

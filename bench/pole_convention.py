@@ -19,7 +19,6 @@ tests/blender/test_pole_convention.py holds the bounds."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import math
 import sys
@@ -31,18 +30,12 @@ import numpy as np
 from mathutils import Vector
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from blender_bench import load_extension  # noqa: E402
+
 FRAMES = 250
 NAMES = ("upper_arm.L", "forearm.L")
-
-
-def load_extension():
-    spec = importlib.util.spec_from_file_location(
-        "chain_ik", REPO / "__init__.py", submodule_search_locations=[str(REPO)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["chain_ik"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def build(pole_angle: float):
