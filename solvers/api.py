@@ -83,8 +83,9 @@ def solve(
     entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
     t = as_point(target, "target")
     extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
-    reason = ""
-    if entry.one is not None:
+    if entry.one is None:
+        reason = registry.NO_FLOAT_KERNEL.format(name=entry.name)
+    else:
         solved = entry.one(chain, t, tol, iters, options, extra)
         if not isinstance(solved, str):
             return solved

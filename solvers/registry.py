@@ -25,6 +25,12 @@ options (defaults and checks), its default iteration cap and its kernels:
   `solvers.skeleton.finish`, which measures the errors on the returned rotations.
 
 Options arrive complete (defaults filled in) and checked by `Method.options_for`.
+
+`floats`, `blocks` and `float_steps` below make `one`, `many` and `sequence` from a method's
+float kernel (solvers.kernels: `solver(tolerance, cap, options)` and its `declines(options,
+kernel)` reason) and block step (solvers.soa): the entry names them, nothing dispatches on a
+method's name. A method without `one` still solves one target (its `batch` on one row), with
+the reason `NO_FLOAT_KERNEL` on the result.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ import numpy as np
 
 from . import ccd, constrained, fabrik, iterate, jacobian
 from .chain import Chain, as_real
+from .kernels import ccd as ccd_floats
+from .kernels import fabrik as fabrik_floats
+from .kernels import jacobian as jacobian_floats
 from .kernels import one as float_one
 from .kernels import sequence as float_sequence
 from .result import BatchSolution, SequenceSolution, batch_result
@@ -49,6 +58,7 @@ from .tree import jacobian as tree_jacobian
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
 
+NO_FLOAT_KERNEL = "{name} has no float kernel"  # Solution.reason of a method without `one`
 _CHECKED: dict = {}  # (id of the Method, given options with their types) -> (Method, checked complete options)
 
 
@@ -135,25 +145,33 @@ def iterated(name: str, make_step: Callable) -> Callable:
     return batch
 
 
-def floats(name: str) -> Callable:
-    """The `one` kernel of method `name` on plain floats (solvers.kernels), or the reason it declines."""
+def floats(name: str, solver: float_one.Solver, declines: float_one.Declines | None = None) -> Callable:
+    """The `one` kernel of method `name` on plain floats (solvers.kernels), or the reason it declines:
+    `solver(tolerance, cap, options)` makes its position-only float solve
+    `(terms, target) -> (points, rotations, iterations)` (terms: solvers.kernels.one.Terms; goals
+    wrap it, solvers.kernels.goals); `declines(options, kernel)` says why it cannot serve these
+    checked options, or None (the chain's own cases, joint limits, are every method's:
+    `kernels.one.reason`)."""
 
     def one(chain: Chain, target, tolerance: float, max_iterations: int, options: dict, goals):
-        why = float_one.reason(chain, name, options)
+        why = float_one.reason(chain, options, declines)
         if why is not None:
             return why
-        return float_one.solve(chain, target, name, tolerance, max_iterations, options, goals)
+        return float_one.solve(chain, target, name, tolerance, solver(tolerance, max_iterations, options), goals)
 
     return one
 
 
-def blocks(name: str, block_step: Callable, general_step: Callable) -> Callable:
+def blocks(
+    name: str, block_step: Callable, general_step: Callable, declines: float_one.Declines | None = None
+) -> Callable:
     """The `many` kernel of method `name` on (n+1, 3, m) blocks (solvers.soa), or the reason it
     declines: `block_step(chain, options)` makes its block step, `general_step(chain, **options)`
-    the numpy step that redoes a target whose block step is undefined."""
+    the numpy step that redoes a target whose block step is undefined; `declines` as in `floats`
+    (the block kernels mirror the float kernels, so a method passes the same)."""
 
     def many(chain: Chain, targets, tolerance: float, max_iterations: int, options: dict):
-        why = block_many.reason(chain, name, options)
+        why = block_many.reason(chain, options, declines)
         if why is not None:
             return why
 
@@ -165,15 +183,16 @@ def blocks(name: str, block_step: Callable, general_step: Callable) -> Callable:
     return many
 
 
-def float_steps(name: str) -> Callable:
-    """The `sequence` kernel of method `name` on plain floats (solvers.kernels.sequence), or the reason it declines."""
+def float_steps(name: str, solver: float_one.Solver, declines: float_one.Declines | None = None) -> Callable:
+    """The `sequence` kernel of method `name` on plain floats (solvers.kernels.sequence), or the
+    reason it declines: the float kernel `solver` (as in `floats`) carried from step to step."""
 
     def sequence(chain: Chain, targets, tols, max_iterations: int, options: dict, progress, keep_points: bool):
-        why = float_one.reason(chain, name, options)
+        why = float_one.reason(chain, options, declines)
         if why is not None:
             return why
         points, frames, iterations = float_sequence.solve_steps(
-            chain, targets, tols, name, max_iterations, options, progress
+            chain, targets, tols, solver, max_iterations, options, progress
         )
         error = np.linalg.norm(points[:, -1] - targets, axis=1)
         return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, name)
@@ -255,7 +274,7 @@ TRIANGULATION = Method(
     ),
     max_iterations=1,
     batch=kernels.batch,
-    one=floats("triangulation"),
+    one=floats("triangulation", kernels.float_solver),
     sequence=kernels.sequence,
     tree=triangulation_tree.solve_tree,
     tree_max_iterations=8,
@@ -278,9 +297,11 @@ FABRIK = Method(
     ),
     max_iterations=100,
     batch=iterated("fabrik", fabrik.make_step),
-    one=floats("fabrik"),
-    many=blocks("fabrik", lambda chain, options: soa_fabrik.make_step(chain), fabrik.make_step),
-    sequence=float_steps("fabrik"),
+    one=floats("fabrik", fabrik_floats.solver, fabrik_floats.declines),
+    many=blocks(
+        "fabrik", lambda chain, options: soa_fabrik.make_step(chain), fabrik.make_step, fabrik_floats.declines
+    ),
+    sequence=float_steps("fabrik", fabrik_floats.solver, fabrik_floats.declines),
     tree=tree_fabrik.solve,
 )
 
@@ -291,9 +312,9 @@ CCD = Method(
     options=(),
     max_iterations=100,
     batch=iterated("ccd", ccd.make_step),
-    one=floats("ccd"),
+    one=floats("ccd", ccd_floats.solver),
     many=blocks("ccd", lambda chain, options: soa_ccd.make_step(chain), ccd.make_step),
-    sequence=float_steps("ccd"),
+    sequence=float_steps("ccd", ccd_floats.solver),
     tree=tree_ccd.solve,
 )
 
@@ -346,13 +367,14 @@ JACOBIAN = Method(
     ),
     max_iterations=200,
     batch=iterated("jacobian", jacobian.make_step),
-    one=floats("jacobian"),
+    one=floats("jacobian", jacobian_floats.solver, jacobian_floats.declines),
     many=blocks(
         "jacobian",
         lambda chain, options: soa_jacobian.make_step(chain, options["damping"], options["max_step"]),
         jacobian.make_step,
+        jacobian_floats.declines,
     ),
-    sequence=float_steps("jacobian"),
+    sequence=float_steps("jacobian", jacobian_floats.solver, jacobian_floats.declines),
     tree=tree_jacobian.solve,
 )
 

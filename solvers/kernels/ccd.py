@@ -5,6 +5,12 @@ from __future__ import annotations
 from math import sqrt
 
 from .floats import swing
+from .loop import Solve, iterated
+
+
+def solver(tolerance: float, cap: int, options: dict) -> Solve:
+    """CCD's float solve (the registry's float kernel; CCD has no options)."""
+    return iterated(lambda t, target: make_step(t.lengths, t.fallbacks, target), tolerance, cap)
 
 
 def make_step(lengths: tuple, fallbacks: tuple, target: tuple):

@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import math
 
+from .loop import Solve, iterated
+
+
+def declines(options: dict, kernel: str) -> str | None:
+    """Why FABRIK's float (or block) kernel cannot serve these checked options (None: it can)."""
+    if options["placement"] != "line":
+        return f"FABRIK sphere placement has no {kernel}"
+    return None
+
+
+def solver(tolerance: float, cap: int, options: dict) -> Solve:
+    """FABRIK's float solve (the registry's float kernel; options as `declines` accepts)."""
+    return iterated(lambda t, target: make_step(t.rows[0], t.lengths, t.dirs, target), tolerance, cap)
+
 
 def make_step(root: tuple, lengths: tuple, dirs: tuple, target: tuple):
     """One backward and forward pass toward `target`, as `fabrik.make_step(chain)`."""

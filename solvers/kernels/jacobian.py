@@ -6,6 +6,30 @@ from __future__ import annotations
 
 from math import cos, sin, sqrt
 
+from .loop import Solve, iterated
+
+
+def declines(options: dict, kernel: str) -> str | None:
+    """Why the Jacobian's float (or block) kernel cannot serve these checked options (None: it can)."""
+    if options["variant"] != "dls":
+        # The transpose converges linearly through near-singular poses, where rounding
+        # differences grow past 1e-9 x length over a hundred iterations: numpy only.
+        return f"the Jacobian {options['variant']} has no {kernel}"
+    if not options["damping"] > 0.0:
+        return f"undamped least squares has no {kernel}"
+    return None
+
+
+def solver(tolerance: float, cap: int, options: dict) -> Solve:
+    """The Jacobian's float solve, damped least squares (the registry's float kernel; options as
+    `declines` accepts): the damping is relative to the chain length."""
+    damping, max_step = options["damping"], options["max_step"]
+
+    def start(t, target: tuple):
+        return make_step(t.lengths, t.dirs, target, (damping * t.total) ** 2, max_step)
+
+    return iterated(start, tolerance, cap)
+
 
 def make_step(lengths: tuple, dirs: tuple, target: tuple, lam2: float, max_step: float):
     """One damped least squares step toward `target`, as `jacobian.make_step(chain, "dls", ...)`;

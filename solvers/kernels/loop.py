@@ -10,6 +10,23 @@ from .floats import rotate, swing
 
 # step(points) -> new points; points are n+1 (x, y, z) tuples.
 Step = Callable[[list], list]
+# solve(terms, target) -> (points, rotations, iterations): a method's position-only float solve
+# (terms: a kernels.one.Terms), made per solve by its registry entry's float kernel.
+Solve = Callable[[object, tuple], tuple[list, list, int]]
+
+
+def iterated(start: Callable[[object, tuple], Step], tolerance: float, cap: int) -> Solve:
+    """The float solve of an iterative method: `start(terms, target)` makes its step, `run`
+    iterates it, `swing_rotations` turns the points into rotations."""
+
+    def solve(t, target: tuple):
+        step = start(t, target)
+        points, iterations = run(t.rows, t.lengths, t.dirs, t.total, target, tolerance, cap, step)
+        carried = getattr(step, "carried", None)  # a step's own unit directions of the points it returned
+        solved = carried[0] if carried is not None and carried[1] is points else None
+        return points, swing_rotations(points, t.dirs, t.fallbacks, solved), iterations
+
+    return solve
 
 
 def straight(root: tuple, lengths: tuple, first_dir: tuple, target: tuple) -> list:

@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from itertools import chain as chain_iterables
 
 import numpy as np
 
-from .. import triangulation as numpy_triangulation
 from ..chain import Chain, reach_terms
 from ..result import Solution
-from ..triangulation.scalar import fold_blend, fold_terms, one_pass
-from . import ccd, fabrik, goals, jacobian
+from . import goals
 from .floats import multiply
-from .loop import run, swing_rotations
+from .loop import Solve
 
-ITERATIVE = ("fabrik", "ccd", "jacobian")
+# A method's float kernel, as its registry entry names it (see registry.floats):
+# solver(tolerance, cap, options) -> Solve, its position-only solve for these settings;
+# declines(options, kernel) -> why it cannot serve these checked options, or None.
+Solver = Callable[[float, int, dict], Solve]
+Declines = Callable[[dict, str], "str | None"]
 
 
-def reason(chain: Chain, method: str, options: dict, kernel: str = "float kernel") -> str | None:
-    """Why the float kernel (or the block kernels of solvers.soa, `kernel` naming them) cannot
-    solve on this chain with these options (None: it can).
-    Options arrive checked (`registry.Method.options_for`), as the registry's interface says."""
+def reason(chain: Chain, options: dict, declines: Declines | None, kernel: str = "float kernel") -> str | None:
+    """Why a method's float kernel (or its block kernels in solvers.soa, `kernel` naming them)
+    cannot solve on this chain with these options (None: it can): the chain's case, shared by
+    every method, then the method's own `declines`. Options arrive checked
+    (`registry.Method.options_for`), as the registry's interface says."""
     if chain.limits is not None:
         return "joint limits: the numpy solver carries the local rotations"
-    if method == "fabrik" and options["placement"] != "line":
-        return f"FABRIK sphere placement has no {kernel}"
-    if method == "jacobian":
-        if options["variant"] != "dls":
-            # The transpose converges linearly through near-singular poses, where rounding
-            # differences grow past 1e-9 x length over a hundred iterations: numpy only.
-            return f"the Jacobian {options['variant']} has no {kernel}"
-        if not options["damping"] > 0.0:
-            return f"undamped least squares has no {kernel}"
-    return None
+    return None if declines is None else declines(options, kernel)
 
 
 class Terms:
@@ -82,45 +77,12 @@ class Terms:
         )
 
 
-def plain_solver(method: str, tolerance: float, cap: int, options: dict):
-    """solve(terms, target) -> (points, rotations, iterations): the position-only float solve."""
-    if method == "triangulation":
-        fold_angle, smooth = options["fold_angle"], options["smooth_fold"]
-        fold = fold_terms(fold_angle)
-
-        def solve(t: Terms, target: tuple):
-            blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
-            band = numpy_triangulation.BAND * t.total
-            out, rots, _ = one_pass(
-                t.rows[0], t.lengths, t.dirs, t.reach, t.guard, t.fallbacks, target, band, fold_angle, fold, blend
-            )
-            return out, rots, 1
-
-        return solve
-
-    def solve(t: Terms, target: tuple):
-        if method == "fabrik":
-            step = fabrik.make_step(t.rows[0], t.lengths, t.dirs, target)
-        elif method == "ccd":
-            step = ccd.make_step(t.lengths, t.fallbacks, target)
-        else:
-            lam2 = (options["damping"] * t.total) ** 2
-            step = jacobian.make_step(t.lengths, t.dirs, target, lam2, options["max_step"])
-        points, iterations = run(t.rows, t.lengths, t.dirs, t.total, target, tolerance, cap, step)
-        carried = getattr(step, "carried", None)  # a step's own unit directions of the points it returned
-        solved = carried[0] if carried is not None and carried[1] is points else None
-        return points, swing_rotations(points, t.dirs, t.fallbacks, solved), iterations
-
-    return solve
-
-
-def solve(
-    chain: Chain, target: np.ndarray, method: str, tolerance: float, cap: int, options: dict, extra=None
-) -> Solution:
-    """`api.solve(chain, target, method=..., ...)` for a chain and options `reason` accepts;
+def solve(chain: Chain, target: np.ndarray, method: str, tolerance: float, plain: Solve, extra=None) -> Solution:
+    """`api.solve(chain, target, method=..., ...)` for a chain and options `reason` accepts:
+    `plain` the method's float solve for these settings (`solver(tolerance, cap, options)` of the
+    float kernel its registry entry names),
     `extra` the validated goals (solvers.goals.Goals, one target) or None."""
     t = tuple(target.tolist())
-    plain = plain_solver(method, tolerance, cap, options)
     if extra is None:
         points, rotations, iterations = plain(Terms.of(chain), t)
     else:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..chain import Chain, fallback_axis, link_terms
-from .one import Terms, plain_solver
+from .one import Solver, Terms
 
 
 def _turned(rotations: list, frames: tuple, dirs: list) -> tuple[tuple, tuple]:
@@ -39,19 +39,20 @@ def solve_steps(
     chain: Chain,
     targets: np.ndarray,
     tols: np.ndarray,
-    method: str,
+    solver: Solver,
     cap: int,
     options: dict,
     progress: Callable[[int], None] | None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """(points (m, n+1, 3), frames (m, n, 4) or None, iterations (m,)) for a chain and options
-    `one.reason` accepts; each step's chain is the previous solution, as `Chain` would read it."""
+    `one.reason` accepts, through the method's float kernel `solver` (see registry.floats); each
+    step's chain is the previous solution, as `Chain` would read it."""
     rows, lengths, dirs, _, _, fallbacks = chain.scalar_terms
     total = chain.total_length
     frames = None if chain.frames is None else tuple(map(tuple, chain.frames.tolist()))
     all_points, all_frames, iterations = [], [], []
     for k, target in enumerate(map(tuple, targets.tolist())):
-        solve = plain_solver(method, float(tols[k]), cap, options)
+        solve = solver(float(tols[k]), cap, options)
         points, rotations, its = solve(Terms(rows, lengths, dirs, fallbacks, total, *[None] * 5), target)
         all_points.append(points)
         iterations.append(its)

@@ -13,10 +13,11 @@ KERNEL = "block kernel"
 CHUNK = 32768  # targets per block run: bounds the work arrays (20 bones: ~16 MB each)
 
 
-def reason(chain: Chain, method: str, options: dict) -> str | None:
+def reason(chain: Chain, options: dict, declines: one.Declines | None) -> str | None:
     """Why the block kernel cannot serve this chain and these options (None: it can); the same
-    cases as the float kernels (`kernels.one.reason`), which the block kernels mirror."""
-    return one.reason(chain, method, options, KERNEL)
+    cases as the float kernels (`kernels.one.reason`, `declines` the method's own, from its
+    registry entry), which the block kernels mirror."""
+    return one.reason(chain, options, declines, KERNEL)
 
 
 def solve(chain: Chain, targets: np.ndarray, method: str, tolerance: float, cap: int, make_steps) -> BatchSolution:

@@ -1,6 +1,6 @@
 """Triangulation's kernels for the method registry (see solvers.registry for the interface).
 
-(Its one-target kernel is scalar.one_pass through solvers.kernels.one, shared with the other methods.)
+- `float_solver`: the one-target float solve (scalar.one_pass), run by solvers.kernels.one.
 - `batch`: the vectorised pass (batch.solve_many), or the limited passes (limited.solve_limited).
 - `sequence`: the plain-float pass carried from step to step (sequence.solve_steps); not for
   chains with joint limits.
@@ -13,10 +13,28 @@ import numpy as np
 from ..chain import Chain
 from ..result import BatchSolution, SequenceSolution
 from .batch import solve_many
+from .checks import BAND
 from .limited import solve_limited
+from .scalar import fold_blend, fold_terms, one_pass
 from .sequence import solve_steps
 
 LIMITS_REASON = "joint limits: the limited passes are vectorised (numpy) only"
+
+
+def float_solver(tolerance: float, cap: int, options: dict):
+    """The float solve (terms, target) -> (points, rotations, 1): one pass (no tolerance or cap
+    to apply: the pass is exact where the target is reachable)."""
+    fold_angle, smooth = options["fold_angle"], options["smooth_fold"]
+    fold = fold_terms(fold_angle)
+
+    def solve(t, target: tuple):
+        blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
+        out, rots, _ = one_pass(
+            t.rows[0], t.lengths, t.dirs, t.reach, t.guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend
+        )
+        return out, rots, 1
+
+    return solve
 
 
 def batch(chain: Chain, targets: np.ndarray, tolerance: float, max_iterations: int, options: dict) -> BatchSolution:

@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
-from solvers import quat
-from solvers.kernels import one
-from solvers.kernels import sequence as kernel_sequence
+from solvers import quat, registry
 
 KERNEL_CONFIGS = [
     ("fabrik", {}),
@@ -41,21 +39,28 @@ def test_kernel_matches_numpy_solver(config, case, cap):
     ik.check_invariants(chain, fast, target)
 
 
+def _one(chain, method, **options):
+    """The method's registry entry's float kernel on one target: a Solution, or why it declines."""
+    entry = registry.get(method)
+    target = np.array([0.5, 1.0, 0.0])
+    return entry.one(chain, target, 1e-5, entry.max_iterations, entry.options_for(options), None)
+
+
 def test_kernels_say_why_they_cannot_serve():
     chain = solvers.Chain([[0, 0, 0], [0, 1, 0], [0, 2, 0]])
-    options = {"placement": "sphere"}
-    assert "sphere" in one.reason(chain, "fabrik", options)
-    jac = {"variant": "pseudoinverse", "damping": 0.05, "max_step": 0.5}
-    assert "pseudoinverse" in one.reason(chain, "jacobian", jac)
-    assert "transpose" in one.reason(chain, "jacobian", {**jac, "variant": "transpose"})
-    assert "undamped" in one.reason(chain, "jacobian", {**jac, "variant": "dls", "damping": 0.0})
-    assert one.reason(chain, "ccd", {}) is None
+    assert "sphere" in _one(chain, "fabrik", placement="sphere")
+    assert "pseudoinverse" in _one(chain, "jacobian", variant="pseudoinverse")
+    assert "transpose" in _one(chain, "jacobian", variant="transpose")
+    assert "undamped" in _one(chain, "jacobian", variant="dls", damping=0.0)
+    for method in registry.REGISTRY:
+        assert isinstance(_one(chain, method), solvers.Solution)
     limited = solvers.Chain(
         [[0, 0, 0], [0, 1, 0], [0, 2, 0]],
         [[1, 0, 0, 0]] * 2,
         limits=solvers.make_limits(2, use_limit=[True, False, False], minimum=[-1, 0, 0], maximum=[1, 0, 0]),
     )
-    assert "limits" in one.reason(limited, "ccd", {})
+    for method in registry.REGISTRY:
+        assert "limits" in _one(limited, method)
 
 
 GOAL_CONFIGS = [("triangulation", {}), ("triangulation", {"smooth_fold": 1.0}), *KERNEL_CONFIGS]
@@ -122,8 +127,10 @@ def test_kernel_sequence_matches_numpy_steps(config, case, seed):
     targets = target + 0.05 * chain.total_length * np.cumsum(rng.normal(size=(8, 3)), axis=0)
     tols = np.full(len(targets), solvers.DEFAULT_RELATIVE_TOLERANCE * chain.total_length)
     cap = 200 if method == "jacobian" else 100  # the methods' default caps
-    seq = kernel_sequence.solve_steps(chain, targets, tols, method, cap, {**solvers.OPTIONS[method], **options}, None)
-    seq_points, seq_frames, seq_iterations = seq
+    entry = registry.get(method)
+    seq = entry.sequence(chain, targets, tols, cap, entry.options_for(options), None, True)
+    assert not isinstance(seq, str), seq
+    seq_points, seq_frames, seq_iterations = seq.points, seq.frames, seq.iterations
     points, frames, iterations = _numpy_sequence(chain, targets, method, options)
     scale = 1e-9 * chain.total_length
     for k in range(len(targets)):

@@ -1,6 +1,7 @@
 """The method registry and the one solve path: declarations, option checks, the reason a
 faster kernel declines, goals and limits through solve_sequence, Smooth Fold with limits."""
 
+import dataclasses
 import importlib.util
 import math
 from pathlib import Path
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 import solvers
+from solvers import ccd, quat, registry, sequence
 from solvers import limits as joint_limits
-from solvers import quat, registry, sequence
+from solvers.kernels import ccd as ccd_floats
 
 _goals_path = Path(__file__).with_name("test_goals.py")
 _spec = importlib.util.spec_from_file_location("_goal_chains", _goals_path)
@@ -71,6 +73,49 @@ def test_reason_kept_when_the_fast_kernel_declines():
     steps = solvers.solve_sequence(limited, [target, target], method="triangulation")
     assert "joint limits" in steps.reason
     assert solvers.solve_sequence(plain, [target], method="triangulation").reason == ""
+
+
+def test_a_method_is_one_registry_entry_naming_its_float_kernel(monkeypatch):
+    """A method declared by its entry alone (CCD's kernels under another name): `solve` runs the
+    float kernel the entry names, keeps the reason its `declines` gives, and says so when the
+    entry names none."""
+    calls = []
+
+    def solver(tolerance, cap, options):
+        plain = ccd_floats.solver(tolerance, cap, {})
+
+        def solve(terms, target):
+            calls.append(target)
+            return plain(terms, target)
+
+        return solve
+
+    def declines(options, kernel):
+        return None if options["fast"] else f"toy without fast has no {kernel}"
+
+    general = registry.iterated("toy", ccd.make_step)
+    toy = registry.Method(
+        name="toy",
+        label="Toy",
+        description="CCD under another name",
+        options=(registry.Option("fast", True, "Fast", "Take the float kernel", bool),),
+        max_iterations=100,
+        batch=lambda chain, targets, tol, iters, options: general(chain, targets, tol, iters, {}),
+        one=registry.floats("toy", solver, declines),
+    )
+    monkeypatch.setitem(registry.REGISTRY, "toy", toy)
+    chain = goal_chains.bent_chain([1.0, 1.0, 0.5], [0.3, 0.3])
+    target = [0.3, 1.2, 0.9]
+    reference = solvers.solve(chain, target, method="ccd")
+    fast = solvers.solve(chain, target, method="toy")
+    assert len(calls) == 1 and fast.reason == "" and fast.method == "toy"
+    np.testing.assert_array_equal(fast.points, reference.points)
+    slow = solvers.solve(chain, target, method="toy", fast=False)
+    assert len(calls) == 1 and slow.reason == "toy without fast has no float kernel"
+    np.testing.assert_allclose(slow.points, reference.points, rtol=0, atol=1e-9 * chain.total_length)
+    monkeypatch.setitem(registry.REGISTRY, "toy", dataclasses.replace(toy, one=None))
+    bare = solvers.solve(chain, target, method="toy")
+    assert bare.reason == "toy has no float kernel" and bare.iterations == slow.iterations
 
 
 @pytest.mark.parametrize("method", list(registry.REGISTRY))
