@@ -27,6 +27,8 @@ best pose it met."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import goals, quat
@@ -44,6 +46,8 @@ RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the m
 _STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
+_EYE = np.eye(3)
+_BLOCKS: dict[int, np.ndarray] = {}  # rows -> _inverse_root's block with its constant lower-left identity
 # r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
 _SKEW = np.zeros((3, 9))
 _SKEW[2, 1] = _SKEW[0, 5] = _SKEW[1, 6] = 1.0
@@ -102,18 +106,21 @@ class Structure:
         self.moved, self.m = np.array(moved), m
         self.parent = np.array([index.get(skeleton.parents[b], m) for b in moved])  # m: the base frame
         self.root = self.parent == m
-        depth = np.zeros(m, dtype=int)
         ancestors = np.eye(m)  # row k: k and its ancestors (a head is the sum of their world offsets)
         for k in range(m):
             if not self.root[k]:
-                depth[k] = depth[self.parent[k]] + 1
                 ancestors[k] += ancestors[self.parent[k]]
-        self.levels = [(np.flatnonzero(depth == d), self.parent[depth == d]) for d in range(depth.max() + 1)]
+        # Frames by pointer jumping (each round doubles the stretch of ancestors a bone's product
+        # covers): log2 of the depth batched products instead of one per depth level. Index m is
+        # the identity above every root; the base frame is folded into the roots' references.
+        self.jumps, up = [], np.append(self.parent, m)
+        while np.any(up[:m] != m):
+            self.jumps.append(up[:m].copy())
+            up = up[up]
         self.ancestors = ancestors
         self.reference = quat.to_matrix(skeleton.reference[moved])
-        self.base = quat.to_matrix(skeleton.base_frame)
-        self.offsets = skeleton.offsets[moved]
-        self.links = skeleton.lengths[moved, None] * skeleton.links[moved]
+        self.reference[self.root] = quat.to_matrix(skeleton.base_frame) @ self.reference[self.root]
+        self.offsets = skeleton.offsets[moved][:, :, None]  # columns: one batched product each
         self.limits = None if skeleton.limits is None else skeleton.limits.subset(moved)
         self.limited = np.flatnonzero(self.limits.active) if self.limits is not None else np.arange(0)
         weight = (
@@ -121,7 +128,11 @@ class Structure:
         )
         self.cols = np.flatnonzero(weight.ravel() > 0.0)
         self.col_scale = np.sqrt(weight.ravel()[self.cols])
+        # Shortcuts of the common case (every axis free, no stiffness): no column picking or scaling.
+        self.every_col = len(self.cols) == 3 * m
+        self.unit_cols = bool(np.all(self.col_scale == 1.0))
         self.bones = np.array([index[b] for b in bones])
+        self.links = (skeleton.lengths[list(bones), None] * skeleton.links[list(bones)])[:, :, None]
         self.mask = np.zeros((len(bones), m))
         for e, branch in enumerate(branches):
             self.mask[e, [index[b] for b in branch]] = 1.0
@@ -131,6 +142,8 @@ class Structure:
         row_priority = np.concatenate((np.repeat(self.priority, 3), np.repeat(self.priority[self.turned], 3)))
         self.row_levels = [np.flatnonzero(row_priority == p) for p in np.unique(self.priority)]
         self.effector_levels = [np.flatnonzero(self.priority == p) for p in np.unique(self.priority)]
+        # The relative weight of each effector within its level (for the row scales): by the weights.
+        self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
 
 
 class Tree:
@@ -148,31 +161,34 @@ class Tree:
             held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned))
         self.__dict__.update(held[1].__dict__)
         self.targets = np.array([e.position for e in effectors])
-        self.wanted = _matrices(np.array([effectors[k].orientation for k in self.turned]).reshape(-1, 4))
-        weights = np.array([e.weight for e in effectors], dtype=float)
-        for p in np.unique(self.priority):  # relative to the mean weight of each level
-            level = self.priority == p
-            weights[level] /= np.mean(weights[level])
-        rotation = np.array([effectors[k].rotation_weight for k in self.turned]) * self.span[self.turned]
-        scale = np.sqrt(weights)
-        self.row_scale = np.concatenate((np.repeat(scale, 3), np.repeat(scale[self.turned] * rotation, 3)))
+        weights = [float(e.weight) for e in effectors]
+        if len(self.turned) or len(set(weights)) > 1:
+            self.wanted = _matrices(np.array([effectors[k].orientation for k in self.turned]).reshape(-1, 4))
+            means = [np.mean([weights[k] for k in level]) for level in self.effector_levels]
+            scale = np.sqrt([w / means[level] for w, level in zip(weights, self.level_of, strict=True)])
+            rotation = np.array([effectors[k].rotation_weight for k in self.turned]) * self.span[self.turned]
+            self.row_scale = np.concatenate((np.repeat(scale, 3), np.repeat(scale[self.turned] * rotation, 3)))
+        else:  # equal weights, positions only: every row as it is (relative to its level's mean, 1)
+            self.row_scale = None
 
     def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(frames (m, 3, 3), heads (m, 3), effector ends (E, 3)) of the moved bones' locals (m, 4)."""
-        turn = self.reference @ _matrices(local)
-        frames = np.empty((self.m + 1, 3, 3))
-        frames[self.m] = self.base
-        for bones, parents in self.levels:
-            frames[bones] = frames[parents] @ turn[bones]
-        offsets = np.where(self.root[:, None], self.offsets, (frames[self.parent] @ self.offsets[:, :, None])[:, :, 0])
-        heads = self.ancestors @ offsets
+        m = self.m
+        frames = np.empty((m + 1, 3, 3))
+        frames[m] = _EYE
+        frames[:m] = self.reference @ _matrices(local)
+        for up in self.jumps:
+            frames[:m] = frames[up] @ frames[:m]
+        heads = self.ancestors @ (frames[self.parent] @ self.offsets)[:, :, 0]
         b = self.bones
-        ends = heads[b] + (frames[b] @ self.links[b][:, :, None])[:, :, 0]
-        return frames[: self.m], heads, ends
+        ends = heads[b] + (frames[b] @ self.links)[:, :, 0]
+        return frames[:m], heads, ends
 
     def residual(self, frames: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(position errors (E, 3), rotation errors (turned, 3), the scaled error rows (R,))."""
         position = self.targets - ends
+        if self.row_scale is None:
+            return position, _NO_ROWS, position.ravel()
         if not len(self.turned):
             return position, _NO_ROWS, position.ravel() * self.row_scale
         rotation = _log(self.wanted @ frames[self.bones[self.turned]].transpose(0, 2, 1))
@@ -188,12 +204,17 @@ class Tree:
         if len(self.turned):
             turned = self.mask[self.turned][:, None, :, None] * frames.transpose(1, 0, 2)[None]
             position = np.concatenate((position, turned.reshape(3 * len(self.turned), 3 * m)))
-        return position[:, self.cols] * self.row_scale[:, None]
+        if not self.every_col:
+            position = position[:, self.cols]
+        return position if self.row_scale is None else position * self.row_scale[:, None]
 
     def state(self, frames: np.ndarray, ends: np.ndarray, tolerance: float):
         """(the scaled error rows (R,), each level's weighted squared error (0 where met), which levels
         have every goal within the tolerance: distance, and rotation as an arc of the branch)."""
         position, rotation, error = self.residual(frames, ends)
+        if len(self.effector_levels) == 1 and not len(self.turned):  # the common case, in fewer steps
+            done = float(np.einsum("ij,ij->i", position, position).max()) <= tolerance * tolerance
+            return error, np.array([0.0 if done else float(error @ error)]), np.array([done])
         met = np.einsum("ij,ij->i", position, position) <= tolerance * tolerance
         if len(self.turned):
             met[self.turned] &= quat.norm(rotation) * self.span[self.turned] <= tolerance
@@ -270,8 +291,10 @@ def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) ->
     """(effector, its segment: the bones only it moves, top first) for each effector with a pole, or
     the reason a pole cannot act: its bone also moves another effector, or it has an orientation goal
     (the spin would turn the bone away from it)."""
+    out: list = []
+    if all(effector.pole is None for effector in effectors):
+        return out
     shared = tree.mask.sum(axis=0) > 1.0  # moved bones on several effectors' branches
-    out = []
     for effector in effectors:
         if effector.pole is None:
             continue
@@ -329,27 +352,37 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
     its goals met (`done`) or its own step turns no joint more than `settle` (it is as near as it
     gets). A lower level's step moves the higher goals to second order; they take that back before
     the lower level moves again. A lower level also gets only the turn that max_step leaves."""
-    scale = tree.col_scale
+    scale = None if tree.unit_cols else tree.col_scale
     m = tree.m
     for attempt in range(RESOLVES + 1):
         parts = _priority_steps(
-            jac * scale, error, tree.row_levels, variant, lam2, None if pull is None else pull * scale
+            jac if scale is None else jac * scale,
+            error,
+            tree.row_levels,
+            variant,
+            lam2,
+            pull if pull is None or scale is None else pull * scale,
         )
-        step = np.zeros((m, 3))
+        step = None
         budget = max_step
         for k, y in enumerate(parts):  # the highest level first
-            full = np.zeros(3 * m)
-            full[tree.cols] = scale * y
-            part = full.reshape(m, 3)
-            biggest = float(np.max(quat.norm(part)))
+            if scale is not None:
+                y = scale * y
+            if tree.every_col:
+                part = y.reshape(m, 3)
+            else:
+                part = np.zeros(3 * m)
+                part[tree.cols] = y
+                part = part.reshape(m, 3)
+            biggest = math.sqrt(float(np.einsum("ij,ij->i", part, part).max()))
             if biggest > budget:
                 part = part * (budget / biggest)
-            step += part
+            step = part if step is None else step + part
             budget -= min(biggest, budget)
             if budget <= 0.0 or (k < len(done) and not (done[k] or biggest <= settle)):
                 break
-        wanted = _multiply(local, quat.from_rotation_vector(step))
-        wanted /= quat.norm(wanted)[:, None]
+        wanted = _multiply(local, _from_rotation_vector(step))
+        wanted /= np.sqrt(np.einsum("ij,ij->i", wanted, wanted))[:, None]
         if tree.limits is None or not len(tree.limited):
             return wanted
         bones = tree.limited
@@ -364,7 +397,7 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
         changed = np.stack((np.abs(sx - cx) > 1e-12, np.abs(tw - cw) > 1e-12, np.abs(sz - cz) > 1e-12), axis=1)
         lock = np.zeros((m, 3), dtype=bool)
         lock[hit] = changed
-        scale = np.where(lock.ravel()[tree.cols], 0.0, scale)
+        scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
     return clamped
 
 
@@ -412,13 +445,16 @@ def _inverse_root(jac: np.ndarray, lam2: float) -> np.ndarray:
     OpenBLAS's threaded LAPACK, and on a busy machine one 15 x 15 solve then takes milliseconds."""
     rows = jac.shape[0]
     square = jac @ jac.T
-    lam2 = max(lam2, RIDGE * float(np.trace(square)) / max(rows, 1), 1e-100)
-    block = np.zeros((2 * rows, 2 * rows))
+    lam2 = max(lam2, RIDGE * float(square.trace()) / max(rows, 1), 1e-100)
+    template = _BLOCKS.get(rows)
+    if template is None:
+        template = _BLOCKS[rows] = np.zeros((2 * rows, 2 * rows))
+        template[rows:, :rows] = np.eye(rows)
+    block = template.copy()
     block[:rows, :rows] = square
     diagonal = block.reshape(-1)[:: 2 * rows + 1]  # a view: the diagonal
     diagonal[:rows] += lam2
     diagonal[rows:] = 2.0 / lam2  # > the largest eigenvalue of (J J^T + lam2 I)^-1
-    block[rows:, :rows] = np.eye(rows)
     return np.linalg.cholesky(block)[rows:, :rows]
 
 
@@ -438,6 +474,17 @@ def _compare(costs: np.ndarray, best: np.ndarray) -> int:
         if new > old:
             return -1
     return -1
+
+
+def _from_rotation_vector(rv: np.ndarray) -> np.ndarray:
+    """quat.from_rotation_vector of steps (m, 3) in fewer numpy calls."""
+    angle = np.sqrt(np.einsum("ij,ij->i", rv, rv))
+    half = 0.5 * angle
+    out = np.empty((len(rv), 4))
+    out[:, 0] = np.cos(half)
+    # sin(x/2)/x -> 1/2 as x -> 0 (tiny steps stay exact)
+    out[:, 1:] = rv * np.where(angle > 1e-12, np.sin(half) / np.maximum(angle, 1e-12), 0.5)[:, None]
+    return out
 
 
 def _log(rotation: np.ndarray) -> np.ndarray:
