@@ -40,13 +40,15 @@ RESOLVES = 2  # re-solves per iteration after locking clamped axes (as solvers.j
 PATIENCE = 4  # iterations without progress before a solve stops
 PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
 SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
+# Kept steps in a row after a refused one before the turn widens and the damping drops again:
+# widening at once overshoots again (conflicting goals alternated kept and refused steps).
+CALM = 5
 LM_DOWN, LM_UP, LM_FLOOR = 0.25, 4.0, 1e-1  # DLS damping after a kept / refused step, its least share
 DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
 RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
 _STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
-_EYE = np.eye(3)
 _BLOCKS: dict[int, np.ndarray] = {}  # rows -> _inverse_root's block with its constant lower-left identity
 # r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
 _SKEW = np.zeros((3, 9))
@@ -117,10 +119,12 @@ class Structure:
         while np.any(up[:m] != m):
             self.jumps.append(up[:m].copy())
             up = up[up]
-        self.ancestors = ancestors
-        self.reference = quat.to_matrix(skeleton.reference[moved])
-        self.reference[self.root] = quat.to_matrix(skeleton.base_frame) @ self.reference[self.root]
-        self.offsets = skeleton.offsets[moved][:, :, None]  # columns: one batched product each
+        reference = quat.to_matrix(skeleton.reference[moved])
+        reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
+        # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
+        self.turn = np.einsum("irs,ksc->ikrc", reference, _TO_MATRIX.reshape(16, 3, 3)).reshape(m, 16, 9)
+        self.frame_start = np.empty((m + 1, 3, 3))
+        self.frame_start[m] = np.eye(3)
         self.limits = None if skeleton.limits is None else skeleton.limits.subset(moved)
         self.limited = np.flatnonzero(self.limits.active) if self.limits is not None else np.arange(0)
         weight = (
@@ -132,7 +136,17 @@ class Structure:
         self.every_col = len(self.cols) == 3 * m
         self.unit_cols = bool(np.all(self.col_scale == 1.0))
         self.bones = np.array([index[b] for b in bones])
-        self.links = (skeleton.lengths[list(bones), None] * skeleton.links[list(bones)])[:, :, None]
+        # The heads and the effectors' ends at once: each end a point below its bone (offset: the
+        # bone's link), every point the sum of its ancestors' world offsets.
+        count = len(bones)
+        self.point_parent = np.concatenate((self.parent, self.bones))
+        self.point_offsets = np.concatenate(
+            (skeleton.offsets[moved], skeleton.lengths[list(bones), None] * skeleton.links[list(bones)])
+        )[:, :, None]
+        self.ancestors = np.zeros((m + count, m + count))
+        self.ancestors[:m, :m] = ancestors
+        self.ancestors[m:, :m] = ancestors[self.bones]
+        self.ancestors[m:, m:] = np.eye(count)
         self.mask = np.zeros((len(bones), m))
         for e, branch in enumerate(branches):
             self.mask[e, [index[b] for b in branch]] = 1.0
@@ -174,15 +188,12 @@ class Tree:
     def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(frames (m, 3, 3), heads (m, 3), effector ends (E, 3)) of the moved bones' locals (m, 4)."""
         m = self.m
-        frames = np.empty((m + 1, 3, 3))
-        frames[m] = _EYE
-        frames[:m] = self.reference @ _matrices(local)
+        frames = self.frame_start.copy()
+        frames[:m] = ((local[:, :, None] * local[:, None, :]).reshape(m, 1, 16) @ self.turn).reshape(m, 3, 3)
         for up in self.jumps:
             frames[:m] = frames[up] @ frames[:m]
-        heads = self.ancestors @ (frames[self.parent] @ self.offsets)[:, :, 0]
-        b = self.bones
-        ends = heads[b] + (frames[b] @ self.links)[:, :, 0]
-        return frames[:m], heads, ends
+        points = self.ancestors @ (frames[self.point_parent] @ self.point_offsets)[:, :, 0]
+        return frames[:m], points[:m], points[m:]
 
     def residual(self, frames: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(position errors (E, 3), rotation errors (turned, 3), the scaled error rows (R,))."""
@@ -214,14 +225,13 @@ class Tree:
         position, rotation, error = self.residual(frames, ends)
         if len(self.effector_levels) == 1 and not len(self.turned):  # the common case, in fewer steps
             done = float(np.einsum("ij,ij->i", position, position).max()) <= tolerance * tolerance
-            return error, np.array([0.0 if done else float(error @ error)]), np.array([done])
+            return error, [0.0 if done else float(error @ error)], (done,)
         met = np.einsum("ij,ij->i", position, position) <= tolerance * tolerance
         if len(self.turned):
             met[self.turned] &= quat.norm(rotation) * self.span[self.turned] <= tolerance
-        done = np.array([bool(np.all(met[level])) for level in self.effector_levels])
-        costs = np.array(
-            [0.0 if ok else error[rows] @ error[rows] for ok, rows in zip(done, self.row_levels, strict=True)]
-        )
+        done = tuple(bool(met[level].all()) for level in self.effector_levels)
+        levels = zip(done, self.row_levels, strict=True)
+        costs = [0.0 if ok else float(error[rows] @ error[rows]) for ok, rows in levels]
         return error, costs, done
 
 
@@ -254,8 +264,8 @@ def solve(
     frames, heads, ends = tree.forward(current)
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
-    radius, stale, iterations, jac = float(options["max_step"]), 0, 0, None
-    while iterations < max_iterations and not (gain == 0.0 and np.all(done)):
+    radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
+    while iterations < max_iterations and not (gain == 0.0 and all(done)):
         pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
         mode = "dls" if variant == "pseudoinverse" and lam2 > 0.0 else variant
         if jac is None:  # the Jacobian of the current pose (a refused step keeps the pose, and it)
@@ -265,18 +275,22 @@ def solve(
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
         trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
-        # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step);
-        # refuse one that does not and halve the turn. Conflicting goals then settle instead of
-        # oscillating, and PATIENCE refusals in a row end the solve: progress has stalled.
+        # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step;
+        # after a refusal only once CALM steps in a row were kept); refuse one that does not and halve
+        # the turn. Conflicting goals then settle instead of oscillating, and PATIENCE refusals in a
+        # row end the solve: progress has stalled.
         verdict = _compare(trial_ranked, ranked)
         if verdict >= 0:
             current, frames, heads, ends, jac = trial, trial_frames, trial_heads, trial_ends, None
             error, done, ranked = trial_error, trial_done, trial_ranked
-            radius = min(2.0 * radius, float(options["max_step"]))
-            lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
+            kept += 1
+            if kept > CALM:
+                radius = min(2.0 * radius, float(options["max_step"]))
+                lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
         else:  # refused: a shorter turn, and (Levenberg-Marquardt) more damping
             radius *= 0.5
             lam2 = LM_UP * max(lam2, lam2_floor)
+            kept = 0
         stale = 0 if verdict > 0 else stale + 1
         if stale >= PATIENCE:
             break
@@ -337,11 +351,11 @@ def _away(local: np.ndarray, attractor: np.ndarray) -> np.ndarray:
     return quat.to_rotation_vector(quat.multiply(quat.conjugate(attractor), local))
 
 
-def _with_pull(costs: np.ndarray, local: np.ndarray, attractor: np.ndarray, gain: float) -> np.ndarray:
+def _with_pull(costs: list, local: np.ndarray, attractor: np.ndarray, gain: float) -> list:
     """The level costs, and H last when there is a pull (it ranks below every goal)."""
     if gain == 0.0:
         return costs
-    return np.append(costs, 0.5 * float(np.sum(_away(local, attractor) ** 2)))
+    return [*costs, 0.5 * float(np.sum(_away(local, attractor) ** 2))]
 
 
 def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done, settle):
@@ -465,7 +479,7 @@ def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
     return start - z @ z.T
 
 
-def _compare(costs: np.ndarray, best: np.ndarray) -> int:
+def _compare(costs: list, best: list) -> int:
     """1 if the ranked costs beat `best` by more than PROGRESS, 0 if by less, -1 if not at all: the
     first entry that differs decides (a met level costs 0)."""
     for new, old in zip(costs, best, strict=True):
@@ -480,11 +494,9 @@ def _from_rotation_vector(rv: np.ndarray) -> np.ndarray:
     """quat.from_rotation_vector of steps (m, 3) in fewer numpy calls."""
     angle = np.sqrt(np.einsum("ij,ij->i", rv, rv))
     half = 0.5 * angle
-    out = np.empty((len(rv), 4))
-    out[:, 0] = np.cos(half)
     # sin(x/2)/x -> 1/2 as x -> 0 (tiny steps stay exact)
-    out[:, 1:] = rv * np.where(angle > 1e-12, np.sin(half) / np.maximum(angle, 1e-12), 0.5)[:, None]
-    return out
+    scale = np.divide(np.sin(half), angle, out=np.full(len(rv), 0.5), where=angle > 1e-12)
+    return np.concatenate((np.cos(half)[:, None], rv * scale[:, None]), axis=1)
 
 
 def _log(rotation: np.ndarray) -> np.ndarray:
