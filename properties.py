@@ -75,6 +75,7 @@ class ChainIKResult(bpy.types.PropertyGroup):
     reason: StringProperty(
         name="Slower Path", description="Why a faster kernel did not serve the solve (empty when they all did)"
     )
+    group: StringProperty(name="Group", description="The chains solved together with this one (empty: alone)")
 
 
 def _live_changed(self, _context) -> None:
@@ -222,6 +223,29 @@ class ChainIKChain(bpy.types.PropertyGroup):
         default=1.0,
         min=0.0,
         max=1.0,
+    )
+    # Chains that share bones are solved together as one group (app.groups); these rank this
+    # chain's tip among the group's. The group's first chain in the list sets its solver.
+    weight: FloatProperty(
+        name="Weight",
+        description="In a group: this tip's share of the compromise when the group's targets cannot all be reached",
+        default=1.0,
+        min=1e-3,
+        soft_max=10.0,
+    )
+    priority: IntProperty(
+        name="Priority",
+        description="In a group: 0 is met first; a higher number only as far as the lower ones allow"
+        " (strict with the Jacobian, the order of passes with the others)",
+        default=0,
+        min=0,
+        soft_max=3,
+    )
+    pin: BoolProperty(
+        name="Pin",
+        description="Hold the tip where the pose has it (a planted foot) while the chains it shares bones with"
+        " reach; needs no target",
+        default=False,
     )
     mute: BoolProperty(
         name="Mute",

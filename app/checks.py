@@ -20,7 +20,7 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
     if not 0.0 <= spec.influence <= 1.0:  # NaN too
         raise ValueError(f"influence must be within 0..1, got {spec.influence}")
-    if spec.target is None:
+    if spec.target is None and not spec.pin:
         raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
         raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
@@ -28,7 +28,8 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError("the armature cannot be its own pole target (pick a bone of it, or another object)")
     # With Rotation on, the target's orientation is read too: what turns it counts.
     rotation_read = spec.use_rotation and spec.rotation_weight > 0.0
-    _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", not rotation_read)
+    if spec.target is not None:
+        _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", not rotation_read)
     if spec.pole is not None:
         _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
 

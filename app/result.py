@@ -24,12 +24,14 @@ def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=No
     r.time_ms = outcome.time_ms
     reached = outcome.reached
     if reached and error is not None and obj is not None:
-        reached = error <= world_tolerance(obj, outcome.spec, outcome.rig.names)
+        reached = error <= world_tolerance(obj, outcome.spec, outcome.names)
     if r.reached != reached:
         r.reached = reached
     reason = outcome.reason
     if r.reason != reason:
         r.reason = reason
+    if r.group != outcome.group:
+        r.group = outcome.group
     if not item.has_result:
         item.has_result = True
 
@@ -37,8 +39,10 @@ def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=No
 def result_line(outcome: ChainOutcome, error: float) -> str:
     """The Solve report's line; it ends with why a faster kernel did not serve, if one did not."""
     reason = outcome.reason
+    together = f" (group {outcome.group})" if outcome.group else ""
+    what = "pinned, tip moved" if outcome.spec.pin else "tip error"
     return (
-        f"chain '{outcome.spec.label}': {outcome.spec.method}, tip error {error:.3g},"
+        f"chain '{outcome.spec.label}'{together}: {outcome.spec.method}, {what} {error:.3g},"
         f" {outcome.iterations} iteration(s), rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
         + (f" ({reason})" if reason else "")
     )
@@ -56,10 +60,13 @@ def world_tolerance(obj, spec: ChainSpec, names=None) -> float:
     return solvers.DEFAULT_RELATIVE_TOLERANCE * length * (1.0 + 1e-3)
 
 
-def measured_error(depsgraph, obj, spec: ChainSpec) -> float:
+def measured_error(depsgraph, obj, spec: ChainSpec, goal_world=None) -> float:
     """World tip error of the written pose (`depsgraph` evaluated after the write; plain mathutils:
-    this runs on every Solve)."""
+    this runs on every Solve). `goal_world`: the point the tip should be at when it is not the
+    target (a pinned chain's held point)."""
     obj_eval = obj.evaluated_get(depsgraph)
     bone = obj_eval.pose.bones[spec.tip]
     tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
-    return math.dist(tip, rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone))
+    if goal_world is None:
+        goal_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+    return math.dist(tip, goal_world)

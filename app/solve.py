@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from .. import rig, solvers
+from . import group_solve, groups
 from .checks import check_in_view_layer, check_spec
 from .spec import ChainSpec
 
@@ -29,6 +30,13 @@ class ChainOutcome:
     @property
     def reached(self) -> bool:
         return self.solution.reached
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.rig.names
+
+    group = ""  # solved alone (a group's chains have app.group_solve.MemberOutcome)
+    goal_world = None  # the target is the goal (a pin's held point is on MemberOutcome)
 
     @property
     def reason(self) -> str:
@@ -101,25 +109,35 @@ def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> di
     return goals
 
 
-def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list[ChainOutcome]:
-    """Solve and write chains in order; each later chain sees the earlier ones' result.
+def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
+    """Solve and write chains; returns one outcome per spec, in order (a ChainOutcome, or a
+    group_solve.MemberOutcome for a chain solved in a group).
 
+    Chains that share bones are solved together as one group (app.groups); groups and single
+    chains go in order of their top bone's depth, so one hanging below another sees its result.
     All-or-nothing: on any error, every bone written so far is restored and the
     ValueError propagates. `depsgraph_get()` returns an up-to-date evaluated
     depsgraph (it is called again after each write when more chains follow).
     """
-    outcomes: list[ChainOutcome] = []
+    outcomes: list = [None] * len(specs)
     saved: dict[str, tuple[float, ...]] = {}
     saved_scales: dict[str, float] = {}
     try:
         for spec in specs:
-            outcome = solve_spec(obj, spec, depsgraph_get())
-            for name, values in outcome.write.before.items():
-                saved.setdefault(name, values)
-            for name, y in outcome.write.scales_before.items():
-                saved_scales.setdefault(name, y)
-            apply_write(obj, outcome.write)
-            outcomes.append(outcome)
+            check_spec(obj, spec)
+        for unit in groups.units(obj, specs):
+            members = [specs[i] for i in unit.members]
+            if unit.is_group or members[0].pin:
+                solved = group_solve.solve_group(obj, members, depsgraph_get())
+            else:
+                solved = [solve_spec(obj, members[0], depsgraph_get())]
+            for i, outcome in zip(unit.members, solved, strict=True):
+                for name, values in outcome.write.before.items():
+                    saved.setdefault(name, values)
+                for name, y in outcome.write.scales_before.items():
+                    saved_scales.setdefault(name, y)
+                apply_write(obj, outcome.write)
+                outcomes[i] = outcome
     except Exception:
         rig.apply(obj, saved)
         rig.stretch.apply(obj, saved_scales)

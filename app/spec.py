@@ -37,6 +37,10 @@ class ChainSpec:
     use_locks: bool = True  # keep locked rotation channels (off: turn through them, as the IK constraint)
     use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
     name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
+    # In a group (chains sharing bones, app.groups): this chain's effector against the others.
+    weight: float = 1.0  # its share of the least-squares compromise when targets conflict
+    priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
+    pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
 
     @property
     def label(self) -> str:
@@ -67,6 +71,9 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         use_locks=item.use_locks,
         use_stretch=item.use_stretch,
         name=item.name,
+        weight=item.weight,
+        priority=item.priority,
+        pin=item.pin,
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
     return ChainSpec(**fields)

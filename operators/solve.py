@@ -69,7 +69,7 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
         depsgraph = context.evaluated_depsgraph_get()
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
-            error = result.measured_error(depsgraph, obj, outcome.spec)
+            error = result.measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
             if item is not None:
                 result.store_result(item, outcome, error, obj)
             self.report({"INFO"}, result.result_line(outcome, error))

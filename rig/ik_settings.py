@@ -118,15 +118,20 @@ def world_matrix(target, subtarget: str = "") -> Matrix:
 
 
 def tip_goal_rotation(obj_eval, space_inverse: Matrix, target_world: Matrix, rig_chain) -> np.ndarray:
-    """The solver's target_rotation (w, x, y, z): the chain's last bone's wanted armature-space frame.
+    """The solver's target_rotation (w, x, y, z): the chain's last bone's wanted armature-space frame
+    (`goal_frame` for the chain read as `rig_chain`)."""
+    last = rig_chain.pose_matrices[-1].to_quaternion().normalized()
+    return goal_frame(obj_eval, space_inverse, target_world, rig_chain.tip, rig_chain.use_tail, last)
 
-    As Blender's IK "Rotation" option, the tip bone's orientation matches the target's (scale
-    dropped). With use_tail off the tip bone is not in the chain and follows its parent
-    rigidly, so the parent's wanted frame keeps the tip's current offset from it."""
+
+def goal_frame(obj_eval, space_inverse: Matrix, target_world: Matrix, tip: str, use_tail: bool, last_now) -> np.ndarray:
+    """The wanted armature-space frame (w, x, y, z) of a chain's last bone, whose current frame is
+    `last_now` (a Quaternion): as Blender's IK "Rotation" option, the tip bone's orientation matches
+    the target's (scale dropped). With use_tail off the tip bone is not in the chain and follows its
+    parent rigidly, so the parent's wanted frame keeps the tip's current offset from it."""
     wanted = (space_inverse @ target_world).to_3x3().normalized().to_quaternion()
-    if not rig_chain.use_tail:
-        tip_now = obj_eval.pose.bones[rig_chain.tip].matrix.to_quaternion().normalized()
-        last_now = rig_chain.pose_matrices[-1].to_quaternion().normalized()
+    if not use_tail:
+        tip_now = obj_eval.pose.bones[tip].matrix.to_quaternion().normalized()
         wanted = wanted @ (tip_now.inverted() @ last_now)
     q = wanted.normalized()
     if not all(math.isfinite(c) for c in q):

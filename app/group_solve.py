@@ -1,0 +1,147 @@
+"""Solving a group: chains that share bones (app.groups) as one tree, every tip an effector of
+one `solvers.solve_skeleton` call, written as one pose.
+
+The group's first chain leads: its solver, options, tolerance, iteration cap, limits, locks and
+influence serve the whole tree. Each chain adds its own goals: target (or a pin), pole, tip
+orientation, weight and priority. Poles work inside groups (Blender's IK switches them off in trees).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import rig, solvers
+from ..rig import tree, tree_write
+from ..solvers.metrics import rotation_cost_rows
+from .checks import check_in_view_layer, check_spec
+from .groups import chain_names, group_label
+from .spec import ChainSpec
+
+
+@dataclass
+class MemberOutcome:
+    """One chain's part of a group solve (the same fields reports read from a ChainOutcome)."""
+
+    spec: ChainSpec
+    write: rig.PoseWrite  # the group's write, each bone given to the first chain that has it
+    names: tuple[str, ...]  # the chain's bones
+    error: float  # world-space tip error of the solution
+    cost: float  # degrees, over the chain's bones
+    time_ms: float  # the whole group's solve
+    iterations: int
+    reached: bool
+    reason: str
+    group: str  # the group's label
+    goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
+
+
+def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
+    """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
+    compute, don't write. One outcome per spec, in order."""
+    start = time.perf_counter()
+    lead = specs[0]
+    for spec in specs:
+        check_spec(obj, spec)
+        check_in_view_layer(obj, spec, depsgraph)
+    obj_eval = obj.evaluated_get(depsgraph)
+    space = rig.object_space(obj_eval)
+    chains = [(s.tip, s.chain_length, s.use_tail) for s in specs]
+    layout = tree.tree_layout(obj, chains)
+    skeleton, local, names = tree.read_tree(obj, obj_eval, chains, layout)
+    if not lead.use_limits and skeleton.limits is not None:
+        skeleton = dataclasses.replace(skeleton, limits=None)
+    effectors = [
+        effector(obj_eval, space, spec, bone, names[bone], depsgraph)
+        for spec, bone in zip(specs, layout.effectors, strict=True)
+    ]
+    tolerance = space.distance_to_local(lead.tolerance) if lead.tolerance > 0.0 else None
+    solution = solvers.solve_skeleton(
+        skeleton,
+        local,
+        effectors,
+        method=lead.method,
+        tolerance=tolerance,
+        max_iterations=lead.max_iterations or None,
+        **lead.options,
+    )
+    whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
+    _, heads_in, ends_in = skeleton.forward(local)
+    _, heads, ends = skeleton.forward(solution.local)
+    where = {n: i for i, n in enumerate(names)}
+    label = group_label(specs)
+    notes = _notes(obj, specs, names, solution.reason)
+    tol = tolerance if tolerance is not None else solvers.DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths))
+    elapsed = (time.perf_counter() - start) * 1e3
+    outcomes, claimed = [], set()
+    for k, (spec, goal) in enumerate(zip(specs, effectors, strict=True)):
+        chain = chain_names(obj, spec)
+        own = [n for n in chain if n not in claimed]
+        claimed.update(own)
+        part = rig.PoseWrite(
+            {n: whole.values[n] for n in own},
+            tuple(n for n in whole.locked if n in own),
+            tuple(n for n in whole.constrained if n in own),
+            {n: whole.before[n] for n in own},
+        )
+        rows = [where[n] for n in chain]
+        points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
+        first = ends_in[rows[0]] - heads_in[rows[0]]
+        cost = rotation_cost_rows((first / np.linalg.norm(first)).tolist(), points)
+        pinned = tuple(space.to_world(ends_in[goal.bone]).tolist()) if spec.pin else None
+        goal_world = pinned if spec.pin else space.to_world(goal.position)
+        error = space.world_distance(ends[goal.bone], goal_world)
+        outcomes.append(
+            MemberOutcome(
+                spec, part, chain, error, cost, elapsed, solution.iterations,
+                bool(solution.error[k] <= tol), notes, label, pinned,
+            )
+        )  # fmt: skip
+    return outcomes
+
+
+def effector(obj_eval, space, spec: ChainSpec, bone: int, bone_name: str, depsgraph) -> solvers.Effector:
+    """The solver's effector for one chain of a group (armature space)."""
+    position = pole = orientation = None
+    if spec.pin:  # solve_skeleton holds the bone's input end point and frame
+        return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
+    target_eval = rig.evaluated(spec.target, depsgraph)
+    position = space.to_local(rig.space.target_world_point(target_eval, spec.target_bone))
+    if spec.pole is not None:
+        pole = space.to_local(rig.target_world_location(rig.evaluated(spec.pole, depsgraph), spec.pole_bone))
+    if spec.use_rotation and spec.rotation_weight > 0.0:
+        world = rig.ik_settings.world_matrix(target_eval, spec.target_bone)
+        last = obj_eval.pose.bones[bone_name].matrix.to_quaternion().normalized()
+        orientation = rig.ik_settings.goal_frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, last)
+    return solvers.Effector(
+        bone,
+        position,
+        pole=pole,
+        pole_angle=float(spec.pole_angle),
+        orientation=orientation,
+        rotation_weight=float(spec.rotation_weight),
+        weight=float(spec.weight),
+        priority=int(spec.priority),
+    )
+
+
+def _notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
+    """What the group's solve did not honour, and the solver's own reason: shown with the result."""
+    notes = []
+    if solver_reason:
+        notes.append(f"solver: {solver_reason}")
+    stretching = [n for n in names if obj.pose.bones[n].ik_stretch > 0.0]
+    if stretching and any(s.use_stretch for s in specs):
+        notes.append(f"IK stretch is not applied inside a group (bone '{stretching[0]}')")
+    return "; ".join(notes)
+
+
+def pin_error(obj_eval, spec: ChainSpec, goal_world) -> float:
+    """A pinned tip's distance from where it was held (world), on an evaluated pose."""
+    bone = obj_eval.pose.bones[spec.tip]
+    tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
+    return math.dist(tip, goal_world)

@@ -1,0 +1,75 @@
+"""Which chains are solved together: chains that share a bone form one group (transitively),
+solved as one tree (`app.group_solve`); a chain sharing none is solved alone.
+
+Blender's legacy IK merges only constraints whose chains end on the same root bone; here any
+shared bone joins chains, so two chains never pull one bone in turn. Units (groups, or single
+chains) are ordered so one hanging below another's bones is solved after it: the depth of a
+unit's top bone, then the chain list's order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import rig
+from .spec import ChainSpec
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Chains solved as one: indices into the specs given, in list order; the first leads (its
+    solver, options, tolerance, iterations, limits, locks and influence serve the whole group)."""
+
+    members: tuple[int, ...]
+    bones: tuple[str, ...]  # the union of the members' bones
+
+    @property
+    def is_group(self) -> bool:
+        return len(self.members) > 1
+
+
+def _depth(pose_bone) -> int:
+    depth = 0
+    while pose_bone.parent is not None:
+        depth, pose_bone = depth + 1, pose_bone.parent
+    return depth
+
+
+def chain_names(obj, spec: ChainSpec) -> tuple[str, ...]:
+    return rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+
+
+def units(obj, specs: list[ChainSpec]) -> list[Unit]:
+    """The specs' chains joined into groups where they share bones, in solving order."""
+    names = [chain_names(obj, s) for s in specs]
+    owner = list(range(len(specs)))  # union-find over chain indices
+
+    def find(i: int) -> int:
+        while owner[i] != i:
+            owner[i] = owner[owner[i]]
+            i = owner[i]
+        return i
+
+    first: dict[str, int] = {}
+    for i, chain in enumerate(names):
+        for name in chain:
+            j = first.setdefault(name, i)
+            if j != i:
+                a, b = find(i), find(j)
+                owner[max(a, b)] = min(a, b)
+    members: dict[int, list[int]] = {}
+    for i in range(len(specs)):
+        members.setdefault(find(i), []).append(i)
+    pose = obj.pose.bones
+    found = []
+    for group in members.values():
+        bones = tuple(dict.fromkeys(n for i in group for n in names[i]))
+        depth = min(_depth(pose[n]) for n in bones)
+        found.append((depth, group[0], Unit(tuple(group), bones)))
+    found.sort(key=lambda entry: entry[:2])
+    return [unit for _, _, unit in found]
+
+
+def group_label(specs: list[ChainSpec]) -> str:
+    """How reports and the panel name a group: its chains' labels joined."""
+    return " + ".join(s.label for s in specs)
