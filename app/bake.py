@@ -185,7 +185,7 @@ def bake_steps(
     reports: list[bake_report.ChainReport] = []
     measure_start = time.perf_counter()
     if options.measure:
-        for _ in bake_report.measure(context, obj, specs, frames, reports):
+        for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held):
             yield "measure"
     measure_seconds = time.perf_counter() - measure_start
     reasons = {label: why for label, why in solved.reasons.items() if why}

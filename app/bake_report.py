@@ -96,22 +96,27 @@ class _Track:
         )
 
 
-def measure(context, obj, specs, frames, into: list) -> Iterator[None]:
+def measure(context, obj, specs, frames, into: list, held: dict | None = None) -> Iterator[None]:
     """Play the baked `frames` back and append one ChainReport per spec to `into`.
 
     A generator (one step per frame) so a modal bake can keep the UI alive; run it
-    to the end with `for _ in measure(...): pass`. The frame is restored after."""
+    to the end with `for _ in measure(...): pass`. The frame is restored after.
+    `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there."""
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     tracks = [_Track(spec, obj) for spec in specs]
+    held = held or {}
     try:
-        for frame in frames:
+        for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
             depsgraph = context.evaluated_depsgraph_get()
             obj_eval = obj.evaluated_get(depsgraph)
             for track in tracks:
                 spec = track.spec
-                target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+                if spec.pin:
+                    target = held[spec.label][k]
+                else:
+                    target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 track.sample(obj_eval, np.asarray(target, dtype=float), int(frame))
             yield
     finally:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import rig, solvers
 from ..rig import keys, modes, read, sampling, sequence
-from . import solve
+from . import bake_group, groups, solve
 from .spec import ChainSpec
 
 PER_FRAME = "baked frame by frame"
@@ -44,6 +44,7 @@ class Solved:
     seconds: dict[str, float] = field(default_factory=dict)  # chain tip -> solver time
     scales: dict[str, np.ndarray] = field(default_factory=dict)  # IK stretch: bone -> Y scale per frame
     reasons: dict[str, str] = field(default_factory=dict)  # chain label -> why a faster kernel did not serve
+    held: dict[str, np.ndarray] = field(default_factory=dict)  # pinned chain label -> (frames, 3) held tip, world
 
 
 def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
@@ -72,15 +73,19 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
             if moving:
                 reason = f"bone '{moving[0]}' has animated rotation and the chain a pole target"
         reasons.append(reason)
-    # Chains carried apart must be independent: no shared bones, and no chain riding on another's
-    # bones (through a parent, an own-bone target or Use Tail off); else all of those go per frame.
+    # Chains sharing bones are solved together, as a group, frame by frame (app.bake_group).
+    for unit in groups.units(obj, specs):
+        members = [specs[i] for i in unit.members]
+        if unit.is_group or members[0].pin:
+            why = f"group {groups.group_label(members)} solved together" if unit.is_group else "pinned"
+            for i in unit.members:
+                reasons[i] = why
+    # Chains carried apart must be independent: no chain riding on another's bones (through a
+    # parent, an own-bone target or Use Tail off); else both go per frame.
     owner: dict[str, int] = {}
     for i, names in enumerate(chains):
         for name in names:
-            j = owner.setdefault(name, i)
-            if j != i:
-                for k in (i, j):
-                    reasons[k] = reasons[k] or f"chains '{specs[j].label}' and '{specs[i].label}' share bones"
+            owner.setdefault(name, i)
     for i, (spec, names) in enumerate(zip(specs, chains, strict=True)):
         starts = [obj.pose.bones[names[0]].parent]
         if spec.target is obj and spec.target_bone:
@@ -210,7 +215,15 @@ class _FrameChains:
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs, self.count = obj, specs, frames
         self.names = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
-        self.stretches = [stretch_weights(obj, s) for s in specs]
+        self.units = groups.units(obj, specs) if specs else []
+        # Groups (and a pinned chain alone) by their first member; no IK stretch inside a group.
+        self.groups = {
+            u.members[0]: bake_group.GroupFrames(obj, [specs[i] for i in u.members], frames)
+            for u in self.units
+            if u.is_group or specs[u.members[0]].pin
+        }
+        in_group = {i for u in self.units if u.members[0] in self.groups for i in u.members}
+        self.stretches = [None if i in in_group else stretch_weights(obj, s) for i, s in enumerate(specs)]
         self.state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
         self.state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (locks' reference)
         self.first: dict[str, tuple[float, ...]] = {}  # bone -> channel values before the bake
@@ -225,8 +238,15 @@ class _FrameChains:
         space = rig.object_space(obj_eval)
         if k == 0:
             self._first(obj_eval, depsgraph, space)
-        for spec, names, weights in zip(self.specs, self.names, self.stretches, strict=True):
-            self._solve(k, frame, spec, names, weights, obj_eval, depsgraph, space)
+        for unit in self.units:
+            group = self.groups.get(unit.members[0])
+            if group is not None:
+                if k:
+                    check_rigid_at(obj_eval, group.names, frame)
+                group.step(self, k, obj_eval, depsgraph, space)
+                continue
+            i = unit.members[0]
+            self._solve(k, frame, self.specs[i], self.names[i], self.stretches[i], obj_eval, depsgraph, space)
 
     def _first(self, obj_eval, depsgraph, space) -> None:
         scales = self.solved.scales
@@ -304,4 +324,8 @@ class _FrameChains:
         for name, quats in self.quats.items():
             mode = self.obj.pose.bones[name].rotation_mode
             self.solved.values[name] = modes.series_values(mode, quats, self.first[name], self.locks[name])
+        for group in self.groups.values():
+            self.solved.held.update(group.held)
+            if group.reason:
+                self.solver_reasons.update((s.tip, group.reason) for s in group.specs)
         return self.solved

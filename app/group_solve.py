@@ -59,7 +59,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         effector(obj_eval, space, spec, bone, names[bone], depsgraph)
         for spec, bone in zip(specs, layout.effectors, strict=True)
     ]
-    tolerance = space.distance_to_local(lead.tolerance) if lead.tolerance > 0.0 else None
+    tolerance = group_tolerance(space, lead, skeleton, names, [chain_names(obj, s) for s in specs])
     solution = solvers.solve_skeleton(
         skeleton,
         local,
@@ -75,7 +75,6 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     where = {n: i for i, n in enumerate(names)}
     label = group_label(specs)
     notes = _notes(obj, specs, names, solution.reason)
-    tol = tolerance if tolerance is not None else solvers.DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths))
     elapsed = (time.perf_counter() - start) * 1e3
     outcomes, claimed = [], set()
     for k, (spec, goal) in enumerate(zip(specs, effectors, strict=True)):
@@ -98,10 +97,21 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         outcomes.append(
             MemberOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tol), notes, label, pinned,
+                bool(solution.error[k] <= tolerance), notes, label, pinned,
             )
         )  # fmt: skip
     return outcomes
+
+
+def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
+    """The group's reach tolerance (armature space): the lead's, or (0 in its settings) the
+    solver's default share of the shortest chain's length, so each tip meets what its own chain
+    alone would be held to (and what reports measure it against)."""
+    if lead.tolerance > 0.0:
+        return space.distance_to_local(lead.tolerance)
+    where = {n: i for i, n in enumerate(names)}
+    shortest = min(sum(float(skeleton.lengths[where[n]]) for n in chain) for chain in chains)
+    return solvers.DEFAULT_RELATIVE_TOLERANCE * shortest
 
 
 def effector(obj_eval, space, spec: ChainSpec, bone: int, bone_name: str, depsgraph) -> solvers.Effector:

@@ -40,7 +40,8 @@ def chain_names(obj, spec: ChainSpec) -> tuple[str, ...]:
 
 
 def units(obj, specs: list[ChainSpec]) -> list[Unit]:
-    """The specs' chains joined into groups where they share bones, in solving order."""
+    """The specs' chains joined into groups where they share bones, in solving order (panel chain
+    items serve too: only tip, chain_length and use_tail are read)."""
     names = [chain_names(obj, s) for s in specs]
     owner = list(range(len(specs)))  # union-find over chain indices
 
@@ -73,3 +74,42 @@ def units(obj, specs: list[ChainSpec]) -> list[Unit]:
 def group_label(specs: list[ChainSpec]) -> str:
     """How reports and the panel name a group: its chains' labels joined."""
     return " + ".join(s.label for s in specs)
+
+
+_seen: dict[str, tuple[tuple, list]] = {}  # armature name -> (its chains' bones and mutes, their units)
+
+
+def panel_units(obj) -> list[tuple[int, ...]]:
+    """The units (app.groups.units) of `obj`'s unmuted panel chains, as chain indices; a chain whose
+    bones cannot be found stands alone (its own solve reports why). Cached until a chain's bones
+    or mute change, or `forget` (Live's handler runs this on every update; the panel on every draw)."""
+    chains = obj.chain_ik.chains
+    key = tuple((c.tip, c.chain_length, c.use_tail, c.mute) for c in chains)
+    seen = _seen.get(obj.name)
+    if seen is not None and seen[0] == key:
+        return seen[1]
+    valid, alone = [], []
+    for i, c in enumerate(chains):
+        if c.mute:
+            continue
+        try:
+            chain_names(obj, c)
+        except ValueError:
+            alone.append((i,))
+            continue
+        valid.append(i)
+    found = [tuple(valid[k] for k in unit.members) for unit in units(obj, [chains[i] for i in valid])] + alone
+    _seen[obj.name] = (key, found)
+    return found
+
+
+def forget() -> None:
+    """Bones may have been re-parented or renamed (undo, a new file, a frame's changes)."""
+    _seen.clear()
+
+
+def membership(obj) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """Panel chain index -> (its group's number from 1, the group's chain indices, lead first), for
+    chains in a group of two or more (the panel's list and settings show it)."""
+    found = [members for members in panel_units(obj) if len(members) > 1]
+    return {i: (number, members) for number, members in enumerate(found, 1) for i in members}

@@ -27,7 +27,7 @@ from bpy.app.handlers import persistent
 from .. import rig
 from ..rig import protected
 from ..rig.sampling import LIVE_HANDLER_MARK
-from . import solve, spec, watching
+from . import group_solve, groups, solve, spec, watching
 from .result import measured_error, store_result
 
 _signatures: dict[tuple[str, int], tuple] = {}
@@ -35,12 +35,25 @@ _busy = False
 
 
 def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
-    parts = [tuple(map(tuple, obj_eval.matrix_world))]
-    parts.append((item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence))
+    parts = [tuple(map(tuple, obj_eval.matrix_world)), *_goal_parts(item, target_eval, depsgraph)]
+    try:
+        names = rig.chain_bone_names(obj_eval, item.tip, item.chain_length, item.use_tail)
+        parent = obj_eval.pose.bones[names[0]].parent
+        if parent is not None:
+            parts.append(tuple(map(tuple, parent.matrix)))
+        parts.append(_bone_parts(obj_eval, item, names))
+    except ValueError:
+        parts.append(None)
+    return tuple(parts)
+
+
+def _goal_parts(item, target_eval, depsgraph) -> list:
+    """A chain's settings and its target's and pole's placement, as plain values."""
+    parts = [(item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence)]
     # The solver's options as the registry declares them: a new method's options are watched too.
     parts.append((item.tolerance, item.max_iterations, tuple(spec.method_options(item, item.method).items())))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
-    parts.append((item.use_stretch, item.use_locks))
+    parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin))
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))
@@ -54,17 +67,16 @@ def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
             parts.append(rig.space.target_world_point(pole_eval, item.pole_subtarget))
         except ValueError:
             parts.append(None)
-    try:
-        names = rig.chain_bone_names(obj_eval, item.tip, item.chain_length, item.use_tail)
-        parent = obj_eval.pose.bones[names[0]].parent
-        if parent is not None:
-            parts.append(tuple(map(tuple, parent.matrix)))
-        if item.use_limits:
-            parts.append(rig.ik_settings.settings_signature(obj_eval, names))
-        if item.use_stretch:  # the stretch channels are the solve's own output (divided out on reading)
-            parts.append(tuple(obj_eval.pose.bones[n].ik_stretch for n in names))
-    except ValueError:
-        parts.append(None)
+    return parts
+
+
+def _bone_parts(obj_eval, item, names) -> tuple:
+    """The chain bones' IK settings (and stretch) that the solve reads."""
+    parts = []
+    if item.use_limits:
+        parts.append(rig.ik_settings.settings_signature(obj_eval, names))
+    if item.use_stretch:  # the stretch channels are the solve's own output (divided out on reading)
+        parts.append(tuple(obj_eval.pose.bones[n].ik_stretch for n in names))
     return tuple(parts)
 
 
@@ -76,6 +88,7 @@ watch = watching.watch
 def forget_watch() -> None:
     global _scanned
     _scanned = -1
+    groups.forget()  # the units are cached per armature; bones may have been re-parented
 
 
 def _has_live(obj) -> bool:
@@ -104,15 +117,19 @@ def _live_armatures(scene) -> list:
 
 
 def solve_live(scene, depsgraph) -> int:
-    """Solve every live chain in `scene` whose inputs changed; returns how many were solved."""
+    """Solve every live chain in `scene` whose inputs changed; returns how many were solved.
+    A live chain sharing bones with others is solved with its whole group (app.groups)."""
     solved = 0
     for obj in _live_armatures(scene):
         if obj.mode == "EDIT":
             continue
         obj_eval = obj.evaluated_get(depsgraph)
-        for index, item in enumerate(obj.chain_ik.chains):
+        chains = obj.chain_ik.chains
+        grouped = _live_groups(obj)
+        in_group = {i for members in grouped for i in members}
+        for index, item in enumerate(chains):
             key = (obj.name, index)
-            if not item.live or item.mute:
+            if not item.live or item.mute or index in in_group:
                 _signatures.pop(key, None)
                 continue
             try:
@@ -121,7 +138,55 @@ def solve_live(scene, depsgraph) -> int:
                 _report_once(key, obj, item, exc)
             else:
                 _reported.pop(key, None)
+        for members in grouped:
+            key = (obj.name, members)
+            items = [chains[i] for i in members]
+            try:
+                solved += _solve_group(obj, obj_eval, items, key, depsgraph)
+            except Exception as exc:  # noqa: BLE001 - one group's error must not stop the others
+                _report_once(key, obj, items[0], exc)
+            else:
+                _reported.pop(key, None)
     return solved
+
+
+def _live_groups(obj) -> list[tuple[int, ...]]:
+    """Groups of `obj`'s unmuted chains (app.groups) with a live member, as chain indices; a pinned
+    chain alone counts as one."""
+    chains = obj.chain_ik.chains
+    return [
+        members
+        for members in groups.panel_units(obj)
+        if (len(members) > 1 or chains[members[0]].pin) and any(chains[i].live for i in members)
+    ]
+
+
+def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
+    """Solve one group with a live chain if its inputs changed; the number of chains solved."""
+    names = dict.fromkeys(n for item in items for n in groups.chain_names(obj_eval, item))
+    parts = [tuple(map(tuple, obj_eval.matrix_world))]
+    for item in items:
+        target_eval = rig.evaluated(item.target, depsgraph) if item.target is not None else None
+        parts += _goal_parts(item, target_eval, depsgraph)
+        parts.append(_bone_parts(obj_eval, item, groups.chain_names(obj_eval, item)))
+    # The pose the group hangs from (its own bones move with every solve: not watched).
+    pose = obj_eval.pose.bones
+    parents = {pose[n].parent.name for n in names if pose[n].parent is not None} - set(names)
+    parts += [tuple(map(tuple, pose[p].matrix)) for p in sorted(parents)]
+    sig = tuple(parts)
+    if _signatures.get(key) == sig:
+        return 0
+    _signatures[key] = sig
+    refusal = protected.pose_refusal(obj)
+    if refusal:
+        raise ValueError(refusal)
+    outcomes = group_solve.solve_group(obj, [spec.spec_from_item(item) for item in items], depsgraph)
+    for outcome in outcomes:
+        solve.apply_write(obj, outcome.write)
+    depsgraph.update()
+    for item, outcome in zip(items, outcomes, strict=True):
+        store_result(item, outcome, measured_error(depsgraph, obj, outcome.spec, outcome.goal_world), obj)
+    return len(items)
 
 
 def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
@@ -211,6 +276,7 @@ def on_load(*_args) -> None:
     """A newly loaded (or reverted) file starts unsolved: forget the signatures of the last one."""
     _signatures.clear()
     _reported.clear()
+    groups.forget()
     forget_watch()
 
 
@@ -255,6 +321,7 @@ def unregister_handlers() -> None:
             handlers.remove(old)
     _signatures.clear()
     _reported.clear()
+    groups.forget()
     _watch.clear()
     forget_watch()
 

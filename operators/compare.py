@@ -9,7 +9,7 @@ from __future__ import annotations
 import bpy
 
 from .. import solvers
-from ..app import scope, solve, spec
+from ..app import groups, scope, solve, spec
 from .solve import armature_poll
 
 
@@ -34,6 +34,10 @@ class CHAINIK_OT_compare(bpy.types.Operator):
         depsgraph = context.evaluated_depsgraph_get()
         try:
             items = scope.scoped_items(obj.chain_ik)
+            pinned = [item.name for item in items if item.pin]
+            items = [item for item in items if not item.pin]  # a pin has no target to compare reaching
+            if not items:
+                raise ValueError("every chain in scope is pinned: a pin holds its tip, it has no target to compare")
             # Every solver from the same start, the chain's rest pose: not from whatever the last Solve left.
             rows = [
                 [
@@ -45,6 +49,12 @@ class CHAINIK_OT_compare(bpy.types.Operator):
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
+        if pinned:
+            self.report({"INFO"}, f"pinned chains not compared (no target): {', '.join(pinned)}")
+        grouped = groups.membership(obj)
+        for index, item in enumerate(obj.chain_ik.chains):
+            if item in items and index in grouped:
+                self.report({"WARNING"}, f"chain '{item.name}' shares bones: compared alone, not as its group")
         for item, outcomes in zip(items, rows, strict=True):
             _store(item, outcomes)
             best = min(outcomes, key=lambda o: (o.error, o.cost))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bpy
 
 from .. import properties, rig, solvers
+from ..app import groups
 
 CATEGORY = "Chain IK"
 
@@ -20,6 +21,11 @@ class CHAINIK_UL_chains(bpy.types.UIList):
             row.prop(item, "select", text="")
         row.prop(item, "name", text="", emboss=False, icon="CON_KINEMATIC")
         row.label(text=item.tip or "(no tip)")
+        group = groups.membership(data.id_data).get(index)
+        if group is not None:  # solved together with the chains of the same number
+            row.label(text=f"G{group[0]}", icon="LINKED")
+        elif item.pin:
+            row.label(text="", icon="PINNED")
         row.prop(item, "live", text="", icon="REC" if item.live else "RADIOBUT_OFF", emboss=False)
         row.prop(item, "mute", text="", icon="HIDE_ON" if item.mute else "HIDE_OFF", emboss=False)
 
@@ -82,10 +88,16 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         layout.prop(item, "target")
         if item.target is not None and item.target.type == "ARMATURE":
             layout.prop_search(item, "target_bone", item.target.data, "bones")
+        group = groups.membership(obj).get(obj.chain_ik.active_index)
+        _draw_group(layout, obj, item, group)
+        led = group is not None and group[1][0] != obj.chain_ik.active_index
         layout.prop(item, "influence", slider=True)
         _draw_goals(layout, item)
         _draw_limits(layout, obj, item)
         layout.separator()
+        if led:  # the group's first chain sets the solver for all of it: these are not used
+            layout = layout.column()
+            layout.active = False
         layout.prop(item, "method")
         method = solvers.REGISTRY.get(item.method)
         layout.label(text=method.description if method else "", icon="INFO")
@@ -100,6 +112,27 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             row = col.row()
             row.active = option.active(values)  # greyed out: it has no effect with the other options
             row.prop(item, properties.option_property(method.name, option.name))
+
+
+def _draw_group(layout, obj, item, group) -> None:
+    """Which chains this one is solved with (they share bones), and its rank among them."""
+    box = layout.box()
+    if group is None:
+        box.label(text="Solved alone (shares no bone with another chain)", icon="UNLINKED")
+    else:
+        chains = obj.chain_ik.chains
+        others = ", ".join(chains[i].name for i in group[1] if chains[i] != item)
+        box.label(text=f"Group G{group[0]}: solved with {others}", icon="LINKED")
+        lead = chains[group[1][0]]
+        if lead == item:
+            box.label(text="First in the group: its solver settings serve all", icon="INFO")
+        else:
+            box.label(text=f"Solver, tolerance, limits, locks, influence: from '{lead.name}'", icon="INFO")
+    col = box.column()
+    col.active = group is not None
+    col.prop(item, "weight")
+    col.prop(item, "priority")
+    box.prop(item, "pin")
 
 
 def _draw_goals(layout, item) -> None:
