@@ -1,0 +1,180 @@
+"""Chains that share bones are solved together (app.groups) in real Blender: Rigify's human
+metarig with both hand chains (and the head) down the spine. Targets are made by a random FK pose
+of the group's bones, so they are jointly reachable; every figure is checked on the written pose."""
+
+from __future__ import annotations
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+from builders import channel_state, random_pose, restore_channels, world_point
+
+HANDS_HEAD = [("hand.L", 6), ("hand.R", 6), ("spine.006", 4)]  # all three meet at spine.002/.003
+LEGS_SPINE = [("shin.L", 3), ("shin.R", 3), ("spine.006", 7)]  # all three meet at the hips ('spine')
+GROUP_METHODS = ("fabrik", "jacobian", "triangulation")
+
+
+@pytest.fixture(scope="module")
+def rigify(ext):
+    addon_utils.enable("rigify", default_set=True)
+    yield
+    addon_utils.disable("rigify", default_set=True)
+
+
+def _rig(chains, rng, method="fabrik", angle=0.5):
+    """The metarig with one chain per (tip, length) and an empty target each at a jointly reachable point."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    obj.location = (0.4, -0.2, 0.1)
+    obj.rotation_euler = (0.0, 0.0, 0.5)
+    bpy.ops.object.mode_set(mode="POSE")
+    names = sorted({n for tip, length in chains for n in _chain(obj, tip, length)})
+    saved = channel_state(obj)
+    random_pose(obj, names, rng, angle)
+    bpy.context.view_layer.update()
+    goals = [world_point(obj, tip) for tip, _ in chains]
+    restore_channels(obj, saved)
+    for (tip, length), goal in zip(chains, goals, strict=True):
+        empty = bpy.data.objects.new(f"T_{tip}", None)
+        bpy.context.scene.collection.objects.link(empty)
+        empty.location = goal
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.target, item.method = tip, tip, length, empty, method
+    bpy.context.view_layer.update()
+    return obj
+
+
+def _chain(obj, tip, length):
+    from chain_ik import rig
+
+    return rig.chain_bone_names(obj, tip, length)
+
+
+def _tip_errors(obj) -> list[float]:
+    bpy.context.view_layer.update()
+    return [
+        float(np.linalg.norm(world_point(obj, c.tip) - np.array(c.target.matrix_world.translation)))
+        for c in obj.chain_ik.chains
+        if c.target is not None
+    ]
+
+
+@pytest.mark.parametrize("method", GROUP_METHODS)
+def test_hands_and_head_reach_together(rigify, method):
+    hits = 0
+    for seed in range(4):
+        obj = _rig(HANDS_HEAD, np.random.default_rng(seed), method)
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+        errors = _tip_errors(obj)
+        for item, error in zip(obj.chain_ik.chains, errors, strict=True):
+            assert item.result.group == "hand.L + hand.R + spine.006"
+            # The stored error is the written pose's, after every chain of the group was written.
+            assert item.result.error == pytest.approx(error, abs=1e-6)
+            assert not item.result.reached or error <= 1e-4
+        hits += all(e <= 1e-4 for e in errors)
+    assert hits >= 3  # chains solved one after another: 0 of 4 (each moved the spine the last one used)
+
+
+def test_no_false_reached_on_conflicting_targets(rigify):
+    obj = _rig(HANDS_HEAD, np.random.default_rng(7), "jacobian")
+    # Both hands pulled apart beyond reach: no chain may claim it reached.
+    obj.chain_ik.chains[0].target.location.x += 2.0
+    obj.chain_ik.chains[1].target.location.x -= 2.0
+    bpy.context.view_layer.update()
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    errors = _tip_errors(obj)
+    for item, error in zip(obj.chain_ik.chains[:2], errors[:2], strict=True):
+        assert not item.result.reached
+        assert item.result.error == pytest.approx(error, abs=1e-6)
+
+
+def test_pin_holds_a_foot_while_the_spine_reaches(rigify):
+    obj = _rig(LEGS_SPINE, np.random.default_rng(3), "jacobian", angle=0.3)
+    left = obj.chain_ik.chains[0]
+    left.pin, left.target = True, None
+    held = world_point(obj, "shin.L")
+    before = channel_state(obj)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert np.linalg.norm(world_point(obj, "shin.L") - held) <= 1e-4
+    assert left.result.reached and left.result.error <= 1e-4
+    errors = _tip_errors(obj)  # shin.R and the head
+    assert max(errors) <= 1e-3  # they reached, the hips moved under the pinned leg
+    assert channel_state(obj)["spine"] != before["spine"]
+
+
+def test_priority_keeps_the_first_hand_exact(rigify):
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(5), "jacobian")
+    right = obj.chain_ik.chains[1]
+    right.target.location.x -= 1.5  # out of reach: it pulls the shared spine its way
+    bpy.context.view_layer.update()
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    even = _tip_errors(obj)[0]
+    bpy.ops.ed.undo_push()
+    right.priority = 1
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    ranked = _tip_errors(obj)[0]
+    assert ranked <= 1e-4 < even  # the higher priority is met exactly; with equal ones it gives way
+
+
+def test_weight_ranks_a_compromise(rigify):
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(11), "jacobian")
+    obj.chain_ik.chains[0].target.location.x += 1.5
+    obj.chain_ik.chains[1].target.location.x -= 1.5
+    bpy.context.view_layer.update()
+    saved = channel_state(obj)
+    obj.chain_ik.chains[0].weight = 10.0
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    heavy_left = _tip_errors(obj)
+    restore_channels(obj, saved)
+    obj.chain_ik.chains[0].weight, obj.chain_ik.chains[1].weight = 1.0, 10.0
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    heavy_right = _tip_errors(obj)
+    assert heavy_left[0] < heavy_right[0] and heavy_right[1] < heavy_left[1]
+
+
+def test_group_bake_plays_back_on_target(rigify):
+    rng = np.random.default_rng(2)
+    obj = _rig(HANDS_HEAD, rng, "fabrik")
+    names = sorted({n for tip, length in HANDS_HEAD for n in _chain(obj, tip, length)})
+    for frame in (1, 12):  # targets keyed at two jointly reachable poses
+        saved = channel_state(obj)
+        random_pose(obj, names, rng, 0.4)
+        bpy.context.view_layer.update()
+        for item in obj.chain_ik.chains:
+            item.target.location = world_point(obj, item.tip)
+            item.target.keyframe_insert("location", frame=frame)
+        restore_channels(obj, saved)
+    other = {pb.name: pb.rotation_quaternion[:] for pb in obj.pose.bones if pb.name not in names}
+    assert bpy.ops.chain_ik.bake(frame_start=1, frame_end=12) == {"FINISHED"}
+    for frame in range(1, 13):
+        bpy.context.scene.frame_set(frame)
+        for item, error in zip(obj.chain_ik.chains, _tip_errors(obj), strict=True):
+            assert error <= 2e-4, (item.name, frame, error)
+    assert {pb.name: pb.rotation_quaternion[:] for pb in obj.pose.bones if pb.name not in names} == other
+
+
+def test_live_solves_the_whole_group(rigify):
+    obj = _rig(HANDS_HEAD, np.random.default_rng(4), "jacobian")
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    obj.chain_ik.chains[0].live = True  # one live chain: its whole group follows
+    try:
+        obj.chain_ik.chains[0].target.location.z += 0.03
+        bpy.context.view_layer.update()
+        errors = _tip_errors(obj)
+        assert max(errors) <= 1e-4, errors
+        assert all(item.result.reached for item in obj.chain_ik.chains)
+    finally:
+        obj.chain_ik.chains[0].live = False
+
+
+def test_panel_shows_the_group(rigify):
+    from chain_ik.app import groups
+
+    obj = _rig(HANDS_HEAD + [("shin.L", 2)], np.random.default_rng(1))
+    member = groups.membership(obj)
+    assert set(member) == {0, 1, 2} and member[0][1] == (0, 1, 2)
+    obj.chain_ik.chains[1].mute = True
+    assert groups.membership(obj)[0][1] == (0, 2)
