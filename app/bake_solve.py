@@ -77,7 +77,9 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
     for unit in groups.units(obj, specs):
         members = [specs[i] for i in unit.members]
         if unit.is_group or members[0].pin:
-            why = f"group {groups.group_label(members)} solved together" if unit.is_group else "pinned"
+            why = "pinned"
+            if unit.is_group:
+                why = f"chains that share bones solved together as one group ({groups.group_label(members)})"
             for i in unit.members:
                 reasons[i] = why
     # Chains carried apart must be independent: no chain riding on another's bones (through a

@@ -29,10 +29,10 @@ poses of the sum of squared tip errors.
   evaluated pose matrices through the same skeleton).
 - Bake (--frames frames, targets keyed every frame on a smooth FK motion through random poses):
   Blender: the constraints + bpy.ops.nla.bake(visual_keying=True, clear_constraints=True,
-  only_selected=True, bake_types={'POSE'}) on the tree's bones. Chain IK, per frame:
-  frame_set, read_tree (its layout built once), solve_skeleton, tree_values (channel values continuous with the last
-  frame), then the keys written in bulk (rig.keys.write_keys); in brackets, the part of a frame
-  spent in solve_skeleton. Worst tip error on playback.
+  only_selected=True, bake_types={'POSE'}) on the tree's bones. Chain IK: its own bake (what the
+  Bake operator runs, app.bake.bake) of panel chains set as the constraints, tolerance 1e-5: one
+  group, solved per frame from the previous frame's solution; in brackets, the part of a frame
+  spent solving. Worst tip error on playback.
 Prints one Markdown table per case. Timings: --repeats interleaved passes over the same poses;
 each pose's fastest pass, averaged over the poses; bakes: each side's fastest of --repeats.
 """
@@ -226,37 +226,24 @@ def bake_blender(chains, motion, names) -> tuple[float, float, None]:
 
 
 def bake_ours(ext, chains, motion, method) -> tuple[float, float, float]:
-    """(seconds per frame, worst playback error, seconds per frame in solve_skeleton)."""
-    solvers, tree, keys = ext.solvers, ext.rig.tree, ext.rig.keys
+    """(seconds per frame, worst playback error, seconds per frame solving): Chain IK's own bake of
+    the panel's chains (they share bones: one group, app.groups), as the Bake operator runs it."""
     obj = metarig()
     empties = keyed_targets(chains, motion)
     frames = len(motion)
-    scene = bpy.context.scene
+    bpy.context.view_layer.objects.active = obj
+    for (tip, count, use_tail), empty in zip(chains, empties, strict=True):
+        item = obj.chain_ik.chains.add()
+        length = len(ext.rig.tree.chain_bones(obj, tip, count, use_tail)[0])
+        item.name, item.tip, item.chain_length, item.use_tail = tip, tip, length, use_tail
+        item.target, item.method, item.tolerance = empty, method, SOLVE_TOLERANCE
+    specs = [ext.app.spec.spec_from_item(item) for item in obj.chain_ik.chains]
+    # measure=False: the report's playback pass is a check, not baking (Bake Action checks nothing).
+    options = ext.app.bake.BakeOptions(frame_start=1, frame_end=frames, measure=False)
     start = time.perf_counter()
-    inverse = obj.matrix_world.inverted()
-    layout = tree.tree_layout(obj, chains)
-    previous, series, solving = None, [], 0.0
-    for f in range(1, frames + 1):
-        scene.frame_set(f)
-        skeleton, local, names = tree.read_tree(obj, evaluated(obj), chains, layout)
-        effectors = [
-            solvers.skeleton.Effector(b, position=(inverse @ e.matrix_world.translation)[:])
-            for b, e in zip(layout.effectors, empties, strict=True)
-        ]
-        began = time.perf_counter()
-        sol = solvers.solve_skeleton(skeleton, local, effectors, method=method, tolerance=SOLVE_TOLERANCE)
-        solving += time.perf_counter() - began
-        previous = tree.tree_values(obj, names, sol.local, previous)
-        series.append(previous)
-    curves = keys.FCurves(obj)
-    frame_numbers = np.arange(1, frames + 1, dtype=float)
-    for name in names:
-        prop = keys.rotation_property(obj.pose.bones[name])
-        values = np.array([row[name] for row in series])
-        for index in range(values.shape[1]):
-            fc = curves.ensure(keys.data_path(name, prop), index, name)
-            keys.write_keys(fc, frame_numbers, values[:, index], (1, frames), "BEZIER")
+    result = ext.app.bake.bake(bpy.context, obj, specs, options)
     seconds = time.perf_counter() - start
+    solving = sum(result.per_chain_seconds.values())
     return seconds / frames, playback_error(obj, chains, empties, frames), solving / frames
 
 
@@ -420,7 +407,9 @@ def main(argv=None) -> None:
         args.poses, args.frames, args.repeats = 4, 6, 1
     import addon_utils
 
-    ext = load_extension("solvers", "rig.tree", "rig.keys")
+    ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
+    if not hasattr(bpy.types.Object, "chain_ik"):  # the bake reads panel chains (a test has registered it)
+        ext.register()
     addon_utils.enable("rigify", default_set=True)
     try:
         lines = [
