@@ -31,6 +31,7 @@ from . import bake_group, groups, solve
 from .spec import ChainSpec
 
 PER_FRAME = "baked frame by frame"
+SAMPLED_GROUP = "baked as a tree from the first frame's pose, targets read from their curves"
 # Frames per sequence-kernel call in a modal bake (Esc is read between calls).
 CHUNK = 64
 
@@ -139,10 +140,14 @@ def solve_frames(
         )
         for i in carried
     }
-    direct = not per_frame.specs and bool(carried)
-    direct = direct and not sampling.armature_static_reason(obj, [t.names[0] for t in tracks.values()])
-    direct = direct and not sampling.direct_targets_reason(scene, obj, [specs[i] for i in carried])
-    share = 0.0 if direct else (1.0 if not carried else 0.5)  # of the progress: the frame pass
+    groups_only = per_frame.groups_only(obj)
+    direct = bool(carried or per_frame.specs) and groups_only
+    roots = [t.names[0] for t in tracks.values()] + per_frame.group_roots()
+    direct = direct and not sampling.armature_static_reason(obj, roots)
+    goals = [specs[i] for i in carried] + [s for s in per_frame.specs if not s.pin]
+    direct = direct and not sampling.direct_targets_reason(scene, obj, goals)
+    # Of the progress: the frame pass (a group solves in it, sampled or not).
+    share = 0.0 if direct and not per_frame.specs else (1.0 if not carried else 0.5)
     if direct:
         # Nothing but the targets' (and poles') own location curves moves: evaluate just those.
         for i, track in tracks.items():
@@ -151,6 +156,15 @@ def solve_frames(
             track.sample_all(
                 track.space_to_world(obj_eval), sampling.target_positions(spec.target, frames), frames, poles
             )
+        for group in per_frame.groups.values():
+            group.sample(frames)
+        for k, frame in enumerate(frames):  # groups: the first frame's reading, no frame_set
+            if not per_frame.specs:
+                break
+            per_frame.step(k, frame, obj_eval, depsgraph)
+            if progress is not None:
+                progress(share * (k + 1) / n, int(frame))
+            yield "solve"
     else:
         for k, frame in enumerate(frames):
             if k:
@@ -179,7 +193,8 @@ def solve_frames(
     for i in range(len(specs)):
         if why[i]:
             solver = per_frame.solver_reasons.get(specs[i].tip, "")
-            solved.reasons[specs[i].label] = f"{PER_FRAME}: {why[i]}" + (f"; solver: {solver}" if solver else "")
+            kernel = SAMPLED_GROUP if direct else PER_FRAME
+            solved.reasons[specs[i].label] = f"{kernel}: {why[i]}" + (f"; solver: {solver}" if solver else "")
     for j, (i, track) in enumerate(tracks.items()):
         spec = specs[i]
         done = (share + (1.0 - share) * j / len(tracks), (1.0 - share) / len(tracks))
@@ -243,12 +258,24 @@ class _FrameChains:
         for unit in self.units:
             group = self.groups.get(unit.members[0])
             if group is not None:
-                if k:
+                if k and group.sampled is None:
                     check_rigid_at(obj_eval, group.names, frame)
                 group.step(self, k, obj_eval, depsgraph, space)
                 continue
             i = unit.members[0]
             self._solve(k, frame, self.specs[i], self.names[i], self.stretches[i], obj_eval, depsgraph, space)
+
+    def groups_only(self, obj) -> bool:
+        """Whether every chain here is in a group that needs no frame evaluated (see
+        bake_group.GroupFrames.static_reason) once the armature and targets are sampled."""
+        if sum(len(g.specs) for g in self.groups.values()) != len(self.specs):
+            return False
+        animated = keys.animated_paths(obj)
+        return all(not g.static_reason(obj, animated) for g in self.groups.values())
+
+    def group_roots(self) -> list[str]:
+        """The top bones of the groups (what they hang from must not move for sampling)."""
+        return [g.names[i] for g in self.groups.values() for i, p in enumerate(g.layout.parents) if p == -1]
 
     def _first(self, obj_eval, depsgraph, space) -> None:
         scales = self.solved.scales

@@ -114,16 +114,23 @@ def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
     return solvers.DEFAULT_RELATIVE_TOLERANCE * shortest
 
 
-def effector(obj_eval, space, spec: ChainSpec, bone: int, bone_name: str, depsgraph) -> solvers.Effector:
-    """The solver's effector for one chain of a group (armature space)."""
+def effector(
+    obj_eval, space, spec: ChainSpec, bone: int, bone_name: str, depsgraph, target_world=None, pole_world=None
+) -> solvers.Effector:
+    """The solver's effector for one chain of a group (armature space). `target_world`,
+    `pole_world`: their locations when already known (a bake sampling their curves)."""
     position = pole = orientation = None
     if spec.pin:  # solve_skeleton holds the bone's input end point and frame
         return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
-    target_eval = rig.evaluated(spec.target, depsgraph)
-    position = space.to_local(rig.space.target_world_point(target_eval, spec.target_bone))
+    if target_world is None:
+        target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+    position = space.to_local(target_world)
     if spec.pole is not None:
-        pole = space.to_local(rig.target_world_location(rig.evaluated(spec.pole, depsgraph), spec.pole_bone))
+        if pole_world is None:
+            pole_world = rig.target_world_location(rig.evaluated(spec.pole, depsgraph), spec.pole_bone)
+        pole = space.to_local(pole_world)
     if spec.use_rotation and spec.rotation_weight > 0.0:
+        target_eval = rig.evaluated(spec.target, depsgraph)
         world = rig.ik_settings.world_matrix(target_eval, spec.target_bone)
         last = obj_eval.pose.bones[bone_name].matrix.to_quaternion().normalized()
         orientation = rig.ik_settings.goal_frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, last)

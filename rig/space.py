@@ -50,6 +50,15 @@ class ObjectSpace:
         """World distance from armature-space `point` to world-space `point_world`."""
         return math.dist(self.matrix @ Vector([float(x) for x in point]), point_world)
 
+    def uniform_scale(self) -> float | None:
+        """The scale when the transform scales every direction alike (no shear or non-uniform
+        scale): armature distances times it are world distances. None otherwise."""
+        m3 = self.matrix.to_3x3()
+        product = m3.transposed() @ m3  # s^2 I for a uniform scale s
+        s2 = (product[0][0] + product[1][1] + product[2][2]) / 3.0
+        off = max(abs(product[r][col] - (s2 if r == col else 0.0)) for r in range(3) for col in range(3))
+        return math.sqrt(s2) if off <= 1e-9 * s2 else None
+
     def distance_to_local(self, distance: float) -> float:
         """An armature-space distance that is at most `distance` in world space in any direction."""
         return float(distance) / self.stretch

@@ -125,7 +125,7 @@ class Effector:
     methods with strict priorities (the Jacobian) solve a lower level only in the nullspace of
     the higher ones, the others use it to order their passes. A `pin` holds its bone where the
     input pose has it (position and orientation; a planted foot): give no position, and
-    `solve_skeleton` fills both in before the method runs."""
+    `solve_skeleton` fills both in before the method runs (`resolve_pins`)."""
 
     bone: int
     position: np.ndarray | None = None
@@ -217,12 +217,15 @@ def solve_skeleton(
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:
-    """Pins with their bone's input end point and world orientation filled in."""
-    if not any(e.pin for e in effectors):
+    """Pins with their bone's input end point and world orientation filled in (a pin given its
+    position already, say by a bake starting from the previous frame, keeps it)."""
+    if not any(e.pin and e.position is None for e in effectors):
         return list(effectors)
     frames, _, ends = skeleton.forward(local)
     return [
-        replace(e, position=ends[e.bone], orientation=frames[e.bone], rotation_weight=1.0) if e.pin else e
+        replace(e, position=ends[e.bone], orientation=frames[e.bone], rotation_weight=1.0)
+        if e.pin and e.position is None
+        else e
         for e in effectors
     ]
 

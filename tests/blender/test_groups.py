@@ -178,3 +178,41 @@ def test_panel_shows_the_group(rigify):
     assert set(member) == {0, 1, 2} and member[0][1] == (0, 1, 2)
     obj.chain_ik.chains[1].mute = True
     assert groups.membership(obj)[0][1] == (0, 2)
+
+
+def _keys(obj) -> dict:
+    from chain_ik.rig import keys
+
+    curves = keys.assigned_fcurves(obj)
+    return {(fc.data_path, fc.array_index): [tuple(p.co) for p in fc.keyframe_points] for fc in curves}
+
+
+def test_sampled_group_bake_equals_frame_by_frame(rigify):
+    """With nothing but the targets moving the group bakes without frame_set (targets read from
+    their curves); a frame change handler forces the frame-by-frame kernel: the same keys."""
+    from chain_ik.app import bake, bake_solve, spec
+
+    baked = []
+    for forced in (False, True):
+        rng = np.random.default_rng(9)
+        obj = _rig(HANDS_HEAD, rng, "jacobian")
+        for item in obj.chain_ik.chains:
+            start = item.target.location.copy()
+            item.target.keyframe_insert("location", frame=1)
+            item.target.location = start + type(start)((0.03, -0.02, 0.04))
+            item.target.keyframe_insert("location", frame=10)
+        handler = lambda *_: None  # noqa: E731 - any handler rules out sampling
+        if forced:
+            bpy.app.handlers.frame_change_post.append(handler)
+        try:
+            specs = [spec.spec_from_item(item) for item in obj.chain_ik.chains]
+            result = bake.bake(bpy.context, obj, specs, bake.BakeOptions(frame_start=1, frame_end=10))
+        finally:
+            if forced:
+                bpy.app.handlers.frame_change_post.remove(handler)
+        kernel = bake_solve.PER_FRAME if forced else bake_solve.SAMPLED_GROUP
+        assert all(why.startswith(kernel) for why in result.reasons.values()), result.reasons
+        baked.append(_keys(obj))
+    assert baked[0].keys() == baked[1].keys()
+    for key, points in baked[0].items():
+        assert np.allclose(points, baked[1][key], atol=1e-5), key
