@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import rig
 from ..rig import keys, protected, reduce
-from . import bake_report, bake_solve, live, solve
+from . import bake_report, bake_solve, groups, live, solve
 from .checks import changed_mid_bake
 from .spec import ChainSpec
 
@@ -191,6 +191,8 @@ def bake_steps(
     reasons = {label: why for label, why in solved.reasons.items() if why}
     for report in reports:
         report.path = reasons.get(report.name, "")
+    for report, label in zip(reports, groups.labels(obj, specs), strict=False):
+        report.group = label
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(

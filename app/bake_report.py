@@ -35,6 +35,7 @@ class ChainReport:
     # Why the bake's fastest kernel did not serve this chain ('' when it did), e.g. "baked frame by
     # frame: bone 'x' has constraints" (bake_solve; BakeResult.reasons).
     path: str = ""
+    group: str = ""  # the chains it was solved with (app.groups), '' when alone
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -128,7 +129,9 @@ def chain_line(chain: dict) -> str:
     """One chain's report line, from `ChainReport.as_dict()` (cli.py prints the same)."""
     missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
     return (
-        f"chain '{chain['name']}' ({chain['method']}): {chain['frames']} frame(s){missed}, worst tip error"
+        f"chain '{chain['name']}' ({chain['method']}"
+        + (f", group {chain['group']}" if chain.get("group") else "")
+        + f"): {chain['frames']} frame(s){missed}, worst tip error"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
         f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
     )

@@ -71,6 +71,17 @@ def units(obj, specs: list[ChainSpec]) -> list[Unit]:
     return [unit for _, _, unit in found]
 
 
+def labels(obj, specs: list[ChainSpec]) -> list[str]:
+    """Per spec: the label of the group it is solved in, '' when alone."""
+    out = [""] * len(specs)
+    for unit in units(obj, specs):
+        if unit.is_group:
+            label = group_label([specs[i] for i in unit.members])
+            for i in unit.members:
+                out[i] = label
+    return out
+
+
 def group_label(specs: list[ChainSpec]) -> str:
     """How reports and the panel name a group: its chains' labels joined."""
     return " + ".join(s.label for s in specs)
