@@ -216,3 +216,55 @@ def test_sampled_group_bake_equals_frame_by_frame(rigify):
     assert baked[0].keys() == baked[1].keys()
     for key, points in baked[0].items():
         assert np.allclose(points, baked[1][key], atol=1e-5), key
+
+
+@pytest.mark.parametrize("method", ("fabrik", "jacobian", "triangulation"))
+@pytest.mark.parametrize("side", (1.0, -1.0))
+def test_pole_steers_an_arm_inside_a_group(rigify, method, side):
+    """Blender switches poles off in trees; here the left arm's pole holds inside the group, with
+    the IK constraint's convention on the arm's own segment (shoulder.L down, below the shared
+    spine): at pole angle 0 its top bone's X axis, across the top-to-tip line, points at the pole."""
+    obj = _rig([("forearm.L", 5), ("forearm.R", 5)], np.random.default_rng(6), method, angle=0.3)
+    bpy.context.view_layer.update()
+    pole = bpy.data.objects.new("Pole", None)
+    bpy.context.scene.collection.objects.link(pole)
+    pole.location = world_point(obj, "forearm.L", use_tail=False) + np.array((0.0, side * 1.0, 0.3))
+    obj.chain_ik.chains[0].pole_target = pole
+    bpy.context.view_layer.update()
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    top = world_point(obj, "shoulder.L", use_tail=False)
+    line = world_point(obj, "forearm.L") - top
+    line /= np.linalg.norm(line)
+    x_axis = np.array((obj.matrix_world @ obj.pose.bones["shoulder.L"].matrix).to_3x3().col[0])
+    toward = np.array(pole.location) - top
+    x_axis -= line * np.dot(x_axis, line)
+    toward -= line * np.dot(toward, line)
+    cosine = np.dot(x_axis, toward) / (np.linalg.norm(x_axis) * np.linalg.norm(toward))
+    assert cosine > np.cos(np.radians(5.0)), np.degrees(np.arccos(cosine))
+    assert max(_tip_errors(obj)) <= 1e-3
+
+
+def test_cli_bakes_a_group_and_says_so(rigify, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(8), "fabrik")
+    for item in obj.chain_ik.chains:
+        item.target.keyframe_insert("location", frame=1)
+        item.target.location.z += 0.02
+        item.target.keyframe_insert("location", frame=5)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    path = tmp_path / "group.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    out = tmp_path / "report.json"
+    args = [sys.executable, str(REPO / "cli.py"), str(path), "--", "--armature", obj.name, "--frames", "1-5",
+            "--json", str(out)]  # fmt: skip
+    run = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(out.read_text())
+    assert [c["group"] for c in summary["per_chain"]] == ["hand.L + hand.R"] * 2
+    assert "group hand.L + hand.R" in run.stdout
