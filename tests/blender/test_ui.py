@@ -170,3 +170,28 @@ def test_settings_panel_limits_pole_and_rotation(rig, pole_kind):
     item.tip = "missing"  # an invalid chain draws no summary and does not fail
     labels = [c[1] for c in _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context).calls("label")]
     assert not any(text.startswith("b2") for text in labels)
+
+
+def test_groups_in_list_and_settings(rig):
+    """Two chains sharing bones: the list tags both G1; the settings say which chain leads."""
+    from chain_ik.ui.panels import CHAINIK_UL_chains
+
+    target = add_empty(location=(1, 0, 2))
+    for name, tip, length in (("Long", "b2", 3), ("Short", "b1", 2)):
+        item = rig.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.target = name, tip, length, target
+    for index, item in enumerate(rig.chain_ik.chains):
+        layout = RecordingLayout()
+        CHAINIK_UL_chains.draw_item(
+            SimpleNamespace(), bpy.context, layout, rig.chain_ik, item, 0, rig.chain_ik, "active_index", index
+        )
+        assert ("label", "G1") in layout.log
+    rig.chain_ik.active_index = 1
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
+    assert ("label", "Group G1: solved with Long") in layout.log
+    assert ("label", "Solver, tolerance, limits, locks, influence: from 'Long'") in layout.log
+    props = {c[2] for c in layout.calls("prop")}
+    assert {"weight", "priority", "pin"} <= props
+    rig.chain_ik.chains[0].mute = True  # muted: out of the group
+    layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
+    assert ("label", "Solved alone (shares no bone with another chain)") in layout.log
