@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import goals, registry
-from .chain import Chain, as_point
+from .chain import Chain, as_floats
 from .result import BatchSolution, Solution
 
 # Default tolerance: this fraction of the chain's total length (1 m arm ->
@@ -81,7 +81,7 @@ def solve(
     wanted orientation, with `rotation_weight` 0..1 (see solvers.goals).
     """
     entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
-    t = as_point(target, "target")
+    t = as_floats(target, "target")
     extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
     if entry.one is None:
         reason = registry.NO_FLOAT_KERNEL.format(name=entry.name)
@@ -90,11 +90,12 @@ def solve(
         if not isinstance(solved, str):
             return solved
         reason = solved
+    row = np.array([t])
     if extra is not None:
-        solution = goals.solve_with_goals(chain, t[None, :], extra, position_solver(entry, tol, iters, options), tol)
+        solution = goals.solve_with_goals(chain, row, extra, position_solver(entry, tol, iters, options), tol)
     else:
-        solution = position_solver(entry, tol, iters, options)(chain, t[None, :])
-    return replace(solution[0], reason=reason)
+        solution = position_solver(entry, tol, iters, options)(chain, row)
+    return solution[0].replace(reason=reason)
 
 
 def solve_batch(

@@ -34,6 +34,14 @@ def as_point(value: object, what: str) -> np.ndarray:
     return p
 
 
+def as_floats(value: object, what: str) -> tuple[float, float, float]:
+    """`as_point` as 3 Python floats (no array: what one solve's float kernel reads)."""
+    if type(value) is tuple and len(value) == 3 and set(map(type, value)) == {float}:
+        if all(map(math.isfinite, value)):
+            return value
+    return tuple(as_point(value, what).tolist())
+
+
 def as_real(value: object, what: str) -> float:
     """A finite float, or ValueError naming `what`."""
     if isinstance(value, bool):
@@ -86,8 +94,11 @@ def link_terms(rows) -> tuple[list[float], list[tuple], float]:
 
 def short_bone(lengths, total: float) -> int | None:
     """Index of the first bone too short to have a direction, or None."""
+    limit = MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300)
+    if min(lengths) > limit:  # the common case in one C call
+        return None
     for k, length in enumerate(lengths):
-        if length <= MIN_RELATIVE_BONE_LENGTH * max(total, 1e-300):
+        if length <= limit:
             return k
     return None
 
@@ -102,16 +113,22 @@ def reach_terms(lengths, total: float, guard: bool = True) -> tuple[list[float],
     reach, inner = [0.0] * n, [0.0] * n
     rest, longest = 0.0, 0.0
     for k in range(n - 1, -1, -1):
-        reach[k], inner[k] = rest, max(0.0, 2.0 * longest - rest)
-        rest += lengths[k]
-        longest = max(longest, lengths[k])
-    # A fold narrower than 180° keeps the next joint this far out: just
-    # past the hole, so the next triangle is not exactly flat (where its
-    # angle is a square root of rounding noise).
+        hole = 2.0 * longest - rest
+        reach[k], inner[k] = rest, hole if hole > 0.0 else 0.0  # max(0.0, hole), without the call
+        length = lengths[k]
+        rest += length
+        if length > longest:
+            longest = length
     if not guard:
         return reach, inner, None
-    radii = tuple(r + min(1e-6 * total, 0.5 * (b - r)) if r > 0.0 else 0.0 for r, b in zip(inner, reach, strict=True))
-    return reach, inner, radii
+    return reach, inner, guard_radii(reach, inner, total)
+
+
+def guard_radii(reach, inner, total: float) -> tuple:
+    """The fold guard radii: a fold narrower than 180° keeps the next joint this far out, just
+    past the hole, so the next triangle is not exactly flat (where its angle is a square root of
+    rounding noise)."""
+    return tuple(r + min(1e-6 * total, 0.5 * (b - r)) if r > 0.0 else 0.0 for r, b in zip(inner, reach, strict=True))
 
 
 def fallback_axis(d: tuple, q: tuple | None) -> tuple:
@@ -207,6 +224,30 @@ class Chain:
         rows = _float_rows(points, 3)
         if rows is None or len(rows) < 2:
             rows = self._read_points(points)
+        self._build(rows, frames, False, limits, reference, base_frame)
+
+    @classmethod
+    def from_float_rows(
+        cls,
+        rows: list,
+        frames: list | None = None,
+        *,
+        limits: JointLimits | None = None,
+        reference: object | None = None,
+        base_frame: object | None = None,
+    ) -> Chain:
+        """`Chain(rows, frames, ...)` for rows its caller built as tuples of Python floats (n+1 of
+        3, frames n of 4), as the rig reads them: their types are not checked again; every check
+        on their values still runs (finite points, no zero-length bone, unit frames)."""
+        chain = cls.__new__(cls)
+        if len(rows) < 2:
+            rows = cls._read_points(rows)  # raises, naming the problem
+        chain._build(rows, frames, True, limits, reference, base_frame)
+        return chain
+
+    def _build(self, rows, frames, float_frames: bool, limits, reference, base_frame) -> None:
+        """The chain's terms from checked rows of floats; `frames` read and checked (`float_frames`:
+        n rows of 4 Python floats already)."""
         # One sum first (overflow only sends a finite chain to the row-by-row look).
         if not math.isfinite(sum(itertools.chain.from_iterable(rows))):
             for k, row in enumerate(rows):
@@ -219,12 +260,17 @@ class Chain:
             raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
         self._n = n
         self.total_length = total
-        self._frame_rows = None if frames is None else self._read_frames(frames, n)
+        if frames is None:
+            self._frame_rows = None
+        elif float_frames and len(frames) == n:
+            self._frame_rows = _unit_rows(frames)
+        else:
+            self._frame_rows = self._read_frames(frames, n)
         # Tie-breaker axis per bone, perpendicular to it: its frame X axis
         # (Blender's bend axis) where frames are given, else a fixed one.
         fallbacks = _TieBreakers(dirs, self._frame_rows)
         self._read_joints(limits, reference, base_frame)
-        reach, inner, self.fold_guard = reach_terms(lengths, total)
+        reach, inner, _ = reach_terms(lengths, total, guard=False)  # the guard on first use (fold < 180°)
         self.scalar_terms = (
             tuple(map(tuple, rows)),
             tuple(lengths),
@@ -252,6 +298,12 @@ class Chain:
         pts = np.array(self.scalar_terms[0])
         pts.setflags(write=False)
         return pts
+
+    @functools.cached_property
+    def fold_guard(self) -> tuple:
+        """The fold guard radii (`guard_radii`), for folds narrower than 180°."""
+        _, _, _, reach, inner, _ = self.scalar_terms
+        return guard_radii(reach, inner, self.total_length)
 
     @functools.cached_property
     def lengths(self) -> np.ndarray:

@@ -5,7 +5,7 @@ options (defaults and checks), its default iteration cap and its kernels:
 
 - `batch(chain, targets (m, 3), tolerance, max_iterations, options) -> BatchSolution`: the
   general numpy kernel. It must serve every chain (frames, limits) and every option.
-- `one(chain, target (3,), tolerance, max_iterations, options, goals) -> Solution | str`
+- `one(chain, target (x, y, z) floats, tolerance, max_iterations, options, goals) -> Solution | str`
   (optional): a faster kernel for one target; `goals` is None or the validated
   `solvers.goals.Goals` (pole, tip orientation) for that one target. It returns a `str`, the
   reason it cannot serve (for example "joint limits"), instead of a solution; `solve` then runs
@@ -98,9 +98,12 @@ class Method:
     def iterative(self) -> bool:
         return self.max_iterations > 1
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_defaults", {o.name: o.default for o in self.options})  # built once
+
     @property
     def defaults(self) -> dict:
-        return {o.name: o.default for o in self.options}
+        return dict(self._defaults)  # a copy: callers fill it in
 
     def options_for(self, given: dict) -> dict:
         """Every option, checked: `given` over the defaults (themselves checked when declared)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,27 +11,91 @@ from . import quat
 from .chain import Chain
 
 
-@dataclass(frozen=True, slots=True)
 class Solution:
     """One solve. `rotations[i]` is the world-space rotation taking bone i from
     its input orientation to its solved one, so `solved_direction =
     rotate(rotations[i], input_direction)`. Position-only solvers use the
     minimal swing relative to the parent (see `swing_rotations`): no twist is
-    invented in any bone's local rotation."""
+    invented in any bone's local rotation.
 
-    points: np.ndarray  # (n+1, 3)
-    rotations: np.ndarray  # (n, 4) unit quaternions (w, x, y, z)
-    iterations: int
-    error: float  # tip-to-target distance
-    reached: bool  # error <= tolerance
-    method: str
-    reason: str = ""  # why the method's faster kernel did not serve ('' when it did or there is none)
+    Read-only by convention (`replace` makes a changed copy). The float kernels build it from
+    their rows of floats (`from_rows`): `points` and `rotations` become arrays on first use, and
+    `rows()` gives the floats without building them (what one solve's caller reads)."""
+
+    __slots__ = ("_points", "_rotations", "_rows", "iterations", "error", "reached", "method", "reason")
+
+    def __init__(
+        self,
+        points: np.ndarray,  # (n+1, 3)
+        rotations: np.ndarray,  # (n, 4) unit quaternions (w, x, y, z)
+        iterations: int,
+        error: float,  # tip-to-target distance
+        reached: bool,  # error <= tolerance
+        method: str,
+        reason: str = "",  # why the method's faster kernel did not serve ('' when it did or there is none)
+    ) -> None:
+        self._points, self._rotations, self._rows = points, rotations, None
+        self.iterations, self.error, self.reached, self.method, self.reason = iterations, error, reached, method, reason
+
+    @classmethod
+    def from_rows(
+        cls, points: list, rotations: list, iterations: int, error: float, reached: bool, method: str
+    ) -> Solution:
+        """A solution from n+1 point and n rotation rows of floats, arrays built on first use."""
+        solution = cls(None, None, iterations, error, reached, method)
+        solution._rows = (points, rotations)
+        return solution
+
+    @property
+    def points(self) -> np.ndarray:
+        """(n+1, 3) solved joint positions."""
+        if self._points is None:
+            rows = self._rows[0]
+            self._points = np.fromiter(itertools.chain.from_iterable(rows), float, 3 * len(rows)).reshape(-1, 3)
+        return self._points
+
+    @property
+    def rotations(self) -> np.ndarray:
+        """(n, 4) world rotations of the bones (unit quaternions w, x, y, z)."""
+        if self._rotations is None:
+            rows = self._rows[1]
+            self._rotations = np.fromiter(itertools.chain.from_iterable(rows), float, 4 * len(rows)).reshape(-1, 4)
+        return self._rotations
+
+    def rows(self) -> tuple[list, list]:
+        """(points, rotations) as lists of rows of floats: the float kernel's own, else the arrays'."""
+        if self._rows is None:
+            self._rows = (self.points.tolist(), self.rotations.tolist())
+        return self._rows
+
+    def replace(self, **changes: object) -> Solution:
+        """A copy with `changes` (field names as the constructor's)."""
+        fields = {
+            "points": self._points,
+            "rotations": self._rotations,
+            "iterations": self.iterations,
+            "error": self.error,
+            "reached": self.reached,
+            "method": self.method,
+            "reason": self.reason,
+        }
+        fields.update(changes)
+        copy = Solution(**fields)
+        if "points" not in changes and "rotations" not in changes:
+            copy._rows = self._rows
+        return copy
 
     def frames(self, chain: Chain) -> np.ndarray | None:
         """Solved world orientation of each bone, when `chain` has frames."""
         if chain.frames is None:
             return None
         return quat.multiply(self.rotations, chain.frames)
+
+    def __repr__(self) -> str:
+        return (
+            f"Solution(n_bones={len(self.rows()[1])}, iterations={self.iterations}, error={self.error:g},"
+            f" reached={self.reached}, method={self.method!r}, reason={self.reason!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

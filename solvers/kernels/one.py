@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from itertools import chain as chain_iterables
-
-import numpy as np
 
 from ..chain import Chain, reach_terms
 from ..result import Solution
@@ -34,11 +31,22 @@ def reason(chain: Chain, options: dict, declines: Declines | None, kernel: str =
 class Terms:
     """A chain's float terms (from `Chain.scalar_terms` and its frames), and those of its head."""
 
-    __slots__ = ("rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "guard", "frames", "rest")
+    __slots__ = (
+        "rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "_guard", "frames", "rest", "_chain"
+    )
 
-    def __init__(self, rows, lengths, dirs, fallbacks, total, reach, inner, guard, frames, rest) -> None:
+    def __init__(self, rows, lengths, dirs, fallbacks, total, reach, inner, guard, frames, rest, chain=None) -> None:
         self.rows, self.lengths, self.dirs, self.fallbacks, self.total = rows, lengths, dirs, fallbacks, total
-        self.reach, self.inner, self.guard, self.frames, self.rest = reach, inner, guard, frames, rest
+        self.reach, self.inner, self._guard, self.frames, self.rest = reach, inner, guard, frames, rest
+        self._chain = chain
+
+    @property
+    def guard(self) -> tuple | None:
+        """The fold guard radii (only a fold narrower than 180° reads them): the chain's, computed
+        on first use."""
+        if self._guard is None and self._chain is not None:
+            self._guard = self._chain.fold_guard
+        return self._guard
 
     @classmethod
     def of(cls, chain: Chain, goals: bool = False) -> Terms:
@@ -56,7 +64,7 @@ class Terms:
         if goals:  # the frames and the root's rest frame (base x reference), for the goals only
             frames, base, reference = chain.goal_terms
             rest = multiply(base, reference)
-        return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, chain.fold_guard, frames, rest)
+        return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, None, frames, rest, chain)
 
     def head(self) -> Terms:
         """The chain without its tip bone (as `goals._head`)."""
@@ -77,12 +85,12 @@ class Terms:
         )
 
 
-def solve(chain: Chain, target: np.ndarray, method: str, tolerance: float, plain: Solve, extra=None) -> Solution:
+def solve(chain: Chain, target: tuple, method: str, tolerance: float, plain: Solve, extra=None) -> Solution:
     """`api.solve(chain, target, method=..., ...)` for a chain and options `reason` accepts:
     `plain` the method's float solve for these settings (`solver(tolerance, cap, options)` of the
     float kernel its registry entry names),
     `extra` the validated goals (solvers.goals.Goals, one target) or None."""
-    t = tuple(target.tolist())
+    t = target
     if extra is None:
         points, rotations, iterations = plain(Terms.of(chain), t)
     else:
@@ -93,12 +101,4 @@ def solve(chain: Chain, target: np.ndarray, method: str, tolerance: float, plain
         )
     x, y, z = points[-1]
     error = math.sqrt((x - t[0]) ** 2 + (y - t[1]) ** 2 + (z - t[2]) ** 2)
-    # np.fromiter over the flat floats: a little cheaper than np.array's nested-sequence discovery.
-    return Solution(
-        np.fromiter(chain_iterables.from_iterable(points), float, 3 * len(points)).reshape(-1, 3),
-        np.fromiter(chain_iterables.from_iterable(rotations), float, 4 * len(rotations)).reshape(-1, 4),
-        iterations,
-        error,
-        error <= tolerance,
-        method,
-    )
+    return Solution.from_rows(points, rotations, iterations, error, error <= tolerance, method)

@@ -29,8 +29,9 @@ def float_solver(tolerance: float, cap: int, options: dict):
 
     def solve(t, target: tuple):
         blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
+        guard = t.guard if fold_angle != 180.0 else None  # only a narrower fold reads it
         out, rots, _ = one_pass(
-            t.rows[0], t.lengths, t.dirs, t.reach, t.guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend
+            t.rows[0], t.lengths, t.dirs, t.reach, guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend
         )
         return out, rots, 1
 

@@ -201,3 +201,37 @@ def test_default_tolerance_is_relative_to_chain_length(method):
     assert not solvers.solve(chain, far, method=method).reached
     # An explicit tolerance is a distance.
     assert solvers.solve(chain, far, method=method, tolerance=0.02).reached
+
+
+ROWS = [(0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 2.0, 0.5)]
+UNIT = [(1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0)]
+
+
+@pytest.mark.parametrize(
+    ("rows", "frames", "match"),
+    [
+        (ROWS[:1], None, "at least 2 points"),
+        ([(0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 1.0, 0.0)], None, "bone 1 has zero length"),
+        ([(0.0, 0.0, 0.0), (0.0, 1.0, math.nan)], None, "point 1 is not finite"),
+        (ROWS, UNIT[:1], r"shape \(2, 4\)"),
+        (ROWS, [(2.0, 0.0, 0.0, 0.0), UNIT[1]], "unit length"),
+        (ROWS, [UNIT[0], (math.inf, 0.0, 0.0, 0.0)], "non-finite"),
+    ],
+)
+def test_float_rows_keep_every_value_check(rows, frames, match):
+    """Chain.from_float_rows (the rig's rows of Python floats) skips only the type checks."""
+    for build in (solvers.Chain, solvers.Chain.from_float_rows):
+        with pytest.raises(ValueError, match=match):
+            build(rows, frames)
+
+
+def test_float_rows_build_the_same_chain():
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 12):
+        rows = [tuple(p) for p in np.cumsum(rng.normal(size=(n + 1, 3)), axis=0).tolist()]
+        q = rng.normal(size=(n, 4))
+        frames = [tuple(f) for f in (q / np.linalg.norm(q, axis=1, keepdims=True)).tolist()]
+        a, b = solvers.Chain(rows, frames), solvers.Chain.from_float_rows(rows, frames)
+        assert a.scalar_terms[:5] == b.scalar_terms[:5] and a.total_length == b.total_length
+        assert list(a.scalar_terms[5]) == list(b.scalar_terms[5]) and a.fold_guard == b.fold_guard
+        np.testing.assert_array_equal(a.frames, b.frames)

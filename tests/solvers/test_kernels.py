@@ -42,7 +42,7 @@ def test_kernel_matches_numpy_solver(config, case, cap):
 def _one(chain, method, **options):
     """The method's registry entry's float kernel on one target: a Solution, or why it declines."""
     entry = registry.get(method)
-    target = np.array([0.5, 1.0, 0.0])
+    target = (0.5, 1.0, 0.0)
     return entry.one(chain, target, 1e-5, entry.max_iterations, entry.options_for(options), None)
 
 
@@ -61,6 +61,23 @@ def test_kernels_say_why_they_cannot_serve():
     )
     for method in registry.REGISTRY:
         assert "limits" in _one(limited, method)
+
+
+def test_float_kernel_solution_builds_its_arrays_from_its_rows():
+    """One solve's result keeps the kernel's floats (`rows()`, what the rig reads) and makes the
+    arrays from them on first use; `replace` keeps both."""
+    chain = solvers.Chain([[0, 0, 0], [0, 1, 0], [0, 2, 0]], [[1, 0, 0, 0]] * 2)
+    sol = solvers.solve(chain, (0.5, 1.0, 0.3), method="triangulation")
+    points, rotations = sol.rows()
+    assert all(type(x) is float for row in points + rotations for x in row)
+    np.testing.assert_array_equal(sol.points, np.array(points))
+    np.testing.assert_array_equal(sol.rotations, np.array(rotations))
+    assert sol.points.shape == (3, 3) and sol.rotations.shape == (2, 4)
+    changed = sol.replace(reason="why")
+    assert changed.reason == "why" and sol.reason == "" and changed.rows() == sol.rows()
+    np.testing.assert_array_equal(changed.points, sol.points)
+    general = solvers.solve_batch(chain, [(0.5, 1.0, 0.3)], method="triangulation")[0]
+    np.testing.assert_array_equal(np.array(general.rows()[0]), general.points)
 
 
 GOAL_CONFIGS = [("triangulation", {}), ("triangulation", {"smooth_fold": 1.0}), *KERNEL_CONFIGS]
