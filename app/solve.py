@@ -63,10 +63,12 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     obj_eval = obj.evaluated_get(depsgraph)
     target_eval = rig.evaluated(spec.target, depsgraph)
     space = rig.object_space(obj_eval)
-    stretch = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
+    # The chain's bones, walked once (read_chain's errors, raised here: nothing before read_chain raised).
+    walk = rig.read.chain_pose_bones(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
+    stretch = rig.stretch.bone_weights(walk[0]) if spec.use_stretch else None
     scales = {}
     if stretch is None:
-        rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+        rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, walk)
         if from_rest:  # after read_chain's checks
             rig_chain = rig.read_chain_rest(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
     target_world = rig.space.target_world_point(target_eval, spec.target_bone)
@@ -85,11 +87,11 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         **goal_arguments(spec, depsgraph, obj_eval, space, rig_chain),
         **spec.options,
     )
-    write = rig.compute_pose(obj, rig_chain, solution.rotations, spec.influence, use_locks=spec.use_locks)
+    points, rotations = solution.rows()  # floats: no array round trip
+    write = rig.compute_pose(obj, rig_chain, rotations, spec.influence, use_locks=spec.use_locks)
     if scales:
         values, before = rig.stretch.blend(obj.pose.bones, scales, spec.influence)
         write = dataclasses.replace(write, scales=values, scales_before=before)
-    points = solution.points.tolist()
     error = space.world_distance(points[-1], target_world)
     cost = solvers.rotation_cost_one(rig_chain.chain, points)
     return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)

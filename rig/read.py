@@ -77,7 +77,7 @@ SCALE_RANGE = (0.1, 10.0)
 
 def _dissimilar(m3: Matrix) -> str:
     """Why `m3` is not a rotation times a uniform scale (within SIMILAR, axes in SCALE_RANGE); ''."""
-    lo, _, hi = sorted(m3.to_scale())
+    lo, _, hi = sorted(m3.to_scale()[:])  # a tuple sorts faster than the Vector
     if not (SCALE_RANGE[0] <= lo and hi <= SCALE_RANGE[1]):
         return "a scale outside 0.1..10"
     if hi - lo > SIMILAR * hi or m3.is_negative or not m3.normalized().is_orthogonal_axis_vectors:
@@ -159,27 +159,37 @@ def chain_bone_names(obj, tip: str, length: int, use_tail: bool = True) -> tuple
     return tuple(b.name for b in chain_pose_bones(obj, tip, length, use_tail)[0])
 
 
-def read_chain(obj_eval, tip: str, length: int, use_tail: bool = True, use_limits: bool = False) -> RigChain:
+def read_chain(
+    obj_eval, tip: str, length: int, use_tail: bool = True, use_limits: bool = False, walk: tuple | None = None
+) -> RigChain:
     """The chain ending at `tip`, from an evaluated armature object.
 
     use_limits: the bones' own IK settings (locks, limits, stiffness) become the
-    chain's joint limits (see ik_settings); bones without any keep the plain solve."""
-    bones, end = chain_pose_bones(obj_eval, tip, length, use_tail)
-    names = tuple(b.name for b in bones)
-    mats = tuple(b.matrix.copy() for b in bones)
-    points = [m.translation[:] for m in mats]
+    chain's joint limits (see ik_settings); bones without any keep the plain solve.
+    `walk`: what `chain_pose_bones(obj_eval, tip, length, use_tail)` returned, when the caller
+    has it already."""
+    bones, end = chain_pose_bones(obj_eval, tip, length, use_tail) if walk is None else walk
+    # One pass over the bones (each bpy read once): matrices copied, as the wrapped matrix would
+    # re-read the bone on every access.
+    names, mats, points, frames, constrained = [], [], [], [], []
+    for b in bones:
+        m = b.matrix.copy()
+        names.append(b.name)
+        mats.append(m)
+        points.append(m.translation[:])
+        frames.append(m.to_quaternion().normalized())
+        if _constrained(b):
+            constrained.append(names[-1])
     points.append((end.tail if use_tail else end.head)[:])
     parent = bones[0].parent
     parent_matrix = None if parent is None else parent.matrix.copy()
-    frames = [m.to_quaternion().normalized() for m in mats]
     # Finite pose and the solver's chain first, then the rigidity check: the same order of errors as before.
-    chain = _solver_chain(tip, bones, frames, points, parent_matrix, use_limits)
+    chain = _solver_chain(tip, bones, frames, points, parent_matrix, use_limits, floats=True)
     terms = pose_terms(bones, frames, mats, parent_matrix)
     if isinstance(terms, str):
-        constrained = tuple(b.name for b, m in zip(bones, mats, strict=True) if _check_rigid(b, m))
-    else:  # similarities throughout: the rigidity check could not refuse any bone (see SIMILAR)
-        constrained = tuple(b.name for b in bones if _constrained(b))
-    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, constrained, terms)
+        constrained = [b.name for b, m in zip(bones, mats, strict=True) if _check_rigid(b, m)]
+    # else: similarities throughout: the rigidity check could not refuse any bone (see SIMILAR)
+    return RigChain(tuple(names), tip, use_tail, tuple(mats), parent_matrix, chain, tuple(constrained), terms)
 
 
 def assemble(
@@ -202,7 +212,9 @@ def assemble(
     return RigChain(names, tip, use_tail, mats, parent_matrix, chain, pose_terms=why)
 
 
-def _solver_chain(tip: str, bones, frames, points, parent_matrix: Matrix | None, use_limits: bool) -> Chain:
+def _solver_chain(
+    tip: str, bones, frames, points, parent_matrix: Matrix | None, use_limits: bool, floats: bool = False
+) -> Chain:
     if isinstance(points, np.ndarray):
         finite = bool(np.all(np.isfinite(points)))
     else:
@@ -215,6 +227,8 @@ def _solver_chain(tip: str, bones, frames, points, parent_matrix: Matrix | None,
         reference, base = ik_settings.joint_frames(bones, parent_matrix, limits)
         joints = {"limits": limits, "reference": reference, "base_frame": base}
     try:
+        if floats:  # the rows this module read: tuples of Python floats (mathutils slices)
+            return Chain.from_float_rows(points, [q[:] for q in frames], **joints)
         return Chain(points, [q[:] for q in frames], **joints)
     except ValueError as exc:
         raise ValueError(f"chain ending at '{tip}': {exc}") from exc

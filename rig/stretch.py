@@ -43,6 +43,12 @@ def weights(obj_eval, tip: str, length: int, use_tail: bool, use_stretch: bool) 
         bones, _ = read.chain_pose_bones(obj_eval, tip, length, use_tail)
     except ValueError:
         return None  # the ordinary read reports it
+    return bone_weights(bones)
+
+
+def bone_weights(bones) -> list[float] | None:
+    """`weights` of the chain's pose bones (root first, as read.chain_pose_bones gives them), for a
+    chain that stretches."""
     w = [float(b.ik_stretch) for b in bones]
     return w if any(x > 0.0 for x in w) else None
 

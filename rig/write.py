@@ -41,12 +41,20 @@ class PoseWrite:
 
 
 def _rotation_rows(rig: RigChain, rotations) -> list:
-    """The solver's (n, 4) rotations as rows of floats, or ValueError."""
-    rot = np.asarray(rotations, dtype=float)
-    if rot.shape != (rig.n_bones, 4):
-        raise ValueError("the solver returned invalid rotations")
-    rows = rot.tolist()
-    if not all(map(math.isfinite, itertools.chain.from_iterable(rows))):
+    """The solver's (n, 4) rotations (an array, or the rows of floats `Solution.rows()` gives) as
+    rows of floats, or ValueError."""
+    if type(rotations) is list and len(rotations) == rig.n_bones and set(map(len, rotations)) == {4}:
+        rows = rotations  # the float kernel's own rows: no array round trip
+    else:
+        rot = np.asarray(rotations, dtype=float)
+        if rot.shape != (rig.n_bones, 4):
+            raise ValueError("the solver returned invalid rotations")
+        rows = rot.tolist()
+    try:
+        finite = all(map(math.isfinite, itertools.chain.from_iterable(rows)))
+    except TypeError:
+        finite = False
+    if not finite:
         raise ValueError("the solver returned invalid rotations")
     return rows
 
@@ -71,13 +79,14 @@ def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
 def compute_pose(
     obj,
     rig: RigChain,
-    rotations: np.ndarray,
+    rotations: np.ndarray | list,
     influence: float = 1.0,
     previous: dict[str, tuple[float, ...]] | None = None,
     blend_from: dict[str, Quaternion] | None = None,
     use_locks: bool = True,
 ) -> PoseWrite:
-    """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose.
+    """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose:
+    `rotations` (n, 4), an array or rows of floats (`solvers.Solution.rows()`).
 
     `influence` blends each bone's local rotation from the current one (0) to
     the solved one (1), like a constraint's influence. Baking passes the
