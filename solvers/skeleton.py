@@ -206,7 +206,10 @@ def solve_skeleton(
     if entry.tree is None:
         several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
         raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
-    length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+    # The default tolerance's scale: the length of the bones the effectors move.
+    length = 0.0
+    if tolerance is None:
+        length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
     if max_iterations is None and entry.tree_max_iterations:
         max_iterations = entry.tree_max_iterations
     _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)

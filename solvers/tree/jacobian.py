@@ -1,9 +1,9 @@
 """Jacobian IK on a skeleton: every effector's rows stacked in one Jacobian (registry.Method.tree).
 
-Unknowns: each moved bone's ball joint as a rotation vector d_i in its own frame (L_i <- L_i exp(d_i),
-as solvers.jacobian's limited chains); a locked axis has no column. Joint i's axis a, u = F_i e_a in
-world space, has the column u x (end_e - head_i) in effector e's position rows when bone i is on e's
-branch (zero otherwise), and u in its rotation rows.
+Unknowns: each moved bone's ball joint as a rotation vector d_i in its own frame (L_i <- L_i exp(d_i)
+as solvers.jacobian's limited chains, taken to first order: L_i (1, d_i/2) normalised); a locked axis
+has no column. Joint i's axis a, u = F_i e_a in world space, has the column u x (end_e - head_i) in
+effector e's position rows when bone i is on e's branch (zero otherwise), and u in its rotation rows.
 
 Rows: 3 per position goal, 3 more per orientation goal (the world rotation vector from the bone's
 frame to the wanted one) scaled by rotation_weight x the effector's branch length, so a radian counts
@@ -49,6 +49,9 @@ RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the m
 _STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
+# The factorisation itself, the gufunc np.linalg.cholesky wraps: its checks and error-state
+# handling cost more than the 30 x 30 factorisation (every block here is positive definite).
+_cholesky = getattr(getattr(np.linalg, "_umath_linalg", None), "cholesky_lo", np.linalg.cholesky)
 _BLOCKS: dict[int, np.ndarray] = {}  # rows -> _inverse_root's block with its constant lower-left identity
 # r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
 _SKEW = np.zeros((3, 9))
@@ -150,7 +153,9 @@ class Structure:
         self.mask = np.zeros((len(bones), m))
         for e, branch in enumerate(branches):
             self.mask[e, [index[b] for b in branch]] = 1.0
+        self.mask3 = self.mask[:, :, None]
         self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in branches])
+        self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
         self.priority = np.array(priority)
         self.turned = np.flatnonzero(turned)
         row_priority = np.concatenate((np.repeat(self.priority, 3), np.repeat(self.priority[self.turned], 3)))
@@ -208,7 +213,7 @@ class Tree:
     def jacobian(self, frames: np.ndarray, heads: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """The stacked, row-scaled Jacobian (R, free columns), no joint weights yet."""
         m, count = self.m, len(self.bones)
-        arms = (ends[:, None, :] - heads[None, :, :]) * self.mask[:, :, None]  # (E, m, 3)
+        arms = (ends[:, None, :] - heads) * self.mask3  # (E, m, 3)
         # u x r = -[r]x u for every axis u (the columns of F_i): one batched product per effector
         skew = (arms.reshape(-1, 3) @ _SKEW).reshape(count, m, 3, 3)  # -[r]x
         position = (skew @ frames).transpose(0, 2, 1, 3).reshape(3 * count, 3 * m)
@@ -224,8 +229,16 @@ class Tree:
         have every goal within the tolerance: distance, and rotation as an arc of the branch)."""
         position, rotation, error = self.residual(frames, ends)
         if len(self.effector_levels) == 1 and not len(self.turned):  # the common case, in fewer steps
-            done = float(np.einsum("ij,ij->i", position, position).max()) <= tolerance * tolerance
-            return error, [0.0 if done else float(error @ error)], (done,)
+            cost, bound = float(error @ error), tolerance * tolerance
+            if self.row_scale is None:  # cost: the plain sum of squared distances
+                # Every goal met when the sum is within one tolerance; not all when it exceeds one for
+                # each goal (the largest is at least the mean); in between, each is looked at.
+                done = cost <= bound or (
+                    cost <= len(position) * bound and float(np.einsum("ij,ij->i", position, position).max()) <= bound
+                )
+            else:
+                done = float(np.einsum("ij,ij->i", position, position).max()) <= bound
+            return error, [0.0 if done else cost], (done,)
         met = np.einsum("ij,ij->i", position, position) <= tolerance * tolerance
         if len(self.turned):
             met[self.turned] &= quat.norm(rotation) * self.span[self.turned] <= tolerance
@@ -249,8 +262,8 @@ def solve(
     if isinstance(segments, str):
         return segments
     variant, gain = options["variant"], float(options["nullspace_gain"])
-    lam2 = (options["damping"] * float(np.mean(tree.span))) ** 2
-    lam2_floor = LM_FLOOR * (lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * float(np.mean(tree.span))) ** 2)
+    lam2 = (options["damping"] * tree.mean_span) ** 2
+    lam2_floor = LM_FLOOR * (lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * tree.mean_span) ** 2)
     if variant == "dls" and lam2 == 0.0:
         variant = "pseudoinverse"
     if variant != "dls":
@@ -259,7 +272,7 @@ def solve(
     if tree.limits is not None:
         start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
     attractor = np.array([1.0, 0.0, 0.0, 0.0]) if options["attractor"] == "rest" else start.copy()
-    settle = SETTLED * tolerance / float(np.max(tree.span))
+    settle = SETTLED * tolerance / tree.max_span
     current = start
     frames, heads, ends = tree.forward(current)
     error, costs, done = tree.state(frames, ends, tolerance)
@@ -395,7 +408,12 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
             budget -= min(biggest, budget)
             if budget <= 0.0 or (k < len(done) and not (done[k] or biggest <= settle)):
                 break
-        wanted = _multiply(local, _from_rotation_vector(step))
+        # L (1, d/2) normalised: exp(d) to first order (Newton's convergence is the same), and
+        # a turn of 2 atan(|d|/2) <= |d| (within max_step), in a few numpy calls.
+        turn = np.empty((m, 4))
+        turn[:, 0] = 1.0
+        turn[:, 1:] = 0.5 * step
+        wanted = _multiply(local, turn)
         wanted /= np.sqrt(np.einsum("ij,ij->i", wanted, wanted))[:, None]
         if tree.limits is None or not len(tree.limited):
             return wanted
@@ -469,7 +487,7 @@ def _inverse_root(jac: np.ndarray, lam2: float) -> np.ndarray:
     diagonal = block.reshape(-1)[:: 2 * rows + 1]  # a view: the diagonal
     diagonal[:rows] += lam2
     diagonal[rows:] = 2.0 / lam2  # > the largest eigenvalue of (J J^T + lam2 I)^-1
-    return np.linalg.cholesky(block)[rows:, :rows]
+    return _cholesky(block)[rows:, :rows]
 
 
 def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
@@ -488,15 +506,6 @@ def _compare(costs: list, best: list) -> int:
         if new > old:
             return -1
     return -1
-
-
-def _from_rotation_vector(rv: np.ndarray) -> np.ndarray:
-    """quat.from_rotation_vector of steps (m, 3) in fewer numpy calls."""
-    angle = np.sqrt(np.einsum("ij,ij->i", rv, rv))
-    half = 0.5 * angle
-    # sin(x/2)/x -> 1/2 as x -> 0 (tiny steps stay exact)
-    scale = np.divide(np.sin(half), angle, out=np.full(len(rv), 0.5), where=angle > 1e-12)
-    return np.concatenate((np.cos(half)[:, None], rv * scale[:, None]), axis=1)
 
 
 def _log(rotation: np.ndarray) -> np.ndarray:
