@@ -15,6 +15,7 @@ from .registry import REGISTRY, Method, Option
 from .result import BatchSolution, SequenceSolution, Solution
 from .sequence import solve_sequence
 from .skeleton import Effector, Skeleton, SkeletonSolution, solve_skeleton
+from .skeleton_many import SkeletonBatch, solve_skeleton_many
 
 __all__ = [
     "Chain",
@@ -29,6 +30,8 @@ __all__ = [
     "Effector",
     "SkeletonSolution",
     "solve_skeleton",
+    "SkeletonBatch",
+    "solve_skeleton_many",
     "REGISTRY",
     "Method",
     "Option",

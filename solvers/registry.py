@@ -23,6 +23,12 @@ options (defaults and checks), its default iteration cap and its kernels:
   (`solvers.skeleton.solve_skeleton`; pins already resolved). A `str` is the reason it cannot
   solve them (raised as ValueError: there is no other tree path). Build the result with
   `solvers.skeleton.finish`, which measures the errors on the returned rotations.
+- `tree_many(skeleton, local (n, 4), effectors, positions (m, k, 3), poles (m, k, 3), tolerance,
+  max_iterations, options) -> (local (m, n, 4), error (m, k), iterations (m,)) | str` (optional):
+  `tree` for m frames at once, each from `local` (`solvers.skeleton_many.solve_skeleton_many`;
+  pins resolved, their position rows ignored; a NaN pole row: no pole). A `str` is the reason it
+  declines; the frames are then solved one by one with `tree` and the reason kept on the result.
+  It must agree with `tree` frame by frame (same iterations, rotations within 1e-9).
 
 Options arrive complete (defaults filled in) and checked by `Method.options_for`.
 
@@ -54,6 +60,7 @@ from .soa import jacobian as soa_jacobian
 from .soa import many as block_many
 from .tree import ccd as tree_ccd
 from .tree import fabrik as tree_fabrik
+from .tree import fabrik_many as tree_fabrik_many
 from .tree import jacobian as tree_jacobian
 from .triangulation import check_fold_angle, check_smooth_fold, kernels
 from .triangulation import tree as triangulation_tree
@@ -91,6 +98,7 @@ class Method:
     many: Callable | None = None
     sequence: Callable | None = None
     tree: Callable | None = None
+    tree_many: Callable | None = None
     tree_max_iterations: int = 0  # default cap of `tree` when it differs from max_iterations (0: the same)
     check: Callable[[dict], None] = field(default=lambda options: None)  # checks across options
 
@@ -306,6 +314,7 @@ FABRIK = Method(
     ),
     sequence=float_steps("fabrik", fabrik_floats.solver, fabrik_floats.declines),
     tree=tree_fabrik.solve,
+    tree_many=tree_fabrik_many.solve_many,
 )
 
 CCD = Method(

@@ -1,0 +1,145 @@
+"""Many frames of one tree solve at once: a bake's frames, each from the same input pose.
+
+`solve_skeleton_many` is `solve_skeleton` for m sets of targets (what Blender's IK does on each
+baked frame: start from the same pose, solve). It validates as `solve_skeleton` does, then runs
+the method's batch tree kernel (`registry.Method.tree_many`), which solves every frame at once
+and must agree with `solve_skeleton` frame by frame (same iterations, rotations within 1e-9).
+Where the method has none, or it declines (the reason it gives), the frames are solved one by
+one with `solve_skeleton` and the result's `reason` says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .skeleton import Effector, Skeleton, resolve_pins, solve_skeleton
+
+
+@dataclass(frozen=True)
+class SkeletonBatch:
+    """Every frame's solution: SkeletonSolution's fields with a leading frame axis."""
+
+    local: np.ndarray  # (m, n, 4) every bone's local rotation per frame
+    error: np.ndarray  # (m, k) each effector's distance from its position, measured on `local`
+    reached: np.ndarray  # (m,) every effector within tolerance
+    iterations: np.ndarray  # (m,)
+    method: str
+    reason: str = ""  # why the frames were solved one by one ("" when the batch kernel served)
+
+
+def solve_skeleton_many(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    positions: np.ndarray,
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    poles: np.ndarray | None = None,
+    **options: object,
+) -> SkeletonBatch:
+    """Solve `effectors` at m frames, each from the local rotations `local` (n, 4).
+
+    `positions` (m, k, 3): effector k's position at each frame (it replaces the effector's own;
+    a pin's rows are ignored: a pin holds where `local` puts it). `poles` (m, k, 3) or None:
+    each effector's pole per frame (a NaN row: none), else every frame takes the effectors' own.
+    Orientations, weights, priorities and the rest are the effectors' own on every frame.
+    `tolerance` and `max_iterations` as `solve_skeleton`'s (the default tolerance from the bones
+    the effectors move), the same on every frame."""
+    from . import registry
+    from .api import method_settings
+    from .tree import moved_bones
+
+    local = np.asarray(local, dtype=float)
+    n, k = skeleton.n_bones, len(effectors)
+    if local.shape != (n, 4) or not np.all(np.isfinite(local)):
+        raise ValueError(f"local rotations must be finite with shape ({n}, 4), got {local.shape}")
+    if not effectors:
+        raise ValueError("no effectors to solve")
+    for effector in effectors:
+        if not 0 <= effector.bone < n:
+            raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    positions = _rows(positions, k, "positions")
+    pins = np.array([e.pin for e in effectors])
+    if not np.all(np.isfinite(positions[:, ~pins])):
+        raise ValueError("positions must be finite (only a pin's rows may be left out)")
+    m = len(positions)
+    if poles is None:
+        poles = np.full((m, k, 3), np.nan)
+        for j, e in enumerate(effectors):
+            if e.pole is not None:
+                poles[:, j] = e.pole
+    else:
+        poles = _rows(poles, k, "poles")
+        if len(poles) != m:
+            raise ValueError(f"poles must have one row per frame of positions ({m}), got {len(poles)}")
+        finite = np.isfinite(poles)
+        if np.any(finite.any(axis=-1) != finite.all(axis=-1)):
+            raise ValueError("a pole row must be finite (a pole) or all NaN (no pole)")
+    entry = registry.get(method)
+    length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+    iterations_cap = max_iterations
+    if iterations_cap is None and entry.tree_max_iterations:
+        iterations_cap = entry.tree_max_iterations
+    _, tol, iters, checked = method_settings(method, tolerance, iterations_cap, options, length)
+    if k == 1 and not effectors[0].pin:
+        why = "one effector: a chain, solved by solvers.solve"
+    elif entry.tree is None:
+        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
+        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
+    elif entry.tree_many is None:
+        why = f"{method} has no batch tree kernel"
+    else:
+        resolved = [replace(e, pole=None) for e in resolve_pins(skeleton, local, effectors)]
+        solved = entry.tree_many(skeleton, local, resolved, positions, poles, tol, iters, checked)
+        if not isinstance(solved, str):
+            rotations, error, iterations = solved
+            reached = np.all(error <= tol, axis=1)
+            return SkeletonBatch(rotations, error, reached, iterations, method)
+        why = f"{method}'s batch tree kernel: {solved}"
+    return _frame_by_frame(
+        skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
+    )
+
+
+def _rows(value, k: int, what: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be numbers with shape (frames, {k}, 3)") from None
+    if array.ndim != 3 or array.shape[1:] != (k, 3) or len(array) == 0:
+        raise ValueError(f"{what} must have shape (frames >= 1, {k}, 3), got {array.shape}")
+    return array
+
+
+def _frame_by_frame(
+    skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why: str
+) -> SkeletonBatch:
+    """Each frame through solve_skeleton (the batch kernel's reason kept)."""
+    m, k = positions.shape[:2]
+    rotations = np.empty((m,) + local.shape)
+    error = np.empty((m, k))
+    reached = np.empty(m, dtype=bool)
+    iterations = np.empty(m, dtype=np.int64)
+    name = method
+    for f in range(m):
+        frame = [
+            e
+            if e.pin
+            else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
+            for j, e in enumerate(effectors)
+        ]
+        sol = solve_skeleton(
+            skeleton, local, frame, method=method, tolerance=tolerance, max_iterations=max_iterations, **options
+        )
+        rotations[f], error[f], reached[f], iterations[f], name = (
+            sol.local,
+            sol.error,
+            sol.reached,
+            sol.iterations,
+            sol.method,
+        )
+    return SkeletonBatch(rotations, error, reached, iterations, name, why)

@@ -1,0 +1,189 @@
+"""The float helpers of solvers.tree and solvers.kernels.floats on *lanes*: many frames at once.
+
+A lane vector is a tuple of 3 numpy arrays (m,), a lane quaternion a tuple of 4, one entry per
+frame; plain floats stand in for values every frame shares (a bone's offset, a pin's target).
+`multiply` and `rotate` of solvers.kernels.floats serve lanes as they are (arithmetic only); the
+helpers here are those with a branch, taken per frame with np.where. Each mirrors its float
+version term by term, so a batch kernel built on them computes what the float kernel does,
+frame by frame (up to the last bit of numpy's and math's transcendental functions).
+
+Call them under np.errstate(divide="ignore", invalid="ignore"): the branches not taken may divide
+by zero, and np.where drops them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.floats import multiply, rotate
+from ..quat import AXIS_EPS
+from . import NEAREST
+
+IDENTITY = (1.0, 0.0, 0.0, 0.0)
+X_AXIS = (1.0, 0.0, 0.0)
+
+
+def where(mask, a: tuple, b: tuple) -> tuple:
+    """Per frame: a where `mask`, else b (mask None: a everywhere)."""
+    if mask is None or a is b:
+        return a
+    return tuple(np.where(mask, x, y) for x, y in zip(a, b, strict=True))
+
+
+def take(value, idx: np.ndarray):
+    """`value` (arrays, floats, and lists, tuples and dicts of them) at frames `idx`."""
+    if isinstance(value, np.ndarray):
+        return value[idx]
+    if isinstance(value, tuple):
+        return tuple(take(v, idx) for v in value)
+    if isinstance(value, list):
+        return [take(v, idx) for v in value]
+    if isinstance(value, dict):
+        return {k: take(v, idx) for k, v in value.items()}
+    return value
+
+
+def lanes(row: tuple, m: int) -> tuple:
+    """A float tuple as lanes of m frames."""
+    return tuple(np.full(m, float(x)) for x in row)
+
+
+def dist(a: tuple, b: tuple):
+    dx, dy, dz = a[0] - b[0], a[1] - b[1], a[2] - b[2]
+    return np.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+def unit(v: tuple) -> tuple:
+    x, y, z = v
+    n = np.sqrt(x * x + y * y + z * z)
+    ok = n > 0.0
+    if np.all(ok):
+        return (x / n, y / n, z / n)
+    return (np.where(ok, x / n, 0.0), np.where(ok, y / n, 0.0), np.where(ok, z / n, 0.0))
+
+
+def normalize4(q: tuple) -> tuple:
+    w, x, y, z = q
+    n = np.sqrt(w * w + x * x + y * y + z * z)
+    ok = n > 0.0
+    if np.all(ok):
+        return (w / n, x / n, y / n, z / n)
+    return tuple(np.where(ok, c / n, 0.0) for c in (w, x, y, z))
+
+
+def is_zero(v: tuple):
+    return (v[0] == 0.0) & (v[1] == 0.0) & (v[2] == 0.0)
+
+
+def perpendicular(d: tuple) -> tuple:
+    """solvers.chain.perpendicular per frame: crossed with the axis of d's smallest component."""
+    dx, dy, dz = (np.asarray(c, dtype=float) for c in d)
+    k = np.argmin(np.stack((np.abs(dx), np.abs(dy), np.abs(dz))), axis=0)
+    # d x e_k for e_k the unit axis k
+    x = np.where(k == 0, 0.0, np.where(k == 1, -dz, dy))
+    y = np.where(k == 0, dz, np.where(k == 1, 0.0, -dx))
+    z = np.where(k == 0, -dy, np.where(k == 1, dx, 0.0))
+    r = np.sqrt(x * x + y * y + z * z)
+    return (x / r, y / r, z / r)
+
+
+def swing(u: tuple, v: tuple, fallback) -> tuple:
+    """kernels.floats.swing per frame (`fallback`: lanes, or a callable giving them, only
+    called when some frame is near a half turn)."""
+    ux, uy, uz = u
+    vx, vy, vz = v
+    cx, cy, cz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+    dot = ux * vx + uy * vy + uz * vz
+    near = normalize4((1.0 + dot, cx, cy, cz))
+    back = dot < 0.0
+    if not np.any(back):
+        return near
+    s = np.sqrt(cx * cx + cy * cy + cz * cz)
+    ax, ay, az = cx / s, cy / s, cz / s
+    along = ax * ux + ay * uy + az * uz
+    ax, ay, az = unit((ax - along * ux, ay - along * uy, az - along * uz))
+    half = 0.5 * np.arctan2(s, dot)
+    sh = np.sin(half)
+    far = normalize4((np.cos(half), sh * ax, sh * ay, sh * az))
+    if np.any(back & ~(s > AXIS_EPS)):
+        if callable(fallback):
+            fallback = fallback()
+        rest = normalize4((1.0 - dot, -uy * vz + uz * vy, -uz * vx + ux * vz, -ux * vy + uy * vx))
+        far = where(s > AXIS_EPS, far, normalize4(multiply(rest, (0.0, *fallback))))
+    return where(back, far, near)
+
+
+def side(frame: tuple, direction: tuple) -> tuple:
+    """solvers.tree.side per frame."""
+    ax, ay, az = rotate(frame, X_AXIS)
+    dx, dy, dz = direction
+    along = ax * dx + ay * dy + az * dz
+    v = unit((ax - along * dx, ay - along * dy, az - along * dz))
+    bad = is_zero(v) | (np.abs(along) > 1.0 - 1e-12)
+    return where(bad, perpendicular(direction), v) if np.any(bad) else v
+
+
+def toward(a: tuple, wanted: tuple) -> tuple:
+    """solvers.tree.slerp(a, wanted, 1): `wanted` on a's side (the same rotation)."""
+    dot = a[0] * wanted[0] + a[1] * wanted[1] + a[2] * wanted[2] + a[3] * wanted[3]
+    flip = dot < 0.0
+    return tuple(np.where(flip, -c, c) for c in wanted)
+
+
+def between(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tuple) -> tuple:
+    """solvers.tree.fabrik.between per frame."""
+    ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
+    d = np.sqrt(ux * ux + uy * uy + uz * uz)
+    ux, uy, uz = ux / d, uy / d, uz / d
+    along = (d * d + ra * ra - rb * rb) / (2.0 * d)
+    h = np.sqrt(np.maximum(ra * ra - along * along, 0.0))
+    vx, vy, vz = near[0] - a[0], near[1] - a[1], near[2] - a[2]
+    t = vx * ux + vy * uy + vz * uz
+    vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
+    off = np.sqrt(vx * vx + vy * vy + vz * vz)
+    flat = off <= 1e-12 * (ra + rb)
+    if np.any(flat):
+        tx, ty, tz = tie() if callable(tie) else tie
+        cross = unit((ty * uz - tz * uy, tz * ux - tx * uz, tx * uy - ty * ux))
+        zero = is_zero(cross)
+        if np.any(zero):
+            cross = where(zero, perpendicular((ux, uy, uz)), cross)
+        vx, vy, vz = where(flat, cross, (vx, vy, vz))
+        off = np.where(flat, 1.0, off)
+    along = np.minimum(np.maximum(along, -ra), ra)
+    out = (a[0] + along * ux + h * vx / off, a[1] + along * uy + h * vy / off, a[2] + along * uz + h * vz / off)
+    apart = d <= 0.0
+    if not np.any(apart):
+        return out
+    vx, vy, vz = unit((near[0] - a[0], near[1] - a[1], near[2] - a[2]))
+    return where(apart, (a[0] + ra * vx, a[1] + ra * vy, a[2] + ra * vz), out)
+
+
+def best_rotation(a: list[tuple], b: list[tuple], w: list) -> tuple:
+    """solvers.tree.best_rotation of several pairs per frame (Horn's eigenvector, batched)."""
+    sxx = sxy = sxz = syx = syy = syz = szx = szy = szz = 0.0
+    size = 0.0
+    for (ax, ay, az), (bx, by, bz), wk in zip(a, b, w, strict=True):
+        sxx = sxx + wk * ax * bx
+        sxy = sxy + wk * ax * by
+        sxz = sxz + wk * ax * bz
+        syx = syx + wk * ay * bx
+        syy = syy + wk * ay * by
+        syz = syz + wk * ay * bz
+        szx = szx + wk * az * bx
+        szy = szy + wk * az * by
+        szz = szz + wk * az * bz
+        size = size + wk * np.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
+    mu = NEAREST * size
+    sxx, syy, szz = sxx + mu, syy + mu, szz + mu
+    rows = (
+        (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),
+        (syz - szy, sxx - syy - szz, sxy + syx, szx + sxz),
+        (szx - sxz, sxy + syx, syy - sxx - szz, syz + szy),
+        (sxy - syx, szx + sxz, syz + szy, szz - sxx - syy),
+    )
+    k = np.stack([np.stack(np.broadcast_arrays(*r), axis=-1) for r in rows], axis=-2)
+    q = np.linalg.eigh(k)[1][..., :, 3]
+    q = np.where(q[..., :1] < 0.0, -q, q)
+    q = normalize4(tuple(q[..., c] for c in range(4)))
+    return where(size > 0.0, q, IDENTITY)
