@@ -44,8 +44,9 @@ def solve_skeleton_many(
     """Solve `effectors` at m frames, each from the local rotations `local` (n, 4).
 
     `positions` (m, k, 3): effector k's position at each frame (it replaces the effector's own;
-    a pin's rows are ignored: a pin holds where `local` puts it). `poles` (m, k, 3) or None:
-    each effector's pole per frame (a NaN row: none), else every frame takes the effectors' own.
+    a pin's rows are ignored: it holds its own position, else where `local` puts it). `poles` (m, k, 3) or None:
+    each effector's pole per frame (a NaN row: none; a pin's rows ignored, it keeps its own),
+    else every frame takes the effectors' own.
     Orientations, weights, priorities and the rest are the effectors' own on every frame.
     `tolerance` and `max_iterations` as `solve_skeleton`'s (the default tolerance from the bones
     the effectors move), the same on every frame."""
@@ -79,6 +80,9 @@ def solve_skeleton_many(
         finite = np.isfinite(poles)
         if np.any(finite.any(axis=-1) != finite.all(axis=-1)):
             raise ValueError("a pole row must be finite (a pole) or all NaN (no pole)")
+        for j, e in enumerate(effectors):
+            if e.pin:  # as its position: a pin keeps its own
+                poles[:, j] = np.nan if e.pole is None else e.pole
     entry = registry.get(method)
     length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
     iterations_cap = max_iterations
@@ -107,7 +111,7 @@ def solve_skeleton_many(
 
 def _rows(value, k: int, what: str) -> np.ndarray:
     try:
-        array = np.asarray(value, dtype=float)
+        array = np.array(value, dtype=float)  # a copy: pins' rows are overwritten
     except (TypeError, ValueError):
         raise ValueError(f"{what} must be numbers with shape (frames, {k}, 3)") from None
     if array.ndim != 3 or array.shape[1:] != (k, 3) or len(array) == 0:

@@ -7,12 +7,15 @@ a bake at once, each from the same input pose, each ending as the one-frame kern
 (a segment beyond reach, a chain pass already within tolerance), np.where keeps each frame's own.
 
 It declines (a reason string) what it does not carry across frames: joint limits and stiffness,
-orientation goals other than pins', poles, and sphere placement (a chain option).
+orientation goals other than pins', and sphere placement (a chain option). Poles are
+applied after the iterations, as the one-frame kernel applies them (solvers.tree.poles), frame
+by frame on each frame's solved pose.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,11 +23,15 @@ from ..kernels.floats import multiply, rotate
 from . import rows
 from .fabrik import HOLD, INNER, SHELL_MARGIN, _segments, free_twist
 from .fabrik import make_step as make_float_step
-from .lanes import X_AXIS, best_rotation, between, dist, is_zero, normalize4, side, swing, toward, unit, where
+from .lanes import X_AXIS, best_rotation, between, dist, is_zero, normalize4, side, swing, take, toward, unit, where
 from .plan import make_plan
+from .poles import apply_poles
 from .run_many import conjugate, errors_many, run_many, targets_of
 
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
+# A segment's chain passes gather their state to the frames still passing once those are at
+# most this share of the lanes (a gather costs about a pass's worth of numpy calls).
+COMPACT = 0.5
 
 
 def reason(skeleton, effectors, options: dict) -> str | None:
@@ -35,8 +42,6 @@ def reason(skeleton, effectors, options: dict) -> str | None:
         return "joint limits"
     if any(e.orientation is not None and not e.pin for e in effectors):
         return "orientation goals"
-    if any(e.pole is not None for e in effectors):
-        return "poles"
     return None
 
 
@@ -44,8 +49,6 @@ def solve_many(skeleton, local, effectors, positions, poles, tolerance: float, m
     """(local (m, n, 4), error (m, k), iterations (m,)), or the reason it declines. `effectors`
     have their pins resolved; `positions` (m, k, 3) (pins' rows ignored); `poles` (m, k, 3) or
     None (NaN rows: no pole)."""
-    if poles is not None and np.any(np.isfinite(poles)):
-        return "poles"
     why = reason(skeleton, effectors, options)
     if why is not None:
         return why
@@ -72,6 +75,15 @@ def solve_many(skeleton, local, effectors, positions, poles, tolerance: float, m
             free,
             one_step(skeleton, plan, tolerance),
         )
+    with_pole = np.isfinite(poles[:, :, 0]) if poles is not None else np.zeros((m, len(effectors)), dtype=bool)
+    for f in np.flatnonzero(with_pole.any(axis=1)):
+        frame = [
+            replace(e, position=e.position if e.pin else positions[f, k], pole=poles[f, k])
+            if with_pole[f, k]
+            else replace(e, pole=None)
+            for k, e in enumerate(effectors)
+        ]
+        solved[f] = apply_poles(skeleton, solved[f], frame, make_plan(skeleton, frame))
     fixed = np.array([e.position for e in effectors])
     goal = np.where(np.array([e.pin for e in effectors])[None, :, None], fixed[None], positions)
     return solved, errors_many(skeleton, solved, effectors, goal), iterations
@@ -111,6 +123,9 @@ def make_step(skeleton, plan, tolerance: float):
     pivots = {i: r for i, r in pivots.items() if r > 0.0}
     sizes = {i: [math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) for v, _, _, _ in points[i]] for i in order}
     ctx: dict = {}  # this step's targets and holding masks (sub-base top: frames held)
+    # What a segment's passes read: its bones and its top's parent; its bones' and its goal's new heads.
+    needs = {seg[0]: list(seg) + [p for p in (parents[seg[0]],) if p != -1] for seg in segments}
+    keys = {seg[0]: list(seg) + [c for c in (points[seg[-1]][0][2],) if c != -1] for seg in segments}
 
     def goal(i: int, new_heads: dict) -> tuple:
         _, effector, child, _ = points[i][0]
@@ -237,13 +252,29 @@ def make_step(skeleton, plan, tolerance: float):
                 new_heads[seg[j]] = (top[0] + along * dx, top[1] + along * dy, top[2] + along * dz)
             for i in seg:
                 place(i, new_heads, local, frames, heads, beyond)
-        active = ~beyond
+        passes(seg, new_heads, local, frames, heads, ~beyond, far_end(seg[-1], frames, heads))
+
+    def passes(seg: list, new_heads: dict, local: list, frames: list, heads: list, active, end) -> None:
+        """Up to INNER chain passes on the frames `active` until each stops as the float kernel
+        stops it; once the frames still passing are few (COMPACT), the segment's state is
+        gathered to them (and put back after), so a pass computes those alone."""
         inner = seg[1:][::-1]
-        end = far_end(seg[-1], frames, heads)
+        full = (local, frames, heads, new_heads, ctx["targets"], ctx["holding"])
+        size, sel = active.size, None
         for _ in range(INNER):
             active &= dist(end, goal(seg[-1], new_heads)) > tolerance
-            if not active.any():
+            count = int(np.count_nonzero(active))
+            if count == 0:
                 break
+            if count <= COMPACT * active.size:
+                keep = np.flatnonzero(active)
+                if sel is not None:
+                    _put_back(seg, full, (local, frames, heads), sel, size)
+                sel = keep if sel is None else sel[keep]
+                local, frames, heads = (_gathered(lst, needs[seg[0]], sel) for lst in full[:3])
+                new_heads = {key: take(full[3][key], sel) for key in keys[seg[0]] if key in full[3]}
+                ctx["targets"], ctx["holding"] = take(full[4], sel), take(full[5], sel)
+                end, active = take(end, keep), np.ones(count, dtype=bool)
             if seg[0] in shells:
                 spheres(seg, new_heads, frames, heads)
             else:
@@ -253,6 +284,9 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads, active)
             last, end = end, where(active, far_end(seg[-1], frames, heads), end)
             active &= ~(dist(last, end) <= 0.01 * tolerance)
+        if sel is not None:
+            _put_back(seg, full, (local, frames, heads), sel, size)
+            ctx["targets"], ctx["holding"] = full[4], full[5]
 
     def step(local: list, frames: list, heads: list, targets: list) -> None:
         ctx["targets"], ctx["holding"] = targets, {}
@@ -268,3 +302,23 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads)
 
     return step
+
+
+def _gathered(entries: list, bones: list[int], sel: np.ndarray) -> list:
+    """A copy of the per-bone list with `bones`' entries at frames `sel` (the others as they are)."""
+    out = list(entries)
+    for i in bones:
+        out[i] = take(entries[i], sel)
+    return out
+
+
+def _put_back(seg: list, full: tuple, sub: tuple, sel: np.ndarray, size: int) -> None:
+    """The segment's bones' entries of `sub` (frames `sel`) written into the `full` lists."""
+    for whole, part in zip(full[:3], sub, strict=True):
+        for i in seg:
+            merged = []
+            for c, s in zip(whole[i], part[i], strict=True):
+                a = np.array(np.broadcast_to(c, (size,)), dtype=float)
+                a[sel] = s
+                merged.append(a)
+            whole[i] = tuple(merged)

@@ -25,8 +25,10 @@ X_AXIS = (1.0, 0.0, 0.0)
 
 def where(mask, a: tuple, b: tuple) -> tuple:
     """Per frame: a where `mask`, else b (mask None: a everywhere)."""
-    if mask is None or a is b:
+    if mask is None or a is b or mask.all():
         return a
+    if not mask.any():
+        return b
     return tuple(np.where(mask, x, y) for x, y in zip(a, b, strict=True))
 
 

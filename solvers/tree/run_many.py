@@ -110,7 +110,9 @@ def run_many(
             stop[:] = True
         if stop.any():
             for j, i in enumerate(moved):
-                out_frames[j][:, idx[stop]] = np.array(state_frames[i])[:, stop]
+                out_frames[j][:, idx[stop]] = np.array([np.broadcast_to(c, stop.shape) for c in state_frames[i]])[
+                    :, stop
+                ]
             keep = np.flatnonzero(~stop)
             idx = idx[keep]
             state_local, state_frames, state_heads, ends, targets, cost = take(

@@ -135,8 +135,6 @@ def _two_hands(limits=None):
     [
         ("limits", "fabrik's batch tree kernel: joint limits"),
         ("orientation", "fabrik's batch tree kernel: orientation goals"),
-        ("poles", "fabrik's batch tree kernel: poles"),
-        ("own pole", "fabrik's batch tree kernel: poles"),
         ("ccd", "ccd has no batch tree kernel"),
         ("one", "one effector: a chain, solved by solvers.solve"),
     ],
@@ -151,11 +149,6 @@ def test_declines_with_a_reason_and_solves_frame_by_frame(case, why):
         effectors[0] = frame_effectors[0] = solvers.Effector(
             bones[0], position=positions[0, 0], orientation=(1.0, 0.0, 0.0, 0.0)
         )
-    if case == "poles":
-        kw["poles"] = np.full(positions.shape, np.nan)
-        kw["poles"][:, 0] = (0.5, 1.0, 1.4)
-    if case == "own pole":
-        effectors[0] = solvers.Effector(bones[0], position=positions[0, 0], pole=(0.5, 1.0, 1.4))
     if case == "one":
         effectors, positions = effectors[:1], positions[:, :1]
     batch = solvers.solve_skeleton_many(skeleton, local, effectors, positions, **kw)
@@ -163,8 +156,7 @@ def test_declines_with_a_reason_and_solves_frame_by_frame(case, why):
     for f in range(len(positions)):
         frame = []
         for k, e in enumerate(effectors):
-            pole = kw["poles"][f, k] if "poles" in kw and np.isfinite(kw["poles"][f, k, 0]) else e.pole
-            frame.append(solvers.Effector(e.bone, position=positions[f, k], pole=pole, orientation=e.orientation))
+            frame.append(solvers.Effector(e.bone, position=positions[f, k], orientation=e.orientation))
         one = solvers.solve_skeleton(skeleton, local, frame, method=kw["method"])
         np.testing.assert_array_equal(batch.local[f], one.local)
         assert batch.iterations[f] == one.iterations
@@ -211,3 +203,39 @@ def test_unreached_frames_report_their_errors(tail):
     batch = solvers.solve_skeleton_many(skeleton, local, effectors, positions, method="fabrik")
     assert list(batch.reached) == [False, True] * 8
     assert np.all(batch.error[0::2] > 3.0) and math.isfinite(batch.error.max())
+
+
+@pytest.mark.parametrize("given", ["rows", "own"])
+def test_poles_spin_each_frame_as_solve_skeleton(given, tail):
+    skeleton, local, index = tree_shapes.humanoid()
+    bones = [index["forearm.L"], index["forearm.R"], index["head"]]
+    rng = np.random.default_rng(7)
+    positions = frames_of(skeleton, local, bones, rng, 24)
+    effectors = [solvers.Effector(b, position=positions[0, k]) for k, b in enumerate(bones)]
+    poles = np.full(positions.shape, np.nan)
+    if given == "rows":
+        poles[:, 0] = positions[:, 0] + rng.normal(size=(24, 3))
+        poles[::3, 1] = (-0.5, 1.0, 1.4)  # the right arm's pole on every third frame only
+        kw = {"poles": poles}
+    else:
+        effectors[0] = solvers.Effector(bones[0], position=positions[0, 0], pole=(0.5, 1.0, 1.4), pole_angle=0.3)
+        poles[:, 0] = (0.5, 1.0, 1.4)
+        kw = {}
+    batch = solvers.solve_skeleton_many(skeleton, local, effectors, positions, method="fabrik", **kw)
+    assert batch.reason == ""
+    ones = []
+    for f in range(len(positions)):
+        frame = [
+            solvers.Effector(
+                e.bone,
+                position=positions[f, k],
+                pole=poles[f, k] if np.isfinite(poles[f, k, 0]) else None,
+                pole_angle=e.pole_angle,
+            )
+            for k, e in enumerate(effectors)
+        ]
+        ones.append(solvers.solve_skeleton(skeleton, local, frame, method="fabrik"))
+    assert_same(batch, ones, skeleton)
+    none = np.full(positions.shape, np.nan)
+    unpoled = solvers.solve_skeleton_many(skeleton, local, effectors, positions, method="fabrik", poles=none)
+    assert not np.allclose(batch.local, unpoled.local)  # the poles turned something
