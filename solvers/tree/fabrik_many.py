@@ -19,11 +19,26 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..kernels.floats import multiply, rotate
+from ..kernels.floats import multiply
 from . import rows
 from .fabrik import HOLD, INNER, SHELL_MARGIN, _segments, free_twist
 from .fabrik import make_step as make_float_step
-from .lanes import X_AXIS, best_rotation, between, dist, is_zero, normalize4, side, swing, take, toward, unit, where
+from .lanes import (
+    X_AXIS,
+    best_rotation,
+    between,
+    const,
+    dist,
+    is_zero,
+    normalize4,
+    rotate,
+    side,
+    swing,
+    take,
+    toward,
+    unit,
+    where,
+)
 from .plan import make_plan
 from .poles import apply_poles
 from .run_many import conjugate, errors_many, run_many, targets_of
@@ -132,7 +147,7 @@ def make_step(skeleton, plan, tolerance: float):
         return ctx["targets"][effector] if child == -1 else new_heads[child]
 
     def far_end(i: int, frames: list, heads: list) -> tuple:
-        x, y, z = rotate(frames[i], points[i][0][0])
+        x, y, z = rotate(frames[i], const(points[i][0][0], frames[i][0].size))
         hx, hy, hz = heads[i]
         return (hx + x, hy + y, hz + z)
 
@@ -187,20 +202,23 @@ def make_step(skeleton, plan, tolerance: float):
 
     def place(i: int, new_heads: dict, local: list, frames: list, heads: list, mask=None) -> None:
         p = parents[i]
+        size = local[i][0].size
         if p == -1:
             parent, head = base, offsets[i]
+            rest = multiply(parent, reference[i])
+            inherited = multiply(const(rest, size), local[i])
         else:
             parent = frames[p]
-            ox, oy, oz = rotate(parent, offsets[i])
+            ox, oy, oz = rotate(parent, const(offsets[i], size))
             hx, hy, hz = heads[p]
             head = (hx + ox, hy + oy, hz + oz)
-        rest = multiply(parent, reference[i])
-        inherited = multiply(rest, local[i])
+            rest = multiply(parent, const(reference[i], size))
+            inherited = multiply(rest, local[i])
         hx, hy, hz = head
         targets = ctx["targets"]
         if len(points[i]) == 1:
             tx, ty, tz = goal(i, new_heads)
-            ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
+            ua, ub = unit(rotate(inherited, const(points[i][0][0], size))), unit((tx - hx, ty - hy, tz - hz))
             near_half = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2] < -0.5
             turn = swing(ua, ub, lambda: where(near_half, side(inherited, ua), X_AXIS))
             zero = is_zero(ub)
@@ -210,14 +228,14 @@ def make_step(skeleton, plan, tolerance: float):
             have, want, weights = [], [], []
             for vec, effector, child, w in points[i]:
                 tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
-                have.append(rotate(inherited, vec))
+                have.append(rotate(inherited, const(vec, size)))
                 want.append((tx - hx, ty - hy, tz - hz))
                 weights.append(w)
             turn = best_rotation(have, want, weights)
         frame = multiply(turn, inherited)
         if i in orientation:
             frame = toward(frame, orientation[i][0])
-        new_local = normalize4(multiply(conjugate(rest), frame))
+        new_local = normalize4(multiply(conjugate(rest) if p != -1 else const(conjugate(rest), size), frame))
         local[i] = where(mask, new_local, local[i])
         frames[i] = where(mask, frame, frames[i])
         heads[i] = where(mask, head, heads[i])

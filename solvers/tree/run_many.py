@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..kernels.floats import multiply, rotate
+from ..kernels.floats import multiply
 from . import _rows, forward, rows
-from .lanes import dist, lanes, normalize4, side, swing, take, where
+from .lanes import const, dist, lanes, normalize4, rotate, side, swing, take, where
 from .run import SETTLE, STALL
 
 
@@ -33,7 +33,7 @@ def targets_of(plan, effectors, positions: np.ndarray) -> list[tuple]:
 
 # Below this many frames still iterating, each goes on alone on floats (one_step): a numpy call
 # on a few lanes costs what the float code spends on dozens of frames.
-TAIL = 12
+TAIL = 20
 
 
 def run_many(
@@ -68,7 +68,7 @@ def run_many(
     def ends_of(frames, heads):
         out = []
         for b in bones:
-            x, y, z = rotate(frames[b], reach[b])
+            x, y, z = rotate(frames[b], const(reach[b], frames[b][0].size))
             hx, hy, hz = heads[b]
             out.append((hx + x, hy + y, hz + z))
         return out
