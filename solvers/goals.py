@@ -14,8 +14,9 @@ pole's distance) the wanted side blends toward the root bone's rest side (see
 pole_spin), so a pole or target moving across the line never flips the chain.
 
 Orientation (Blender's "Rotation" option): the tip bone is turned toward the
-target's orientation with a weight; the rest of the chain then reaches the
-point where that bone's head must be.
+target's orientation with a weight (slerp from the orientation a position-only
+solve leaves it in; at weight 1 the target's own, so that solve is skipped);
+the rest of the chain then reaches the point where that bone's head must be.
 """
 
 from __future__ import annotations
@@ -122,10 +123,13 @@ def _posed(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, toler
     # Turning the chain by T toward t is solving the unturned chain toward T^-1 t, then turning
     # the result by T (the solvers are rotation-equivariant; bone frames turn along). There the
     # post-turn P takes the solved chain's look-at frame back onto the start's, which T took onto
-    # the goal's: T P is the whole turn.
+    # the goal's: T P is the whole turn. With look-at rows S, G, V (start, goal, solved), T = G^T S
+    # and P = S^T V, so T P = G^T V; a missing G or V stands in as S (its turn the identity).
     sol = plain(chain, root + quat.rotate(quat.conjugate(turn), targets - root))
     solved, solved_ok = _chain_frame(root, sol.points[:, -1], quat.multiply(sol.rotations[:, 0], chain.frames[0]), c, s)
-    total = quat.normalize(quat.multiply(turn, _between(start, start_ok, solved, solved_ok)))
+    goal = np.where(goal_ok[:, None, None], goal, start)
+    solved = np.where(solved_ok[:, None, None], solved, start)
+    total = _between(goal, start_ok, solved, start_ok)
     return _turn_solution(chain, sol, total, targets, tolerance)
 
 
@@ -270,19 +274,29 @@ def _allowed_spin(chain: Chain, root_rotation: np.ndarray, spin: np.ndarray) -> 
 
 def _with_rotation(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solver, tolerance: float) -> BatchSolution:
     n = chain.n_bones
-    first = _posed(chain, targets, goals, plain, tolerance)
-    free = quat.multiply(first.rotations[:, -1], chain.frames[-1])
-    wanted = quat.normalize(_slerp(free, goals.rotation, goals.rotation_weight))
+    first = None
+    if goals.rotation_weight == 1.0:  # the target's orientation whatever the free one: no free solve
+        wanted = quat.normalize(goals.rotation)
+    else:
+        first = _posed(chain, targets, goals, plain, tolerance)
+        free = quat.multiply(first.rotations[:, -1], chain.frames[-1])
+        wanted = quat.normalize(_slerp(free, goals.rotation, goals.rotation_weight))
     link = np.broadcast_to(quat.rotate(quat.conjugate(chain.frames[-1]), chain.directions[-1]), targets.shape)
-    if n == 1:  # one bone: it can only turn, so the orientation wins
+    if n == 1:  # one bone: it can only turn, so the orientation wins (the plain solve: the iterations)
+        if first is None:
+            first = _posed(chain, targets, goals, plain, tolerance)
         parent, sub_points, iterations = None, np.broadcast_to(chain.points[:1], (len(targets), 1, 3)), first.iterations
         sub_rotations = np.zeros((len(targets), 0, 4))
+        template = first
     else:
         wrist = targets - chain.lengths[-1] * quat.rotate(wanted, link)
         head = _head(chain)
         sub = _posed(head, wrist, goals, plain, tolerance)
         parent = quat.multiply(sub.rotations[:, -1], chain.frames[-2])
-        sub_points, sub_rotations, iterations = sub.points, sub.rotations, first.iterations + sub.iterations
+        sub_points, sub_rotations, iterations = sub.points, sub.rotations, sub.iterations
+        if first is not None:
+            iterations = first.iterations + iterations
+        template = sub
     tip_frame = _clamp_tip(chain, parent, wanted)
     tip = sub_points[:, -1] + chain.lengths[-1] * quat.rotate(tip_frame, link)
     points = np.concatenate((sub_points, tip[:, None]), axis=1)
@@ -290,7 +304,7 @@ def _with_rotation(chain: Chain, targets: np.ndarray, goals: Goals, plain: Solve
     rotations = np.concatenate((sub_rotations, tip_rotation[:, None]), axis=1)
     error = quat.norm(points[:, -1] - targets)
     return replace(
-        first, points=points, rotations=rotations, error=error, reached=error <= tolerance, iterations=iterations
+        template, points=points, rotations=rotations, error=error, reached=error <= tolerance, iterations=iterations
     )
 
 

@@ -107,33 +107,49 @@ def between(a, b) -> tuple:
     where either is None."""
     if a is None or b is None:
         return IDENTITY
+    return from_matrix(_product(a, b))
+
+
+def _product(a, b) -> tuple:
+    """A^T B of two look-at row triples: the rotation matrix taking rows `b` onto `a`."""
     (a0x, a0y, a0z), (a1x, a1y, a1z), (a2x, a2y, a2z) = a
     (b0x, b0y, b0z), (b1x, b1y, b1z), (b2x, b2y, b2z) = b
-    return from_matrix(
-        (
-            (a0x * b0x + a1x * b1x + a2x * b2x, a0x * b0y + a1x * b1y + a2x * b2y, a0x * b0z + a1x * b1z + a2x * b2z),
-            (a0y * b0x + a1y * b1x + a2y * b2x, a0y * b0y + a1y * b1y + a2y * b2y, a0y * b0z + a1y * b1z + a2y * b2z),
-            (a0z * b0x + a1z * b1x + a2z * b2x, a0z * b0y + a1z * b1y + a2z * b2y, a0z * b0z + a1z * b1z + a2z * b2z),
-        )
+    return (
+        (a0x * b0x + a1x * b1x + a2x * b2x, a0x * b0y + a1x * b1y + a2x * b2y, a0x * b0z + a1x * b1z + a2x * b2z),
+        (a0y * b0x + a1y * b1x + a2y * b2x, a0y * b0y + a1y * b1y + a2y * b2y, a0y * b0z + a1y * b1z + a2y * b2z),
+        (a0z * b0x + a1z * b1x + a2z * b2x, a0z * b0y + a1z * b1y + a2z * b2y, a0z * b0z + a1z * b1z + a2z * b2z),
     )
 
 
 def posed(terms, target: tuple, solve_plain: Solve, pole: tuple, c: float, s: float):
     """`goals._posed`: the position solve from the input pose pre-turned toward the pole (T), then
-    the solved chain's look-at frame taken back onto the start's (P); the whole turn is T P."""
+    the solved chain's look-at frame taken back onto the start's (P); the whole turn is T P.
+
+    With look-at rows S (start), G (goal) and V (solved), T = G^T S and P = S^T V, so T P = G^T V
+    and T^-1 = S^T G: the turns are matrix products of the rows, one quaternion at the end (for
+    the bones' rotations). A missing G or V stands in as S (its turn is then the identity)."""
     root = rx, ry, rz = terms.rows[0]
     frame0 = terms.frames[0]
-    start = chain_frame(root, terms.rows[-1], frame0, c, s)
-    direction = (0.0, 0.0, 0.0) if start is None else tuple(-x for x in start[2])
-    turn = between(goal_frame(root, target, pole, terms.rest, c, s, direction), start)
-    lx, ly, lz = rotate(_conjugate(turn), (target[0] - rx, target[1] - ry, target[2] - rz))
-    points, rotations, iterations = solve_plain(terms, (rx + lx, ry + ly, rz + lz))
-    solved = chain_frame(root, points[-1], multiply(rotations[0], frame0), c, s)
-    tw, tx, ty, tz = normalize4(multiply(turn, between(start, solved)))
+    start = terms.start_frame(c, s)
+    if start is None:  # no up off the root-tip line: no turn at all (T = P = identity)
+        return solve_plain(terms, target)
+    (s0x, s0y, s0z), (s1x, s1y, s1z), (s2x, s2y, s2z) = start
+    goal = goal_frame(root, target, pole, terms.rest, c, s, (-s2x, -s2y, -s2z)) or start
+    # T^-1 (target - root) = S^T (G (target - root)).
+    vx, vy, vz = target[0] - rx, target[1] - ry, target[2] - rz
+    (g0x, g0y, g0z), (g1x, g1y, g1z), (g2x, g2y, g2z) = goal
+    u0, u1, u2 = g0x * vx + g0y * vy + g0z * vz, g1x * vx + g1y * vy + g1z * vz, g2x * vx + g2y * vy + g2z * vz
+    local = (
+        rx + u0 * s0x + u1 * s1x + u2 * s2x,
+        ry + u0 * s0y + u1 * s1y + u2 * s2y,
+        rz + u0 * s0z + u1 * s1z + u2 * s2z,
+    )
+    points, rotations, iterations = solve_plain(terms, local)
+    solved = chain_frame(root, points[-1], multiply(rotations[0], frame0), c, s) or start
+    matrix = _product(goal, solved)
+    tw, tx, ty, tz = from_matrix(matrix)
     # The whole turn on every point and bone, written out (a call per bone would cost a solve's worth).
-    m00, m01, m02 = 1.0 - 2.0 * (ty * ty + tz * tz), 2.0 * (tx * ty - tw * tz), 2.0 * (tx * tz + tw * ty)
-    m10, m11, m12 = 2.0 * (tx * ty + tw * tz), 1.0 - 2.0 * (tx * tx + tz * tz), 2.0 * (ty * tz - tw * tx)
-    m20, m21, m22 = 2.0 * (tx * tz - tw * ty), 2.0 * (ty * tz + tw * tx), 1.0 - 2.0 * (tx * tx + ty * ty)
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = matrix
     out = [root]
     for x, y, z in points[1:]:
         x, y, z = x - rx, y - ry, z - rz
@@ -182,18 +198,22 @@ def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rot
     if rotation is None:
         return position(terms, target)
     tip_rest = terms.frames[-1]
-    points, rotations, iterations = position(terms, target)
-    wanted = normalize4(slerp(multiply(rotations[-1], tip_rest), rotation, weight))
-    link = rotate(_conjugate(tip_rest), terms.dirs[-1])
+    one_bone = len(terms.lengths) == 1
+    if weight == 1.0:  # the target's orientation whatever the free one: no free solve to blend from
+        wanted, iterations = normalize4(rotation), 0
+        if one_bone:  # nothing else to solve: the plain solve gives the iterations
+            iterations = position(terms, target)[2]
+    else:
+        points, rotations, iterations = position(terms, target)
+        wanted = normalize4(slerp(multiply(rotations[-1], tip_rest), rotation, weight))
+    x, y, z = rotate(wanted, terms.link)
     length = terms.lengths[-1]
-    if len(terms.lengths) == 1:
+    if one_bone:
         head_points, head_rotations = [terms.rows[0]], []
     else:
-        x, y, z = rotate(wanted, link)
         wrist = (target[0] - length * x, target[1] - length * y, target[2] - length * z)
         head_points, head_rotations, more = position(terms.head(), wrist)
         iterations += more
-    x, y, z = rotate(wanted, link)
     hx, hy, hz = head_points[-1]
     tip = (hx + length * x, hy + length * y, hz + length * z)
     return head_points + [tip], head_rotations + [multiply(wanted, _conjugate(tip_rest))], iterations

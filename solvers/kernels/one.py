@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ..chain import Chain, reach_terms
 from ..result import Solution
 from . import goals
-from .floats import multiply
+from .floats import multiply, rotate
 from .loop import Solve
 
 # A method's float kernel, as its registry entry names it (see registry.floats):
@@ -29,16 +29,19 @@ def reason(chain: Chain, options: dict, declines: Declines | None, kernel: str =
 
 
 class Terms:
-    """A chain's float terms (from `Chain.scalar_terms` and its frames), and those of its head."""
+    """A chain's float terms (from `Chain.scalar_terms` and its frames), and those of its head.
+    Kept on the chain (it never changes), so a chain solved again skips the packing."""
 
     __slots__ = (
-        "rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "_guard", "frames", "rest", "_chain"
-    )
+        "rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "_guard", "frames", "rest", "_chain",
+        "_cache",
+    )  # fmt: skip
 
     def __init__(self, rows, lengths, dirs, fallbacks, total, reach, inner, guard, frames, rest, chain=None) -> None:
         self.rows, self.lengths, self.dirs, self.fallbacks, self.total = rows, lengths, dirs, fallbacks, total
         self.reach, self.inner, self._guard, self.frames, self.rest = reach, inner, guard, frames, rest
         self._chain = chain
+        self._cache = {}  # derived goal terms (start frames per pole angle, the head, the tip's link)
 
     @property
     def guard(self) -> tuple | None:
@@ -50,12 +53,11 @@ class Terms:
 
     @classmethod
     def of(cls, chain: Chain, goals: bool = False) -> Terms:
-        if not goals:  # kept on the chain (it never changes): one solve's packing cost saved
-            terms = chain.__dict__.get("_float_terms")
-            if terms is None:
-                terms = chain.__dict__["_float_terms"] = cls._of(chain, False)
-            return terms
-        return cls._of(chain, True)
+        key = "_goal_terms" if goals else "_float_terms"
+        terms = chain.__dict__.get(key)
+        if terms is None:
+            terms = chain.__dict__[key] = cls._of(chain, goals)
+        return terms
 
     @classmethod
     def _of(cls, chain: Chain, goals: bool) -> Terms:
@@ -66,12 +68,29 @@ class Terms:
             rest = multiply(base, reference)
         return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, None, frames, rest, chain)
 
+    def start_frame(self, c: float, s: float):
+        """The input pose's look-at rows for the pole (`goals.chain_frame`) at up cos c, sin s."""
+        key = (c, s)
+        if key not in self._cache:
+            self._cache[key] = goals.chain_frame(self.rows[0], self.rows[-1], self.frames[0], c, s)
+        return self._cache[key]
+
+    @property
+    def link(self) -> tuple:
+        """The tip bone's direction in its own frame."""
+        if "link" not in self._cache:
+            w, x, y, z = self.frames[-1]
+            self._cache["link"] = rotate((w, -x, -y, -z), self.dirs[-1])
+        return self._cache["link"]
+
     def head(self) -> Terms:
         """The chain without its tip bone (as `goals._head`)."""
+        if "head" in self._cache:
+            return self._cache["head"]
         lengths = self.lengths[:-1]
         total = math.fsum(lengths)
         reach, inner, guard = reach_terms(lengths, total)
-        return Terms(
+        head = Terms(
             self.rows[:-1],
             lengths,
             self.dirs[:-1],
@@ -83,6 +102,8 @@ class Terms:
             self.frames[:-1],
             self.rest,
         )
+        self._cache["head"] = head
+        return head
 
 
 def solve(chain: Chain, target: tuple, method: str, tolerance: float, plain: Solve, extra=None) -> Solution:
