@@ -58,32 +58,40 @@ def read_goals(
         raise ValueError("a pole target or a target rotation needs bone frames (Chain(..., frames=...))")
     poles = None
     if pole is not None:
-        poles = _rows(pole, m, 3, "pole")
+        row = _row(pole, m, 3)
+        poles = _rows(pole, m, 3, "pole") if row is None else np.array([row])
     rotations = None
     if target_rotation is not None and weight > 0.0:
-        rotations = _rows(target_rotation, m, 4, "target_rotation")
-        if m == 1:  # one solve: plain floats (numpy's reductions cost more than the check)
-            w, x, y, z = rotations[0].tolist()
+        row = _row(target_rotation, m, 4)
+        if row is not None:  # one solve: plain floats (numpy's reductions cost more than the check)
+            w, x, y, z = row
             norms = math.sqrt(w * w + x * x + y * y + z * z)
-            unit = abs(norms - 1.0) <= 1e-6
+            if not abs(norms - 1.0) <= 1e-6:
+                raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
+            rotations = np.array([[w / norms, x / norms, y / norms, z / norms]])
         else:
+            rotations = _rows(target_rotation, m, 4, "target_rotation")
             norms = quat.norm(rotations)[:, None]
-            unit = not np.any(np.abs(norms - 1.0) > 1e-6)
-        if not unit:
-            raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
-        rotations = rotations / norms
+            if np.any(np.abs(norms - 1.0) > 1e-6):
+                raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
+            rotations = rotations / norms
     return Goals(poles, angle, rotations, weight)
 
 
-def _rows(value: object, m: int, width: int, what: str) -> np.ndarray:
+def _row(value: object, m: int, width: int) -> list | None:
+    """One solve's goal given as plain finite numbers, as floats (numpy's checks cost more than
+    the goal itself); None for anything else (`_rows` reads and checks it)."""
     if m == 1 and isinstance(value, (tuple, list)) and len(value) == width:
-        # One solve's goal as plain numbers: numpy's checks cost more than the goal itself.
         try:
             row = [float(x) for x in value]
         except (TypeError, ValueError):
-            row = None
-        if row is not None and all(map(math.isfinite, row)):
-            return np.array([row])
+            return None
+        if all(map(math.isfinite, row)):
+            return row
+    return None
+
+
+def _rows(value: object, m: int, width: int, what: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:

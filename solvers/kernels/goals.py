@@ -13,7 +13,6 @@ from .floats import from_rotation_vector, multiply, normalize4, rotate, unit
 
 # solve(terms, target) -> (points, rotations, iterations), as float tuples.
 Solve = Callable[[object, tuple], tuple[list, list, int]]
-IDENTITY = (1.0, 0.0, 0.0, 0.0)
 
 
 def _dot(u: tuple, v: tuple) -> float:
@@ -28,7 +27,7 @@ def _conjugate(q: tuple) -> tuple:
     return (q[0], -q[1], -q[2], -q[3])
 
 
-def _up(frame: tuple, c: float, s: float) -> tuple:
+def up_axis(frame: tuple, c: float, s: float) -> tuple:
     """`goals._up`: X cos + Z sin, the frame matrix's first and last columns."""
     w, x, y, z = frame
     return (
@@ -49,65 +48,72 @@ def _side(d: tuple, v: tuple) -> tuple:
 
 
 def from_matrix(m: tuple) -> tuple:
-    """`quat.from_matrix` of one 3x3 (rows)."""
+    """`quat.from_matrix` of one 3x3 (rows): the same pivot (the first of equals, as np.argmax)."""
     (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = m
-    pivots = (1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22)
-    best = max(range(4), key=pivots.__getitem__)  # the first of equals, as np.argmax
-    q = (
-        (pivots[0], m21 - m12, m02 - m20, m10 - m01),
-        (m21 - m12, pivots[1], m01 + m10, m02 + m20),
-        (m02 - m20, m01 + m10, pivots[2], m12 + m21),
-        (m10 - m01, m02 + m20, m12 + m21, pivots[3]),
-    )[best]
-    q = normalize4(q)
-    return (-q[0], -q[1], -q[2], -q[3]) if q[0] < 0.0 else q
+    p0, p1, p2, p3 = 1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22
+    if p0 >= p1 and p0 >= p2 and p0 >= p3:
+        w, x, y, z = p0, m21 - m12, m02 - m20, m10 - m01
+    elif p1 >= p2 and p1 >= p3:
+        w, x, y, z = m21 - m12, p1, m01 + m10, m02 + m20
+    elif p2 >= p3:
+        w, x, y, z = m02 - m20, m01 + m10, p2, m12 + m21
+    else:
+        w, x, y, z = m10 - m01, m02 + m20, m12 + m21, p3
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    if not n > 0.0:
+        return (0.0, 0.0, 0.0, 0.0)
+    if w < 0.0:
+        n = -n
+    return (w / n, x / n, y / n, z / n)
 
 
-def chain_frame(root: tuple, tip: tuple, frame: tuple, c: float, s: float):
+def chain_frame(root: tuple, tip: tuple, up: tuple):
     """`goals._chain_frame` for one chain: look-at rows of its root-tip line with its root bone's
-    up, or None where the up is along the line."""
+    `up` (`up_axis` of its frame), or None where the up is along the line."""
     rx, ry, rz = root
     dx, dy, dz = unit((tip[0] - rx, tip[1] - ry, tip[2] - rz))
-    ux, uy, uz = _up(frame, c, s)
+    ux, uy, uz = up
     x, y, z = dy * uz - dz * uy, dz * ux - dx * uz, dx * uy - dy * ux
-    if not math.sqrt(x * x + y * y + z * z) > 1e-9:
+    n = math.sqrt(x * x + y * y + z * z)
+    if not n > 1e-9:
         return None
-    x, y, z = unit((x, y, z))
+    x, y, z = x / n, y / n, z / n
     return (x, y, z), (y * dz - z * dy, z * dx - x * dz, x * dy - y * dx), (-dx, -dy, -dz)
 
 
 def goal_frame(root: tuple, target: tuple, pole: tuple, rest: tuple, c: float, s: float, direction: tuple):
     """`goals._goal_frame` for one target: look-at rows of the root-target line with the wanted
-    side, or None where no side is wanted."""
+    side, or None where no side is wanted. (Written out: it runs once per solve.)"""
     rx, ry, rz = root
-    gx, gy, gz = unit((target[0] - rx, target[1] - ry, target[2] - rz))
-    if not math.sqrt(gx * gx + gy * gy + gz * gz) > 0.0:
+    gx, gy, gz = target[0] - rx, target[1] - ry, target[2] - rz
+    n = math.sqrt(gx * gx + gy * gy + gz * gz)
+    if n > 0.0:
+        gx, gy, gz = gx / n, gy / n, gz / n
+    else:
         gx, gy, gz = direction
-    g = (gx, gy, gz)
     px, py, pz = pole[0] - rx, pole[1] - ry, pole[2] - rz
-    pole_side = _side(g, (px, py, pz))
+    pole_length = math.sqrt(px * px + py * py + pz * pz)
+    # The pole's unit part perpendicular to the root-target line (`goals._side`).
+    along = px * gx + py * gy + pz * gz
+    wx, wy, wz = px - along * gx, py - along * gy, pz - along * gz
+    n = math.sqrt(wx * wx + wy * wy + wz * wz)
+    if n > 1e-12 * max(pole_length, 1e-300):
+        n = max(n, 1e-300)
+        wx, wy, wz = wx / n, wy / n, wz / n
+    else:
+        wx = wy = wz = 0.0
     cx, cy, cz = gy * pz - gz * py, gz * px - gx * pz, gx * py - gy * px
-    off_line = math.sqrt(cx * cx + cy * cy + cz * cz) / max(math.sqrt(px * px + py * py + pz * pz), 1e-300)
+    off_line = math.sqrt(cx * cx + cy * cy + cz * cz) / max(pole_length, 1e-300)
     w = min(max(off_line / POLE_FADE, 0.0), 1.0)
     w = w * w * (3.0 - 2.0 * w)
-    if w == 1.0:  # the blend's rest side has weight 0: the same numbers without it
-        wx, wy, wz = pole_side
-    else:
+    if w != 1.0:  # blend toward the rest side (at weight 1 it has none: the same numbers without it)
         v = 1.0 - w
-        rx, ry, rz = _side(g, _up(rest, c, s))
-        wx, wy, wz = w * pole_side[0] + v * rx, w * pole_side[1] + v * ry, w * pole_side[2] + v * rz
+        rx, ry, rz = _side((gx, gy, gz), up_axis(rest, c, s))
+        wx, wy, wz = w * wx + v * rx, w * wy + v * ry, w * wz + v * rz
     if not math.sqrt(wx * wx + wy * wy + wz * wz) > 1e-9:
         return None
     x, y, z = unit((gy * wz - gz * wy, gz * wx - gx * wz, gx * wy - gy * wx))
     return (x, y, z), (y * gz - z * gy, z * gx - x * gz, x * gy - y * gx), (-gx, -gy, -gz)
-
-
-def between(a, b) -> tuple:
-    """`goals._between`: the rotation taking look-at rows `b` onto `a` (A^T B); the identity
-    where either is None."""
-    if a is None or b is None:
-        return IDENTITY
-    return from_matrix(_product(a, b))
 
 
 def _product(a, b) -> tuple:
@@ -129,8 +135,7 @@ def posed(terms, target: tuple, solve_plain: Solve, pole: tuple, c: float, s: fl
     and T^-1 = S^T G: the turns are matrix products of the rows, one quaternion at the end (for
     the bones' rotations). A missing G or V stands in as S (its turn is then the identity)."""
     root = rx, ry, rz = terms.rows[0]
-    frame0 = terms.frames[0]
-    start = terms.start_frame(c, s)
+    up, start = terms.pole_start(c, s)
     if start is None:  # no up off the root-tip line: no turn at all (T = P = identity)
         return solve_plain(terms, target)
     (s0x, s0y, s0z), (s1x, s1y, s1z), (s2x, s2y, s2z) = start
@@ -145,11 +150,10 @@ def posed(terms, target: tuple, solve_plain: Solve, pole: tuple, c: float, s: fl
         rz + u0 * s0z + u1 * s1z + u2 * s2z,
     )
     points, rotations, iterations = solve_plain(terms, local)
-    solved = chain_frame(root, points[-1], multiply(rotations[0], frame0), c, s) or start
-    matrix = _product(goal, solved)
+    solved = chain_frame(root, points[-1], rotate(rotations[0], up)) or start
+    matrix = (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = _product(goal, solved)
     tw, tx, ty, tz = from_matrix(matrix)
     # The whole turn on every point and bone, written out (a call per bone would cost a solve's worth).
-    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = matrix
     out = [root]
     for x, y, z in points[1:]:
         x, y, z = x - rx, y - ry, z - rz
@@ -189,14 +193,14 @@ def slerp(a: tuple, b: tuple, t: float) -> tuple:
 def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rotation, weight: float):
     """(points, rotations, iterations) of `goals.solve_with_goals` for one target."""
     c, s = math.cos(pole_angle), math.sin(pole_angle)
+    if rotation is None:
+        return posed(terms, target, solve_plain, pole, c, s)
 
     def position(t, target):
         if pole is None:
             return solve_plain(t, target)
         return posed(t, target, solve_plain, pole, c, s)
 
-    if rotation is None:
-        return position(terms, target)
     tip_rest = terms.frames[-1]
     one_bone = len(terms.lengths) == 1
     if weight == 1.0:  # the target's orientation whatever the free one: no free solve to blend from

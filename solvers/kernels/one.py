@@ -68,11 +68,13 @@ class Terms:
             rest = multiply(base, reference)
         return cls(rows, lengths, dirs, fallbacks, chain.total_length, reach, inner, None, frames, rest, chain)
 
-    def start_frame(self, c: float, s: float):
-        """The input pose's look-at rows for the pole (`goals.chain_frame`) at up cos c, sin s."""
+    def pole_start(self, c: float, s: float) -> tuple:
+        """(the root bone's up at cos c, sin s; the input pose's look-at rows for the pole or None),
+        as `goals.up_axis` and `goals.chain_frame`."""
         key = (c, s)
         if key not in self._cache:
-            self._cache[key] = goals.chain_frame(self.rows[0], self.rows[-1], self.frames[0], c, s)
+            up = goals.up_axis(self.frames[0], c, s)
+            self._cache[key] = up, goals.chain_frame(self.rows[0], self.rows[-1], up)
         return self._cache[key]
 
     @property

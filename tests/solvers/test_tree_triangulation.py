@@ -97,7 +97,9 @@ def test_limits_hold():
 @pytest.mark.parametrize("seed", range(4))
 def test_conflicting_targets_end_in_a_compromise(seed):
     """FK-made targets each pushed 0.2 further from the hips: the solve stops within its pass
-    cap, reports not reached, and ends no farther than the input pose (nearer in practice)."""
+    cap, reports not reached, and ends nearer than the input pose. How much nearer is chaotic
+    in the rounding: scaling seed 2's targets by 1 +- 1e-15 moves its squared error from 0.45
+    to 0.70 and 0.78 of the input's, so the bound is the input's own."""
     skeleton, local, index = tree_shapes.humanoid()
     bones = [index[n] for n in [*HANDS, "head"]]
     targets, _ = tree_shapes.fk_targets(skeleton, local, bones, np.random.default_rng(seed))
@@ -107,7 +109,7 @@ def test_conflicting_targets_end_in_a_compromise(seed):
     sol = _solve(skeleton, local, bones, targets)
     assert not sol.reached and sol.iterations <= 8 and np.all(np.isfinite(sol.local))
     before = np.linalg.norm(ends[bones] - targets, axis=1)
-    assert np.sum(sol.error**2) < 0.5 * np.sum(before**2)
+    assert np.sum(sol.error**2) < np.sum(before**2)
 
 
 def test_refusals_name_the_problem():
