@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -36,12 +36,46 @@ POLE_FADE = 0.1
 Solver = Callable[[Chain, np.ndarray], BatchSolution]
 
 
-@dataclass(frozen=True)
 class Goals:
-    pole: np.ndarray | None  # (m, 3)
-    pole_angle: float
-    rotation: np.ndarray | None  # (m, 4) target orientations in the chain's space
-    rotation_weight: float
+    """Validated goals: `pole` (m, 3) or None, `pole_angle`, `rotation` (m, 4) unit target
+    orientations in the chain's space or None, `rotation_weight`. One target given as plain
+    numbers keeps them as float tuples (`rows`, what the float kernels read); its arrays are
+    built from those on first use (a one-target solve through the float kernels needs none)."""
+
+    __slots__ = ("pole_angle", "rotation_weight", "rows", "_pole", "_rotation")
+
+    def __init__(
+        self,
+        pole: np.ndarray | None,
+        pole_angle: float,
+        rotation: np.ndarray | None,
+        rotation_weight: float,
+        rows: tuple | None = None,
+    ) -> None:
+        self._pole, self.pole_angle, self._rotation, self.rotation_weight = pole, pole_angle, rotation, rotation_weight
+        self.rows = rows  # (pole, rotation) as float tuples (each or None), or None: read the arrays
+
+    @property
+    def pole(self) -> np.ndarray | None:
+        if self._pole is None and self.rows is not None and self.rows[0] is not None:
+            self._pole = np.array([self.rows[0]])
+        return self._pole
+
+    @property
+    def rotation(self) -> np.ndarray | None:
+        if self._rotation is None and self.rows is not None and self.rows[1] is not None:
+            self._rotation = np.array([self.rows[1]])
+        return self._rotation
+
+    def one(self) -> tuple:
+        """(pole, rotation) of a one-target solve as float tuples (each or None)."""
+        if self.rows is not None:
+            return self.rows
+        pole, rotation = self.pole, self.rotation
+        return (
+            None if pole is None else tuple(pole[0].tolist()),
+            None if rotation is None else tuple(rotation[0].tolist()),
+        )
 
 
 def read_goals(
@@ -56,11 +90,12 @@ def read_goals(
         return None
     if chain.frames is None:
         raise ValueError("a pole target or a target rotation needs bone frames (Chain(..., frames=...))")
-    poles = None
+    poles = pole_row = None
     if pole is not None:
-        row = _row(pole, m, 3)
-        poles = _rows(pole, m, 3, "pole") if row is None else np.array([row])
-    rotations = None
+        pole_row = _row(pole, m, 3)
+        if pole_row is None:
+            poles = _rows(pole, m, 3, "pole")
+    rotations = rotation_row = None
     if target_rotation is not None and weight > 0.0:
         row = _row(target_rotation, m, 4)
         if row is not None:  # one solve: plain floats (numpy's reductions cost more than the check)
@@ -68,22 +103,28 @@ def read_goals(
             norms = math.sqrt(w * w + x * x + y * y + z * z)
             if not abs(norms - 1.0) <= 1e-6:
                 raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
-            rotations = np.array([[w / norms, x / norms, y / norms, z / norms]])
+            rotation_row = (w / norms, x / norms, y / norms, z / norms)
         else:
             rotations = _rows(target_rotation, m, 4, "target_rotation")
             norms = quat.norm(rotations)[:, None]
             if np.any(np.abs(norms - 1.0) > 1e-6):
                 raise ValueError("target_rotation must be unit quaternions (w, x, y, z)")
             rotations = rotations / norms
-    return Goals(poles, angle, rotations, weight)
+    rows = None
+    if (pole is None or pole_row is not None) and (rotations is None):
+        rows = (pole_row, rotation_row)  # every goal given as plain numbers: the arrays wait
+    elif pole_row is not None or rotation_row is not None:
+        poles = np.array([pole_row]) if pole_row is not None else poles
+        rotations = np.array([rotation_row]) if rotation_row is not None else rotations
+    return Goals(poles, angle, rotations, weight, rows)
 
 
-def _row(value: object, m: int, width: int) -> list | None:
+def _row(value: object, m: int, width: int) -> tuple | None:
     """One solve's goal given as plain finite numbers, as floats (numpy's checks cost more than
     the goal itself); None for anything else (`_rows` reads and checks it)."""
     if m == 1 and isinstance(value, (tuple, list)) and len(value) == width:
         try:
-            row = [float(x) for x in value]
+            row = tuple([float(x) for x in value])
         except (TypeError, ValueError):
             return None
         if all(map(math.isfinite, row)):

@@ -117,8 +117,7 @@ def solve(chain: Chain, target: tuple, method: str, tolerance: float, plain: Sol
     if extra is None:
         points, rotations, iterations = plain(Terms.of(chain), t)
     else:
-        pole = None if extra.pole is None else tuple(extra.pole[0].tolist())
-        rotation = None if extra.rotation is None else tuple(extra.rotation[0].tolist())
+        pole, rotation = extra.one()
         points, rotations, iterations = goals.solve(
             Terms.of(chain, True), t, plain, pole, extra.pole_angle, rotation, extra.rotation_weight
         )

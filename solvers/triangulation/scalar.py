@@ -256,17 +256,17 @@ def _undefined_plane(axis: tuple | None, fallbacks, i: int, q: tuple, c: tuple) 
     """§3.1.1: bone and target vector are parallel, so a x c is undefined.
     Turn about the last joint's axis, else bone i's own (inherited) frame X
     axis `fallbacks[i]` (read only then); returns the unit bend direction
-    r x c, perpendicular to c."""
+    r x c, perpendicular to c. (Written out: a pole's pre-turn puts every
+    target on a straight chain's line, so a pole solve comes here.)"""
     cx, cy, cz = c
-
-    def candidates():
-        if axis is not None:
-            yield axis
-        fallback = fallbacks[i]
-        yield _rotate(q, fallback)
-        yield fallback
-
-    for rx, ry, rz in candidates():
+    if axis is not None:
+        rx, ry, rz = axis
+        wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
+        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
+        if wn > 1e-9:
+            return wx / wn, wy / wn, wz / wn
+    fallback = fallbacks[i]
+    for rx, ry, rz in (_rotate(q, fallback), fallback):
         wx, wy, wz = ry * cz - rz * cy, rz * cx - rx * cz, rx * cy - ry * cx
         wn = math.sqrt(wx * wx + wy * wy + wz * wz)
         if wn > 1e-9:
