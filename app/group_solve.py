@@ -60,15 +60,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         for spec, bone in zip(specs, layout.effectors, strict=True)
     ]
     tolerance = group_tolerance(space, lead, skeleton, names, [chain_names(obj, s) for s in specs])
-    solution = solvers.solve_skeleton(
-        skeleton,
-        local,
-        effectors,
-        method=lead.method,
-        tolerance=tolerance,
-        max_iterations=lead.max_iterations or None,
-        **lead.options,
-    )
+    solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     _, heads_in, ends_in = skeleton.forward(local)
     _, heads, ends = skeleton.forward(solution.local)
@@ -101,6 +93,19 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
             )
         )  # fmt: skip
     return outcomes
+
+
+def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
+    """`solvers.solve_skeleton` with the lead chain's solver settings."""
+    return solvers.solve_skeleton(
+        skeleton,
+        local,
+        effectors,
+        method=lead.method,
+        tolerance=tolerance,
+        max_iterations=lead.max_iterations or None,
+        **lead.options,
+    )
 
 
 def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
