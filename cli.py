@@ -208,6 +208,7 @@ def run(args: argparse.Namespace, package) -> dict:
 
     baking = importlib.import_module(f"{package.__name__}.app.bake")
     job_specs = importlib.import_module(f"{package.__name__}.app.spec")
+    grouping = importlib.import_module(f"{package.__name__}.app.groups")
     obj = bpy.data.objects.get(args.armature)
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
@@ -255,6 +256,7 @@ def run(args: argparse.Namespace, package) -> dict:
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]
+        specs = grouping.effective(obj, specs)  # as solved: a group's chains with its first chain's solver
         with baking.Progress(context) as progress:
             result = baking.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.

@@ -151,6 +151,7 @@ def bake_steps(
         names += chain
         weights = stretch_weights(obj, spec)
         stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
+    specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
     if stretched:
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}

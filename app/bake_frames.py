@@ -64,6 +64,7 @@ class FrameChains:
         self.locks: dict[str, tuple] = {}  # bone -> the locks its keys keep (modes.locks)
         self.solved = Solved({}, {s.tip: 0.0 for s in specs}, seconds={s.tip: 0.0 for s in specs})
         self.solver_reasons: dict[str, str] = {}  # tip -> the solver's own reason (first frame that had one)
+        self.notes: dict[str, str] = {}  # tip -> a group's notes, its solver's reason among them
 
     def step(self, k: int, frame, obj_eval, depsgraph) -> None:
         if not self.specs:
@@ -93,6 +94,9 @@ class FrameChains:
         bake_group.GroupFrames.static_reason) once the armature and targets are sampled."""
         if sum(len(g.specs) for g in self.groups.values()) != len(self.specs):
             return False
+        for group in self.groups.values():  # one riding on another's bones needs its solution each frame
+            if any(group.above.intersection(other.names) for other in self.groups.values() if other is not group):
+                return False
         animated = keys.animated_paths(obj)
         return all(not g.static_reason(obj, animated) for g in self.groups.values())
 
@@ -178,6 +182,6 @@ class FrameChains:
             self.solved.values[name] = modes.series_values(mode, quats, self.first[name], self.locks[name])
         for group in self.groups.values():
             self.solved.held.update(group.held)
-            if group.reason:
-                self.solver_reasons.update((s.tip, group.reason) for s in group.specs)
+            if group.reason:  # already worded ("solver: ...", notes on what a group does not do)
+                self.notes.update((s.tip, group.reason) for s in group.specs)
         return self.solved

@@ -18,7 +18,9 @@ import numpy as np
 
 from .. import solvers
 from ..rig import keys, modes, sampling, sequence, tree, tree_write
-from .group_solve import effector, group_tolerance, solve_tree
+from ..rig.fk import PoseFK
+from .checks import check_group, check_no_stretch_scale
+from .group_solve import group_effectors, group_notes, group_tolerance, solve_tree
 from .groups import chain_names, group_label
 from .spec import ChainSpec
 
@@ -35,7 +37,13 @@ class GroupFrames:
         self.chain_names = [chain_names(obj, s) for s in specs]
         # A pinned tip's held point per frame (world), for the playback measure.
         self.held = {s.label: np.empty((frames, 3)) for s in specs if s.pin}
-        self.reason = ""
+        check_group(obj, specs, self.layout.names)
+        check_no_stretch_scale(obj, self.layout.names)
+        self.reason = group_notes(obj, specs, self.layout.names, "")
+        # The bones the group hangs from: solved earlier in a frame, they pose it (rig.fk).
+        pose = obj.pose.bones
+        roots = [self.layout.names[i] for i, p in enumerate(self.layout.parents) if p == -1]
+        self.above = {a.name for root in roots for a in pose[root].parent_recursive}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -44,7 +52,9 @@ class GroupFrames:
     def static_reason(self, obj, animated: set[str]) -> str:
         """Why this group needs each frame evaluated ('' when, the armature and targets being
         sampled without frame_set (rig.sampling), its first frame's reading serves every frame)."""
-        why = sequence.unsuitable(obj, self.names, animated)
+        # With Use Tail off a chain's tip bone rides on it and its head is the goal point.
+        riding = [s.tip for s in self.specs if not s.use_tail]
+        why = sequence.unsuitable(obj, (*self.names, *riding), animated)
         if why:
             return why
         # Every frame starts from its own input pose: it must not move.
@@ -55,23 +65,25 @@ class GroupFrames:
             return "a tip goal orientation (the target's rotation)"
         return ""
 
-    def _read(self, obj_eval, space) -> tuple:
-        skeleton, local, names = tree.read_tree(self.obj, obj_eval, self.chains, self.layout)
+    def _read(self, obj_eval, space, state=None) -> tuple:
+        fk = None
+        if state is not None:
+            solved = {n: state.state_q[n] for n in self.above if n in state.state_q}
+            fk = PoseFK(obj_eval, solved) if solved else None
+        skeleton, local, names = tree.read_tree(self.obj, obj_eval, self.chains, self.layout, fk)
         if not self.lead.use_limits and skeleton.limits is not None:
             skeleton = dataclasses.replace(skeleton, limits=None)
         return skeleton, local, names, group_tolerance(space, self.lead, skeleton, names, self.chain_names)
 
     def step(self, state, k: int, obj_eval, depsgraph, space) -> None:
         """Frame `k`, evaluated: read, solve from its input pose, keep its channel values."""
-        skeleton, local, names, tolerance = self._read(obj_eval, space)
-        effectors = [
-            effector(obj_eval, space, spec, bone, names[bone], depsgraph)
-            for spec, bone in zip(self.specs, self.layout.effectors, strict=True)
-        ]
+        skeleton, local, names, tolerance = self._read(obj_eval, space, state)
+        effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
         start = time.perf_counter()
         solution = solve_tree(self.lead, skeleton, local, effectors, tolerance)
         seconds = time.perf_counter() - start
-        self.reason = self.reason or solution.reason
+        if solution.reason and solution.reason not in self.reason:
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {solution.reason}")))
         self._write(state, k, names, local, solution.local)
         effectors = solvers.skeleton.resolve_pins(skeleton, local, effectors)
         self._errors(state, [k], space, skeleton, solution.local[None], solution.error[None], effectors, seconds)
@@ -99,13 +111,11 @@ class GroupFrames:
                 ],
                 axis=1,
             )
-        template = [
-            effector(obj_eval, space, spec, bone, names[bone], None, None if spec.pin else (0.0, 0.0, 0.0), pole)
-            for spec, bone, pole in zip(
-                self.specs, self.layout.effectors, [None if s.pole is None else (0.0, 0.0, 1.0) for s in self.specs],
-                strict=True,
-            )
-        ]  # fmt: skip
+        # Placeholders where a target or pole is: solve_skeleton_many takes each frame's from the rows.
+        placeholders = [
+            (None if x.pin else (0.0, 0.0, 0.0), None if x.pole is None else (0.0, 0.0, 1.0)) for x in self.specs
+        ]
+        template = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, None, placeholders)
         start = time.perf_counter()
         lead = self.lead
         batch = solvers.solve_skeleton_many(
@@ -120,7 +130,8 @@ class GroupFrames:
             **lead.options,
         )
         seconds = time.perf_counter() - start
-        self.reason = self.reason or batch.reason
+        if batch.reason:
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {batch.reason}")))
         if lead.influence == 1.0:
             # No locks here (static_reason) and nothing blends: the solved rotations are the keys'
             # (modes.series_values converts them once at the end, with sign continuity).

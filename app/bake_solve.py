@@ -163,8 +163,9 @@ def solve_frames(
     for i in range(len(specs)):
         if why[i]:
             solver = per_frame.solver_reasons.get(specs[i].tip, "")
+            notes = per_frame.notes.get(specs[i].tip, "") or (f"solver: {solver}" if solver else "")
             kernel = SAMPLED_GROUP if direct else PER_FRAME
-            solved.reasons[specs[i].label] = f"{kernel}: {why[i]}" + (f"; solver: {solver}" if solver else "")
+            solved.reasons[specs[i].label] = f"{kernel}: {why[i]}" + (f"; {notes}" if notes else "")
     for j, (i, track) in enumerate(tracks.items()):
         spec = specs[i]
         done = (share + (1.0 - share) * j / len(tracks), (1.0 - share) / len(tracks))

@@ -132,12 +132,36 @@ def _carriers(ob, bone: str, location_only: bool):
         yield *target, False
 
 
+def check_no_stretch_scale(obj, bones) -> None:
+    """Chains solved together do not stretch; a bone still holding the Y scale an earlier stretched
+    solve of its chain alone gave it would shear the bones below it: say so, rather than the
+    generic non-uniform scale refusal."""
+    for name in bones:
+        pb = obj.pose.bones[name]
+        if pb.ik_stretch > 0.0 and abs(pb.scale[1] - 1.0) > 1e-6 and pb.scale[0] == pb.scale[2] == 1.0:
+            raise ValueError(
+                f"bone '{name}' keeps the Y scale {pb.scale[1]:.4g} an IK-stretched solve of its chain alone gave"
+                " it, and chains solved together do not stretch: set its Y scale back to 1, or solve that chain alone"
+            )
+
+
+def check_group(obj, specs: list[ChainSpec], bones) -> None:
+    """A group's chains move all of `bones` (the union of theirs): no member's target or pole may
+    ride on any of them (check_spec checks each chain's own bones)."""
+    for spec in specs:
+        location_only = not (spec.use_rotation and spec.rotation_weight > 0.0)
+        if spec.target is not None:
+            _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", location_only, bones)
+        if spec.pole is not None:
+            _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target", bones=bones)
+
+
 def _refuse_target_moving_with_chain(
-    obj, spec: ChainSpec, carrier, bone: str, what: str, location_only: bool = True
+    obj, spec: ChainSpec, carrier, bone: str, what: str, location_only: bool = True, bones=None
 ) -> None:
-    """A target (or pole) carried by the chain, through parents or constraints, would chase itself
-    (and loop forever in Live mode)."""
-    names = None
+    """A target (or pole) carried by the chain (or by `bones`, its group's), through parents or
+    constraints, would chase itself (and loop forever in Live mode)."""
+    names = None if bones is None else set(bones)
     todo, seen = [(carrier, bone, location_only)], set()
     while todo:
         ob, b, own = todo.pop()
@@ -147,5 +171,10 @@ def _refuse_target_moving_with_chain(
         if ob is obj and b:
             names = names or rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
         if ob is obj and b and b in names:
-            raise ValueError(f"the {what} moves with the chain (through bone '{b}'): pick another {what}")
+            if bones is None:
+                raise ValueError(f"the {what} moves with the chain (through bone '{b}'): pick another {what}")
+            raise ValueError(
+                f"the {what} of chain '{spec.label}' moves with the chains it is solved with (through bone"
+                f" '{b}'): pick another {what}"
+            )
         todo.extend(_carriers(ob, b, own))

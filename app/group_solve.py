@@ -9,7 +9,6 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 
@@ -18,8 +17,8 @@ import numpy as np
 from .. import rig, solvers
 from ..rig import tree, tree_write
 from ..solvers.metrics import rotation_cost_rows
-from .checks import check_in_view_layer, check_spec
-from .groups import chain_names, group_label
+from .checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from .groups import chain_names, group_label, led_by
 from .spec import ChainSpec
 
 
@@ -44,6 +43,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
     compute, don't write. One outcome per spec, in order."""
     start = time.perf_counter()
+    specs = led_by(specs)
     lead = specs[0]
     for spec in specs:
         check_spec(obj, spec)
@@ -52,21 +52,20 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     space = rig.object_space(obj_eval)
     chains = [(s.tip, s.chain_length, s.use_tail) for s in specs]
     layout = tree.tree_layout(obj, chains)
+    check_group(obj, specs, layout.names)
+    check_no_stretch_scale(obj, layout.names)
     skeleton, local, names = tree.read_tree(obj, obj_eval, chains, layout)
     if not lead.use_limits and skeleton.limits is not None:
         skeleton = dataclasses.replace(skeleton, limits=None)
-    effectors = [
-        effector(obj_eval, space, spec, bone, names[bone], depsgraph)
-        for spec, bone in zip(specs, layout.effectors, strict=True)
-    ]
+    effectors = group_effectors(obj_eval, space, specs, layout.effectors, names, depsgraph)
     tolerance = group_tolerance(space, lead, skeleton, names, [chain_names(obj, s) for s in specs])
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     _, heads_in, ends_in = skeleton.forward(local)
     _, heads, ends = skeleton.forward(solution.local)
     where = {n: i for i, n in enumerate(names)}
-    label = group_label(specs)
-    notes = _notes(obj, specs, names, solution.reason)
+    label = group_label(specs) if len(specs) > 1 else ""  # a pinned chain alone is no group
+    notes = group_notes(obj, specs, names, solution.reason)
     elapsed = (time.perf_counter() - start) * 1e3
     outcomes, claimed = [], set()
     for k, (spec, goal) in enumerate(zip(specs, effectors, strict=True)):
@@ -119,11 +118,30 @@ def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
     return solvers.DEFAULT_RELATIVE_TOLERANCE * shortest
 
 
+def group_effectors(obj_eval, space, specs: list[ChainSpec], bones, names, depsgraph, goals=None) -> list:
+    """The solver's effectors of a group's chains (`bones`: each chain's end bone in the tree).
+    `goals`: per chain (target, pole) world locations when already known (a bake sampling their
+    curves), else they are read from the depsgraph."""
+    goals = goals or [(None, None)] * len(specs)
+    return [
+        effector(obj_eval, space, spec, bone, names[bone], depsgraph, target, pole)
+        for spec, bone, (target, pole) in zip(specs, bones, goals, strict=True)
+    ]
+
+
 def effector(
-    obj_eval, space, spec: ChainSpec, bone: int, bone_name: str, depsgraph, target_world=None, pole_world=None
+    obj_eval,
+    space,
+    spec: ChainSpec,
+    bone: int,
+    bone_name: str,
+    depsgraph,
+    target_world=None,
+    pole_world=None,
 ) -> solvers.Effector:
     """The solver's effector for one chain of a group (armature space). `target_world`,
-    `pole_world`: their locations when already known (a bake sampling their curves)."""
+    `pole_world`: their locations when already known (a bake sampling their curves). A pin
+    weighs far more than a target (solvers.tree.plan), at its chain's priority."""
     position = pole = orientation = None
     if spec.pin:  # solve_skeleton holds the bone's input end point and frame
         return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
@@ -137,8 +155,8 @@ def effector(
     if spec.use_rotation and spec.rotation_weight > 0.0:
         target_eval = rig.evaluated(spec.target, depsgraph)
         world = rig.ik_settings.world_matrix(target_eval, spec.target_bone)
-        last = obj_eval.pose.bones[bone_name].matrix.to_quaternion().normalized()
-        orientation = rig.ik_settings.goal_frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, last)
+        frame = rig.ik_settings.bone_goal_frame
+        orientation = frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, bone_name)
     return solvers.Effector(
         bone,
         position,
@@ -151,7 +169,7 @@ def effector(
     )
 
 
-def _notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
+def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     """What the group's solve did not honour, and the solver's own reason: shown with the result."""
     notes = []
     if solver_reason:
@@ -160,10 +178,3 @@ def _notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     if stretching and any(s.use_stretch for s in specs):
         notes.append(f"IK stretch is not applied inside a group (bone '{stretching[0]}')")
     return "; ".join(notes)
-
-
-def pin_error(obj_eval, spec: ChainSpec, goal_world) -> float:
-    """A pinned tip's distance from where it was held (world), on an evaluated pose."""
-    bone = obj_eval.pose.bones[spec.tip]
-    tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
-    return math.dist(tip, goal_world)

@@ -3,12 +3,13 @@ solved as one tree (`app.group_solve`); a chain sharing none is solved alone.
 
 Blender's legacy IK merges only constraints whose chains end on the same root bone; here any
 shared bone joins chains, so two chains never pull one bone in turn. Units (groups, or single
-chains) are ordered so one hanging below another's bones is solved after it: the depth of a
-unit's top bone, then the chain list's order.
+chains) keep the chain list's order, except that one hanging below another's bones is solved
+after it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from .. import rig
@@ -62,13 +63,30 @@ def units(obj, specs: list[ChainSpec]) -> list[Unit]:
     for i in range(len(specs)):
         members.setdefault(find(i), []).append(i)
     pose = obj.pose.bones
-    found = []
-    for group in members.values():
-        bones = tuple(dict.fromkeys(n for i in group for n in names[i]))
-        depth = min(_depth(pose[n]) for n in bones)
-        found.append((depth, group[0], Unit(tuple(group), bones)))
-    found.sort(key=lambda entry: entry[:2])
-    return [unit for _, _, unit in found]
+    found = [Unit(tuple(group), tuple(dict.fromkeys(n for i in group for n in names[i]))) for group in members.values()]
+    above = {}
+    for unit in found:  # the bones a unit hangs from (a connected set of bones has one top bone)
+        top = min(unit.bones, key=lambda n: _depth(pose[n]))
+        above[unit] = _ancestors(pose[top])
+    # List order, except that a unit hanging below another's bones comes after it.
+    ordered: list[Unit] = []
+    remaining = list(found)
+    while remaining:
+        unit = next(
+            (u for u in remaining if not any(o is not u and above[u].intersection(o.bones) for o in remaining)),
+            remaining[0],
+        )
+        ordered.append(unit)
+        remaining.remove(unit)
+    return ordered
+
+
+def _ancestors(pose_bone) -> set[str]:
+    out = set()
+    while pose_bone.parent is not None:
+        pose_bone = pose_bone.parent
+        out.add(pose_bone.name)
+    return out
 
 
 def labels(obj, specs: list[ChainSpec]) -> list[str]:
@@ -87,7 +105,7 @@ def group_label(specs: list[ChainSpec]) -> str:
     return " + ".join(s.label for s in specs)
 
 
-_seen: dict[str, tuple[tuple, list]] = {}  # armature name -> (its chains' bones and mutes, their units)
+_seen: dict[str, tuple[tuple, list]] = {}  # armature (name_full) -> (its chains' bones and mutes, their units)
 
 
 def panel_units(obj) -> list[tuple[int, ...]]:
@@ -96,7 +114,7 @@ def panel_units(obj) -> list[tuple[int, ...]]:
     or mute change, or `forget` (Live's handler runs this on every update; the panel on every draw)."""
     chains = obj.chain_ik.chains
     key = tuple((c.tip, c.chain_length, c.use_tail, c.mute) for c in chains)
-    seen = _seen.get(obj.name)
+    seen = _seen.get(obj.name_full)
     if seen is not None and seen[0] == key:
         return seen[1]
     valid, alone = [], []
@@ -110,12 +128,12 @@ def panel_units(obj) -> list[tuple[int, ...]]:
             continue
         valid.append(i)
     found = [tuple(valid[k] for k in unit.members) for unit in units(obj, [chains[i] for i in valid])] + alone
-    _seen[obj.name] = (key, found)
+    _seen[obj.name_full] = (key, found)
     return found
 
 
 def forget() -> None:
-    """Bones may have been re-parented or renamed (undo, a new file, a frame's changes)."""
+    """Bones may have been re-parented or renamed (edit mode, undo, a new file, a frame's changes)."""
     _seen.clear()
 
 
@@ -124,3 +142,42 @@ def membership(obj) -> dict[int, tuple[int, tuple[int, ...]]]:
     chains in a group of two or more (the panel's list and settings show it)."""
     found = [members for members in panel_units(obj) if len(members) > 1]
     return {i: (number, members) for number, members in enumerate(found, 1) for i in members}
+
+
+def effective(obj, specs: list[ChainSpec]) -> list[ChainSpec]:
+    """The specs as they are solved: in each group, `led_by` its first chain."""
+    out = list(specs)
+    for unit in units(obj, specs):
+        for i, spec in zip(unit.members, led_by([specs[i] for i in unit.members]), strict=True):
+            out[i] = spec
+    return out
+
+
+def led_by(specs: list[ChainSpec]) -> list[ChainSpec]:
+    """A group's specs with its lead's (the first's) solver settings on every member (method,
+    options, tolerance, iterations, limits, locks, influence): what solves them, so reports name
+    that method and measure "reached" against the tolerance that held."""
+    lead = specs[0]
+    shared = {
+        "method": lead.method,
+        "options": lead.options,
+        "tolerance": lead.tolerance,
+        "max_iterations": lead.max_iterations,
+        "use_limits": lead.use_limits,
+        "use_locks": lead.use_locks,
+        "influence": lead.influence,
+    }
+    return [lead] + [dataclasses.replace(s, **shared) for s in specs[1:]]
+
+
+def left_out(obj, items) -> list[tuple[str, str]]:
+    """(chain, other chain) for panel chains `items` that share bones with an unmuted panel chain
+    not among them (Act On: Selected, or one chain by index): those are solved without it."""
+    chains = obj.chain_ik.chains
+    chosen = {i for i, c in enumerate(chains) if any(c == item for item in items)}
+    out = []
+    for members in panel_units(obj):
+        outside = [i for i in members if i not in chosen]
+        if outside and len(outside) < len(members):
+            out += [(chains[i].name, chains[outside[0]].name) for i in members if i in chosen]
+    return out

@@ -123,42 +123,30 @@ def solve_live(scene, depsgraph) -> int:
     for obj in _live_armatures(scene):
         if obj.mode == "EDIT":
             continue
-        obj_eval = obj.evaluated_get(depsgraph)
         chains = obj.chain_ik.chains
-        grouped = _live_groups(obj)
-        in_group = {i for members in grouped for i in members}
-        for index, item in enumerate(chains):
-            key = (obj.name, index)
-            if not item.live or item.mute or index in in_group:
-                _signatures.pop(key, None)
-                continue
-            try:
-                solved += _solve_item(obj, obj_eval, item, key, depsgraph)
-            except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
-                _report_once(key, obj, item, exc)
-            else:
-                _reported.pop(key, None)
-        for members in grouped:
-            key = (obj.name, members)
+        alone = set()
+        # In the units' order (app.groups): a chain hanging below a group sees this update's solve.
+        for members in groups.panel_units(obj):
             items = [chains[i] for i in members]
+            if not any(item.live for item in items):
+                continue
+            obj_eval = obj.evaluated_get(depsgraph)
+            if len(members) == 1 and not items[0].pin:
+                key, solve_unit, name = (obj.name, members[0]), _solve_item, items[0].name
+                alone.add(members[0])
+            else:
+                key, solve_unit = (obj.name, members), _solve_group
+                name = " + ".join(item.name for item in items)
             try:
-                solved += _solve_group(obj, obj_eval, items, key, depsgraph)
-            except Exception as exc:  # noqa: BLE001 - one group's error must not stop the others
-                _report_once(key, obj, items[0], exc)
+                solved += solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
+            except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
+                _report_once(key, obj, name, exc)
             else:
                 _reported.pop(key, None)
+        for index in range(len(chains)):  # chains no longer live alone: solve afresh when they are again
+            if index not in alone:
+                _signatures.pop((obj.name, index), None)
     return solved
-
-
-def _live_groups(obj) -> list[tuple[int, ...]]:
-    """Groups of `obj`'s unmuted chains (app.groups) with a live member, as chain indices; a pinned
-    chain alone counts as one."""
-    chains = obj.chain_ik.chains
-    return [
-        members
-        for members in groups.panel_units(obj)
-        if (len(members) > 1 or chains[members[0]].pin) and any(chains[i].live for i in members)
-    ]
 
 
 def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
@@ -211,13 +199,14 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
 _reported: dict[tuple[str, int], str] = {}  # live chain -> the error last printed for it
 
 
-def _report_once(key, obj, item, exc: Exception) -> None:
+def _report_once(key, obj, name: str, exc: Exception) -> None:
     """Print a live chain's error to the console once (the handler runs on every update; an
     operator's report is not available there); Solve reports the same error in words."""
     message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
     if _reported.get(key) != message:
         _reported[key] = message
-        print(f"Chain IK Live: chain '{item.name}' of '{obj.name}' not solved: {message}", file=sys.stderr)
+        what = f"group '{name}'" if " + " in name else f"chain '{name}'"
+        print(f"Chain IK Live: {what} of '{obj.name}' not solved: {message}", file=sys.stderr)
 
 
 def switch_off(obj, bones) -> tuple[str, ...]:
@@ -267,7 +256,9 @@ def _watch_updated(depsgraph) -> None:
     the update lists only what changed, so this costs little."""
     for update in depsgraph.updates:
         ob = update.id
-        if isinstance(ob, bpy.types.Object) and ob.name not in _watch and _has_live(ob):
+        if isinstance(ob, bpy.types.Armature):
+            groups.forget()  # bones edited (re-parented, renamed): which chains share bones may change
+        elif isinstance(ob, bpy.types.Object) and ob.name not in _watch and _has_live(ob):
             _watch.add(ob.name)
 
 

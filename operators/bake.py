@@ -7,7 +7,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import rig
 from ..app import bake as baking
-from ..app import bake_job, bake_report
+from ..app import bake_job, bake_report, groups
 from ..properties import INTERPOLATION_ITEMS, REDUCE_MODE_ITEMS
 from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll
@@ -151,10 +151,16 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         self._job.end()
 
     def _prepare(self, context, obj) -> tuple[list, baking.BakeOptions]:
-        specs = [spec for _, spec in self.chain_specs(obj)]
+        pairs = self.chain_specs(obj)
+        specs = [spec for _, spec in pairs]
+        self._left_out = groups.left_out(obj, [item for item, _ in pairs if item is not None])
         return specs, bake_options(context.scene, obj.chain_ik.bake, self.properties)
 
+    _left_out: list = []
+
     def _report(self, obj, specs, result: baking.BakeResult) -> None:
+        for chain, other in self._left_out:
+            self.report({"WARNING"}, f"chain '{chain}' shares bones with '{other}', not baked now: baked without it")
         if result.chains:
             error = f"worst tip error {max(chain.worst_error for chain in result.chains):.3g} on playback"
         else:

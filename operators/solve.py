@@ -6,7 +6,7 @@ import bpy
 from bpy.props import IntProperty
 
 from .. import rig
-from ..app import keying, result
+from ..app import groups, keying, result
 from ..app import solve as solving
 from ..rig import protected
 from .chain_args import SCRIPT_ONLY, ChainArguments
@@ -73,6 +73,8 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             if item is not None:
                 result.store_result(item, outcome, error, obj)
             self.report({"INFO"}, result.result_line(outcome, error))
+        for chain, other in groups.left_out(obj, [item for item, _ in pairs if item is not None]):
+            self.report({"WARNING"}, f"chain '{chain}' shares bones with '{other}', not solved now: solved without it")
         if locked:
             self.report({"WARNING"}, f"locked rotation channels kept on {', '.join(locked)}; the tip may miss")
         constrained = [name for o in outcomes for name in o.write.constrained]

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Quaternion
+from mathutils import Quaternion, Vector
 
 from ..solvers import quat
 from ..solvers.limits import JointLimits
@@ -137,13 +137,17 @@ def tree_layout(obj, chains) -> TreeLayout:
     )
 
 
-def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
+def read_tree(
+    obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None
+) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
     """(the skeleton of the chains' bones, their local rotations (n, 4), their names) from the
     evaluated object; `obj` (the original) gives the bone structure.
 
     chains: [(tip bone name, chain_count, use_tail)]. Each chain's effector bone is its last
     bone (`end_bones`, `TreeLayout.effectors`); its end point is the tip's tail (use_tail) or the
-    tip's head. `layout`: `tree_layout(obj, chains)` when reading the same tree frame after frame."""
+    tip's head. `layout`: `tree_layout(obj, chains)` when reading the same tree frame after frame.
+    `fk`: a `rig.fk.PoseFK` whose replaced rotations (bones above the tree, solved earlier this
+    frame by a bake) pose the tree's bones, instead of the evaluated pose."""
     layout = tree_layout(obj, chains) if layout is None else layout
     names = layout.names
     pose = obj_eval.pose.bones
@@ -151,15 +155,17 @@ def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[
     check_rigid_bones(obj_eval, names)
     # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
     frames, heads, ends = [], [], []
+    matrix = (lambda pb: pb.matrix) if fk is None else (lambda pb: fk.matrix(pb.name))
+    tail = (lambda pb: pb.tail) if fk is None else (lambda pb: fk.matrix(pb.name) @ Vector((0.0, pb.bone.length, 0.0)))
     for pb, chains_here in zip(pbs, layout.ends, strict=True):
-        m = pb.matrix
+        m = matrix(pb)
         frames.append(m.to_quaternion().normalized())
         heads.append(m.translation)
-        end = pb.tail
+        end = tail(pb)
         if not all(use_tail for _, use_tail in chains_here):
             # A bone's end point is its tail, or the tip's head for chains without Use Tail; chains
             # ending on one bone must agree on it (one effector point per bone).
-            points = [pb.tail if use_tail else pose[tip].head for tip, use_tail in chains_here]
+            points = [tail(pb) if use_tail else matrix(pose[tip]).translation for tip, use_tail in chains_here]
             for other in points[1:]:
                 if (other - points[0]).length > ZERO_LINK * (pb.length + 1.0):
                     tips = " and ".join(f"'{tip}'" for tip, _ in chains_here)
@@ -185,13 +191,13 @@ def read_tree(obj, obj_eval, chains, layout: TreeLayout | None = None) -> tuple[
     sources = {source for _, source in layout.root_parents}
     if len(sources) == 1:
         (source,) = sources
-        base = np.array(IDENTITY if source is None else pose[source].matrix.to_quaternion().normalized()[:])
+        base = np.array(IDENTITY if source is None else matrix(pose[source]).to_quaternion().normalized()[:])
     else:
         # Roots under different parents: one shared identity base, each parent folded into its root's rest.
         base = np.array(IDENTITY)
         for i, source in layout.root_parents:
             if source is not None:
-                parent = np.array(pose[source].matrix.to_quaternion().normalized()[:])
+                parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
     local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):

@@ -91,13 +91,13 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         group = groups.membership(obj).get(obj.chain_ik.active_index)
         _draw_group(layout, obj, item, group)
         led = group is not None and group[1][0] != obj.chain_ik.active_index
-        layout.prop(item, "influence", slider=True)
         _draw_goals(layout, item)
-        _draw_limits(layout, obj, item)
-        layout.separator()
-        if led:  # the group's first chain sets the solver for all of it: these are not used
+        if led:  # the group's first chain sets these for all of it: this chain's are not used
             layout = layout.column()
             layout.active = False
+        layout.prop(item, "influence", slider=True)
+        _draw_limits(layout, obj, item)
+        layout.separator()
         layout.prop(item, "method")
         method = solvers.REGISTRY.get(item.method)
         layout.label(text=method.description if method else "", icon="INFO")
@@ -127,7 +127,7 @@ def _draw_group(layout, obj, item, group) -> None:
         if lead == item:
             box.label(text="First in the group: its solver settings serve all", icon="INFO")
         else:
-            box.label(text=f"Solver, tolerance, limits, locks, influence: from '{lead.name}'", icon="INFO")
+            box.label(text=f"Influence, limits, locks, solver: from '{lead.name}'", icon="INFO")
     col = box.column()
     col.active = group is not None
     col.prop(item, "weight")
@@ -183,6 +183,8 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
                 icon="CHECKMARK" if r.reached else "ERROR",
             )
             box.label(text=f"Tip error {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
+            if r.group:
+                box.label(text=f"Solved together: {r.group}", icon="LINKED")
             if r.reason:  # a faster kernel could not serve: say which part and why
                 box.label(text=r.reason, icon="INFO")
         else:

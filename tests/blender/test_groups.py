@@ -268,3 +268,79 @@ def test_cli_bakes_a_group_and_says_so(rigify, tmp_path):
     summary = json.loads(out.read_text())
     assert [c["group"] for c in summary["per_chain"]] == ["hand.L + hand.R"] * 2
     assert "group hand.L + hand.R" in run.stdout
+
+
+def test_members_report_the_leads_method_and_tolerance(rigify):
+    """The first chain's solver settings serve the group: reports name its method and measure
+    "reached" against its tolerance."""
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(2), "ccd", angle=0.4)
+    lead, other = obj.chain_ik.chains
+    lead.method, lead.tolerance, other.method = "fabrik", 0.02, "ccd"
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert lead.result.method == other.result.method == "fabrik"
+    errors = _tip_errors(obj)
+    assert all(item.result.reached == (error <= 0.02) for item, error in zip((lead, other), errors, strict=True))
+
+
+def test_a_target_riding_on_the_groups_bones_is_refused(rigify):
+    obj = _rig([("spine.006", 6), ("hand.R", 5)], np.random.default_rng(3))
+    target = obj.chain_ik.chains[1].target
+    target.parent, target.parent_type, target.parent_bone = obj, "BONE", "spine.001"  # a bone of the head chain
+    before = channel_state(obj)
+    with pytest.raises(RuntimeError, match="moves with the chains it is solved with"):
+        bpy.ops.chain_ik.solve()
+    assert channel_state(obj) == before
+
+
+def test_units_keep_list_order_unless_one_hangs_below_another(rigify):
+    from chain_ik.app import groups
+
+    obj = _rig([("hand.L", 2), ("spine.006", 2)], np.random.default_rng(0))
+    assert [u.members for u in groups.units(obj, list(obj.chain_ik.chains))] == [(0,), (1,)]
+    obj = _rig([("f_index.03.L", 3), ("hand.L", 3)], np.random.default_rng(0))  # the finger hangs below the hand
+    assert [u.members for u in groups.units(obj, list(obj.chain_ik.chains))] == [(1,), (0,)]
+
+
+def test_groups_follow_reparenting(rigify):
+    from chain_ik.app import groups
+
+    obj = _rig([("hand.L", 4), ("hand.R", 4)], np.random.default_rng(0))
+    assert groups.membership(obj) == {}
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["upper_arm.R"].parent = obj.data.edit_bones["shoulder.L"]
+    bpy.ops.object.mode_set(mode="POSE")
+    assert groups.membership(obj)[1][1] == (0, 1)  # they share shoulder.L now
+
+
+def test_a_bone_left_stretched_is_named(rigify):
+    """A Y scale an earlier stretched solve of a chain alone left: named, not a generic shear error."""
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(0))
+    obj.pose.bones["upper_arm.L"].ik_stretch = 0.5
+    obj.pose.bones["upper_arm.L"].scale = (1.0, 1.4, 1.0)
+    with pytest.raises(RuntimeError, match="keeps the Y scale 1.4"):
+        bpy.ops.chain_ik.solve()
+
+
+def test_bake_below_a_chain_reads_its_solution(rigify):
+    """A group hanging below a chain solved first each frame is read on that frame's solution:
+    its solved errors are its playback errors."""
+    from chain_ik.app import bake, spec
+
+    rng = np.random.default_rng(1)
+    obj = _rig([("hand.L", 3), ("f_index.03.L", 4), ("thumb.03.L", 4)], rng, "fabrik", angle=0.3)
+    for item in obj.chain_ik.chains:
+        item.target.keyframe_insert("location", frame=1)
+        item.target.location.z += 0.03
+        item.target.keyframe_insert("location", frame=4)
+    specs = [spec.spec_from_item(item) for item in obj.chain_ik.chains]
+    result = bake.bake(bpy.context, obj, specs, bake.BakeOptions(frame_start=1, frame_end=4))
+    for chain in result.chains:
+        assert chain.worst_error == pytest.approx(result.per_chain_error[chain.tip], abs=1e-5)
+
+
+def test_solving_part_of_a_group_warns(rigify, capfd):
+    obj = _rig(HANDS_HEAD[:2], np.random.default_rng(0))
+    obj.chain_ik.scope = "SELECTED"
+    obj.chain_ik.chains[0].select = True
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert "chain 'hand.L' shares bones with 'hand.R', not solved now" in capfd.readouterr().out

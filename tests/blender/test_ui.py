@@ -189,7 +189,7 @@ def test_groups_in_list_and_settings(rig):
     rig.chain_ik.active_index = 1
     layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
     assert ("label", "Group G1: solved with Long") in layout.log
-    assert ("label", "Solver, tolerance, limits, locks, influence: from 'Long'") in layout.log
+    assert ("label", "Influence, limits, locks, solver: from 'Long'") in layout.log
     props = {c[2] for c in layout.calls("prop")}
     assert {"weight", "priority", "pin"} <= props
     rig.chain_ik.chains[0].mute = True  # muted: out of the group
