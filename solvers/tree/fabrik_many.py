@@ -6,8 +6,8 @@ a bake at once, each from the same input pose, each ending as the one-frame kern
 (same iterations, same rotations). Where a frame takes another branch than its neighbours
 (a segment beyond reach, a chain pass already within tolerance), np.where keeps each frame's own.
 
-It declines (a reason string) what it does not carry across frames: joint limits and stiffness,
-orientation goals other than pins', and sphere placement (a chain option). Poles are
+It declines (a reason string) what it does not carry across frames: orientation goals other
+than pins', and sphere placement (a chain option). Poles are
 applied after the iterations, as the one-frame kernel applies them (solvers.tree.poles), frame
 by frame on each frame's solved pose.
 """
@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import limits as joint_limits
 from ..kernels.floats import multiply
 from . import rows
 from .fabrik import HOLD, INNER, SHELL_MARGIN, _segments, free_twist
@@ -32,6 +33,7 @@ from .lanes import (
     is_zero,
     normalize4,
     rotate,
+    scaled,
     side,
     swing,
     take,
@@ -53,8 +55,6 @@ def reason(skeleton, effectors, options: dict) -> str | None:
     """Why the batch kernel cannot solve these frames together, or None."""
     if options.get("placement", "line") != "line":
         return "the tree passes place joints on lines (placement 'line'); sphere placement is for chains"
-    if skeleton.limits is not None:
-        return "joint limits"
     if any(e.orientation is not None and not e.pin for e in effectors):
         return "orientation goals"
     return None
@@ -113,10 +113,16 @@ def one_step(skeleton, plan, tolerance: float):
 
 
 def make_step(skeleton, plan, tolerance: float):
-    """step(local, frames, heads, targets): one iteration on lanes, in place (no limits)."""
+    """step(local, frames, heads, targets): one iteration on lanes, in place."""
     parents = skeleton.parents
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
     base = tuple(skeleton.base_frame.tolist())
+    limits = skeleton.limits
+    clamped = set() if limits is None else {i for i in plan.moved if limits.active[i]}
+    keep = {i: 1.0 for i in plan.moved}
+    if limits is not None:
+        for i in plan.moved:
+            keep[i] = 1.0 - float(np.mean(limits.stiffness[i]))
     order = plan.moved
     reverse = [i for i in reversed(order) if parents[i] != -1]
     points, orientation = plan.points, plan.orientation
@@ -127,13 +133,13 @@ def make_step(skeleton, plan, tolerance: float):
     reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
     shells = {}
     for seg in segments:
-        if seg[-1] in orientation:
+        if seg[-1] in orientation or any(i in clamped for i in seg):
             continue
         outer = sum(spans[seg[0]])
         inner = max(0.0, 2.0 * max(spans[seg[0]]) - outer)
         margin = min(SHELL_MARGIN * outer, 0.5 * (outer - inner))
         shells[seg[0]] = (inner + margin, outer - margin)
-    pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in orientation}
+    pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
     pivots = pivots if segments else {}
     pivots = {i: r for i, r in pivots.items() if r > 0.0}
     sizes = {i: [math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]) for v, _, _, _ in points[i]] for i in order}
@@ -232,10 +238,16 @@ def make_step(skeleton, plan, tolerance: float):
                 want.append((tx - hx, ty - hy, tz - hz))
                 weights.append(w)
             turn = best_rotation(have, want, weights)
+        if keep[i] != 1.0:
+            turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)
         if i in orientation:
             frame = toward(frame, orientation[i][0])
         new_local = normalize4(multiply(conjugate(rest) if p != -1 else const(conjugate(rest), size), frame))
+        if i in clamped:
+            q = joint_limits.clamp(limits, i, np.stack(np.broadcast_arrays(*new_local), axis=-1))
+            new_local = (q[:, 0], q[:, 1], q[:, 2], q[:, 3])
+            frame = multiply(rest if p != -1 else const(rest, size), new_local)
         local[i] = where(mask, new_local, local[i])
         frames[i] = where(mask, frame, frames[i])
         heads[i] = where(mask, head, heads[i])

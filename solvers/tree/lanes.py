@@ -217,3 +217,17 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list) -> tuple:
     q = np.where(q[..., :1] < 0.0, -q, q)
     q = normalize4(tuple(q[..., c] for c in range(4)))
     return where(size > 0.0, q, IDENTITY)
+
+
+def scaled(q: tuple, scale: float) -> tuple:
+    """solvers.tree.fabrik._scaled per frame: the rotation q scaled in angle (stiffness)."""
+    flip = q[0] < 0.0
+    w, x, y, z = (np.where(flip, -c, c) for c in q)
+    s = np.sqrt(x * x + y * y + z * z)
+    angle = 2.0 * np.arctan2(s, w) * scale / s
+    rx, ry, rz = x * angle, y * angle, z * angle
+    size = np.sqrt(rx * rx + ry * ry + rz * rz)  # kernels.floats.from_rotation_vector
+    half = 0.5 * size
+    factor = np.where(size > 1e-12, np.sin(half) / size, 0.5)
+    out = (np.cos(half), rx * factor, ry * factor, rz * factor)
+    return where(s <= 1e-300, IDENTITY, out)

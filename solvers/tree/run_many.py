@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .. import limits as joint_limits
 from ..kernels.floats import multiply
 from . import _rows, forward, rows
 from .lanes import const, dist, lanes, normalize4, rotate, side, swing, take, where
@@ -49,11 +50,15 @@ def run_many(
     free_twist: set[int],
     one_step=None,
 ):
-    """(local rotations (m, n, 4), iterations (m,)) as `run` frame by frame (no limits: the
-    batch kernels decline them). `step(local, frames, heads, targets)` iterates on lanes;
+    """(local rotations (m, n, 4), iterations (m,)) as `run` frame by frame: from `local`
+    clamped into the limits. `step(local, frames, heads, targets)` iterates on lanes;
     `one_step` (optional) is the float kernel's step (tree.run's, reading plan.targets), which
     takes over the last few frames (TAIL) from where the lanes left them."""
     moved = plan.moved
+    local = np.array(local, dtype=float)
+    if skeleton.limits is not None:
+        local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
+        free_twist = set()
     current = rows(local)
     frames0, heads0 = forward(skeleton, current)
     state_local, state_frames, state_heads = list(current), list(frames0), list(heads0)

@@ -54,7 +54,7 @@ def assert_same(batch, ones, skeleton):
 
 
 @settings(max_examples=40, deadline=None)
-@given(trees(), st.integers(1, 30), st.booleans())
+@given(st.booleans().flatmap(lambda limited: trees(limited=limited)), st.integers(1, 30), st.booleans())
 def test_fabrik_batch_is_fabrik_frame_by_frame(tree, m, pinned):
     skeleton, local, bones, rng = tree
     if len(bones) == 1 and not pinned:
@@ -133,15 +133,13 @@ def _two_hands(limits=None):
 @pytest.mark.parametrize(
     "case, why",
     [
-        ("limits", "fabrik's batch tree kernel: joint limits"),
         ("orientation", "fabrik's batch tree kernel: orientation goals"),
         ("ccd", "ccd has no batch tree kernel"),
         ("one", "one effector: a chain, solved by solvers.solve"),
     ],
 )
 def test_declines_with_a_reason_and_solves_frame_by_frame(case, why):
-    limits = solvers.make_limits(15, cone=np.full(15, 1.0)) if case == "limits" else None
-    skeleton, local, bones, positions = _two_hands(limits)
+    skeleton, local, bones, positions = _two_hands()
     kw = {"method": "ccd" if case == "ccd" else "fabrik"}
     effectors = [solvers.Effector(b, position=positions[0, k]) for k, b in enumerate(bones)]
     frame_effectors = effectors
@@ -239,3 +237,27 @@ def test_poles_spin_each_frame_as_solve_skeleton(given, tail):
     none = np.full(positions.shape, np.nan)
     unpoled = solvers.solve_skeleton_many(skeleton, local, effectors, positions, method="fabrik", poles=none)
     assert not np.allclose(batch.local, unpoled.local)  # the poles turned something
+
+
+def test_limits_and_stiffness_hold_on_every_frame(tail):
+    hinge = np.zeros((15, 3), dtype=bool)
+    hinge[[7, 10]] = (False, True, True)  # the forearms: X only
+    limits = solvers.make_limits(
+        15,
+        lock=hinge,
+        use_limit=hinge[:, [1, 0, 0]],
+        minimum=(-2.0, 0.0, 0.0),
+        maximum=(0.1, 0.0, 0.0),
+        cone=np.full(15, 1.2),
+        stiffness=np.where(np.arange(15)[:, None] == 2, 0.4, 0.0) * np.ones(3),
+    )
+    skeleton, local, bones, positions = _two_hands(limits)
+    positions = frames_of(skeleton, local, bones, np.random.default_rng(8), 40)
+    effectors = [solvers.Effector(b, position=positions[0, k]) for k, b in enumerate(bones)]
+    batch = solvers.solve_skeleton_many(skeleton, local, effectors, positions, method="fabrik")
+    assert batch.reason == ""
+    assert_same(batch, per_frame(skeleton, local, effectors, positions, method="fabrik"), skeleton)
+    for f in range(len(positions)):
+        np.testing.assert_allclose(
+            np.abs(solvers.limits.clamp(limits, np.arange(15), batch.local[f])), np.abs(batch.local[f]), atol=1e-9
+        )
