@@ -66,6 +66,10 @@ def agreement(many, ones) -> tuple[int, float]:
     return int(np.sum(iterations != many.iterations)), float(np.max(np.abs(many.local * sign - local)))
 
 
+def ratio(theirs: float, ours: float) -> str:
+    return f"{theirs / ours:.2f}x faster" if ours <= theirs else f"{ours / theirs:.2f}x slower"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, nargs="*", default=[60, 250, 1000])
@@ -123,7 +127,7 @@ def main(argv=None) -> None:
                     else (f"{b / (1e6 * blender):.1f}x slower")
                 )
                 lines.append(
-                    f"| {name} | {m} | {b:.0f} | {lp:.0f} | {lp / b:.2f}x faster | {bake} | {vs} |"
+                    f"| {name} | {m} | {b:.0f} | {lp:.0f} | {ratio(lp, b)} | {bake} | {vs} |"
                     f" {many.iterations.mean():.1f} / {many.iterations.max()} | {differ} | {worst:.1e} |"
                 )
                 if many.reason:
