@@ -6,8 +6,8 @@ a bake at once, each from the same input pose, each ending as the one-frame kern
 (same iterations, same rotations). Where a frame takes another branch than its neighbours
 (a segment beyond reach, a chain pass already within tolerance), np.where keeps each frame's own.
 
-It declines (a reason string) what it does not carry across frames: orientation goals other
-than pins', and sphere placement (a chain option). Poles are
+It declines (a reason string) sphere placement (a chain option, refused on trees by the one-frame
+kernel as well). Poles are
 applied after the iterations, as the one-frame kernel applies them (solvers.tree.poles), frame
 by frame on each frame's solved pose.
 """
@@ -35,9 +35,9 @@ from .lanes import (
     rotate,
     scaled,
     side,
+    slerp,
     swing,
     take,
-    toward,
     unit,
     where,
 )
@@ -55,8 +55,6 @@ def reason(skeleton, effectors, options: dict) -> str | None:
     """Why the batch kernel cannot solve these frames together, or None."""
     if options.get("placement", "line") != "line":
         return "the tree passes place joints on lines (placement 'line'); sphere placement is for chains"
-    if any(e.orientation is not None and not e.pin for e in effectors):
-        return "orientation goals"
     return None
 
 
@@ -166,8 +164,15 @@ def make_step(skeleton, plan, tolerance: float):
             if child in holding:
                 w = np.where(holding[child], w * HOLD, w)
             if child == -1 and i in orientation:
-                # slerp toward the wanted frame by a pin's weight 1: the wanted frame itself
-                ox, oy, oz = rotate(orientation[i][0], vec)
+                wanted, weight = orientation[i]
+                if weight >= 1.0:  # slerp by 1 (a pin's): the wanted frame itself
+                    ox, oy, oz = rotate(wanted, vec)
+                else:  # the bone turned about its end toward its old head, then toward the wanted frame
+                    frame = frames[i]
+                    have = rotate(frame, vec)
+                    back = unit((-have[0], -have[1], -have[2]))
+                    turn = swing(back, unit((hx - tx, hy - ty, hz - tz)), lambda f=frame, b=back: side(f, b))
+                    ox, oy, oz = rotate(slerp(multiply(turn, frame), wanted, weight), vec)
                 ex, ey, ez = tx - ox, ty - oy, tz - oz
             else:
                 dx, dy, dz = hx - tx, hy - ty, hz - tz
@@ -242,7 +247,7 @@ def make_step(skeleton, plan, tolerance: float):
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)
         if i in orientation:
-            frame = toward(frame, orientation[i][0])
+            frame = slerp(frame, *orientation[i])
         new_local = normalize4(multiply(conjugate(rest) if p != -1 else const(conjugate(rest), size), frame))
         if i in clamped:
             q = joint_limits.clamp(limits, i, np.stack(np.broadcast_arrays(*new_local), axis=-1))

@@ -13,6 +13,8 @@ by zero, and np.where drops them.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..kernels.floats import multiply
@@ -132,9 +134,14 @@ def swing(u: tuple, v: tuple, fallback) -> tuple:
     ax, ay, az = cx / s, cy / s, cz / s
     along = ax * ux + ay * uy + az * uz
     ax, ay, az = unit((ax - along * ux, ay - along * uy, az - along * uz))
-    half = 0.5 * np.arctan2(s, dot)
-    sh = np.sin(half)
-    far = normalize4((np.cos(half), sh * ax, sh * ay, sh * az))
+    # math's atan2, sin and cos on the frames turning back (few), as the float kernel: numpy's
+    # may differ in the last bit, which the tree's iterations can amplify
+    idx = np.flatnonzero(back)
+    halves = [0.5 * math.atan2(a, b) for a, b in zip(s[idx].tolist(), dot[idx].tolist(), strict=True)]
+    sh, ch = np.zeros(back.shape), np.ones(back.shape)
+    sh[idx] = [math.sin(h) for h in halves]
+    ch[idx] = [math.cos(h) for h in halves]
+    far = normalize4((ch, sh * ax, sh * ay, sh * az))
     if np.any(back & ~(s > AXIS_EPS)):
         if callable(fallback):
             fallback = fallback()
@@ -158,6 +165,23 @@ def toward(a: tuple, wanted: tuple) -> tuple:
     dot = a[0] * wanted[0] + a[1] * wanted[1] + a[2] * wanted[2] + a[3] * wanted[3]
     flip = dot < 0.0
     return tuple(np.where(flip, -c, c) for c in wanted)
+
+
+def slerp(a: tuple, b: tuple, t: float) -> tuple:
+    """solvers.tree.slerp per frame (t the same for every frame)."""
+    if t >= 1.0:
+        return toward(a, b)
+    dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+    flip = dot < 0.0
+    b = tuple(np.where(flip, -c, c) for c in b)
+    dot = np.where(flip, -dot, dot)
+    close = dot > 1.0 - 1e-12
+    # math's acos and sin, not numpy's: acos near 1 turns a last-bit difference into ~1e-8
+    angle = np.array([math.acos(min(x, 1.0)) for x in dot.tolist()])
+    sin = np.array([math.sin(x) for x in angle.tolist()])
+    s = np.where(close, 1.0 - t, np.array([math.sin((1.0 - t) * x) for x in angle.tolist()]) / sin)
+    u = np.where(close, t, np.array([math.sin(t * x) for x in angle.tolist()]) / sin)
+    return normalize4(tuple(s * x + u * y for x, y in zip(a, b, strict=True)))
 
 
 def between(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tuple) -> tuple:
