@@ -22,6 +22,7 @@ import numpy as np
 from .. import limits as joint_limits
 from ..kernels.floats import multiply
 from . import rows
+from . import run_many as run_many_module
 from .fabrik import HOLD, INNER, SHELL_MARGIN, _segments, free_twist
 from .fabrik import make_step as make_float_step
 from .lanes import (
@@ -66,6 +67,9 @@ def solve_many(skeleton, local, effectors, positions, poles, tolerance: float, m
     if why is not None:
         return why
     m = len(positions)
+    if m <= run_many_module.TAIL:
+        # the lanes would hand every frame to the float kernel at once, after their setup
+        return f"{m} frames, too few to share lanes (at most {run_many_module.TAIL}): each solved alone"
     plan = make_plan(skeleton, effectors)
     free = plan.steps.get("free")
     if free is None:
