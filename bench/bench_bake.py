@@ -39,7 +39,7 @@ from mathutils import Vector
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blender_bench import bake_action, load_extension, select_only  # noqa: E402
+from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
 
 
 def fcurves(obj):
@@ -439,12 +439,8 @@ def main() -> None:
             print("\n" + line)
     finally:
         ext.unregister()
-    sys.stdout.flush()
-    if bpy.app.version < (5, 0, 0):
-        import os
-
-        os._exit(0)  # 4.2 wheel: crash at exit after add-on classes were registered
 
 
 if __name__ == "__main__":
     main()
+    exit_after_main()

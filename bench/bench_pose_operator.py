@@ -27,7 +27,7 @@ from mathutils import Vector
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blender_bench import load_extension  # noqa: E402
+from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 N_BONES = 5
 
@@ -208,8 +208,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    if bpy.app.version < (5, 0, 0):
-        # The 4.x bpy wheel can segfault at interpreter exit after add-on classes were
-        # unregistered (see tests/blender/conftest.py); all output is printed by now.
-        sys.stdout.flush()
-        os._exit(0)
+    exit_after_main()

@@ -27,7 +27,7 @@ import bpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_bake import animate_target, chain_rig, fcurves, measure, rigify_arm  # noqa: E402
-from blender_bench import load_extension  # noqa: E402
+from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 BLENDER_OPS = (
     [("Decimate ratio", {"mode": "RATIO", "factor": f}) for f in (0.5, 0.75, 0.9)]
@@ -121,12 +121,8 @@ def main() -> None:
         print("\n".join(lines))
     finally:
         ext.unregister()
-    sys.stdout.flush()
-    if bpy.app.version < (5, 0, 0):
-        import os
-
-        os._exit(0)  # 4.2 wheel: crash at exit after add-on classes were registered
 
 
 if __name__ == "__main__":
     main()
+    exit_after_main()

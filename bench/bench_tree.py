@@ -50,7 +50,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blender_bench import bake_action, load_extension, select_only  # noqa: E402
+from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
 
 ARMS = [("forearm.L", 5, True), ("forearm.R", 5, True)]
 CASES = {
@@ -428,8 +428,4 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    if bpy.app.version < (5, 0, 0):
-        import os
-
-        os._exit(0)  # 4.2 wheel: crash at interpreter exit after Rigify's enable/disable (tests/blender/conftest.py)
+    exit_after_main()

@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tree import CASES, bake_blender, evaluated, metarig, smooth_motion  # noqa: E402
-from blender_bench import load_extension  # noqa: E402
+from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 TOLERANCE = 1e-5
 
@@ -139,8 +139,4 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
-    sys.stdout.flush()
-    if bpy.app.version < (5, 0, 0):
-        import os
-
-        os._exit(0)
+    exit_after_main()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -55,3 +56,12 @@ def bake_action(frames: int) -> float:
     seconds = time.perf_counter() - start
     assert result == {"FINISHED"}, result
     return seconds
+
+
+def exit_after_main() -> None:
+    """Flush the output; on the 4.x bpy wheel leave at once: it can crash at interpreter exit after
+    add-on classes were registered or Rigify enabled (tests/blender/conftest.py). Call it only
+    when a bench runs as a script (a test importing a bench keeps its process)."""
+    sys.stdout.flush()
+    if bpy.app.version < (5, 0, 0):
+        os._exit(0)

@@ -32,7 +32,7 @@ from mathutils import Vector
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blender_bench import load_extension  # noqa: E402
+from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 FRAMES = 250
 NAMES = ("upper_arm.L", "forearm.L")
@@ -118,12 +118,8 @@ def main() -> None:
                 )
     finally:
         ext.unregister()
-    sys.stdout.flush()
-    if bpy.app.version < (5, 0, 0):
-        import os
-
-        os._exit(0)
 
 
 if __name__ == "__main__":
     main()
+    exit_after_main()
