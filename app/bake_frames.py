@@ -139,7 +139,6 @@ class FrameChains:
             )
             for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
                 self.solved.scales[name][k] = y
-        tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
         solve_start = time.perf_counter()
         # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
         # chain bone: read both from the evaluated pose, where they are consistent.
@@ -149,11 +148,8 @@ class FrameChains:
         solution = solvers.solve(
             chain.chain,
             target,
-            method=spec.method,
-            tolerance=tolerance,
-            max_iterations=spec.max_iterations or None,
+            **spec.solver_arguments(spec.local_tolerance(space)),
             **solve.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
-            **spec.options,
         )
         if solution.reason:
             self.solver_reasons.setdefault(spec.tip, solution.reason)

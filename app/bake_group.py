@@ -11,17 +11,15 @@ Two ways through it (the bake's report says which):
 
 from __future__ import annotations
 
-import dataclasses
 import time
 
 import numpy as np
 
 from .. import solvers
-from ..rig import keys, modes, sampling, sequence, tree, tree_write
+from ..rig import keys, modes, sampling, sequence, tree_write
 from ..rig.fk import PoseFK
-from .checks import check_group, check_no_stretch_scale
-from .group_solve import group_effectors, group_notes, group_tolerance, solve_tree
-from .groups import chain_names, group_label
+from .group_solve import group_effectors, group_notes, group_rig, solve_tree
+from .groups import group_label
 from .spec import ChainSpec
 
 
@@ -31,14 +29,11 @@ class GroupFrames:
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs = obj, specs
         self.lead = specs[0]
-        self.chains = [(s.tip, s.chain_length, s.use_tail) for s in specs]
-        self.layout = tree.tree_layout(obj, self.chains)
+        self.rig = group_rig(obj, specs)
+        self.layout = self.rig.layout
         self.label = group_label(specs)
-        self.chain_names = [chain_names(obj, s) for s in specs]
         # A pinned tip's held point per frame (world), for the playback measure.
         self.held = {s.label: np.empty((frames, 3)) for s in specs if s.pin}
-        check_group(obj, specs, self.layout.names)
-        check_no_stretch_scale(obj, self.layout.names)
         self.reason = group_notes(obj, specs, self.layout.names, "")
         # The bones the group hangs from: solved earlier in a frame, they pose it (rig.fk).
         pose = obj.pose.bones
@@ -70,10 +65,7 @@ class GroupFrames:
         if state is not None:
             solved = {n: state.state_q[n] for n in self.above if n in state.state_q}
             fk = PoseFK(obj_eval, solved) if solved else None
-        skeleton, local, names = tree.read_tree(self.obj, obj_eval, self.chains, self.layout, fk)
-        if not self.lead.use_limits and skeleton.limits is not None:
-            skeleton = dataclasses.replace(skeleton, limits=None)
-        return skeleton, local, names, group_tolerance(space, self.lead, skeleton, names, self.chain_names)
+        return self.rig.read(self.obj, obj_eval, space, fk)
 
     def step(self, state, k: int, obj_eval, depsgraph, space) -> None:
         """Frame `k`, evaluated: read, solve from its input pose, keep its channel values."""
@@ -119,15 +111,7 @@ class GroupFrames:
         start = time.perf_counter()
         lead = self.lead
         batch = solvers.solve_skeleton_many(
-            skeleton,
-            local,
-            template,
-            positions,
-            poles=poles,
-            method=lead.method,
-            tolerance=tolerance,
-            max_iterations=lead.max_iterations or None,
-            **lead.options,
+            skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
         )
         seconds = time.perf_counter() - start
         if batch.reason:

@@ -50,15 +50,9 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         check_in_view_layer(obj, spec, depsgraph)
     obj_eval = obj.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
-    chains = [(s.tip, s.chain_length, s.use_tail) for s in specs]
-    layout = tree.tree_layout(obj, chains)
-    check_group(obj, specs, layout.names)
-    check_no_stretch_scale(obj, layout.names)
-    skeleton, local, names = tree.read_tree(obj, obj_eval, chains, layout)
-    if not lead.use_limits and skeleton.limits is not None:
-        skeleton = dataclasses.replace(skeleton, limits=None)
-    effectors = group_effectors(obj_eval, space, specs, layout.effectors, names, depsgraph)
-    tolerance = group_tolerance(space, lead, skeleton, names, [chain_names(obj, s) for s in specs])
+    group = group_rig(obj, specs)
+    skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
+    effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     _, heads_in, ends_in = skeleton.forward(local)
@@ -68,8 +62,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     notes = group_notes(obj, specs, names, solution.reason)
     elapsed = (time.perf_counter() - start) * 1e3
     outcomes, claimed = [], set()
-    for k, (spec, goal) in enumerate(zip(specs, effectors, strict=True)):
-        chain = chain_names(obj, spec)
+    for k, (spec, goal, chain) in enumerate(zip(specs, effectors, group.chain_bones, strict=True)):
         own = [n for n in chain if n not in claimed]
         claimed.update(own)
         part = rig.PoseWrite(
@@ -94,17 +87,37 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     return outcomes
 
 
+@dataclass(frozen=True)
+class GroupRig:
+    """A group's structure in the armature, read and checked once (a bake: once per bake)."""
+
+    specs: tuple[ChainSpec, ...]  # led by the first (groups.led_by)
+    layout: tree.TreeLayout
+    chain_bones: tuple[tuple[str, ...], ...]  # per chain, its bones root first
+
+    def read(self, obj, obj_eval, space, fk=None) -> tuple:
+        """(skeleton, input local rotations, bone names, tolerance in armature space) of the
+        evaluated pose (`fk`: see rig.tree.read_tree); the lead's Use Bone IK Limits applies."""
+        chains = [(s.tip, s.chain_length, s.use_tail) for s in self.specs]
+        skeleton, local, names = tree.read_tree(obj, obj_eval, chains, self.layout, fk)
+        lead = self.specs[0]
+        if not lead.use_limits and skeleton.limits is not None:
+            skeleton = dataclasses.replace(skeleton, limits=None)
+        return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
+
+
+def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
+    """The group's tree layout and chains, after the checks only a group needs (targets riding on
+    its bones, a bone left stretched)."""
+    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
+    check_group(obj, specs, layout.names)
+    check_no_stretch_scale(obj, layout.names)
+    return GroupRig(tuple(specs), layout, tuple(chain_names(obj, s) for s in specs))
+
+
 def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
     """`solvers.solve_skeleton` with the lead chain's solver settings."""
-    return solvers.solve_skeleton(
-        skeleton,
-        local,
-        effectors,
-        method=lead.method,
-        tolerance=tolerance,
-        max_iterations=lead.max_iterations or None,
-        **lead.options,
-    )
+    return solvers.solve_skeleton(skeleton, local, effectors, **lead.solver_arguments(tolerance))
 
 
 def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
@@ -112,7 +125,7 @@ def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
     solver's default share of the shortest chain's length, so each tip meets what its own chain
     alone would be held to (and what reports measure it against)."""
     if lead.tolerance > 0.0:
-        return space.distance_to_local(lead.tolerance)
+        return lead.local_tolerance(space)
     where = {n: i for i, n in enumerate(names)}
     shortest = min(sum(float(skeleton.lengths[where[n]]) for n in chain) for chain in chains)
     return solvers.DEFAULT_RELATIVE_TOLERANCE * shortest

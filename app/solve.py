@@ -77,15 +77,11 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         rig_chain, scales = rig.stretch.read_stretched(
             obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target, from_rest=from_rest
         )
-    tolerance = space.distance_to_local(spec.tolerance) if spec.tolerance > 0.0 else None
     solution = solvers.solve(
         rig_chain.chain,
         target,
-        method=spec.method,
-        tolerance=tolerance,
-        max_iterations=spec.max_iterations or None,
+        **spec.solver_arguments(spec.local_tolerance(space)),
         **goal_arguments(spec, depsgraph, obj_eval, space, rig_chain),
-        **spec.options,
     )
     points, rotations = solution.rows()  # floats: no array round trip
     write = rig.compute_pose(obj, rig_chain, rotations, spec.influence, use_locks=spec.use_locks)

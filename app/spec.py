@@ -47,6 +47,16 @@ class ChainSpec:
         """How reports name the chain: its panel name, else its tip bone."""
         return self.name or self.tip
 
+    def local_tolerance(self, space) -> float | None:
+        """The reach tolerance in the armature's space (`rig.ObjectSpace`); None: the solver's default."""
+        return space.distance_to_local(self.tolerance) if self.tolerance > 0.0 else None
+
+    def solver_arguments(self, tolerance: float | None) -> dict:
+        """The solver's method, tolerance (armature space), iteration cap and options, as keywords
+        of solvers.solve, solve_skeleton and solve_skeleton_many."""
+        cap = self.max_iterations or None
+        return {"method": self.method, "tolerance": tolerance, "max_iterations": cap, **self.options}
+
 
 def spec_from_item(item, **overrides) -> ChainSpec:
     """A ChainSpec from a ChainIKChain item; keyword arguments override its fields."""
