@@ -151,12 +151,13 @@ def solve_live(scene, depsgraph) -> int:
 
 def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
     """Solve one group with a live chain if its inputs changed; the number of chains solved."""
-    names = dict.fromkeys(n for item in items for n in groups.chain_names(obj_eval, item))
+    chains = [groups.chain_names(obj_eval, item) for item in items]
+    names = dict.fromkeys(n for chain in chains for n in chain)
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
-    for item in items:
+    for item, chain in zip(items, chains, strict=True):
         target_eval = rig.evaluated(item.target, depsgraph) if item.target is not None else None
         parts += _goal_parts(item, target_eval, depsgraph)
-        parts.append(_bone_parts(obj_eval, item, groups.chain_names(obj_eval, item)))
+        parts.append(_bone_parts(obj_eval, item, chain))
     # The pose the group hangs from (its own bones move with every solve: not watched).
     pose = obj_eval.pose.bones
     parents = {pose[n].parent.name for n in names if pose[n].parent is not None} - set(names)
