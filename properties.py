@@ -18,7 +18,6 @@ from bpy.props import (
     StringProperty,
 )
 
-from .app import watching
 from .rig.protected import MAX_FRAME
 from .solvers import REGISTRY
 
@@ -27,6 +26,10 @@ METHOD_ITEMS = [(m.name, m.label, m.description) for m in REGISTRY.values()]
 # The chain item's property for a method's option, where it is not the option's own name
 # (these were named before the registry; renaming them would lose saved settings).
 PROPERTY_NAMES = {("fabrik", "placement"): "fabrik_placement", ("jacobian", "variant"): "jacobian_variant"}
+# The armatures Live visits (app.live keeps this set): switching a chain to Live adds its armature
+# here, so the next update solves it without looking over every object. Kept here, not in app/,
+# so that the `live` property's update imports nothing from the layers above.
+live_armatures: set[str] = set()
 
 
 def option_property(method: str, option: str) -> str:
@@ -80,7 +83,7 @@ class ChainIKResult(bpy.types.PropertyGroup):
 
 def _live_changed(self, _context) -> None:
     if self.live:
-        watching.watch(self.id_data)
+        live_armatures.add(self.id_data.name)
 
 
 @overridable

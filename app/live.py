@@ -24,10 +24,10 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from .. import rig
+from .. import properties, rig
 from ..rig import protected
 from ..rig.sampling import LIVE_HANDLER_MARK
-from . import group_solve, groups, solve, spec, watching
+from . import group_solve, groups, solve, spec
 from .result import measured_error, store_result
 
 _signatures: dict[tuple[str, int], tuple] = {}
@@ -80,9 +80,9 @@ def _bone_parts(obj_eval, item, names) -> tuple:
     return tuple(parts)
 
 
-_watch = watching.names  # names of the objects that had a live chain when last looked at
+# Names of the objects that had a live chain when last looked at (the `live` switch adds to it).
+_watch = properties.live_armatures
 _scanned = -1  # len(bpy.data.objects) then; -1: look again
-watch = watching.watch
 
 
 def forget_watch() -> None:
