@@ -7,6 +7,8 @@ on the chain so the panel can draw them (draw code must not compute).
 
 # No `from __future__ import annotations`: `overridable` edits the property annotations, which
 # must be the bpy.props objects, not strings.
+from collections.abc import Iterable
+
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -19,26 +21,14 @@ from bpy.props import (
 )
 
 from .rig.protected import MAX_FRAME
-from .solvers import REGISTRY
+from .solvers import REGISTRY, Method, Option
 
 # Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.
 METHOD_ITEMS = [(m.name, m.label, m.description) for m in REGISTRY.values()]
-# The chain item's property for a method's option, where it is not the option's own name
-# (these were named before the registry; renaming them would lose saved settings).
-PROPERTY_NAMES = {("fabrik", "placement"): "fabrik_placement", ("jacobian", "variant"): "jacobian_variant"}
 # The armatures Live visits (app.live keeps this set): switching a chain to Live adds its armature
 # here, so the next update solves it without looking over every object. Kept here, not in app/,
 # so that the `live` property's update imports nothing from the layers above.
 live_armatures: set[str] = set()
-
-
-def option_property(method: str, option: str) -> str:
-    """The ChainIKChain property holding `option` of solver `method`."""
-    return PROPERTY_NAMES.get((method, option), option)
-
-
-def _option(method: str, name: str):
-    return next(o for o in REGISTRY[method].options if o.name == name)
 
 
 def method_options(item, method: str) -> dict:
@@ -48,8 +38,48 @@ def method_options(item, method: str) -> dict:
     entry = REGISTRY.get(method)
     if entry is None:
         return {}
-    values = {o.name: getattr(item, option_property(method, o.name)) for o in entry.options}
+    values = {o.name: getattr(item, o.property_name) for o in entry.options}
     return {o.name: values[o.name] if o.active(values) else o.default for o in entry.options}
+
+
+def option_property(option: Option):
+    """The bpy property holding a method option, built from its registry declaration alone."""
+    keywords = {"name": option.label, "description": option.description, "default": option.panel_default}
+    if option.choices:
+        return EnumProperty(items=option.choices, **keywords)
+    if isinstance(option.default, bool):
+        return BoolProperty(**keywords)
+    limits = {"min": option.minimum, "max": option.maximum, "soft_max": option.soft_maximum}
+    limits.update(subtype=option.subtype or None, unit=option.unit or None)
+    keywords.update((key, value) for key, value in limits.items() if value is not None)
+    if isinstance(option.default, int):
+        return IntProperty(**keywords)
+    if isinstance(option.default, float):
+        return FloatProperty(**keywords)
+    raise TypeError(f"option {option.name}: no property for a {type(option.default).__name__} default")
+
+
+def option_properties(methods: Iterable[Method]) -> dict:
+    """Property name -> bpy property, one per option of `methods` (an option that several
+    methods declare alike shares one; declared differently, it is an error)."""
+    found: dict = {}
+    for method in methods:
+        for option in method.options:
+            prop = option_property(option)
+            known = found.setdefault(option.property_name, prop)
+            if (known.function, known.keywords) != (prop.function, prop.keywords):
+                raise ValueError(f"option property {option.property_name!r} is declared twice, differently")
+    return found
+
+
+def with_method_options(cls):
+    """`cls` with a property per method option of the registry (the panel's solver settings)."""
+    options = option_properties(REGISTRY.values())
+    clash = set(options) & set(cls.__annotations__)
+    if clash:
+        raise ValueError(f"method options named as chain settings: {', '.join(sorted(clash))}")
+    cls.__annotations__.update(options)
+    return cls
 
 
 def overridable(cls):
@@ -87,8 +117,9 @@ def _live_changed(self, _context) -> None:
 
 
 @overridable
+@with_method_options
 class ChainIKChain(bpy.types.PropertyGroup):
-    """One IK chain: which bones, which target, which solver."""
+    """One IK chain: which bones, which target, which solver (its options: `with_method_options`)."""
 
     name: StringProperty(name="Name", default="Chain")
     tip: StringProperty(name="Tip Bone", description="The last bone of the chain (its tail or head reaches)")
@@ -121,61 +152,6 @@ class ChainIKChain(bpy.types.PropertyGroup):
     )
     max_iterations: IntProperty(
         name="Max Iterations", description="Iteration cap for iterative solvers; 0: solver default", default=0, min=0
-    )
-    fold_angle: FloatProperty(
-        name="Fold Angle",
-        description="Triangulation: largest bend between a bone and its parent, degrees",
-        default=_option("triangulation", "fold_angle").default,
-        min=90.0,
-        max=180.0,
-    )
-    smooth_fold: FloatProperty(
-        name="Smooth Fold",
-        description=(
-            "Triangulation with a 180° fold: 0 folds sharply as in the paper (a joint can pop when the target"
-            " crosses the fold distance); 1 keeps every joint's speed bounded, for animation and bakes"
-        ),
-        default=1.0,
-        min=0.0,
-        max=1.0,
-        subtype="FACTOR",
-    )
-    fabrik_placement: EnumProperty(
-        name="Placement",
-        items=_option("fabrik", "placement").choices,
-        default=_option("fabrik", "placement").default,
-    )
-    jacobian_variant: EnumProperty(
-        name="Variant", items=_option("jacobian", "variant").choices, default=_option("jacobian", "variant").default
-    )
-    damping: FloatProperty(
-        name="Damping",
-        description="Jacobian DLS damping, relative to the chain length",
-        default=_option("jacobian", "damping").default,
-        min=0.0,
-        soft_max=1.0,
-    )
-    max_step: FloatProperty(
-        name="Max Step",
-        description="Jacobian: largest rotation per joint per iteration",
-        default=_option("jacobian", "max_step").default,
-        min=1e-4,
-        max=3.14159,
-        subtype="ANGLE",
-    )
-    nullspace_gain: FloatProperty(
-        name=_option("jacobian", "nullspace_gain").label,
-        description=_option("jacobian", "nullspace_gain").description,
-        default=_option("jacobian", "nullspace_gain").default,
-        min=0.0,
-        max=1.0,
-        subtype="FACTOR",
-    )
-    attractor: EnumProperty(
-        name=_option("jacobian", "attractor").label,
-        description=_option("jacobian", "attractor").description,
-        items=_option("jacobian", "attractor").choices,
-        default=_option("jacobian", "attractor").default,
     )
     influence: FloatProperty(
         name="Influence", description="Blend from the current pose (0) to the solved one (1)", default=1.0, min=0, max=1

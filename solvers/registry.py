@@ -74,8 +74,16 @@ class Option:
     """One method option. `check(value) -> value` raises ValueError naming the problem.
     `choices` ((identifier, label, description), ...) for enumerations; `active(options)`
     says whether the option has an effect with the other options as given (the panel
-    greys it out, and `options_from` in the Blender layer passes its default instead; the core
-    itself refuses a contradictory combination, see `Method.check`)."""
+    greys it out, and `properties.method_options` in the Blender layer passes its default
+    instead; the core itself refuses a contradictory combination, see `Method.check`).
+
+    The rest says how the panel shows it: the Blender layer builds the chain item's property
+    from this declaration alone (properties.py; its type follows the default's: bool, int,
+    float, or an enumeration with `choices`), with `label` as its name and `description` as
+    its tooltip. `panel_default` is the panel's default where it differs from the core's
+    `default`, and then `why` must say why (it defaults to `default`). Saved files keep a value
+    under `property_name`, and an enumeration's as the index of its choice: add choices at the
+    end, rename neither."""
 
     name: str
     default: object
@@ -84,6 +92,25 @@ class Option:
     check: Callable[[object], object]
     choices: tuple = ()
     active: Callable[[dict], bool] = field(default=lambda options: True)
+    minimum: float | None = None  # the panel's limits (None: Blender's); within what `check` accepts
+    maximum: float | None = None
+    soft_maximum: float | None = None  # where dragging stops (typing may go on to `maximum`)
+    subtype: str = ""  # Blender's property subtype: "FACTOR" (a slider), "ANGLE" (radians shown in degrees)
+    unit: str = ""  # Blender's property unit ("LENGTH": scene units)
+    stored_as: str = ""  # the chain item's property, where not `name` (named before the registry: files keep it)
+    panel_default: object = None
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.panel_default is None:
+            object.__setattr__(self, "panel_default", self.default)
+        elif self.panel_default != self.default and not self.why:
+            raise ValueError(f"option {self.name}: the panel's default differs from the core's; say why")
+
+    @property
+    def property_name(self) -> str:
+        """The Blender chain item's property holding this option."""
+        return self.stored_as or self.name
 
 
 @dataclass(frozen=True)
@@ -272,6 +299,8 @@ TRIANGULATION = Method(
             "Fold Angle",
             "Triangulation: largest bend between a bone and its parent, degrees",
             _fold_angle,
+            minimum=90.0,
+            maximum=180.0,
         ),
         Option(
             "smooth_fold",
@@ -281,6 +310,12 @@ TRIANGULATION = Method(
             " crosses the fold distance); 1 keeps every joint's speed bounded, for animation and bakes",
             _real("smooth_fold", 0.0, 1.0),
             active=lambda options: options.get("fold_angle", 180.0) == 180.0,
+            minimum=0.0,
+            maximum=1.0,
+            subtype="FACTOR",
+            panel_default=1.0,
+            why="a chain in Blender is animated (Live, Bake): a joint must not pop where the target crosses"
+            " the fold distance; the core's default is the paper's method",
         ),
     ),
     max_iterations=1,
@@ -304,6 +339,7 @@ FABRIK = Method(
             "Where each pass puts a joint",
             _choice("placement", PLACEMENT_CHOICES),
             PLACEMENT_CHOICES,
+            stored_as="fabrik_placement",
         ),
     ),
     max_iterations=100,
@@ -342,6 +378,7 @@ JACOBIAN = Method(
             "How the Jacobian is inverted",
             _choice("variant", VARIANT_CHOICES),
             VARIANT_CHOICES,
+            stored_as="jacobian_variant",
         ),
         Option(
             "damping",
@@ -350,6 +387,8 @@ JACOBIAN = Method(
             "Jacobian DLS damping, relative to the chain length",
             _real("damping", 0.0),
             active=lambda options: options.get("variant", "dls") == "dls",
+            minimum=0.0,
+            soft_maximum=1.0,
         ),
         Option(
             "max_step",
@@ -357,6 +396,9 @@ JACOBIAN = Method(
             "Max Step",
             "Jacobian: largest rotation per joint per iteration",
             _real("max_step", 0.0, strict=True),
+            minimum=1e-4,
+            maximum=3.14159,
+            subtype="ANGLE",
         ),
         Option(
             "nullspace_gain",
@@ -366,6 +408,9 @@ JACOBIAN = Method(
             " the attractor pose, only in the nullspace of the goals (they are unaffected to first order);"
             " 0 is off. One chain alone ignores it",
             _real("nullspace_gain", 0.0, 1.0),
+            minimum=0.0,
+            maximum=1.0,
+            subtype="FACTOR",
         ),
         Option(
             "attractor",

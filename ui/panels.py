@@ -111,7 +111,7 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         for option in method.options:
             row = col.row()
             row.active = option.active(values)  # greyed out: it has no effect with the other options
-            row.prop(item, properties.option_property(method.name, option.name))
+            row.prop(item, option.property_name)
 
 
 def _draw_group(layout, obj, item, group) -> None:

@@ -34,6 +34,24 @@ def test_every_method_is_declared_once_with_checked_defaults():
                 assert option.default in [c[0] for c in option.choices]
 
 
+def test_the_panels_declarations_are_within_the_checks():
+    """What the panel lets a user set (its limits, its default) the core accepts; a panel default
+    apart from the core's says why (Smooth Fold, the only one); one property name per option."""
+    names = {}
+    for method in registry.METHOD_LIST:
+        for option in method.options:
+            assert names.setdefault(option.property_name, option) is option
+            for value in (option.minimum, option.maximum, option.panel_default):
+                if value is not None:
+                    assert option.check(value) == value
+            assert (option.panel_default != option.default) == bool(option.why)
+    apart = [name for name, o in names.items() if o.panel_default != o.default]
+    assert apart == ["smooth_fold"]
+    assert registry.get("fabrik").options[0].property_name == "fabrik_placement"
+    with pytest.raises(ValueError, match="the panel's default differs from the core's; say why"):
+        registry.Option("x", 0.0, "X", "An option", float, panel_default=1.0)
+
+
 @pytest.mark.parametrize(
     "method, options, words",
     [
