@@ -138,14 +138,17 @@ def solve_live(scene, depsgraph) -> int:
                 key, solve_unit = (obj.name, members), _solve_group
                 name = " + ".join(item.name for item in items)
             try:
-                solved += solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
+                count = solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
             except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
                 _report_once(key, obj, name, exc)
             else:
-                _reported.pop(key, None)
-        for index in range(len(chains)):  # chains no longer live alone: solve afresh when they are again
+                if count:  # solved (not merely unchanged): a later failure is news again
+                    _reported.pop(key, None)
+                solved += count
+        for index in range(len(chains)):  # chains no longer live alone: solve (and report) afresh when they are again
             if index not in alone:
                 _signatures.pop((obj.name, index), None)
+                _reported.pop((obj.name, index), None)
     return solved
 
 
