@@ -148,6 +148,8 @@ def _live_pose(obj, leaders: list[str]) -> dict[str, tuple]:
 
 def _put_back(obj, held: dict[str, tuple]) -> None:
     """The Live chains' pose as `_live_pose` held it, solved afresh at the next frame."""
+    if not held:
+        return
     pose = obj.pose.bones
     for name, (rotation, scale) in held.items():
         rig.apply(obj, {name: rotation})
