@@ -236,6 +236,18 @@ class ChainIKChain(bpy.types.PropertyGroup):
         name="IK Constraint",
         description="The tip bone's IK constraint this chain was made from, and Constraints from Chains writes",
     )
+    # How Chains from IK Constraints switched that constraint off, so that adopting again reads the
+    # constraint's own settings, not the mute (or influence 0) it set itself.
+    replaced: EnumProperty(
+        name="Constraint Switched Off By",
+        items=[
+            ("NONE", "None", "The constraint was left as it was"),
+            ("MUTE", "Mute", "The constraint was muted"),
+            ("INFLUENCE", "Influence", "The constraint's influence was set to 0 (a driver or keys set its mute)"),
+        ],
+        default="NONE",
+        options={"HIDDEN"},
+    )
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import rig
 from ..rig import keys, protected, reduce
-from . import bake_report, bake_solve, groups, live, solve
+from . import bake_report, bake_solve, groups, live, live_above, solve
 from .checks import changed_mid_bake
 from .spec import ChainSpec
 
@@ -120,6 +120,20 @@ def bake(
             return done.value
 
 
+def _refuse_live_above(obj, specs: list[ChainSpec], names) -> None:
+    """Live is held off while baking: a live chain posing bones the baked chains hang from (or their
+    own-armature targets ride on) would stay put through the bake while playback moves it. One that
+    poses baked bones too is switched off after the bake (switch_off), so its pose then stays."""
+    baked = set(names)
+    for item, posed in live_above.live_chains_above(obj, names, specs):
+        if not baked.intersection(posed):
+            raise ValueError(
+                f"Live chain '{item.name}' poses bone '{posed[0]}', which the baked chains hang from (or a target"
+                " rides on), and Live is held off while baking: the keys would follow a pose that playback moves."
+                " Bake it with them, or switch its Live off; nothing was keyed"
+            )
+
+
 def bake_steps(
     context,
     obj,
@@ -151,6 +165,7 @@ def bake_steps(
         names += chain
         weights = stretch_weights(obj, spec)
         stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
+    _refuse_live_above(obj, specs, names)
     specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
     if stretched:

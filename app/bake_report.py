@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import rig, solvers
+from ..solvers import quat
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -72,12 +73,13 @@ class _Track:
             ).to_quaternion()
             for b in bones
         ]
+        rotations = np.array([q[:] for q in rotations])
         if self.previous is not None:
-            for before, now in zip(self.previous, rotations, strict=True):
-                # Either sign of a quaternion is the same rotation: the angle between them is 2 acos |dot|.
-                angle = math.degrees(2.0 * math.acos(min(1.0, abs(before.dot(now)))))
-                if angle > self.jump:
-                    self.jump, self.jump_frame = angle, frame
+            # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
+            # would read 0.04° where nothing turned).
+            angle = math.degrees(float(np.max(quat.angle_between(self.previous, rotations))))
+            if angle > self.jump:
+                self.jump, self.jump_frame = angle, frame
         self.previous = rotations
 
     def report(self, frames) -> ChainReport:

@@ -5,6 +5,14 @@ rotation that matches its partner (nothing is written during the loop); the valu
 continuous in each bone's rotation mode and keyed once at the end through the same writer as
 Bake, so a failure leaves the action untouched. The figures reported are measured by playing
 the new keys back.
+
+Live chains that pose a followed bone (or a bone above one) are solved at every frame as Live
+solves them on playback (`live.follow_frame`), so the FK keys follow their solution; the report
+names them. Live turns a chain from its last pose, so its pose at a frame depends on the frames
+played before: both passes (keys, then playback) start from the chains' pose as it was and play
+the range in order from its first frame, as a playback from here does, and that pose is put back
+at the end. Live chains that pose the FK bones are switched off once the keys are written (Live
+would pose those bones again over the keys), as Bake does.
 """
 
 from __future__ import annotations
@@ -16,24 +24,64 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Matrix
 
+from .. import rig
 from ..rig import fk_follow, keys, modes, protected
-from . import bake, live
+from . import bake, live, live_above
 
 # A followed bone that moves this much (armature units / matrix entries) when the FK bones are
 # nudged depends on them (a limb switched to FK): following it would chase its own tail.
 _DEPENDENCY_EPSILON = 1e-6
 
+# Worse than this on playback (degrees) and the FK bones do not follow. Blender's pose matrices
+# are float32: an FK bone re-posed exactly lands within about 3e-5 degrees of its partner (Rigify's
+# arm and leg), which the float64 measure (rig.fk_follow.follow_error) resolves; 1e-3 degrees is
+# 17 micrometres at the end of a 1 m bone, far above that noise and below anything visible.
+FOLLOW_TOLERANCE_DEGREES = 1e-3
+# A difference of stretch (posed over rest length) above this between an FK bone and its partner
+# is said: rotation keys do not lengthen bones, so their tails part even where they turn alike.
+STRETCH_TOLERANCE = 1e-5
+
 
 @dataclass
 class FkBakeResult:
     frames: int
+    first_frame: int
     seconds: float
     keys: int
     bones: tuple[str, ...]
     worst_angle: float  # degrees, FK bone vs its partner, on playback
     worst_distance: float  # world distance between their tails, on playback
+    worst_stretch: float = 0.0  # largest difference of posed / rest length between FK bone and partner
     locked: tuple[str, ...] = ()
     driven: tuple[str, ...] = ()
+    constrained: tuple[str, ...] = ()  # FK bones with constraints in effect
+    live: tuple[str, ...] = ()  # Live chains followed frame by frame, as on playback
+    live_off: tuple[str, ...] = ()  # Live chains switched off: they posed FK bones
+    loop_angle: float | None = None  # with Live chains: worst_angle on a second pass, looping from the last frame
+
+    def miss_warning(self) -> str:
+        """Why the report must warn that the FK bones do not follow, or ''."""
+        if self.worst_angle <= FOLLOW_TOLERANCE_DEGREES:
+            return ""
+        causes = []
+        if self.locked:
+            causes.append(f"locked rotation channels on {', '.join(self.locked)}")
+        if self.constrained:
+            causes.append(f"constraints on {', '.join(self.constrained)}")
+        if self.driven:
+            causes.append(f"drivers on {', '.join(self.driven)}")
+        why = "; ".join(causes) or "no lock, constraint or driver on them: their parents' scale or shear?"
+        return f"the FK bones miss their partners by up to {self.worst_angle:.3g}° on playback ({why})"
+
+    def loop_warning(self) -> str:
+        """With Live chains: how far a second, looping playback strays from the keys, if it does."""
+        if self.loop_angle is None or self.loop_angle <= FOLLOW_TOLERANCE_DEGREES:
+            return ""
+        return (
+            f"Live turns a chain from its last pose, so its pose at a frame depends on the frames played before:"
+            f" played again from the last frame, the followed bones stray up to {self.loop_angle:.3g}° from the"
+            " keys (Bake Chain IK on the Live chains first gives keys that always hold)"
+        )
 
 
 def check_independent(context, obj, plan: fk_follow.FollowPlan) -> None:
@@ -68,7 +116,58 @@ def check_independent(context, obj, plan: fk_follow.FollowPlan) -> None:
             )
 
 
-def _solve_frames(context, obj, plan, frames, progress) -> tuple[dict[str, np.ndarray], set[str]]:
+def live_leaders(obj, plan: fk_follow.FollowPlan) -> list[str]:
+    """The live, unmuted chains of `obj` that pose a followed bone or a bone above one: playback
+    moves the followed bones through them. Refused when one moves with the FK bones (its bones
+    hang below one, or its target or pole is one or rides on one): it would chase the keys."""
+    fk = set(plan.fk_names)
+    leaders = []
+    for item, _ in live_above.live_chains_above(obj, [follow for _, follow in plan.pairs]):
+        bones = rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail)
+        riding = live_above.with_ancestors(obj, bones[0])
+        for ob, bone in ((item.target, item.target_bone), (item.pole_target, item.pole_subtarget)):
+            if ob == obj and bone:
+                riding |= live_above.with_ancestors(obj, bone)
+        if fk.intersection(riding):
+            raise ValueError(
+                f"Live chain '{item.name}' moves with the FK bones (through '{sorted(fk & riding)[0]}'): it"
+                " would follow the keys being made; nothing was keyed"
+            )
+        leaders.append(item.name)
+    return leaders
+
+
+def _live_pose(obj, leaders: list[str]) -> dict[str, tuple]:
+    """The rotation channels and scale of the bones the Live `leaders` pose (Live writes both)."""
+    names = set()
+    for item in (obj.chain_ik.chains[name] for name in leaders):
+        names.update(rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail))
+    pose = obj.pose.bones
+    return {n: (rig.snapshot(obj, [n])[n], tuple(pose[n].scale)) for n in sorted(names)}
+
+
+def _put_back(obj, held: dict[str, tuple]) -> None:
+    """The Live chains' pose as `_live_pose` held it, solved afresh at the next frame."""
+    if not held:
+        return
+    pose = obj.pose.bones
+    for name, (rotation, scale) in held.items():
+        rig.apply(obj, {name: rotation})
+        pose[name].scale = scale
+    live.solve_again(obj)
+
+
+def _follow_live(context, obj, leaders: list[str], frame: int) -> None:
+    """Solve the Live chains at this frame as playback does; refuse where a leader cannot be."""
+    if not leaders:
+        return
+    for ob, names, why in live.follow_frame(context.scene, context.evaluated_depsgraph_get()):
+        if ob == obj and set(names).intersection(leaders):
+            chains = " + ".join(names)
+            raise ValueError(f"Live chain '{chains}' cannot be solved at frame {frame}: {why}; nothing was keyed")
+
+
+def _solve_frames(context, obj, plan, frames, progress, leaders) -> tuple[dict[str, np.ndarray], set[str]]:
     """FK bone -> (frames, channels) values, continuous frame to frame; and the bones with locks."""
     scene = context.scene
     pose = obj.pose.bones
@@ -77,6 +176,7 @@ def _solve_frames(context, obj, plan, frames, progress) -> tuple[dict[str, np.nd
     quats = {name: np.empty((len(frames), 4)) for name in plan.fk_names}
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
+        _follow_live(context, obj, leaders, int(frame))
         obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
         for name, q in fk_follow.solve_frame(obj_eval, plan).items():
             quats[name][k] = q.normalized()[:]
@@ -94,17 +194,19 @@ def _solve_frames(context, obj, plan, frames, progress) -> tuple[dict[str, np.nd
     return values, locked
 
 
-def _playback(context, obj, plan, frames, progress) -> tuple[float, float]:
+def _playback(context, obj, plan, frames, progress, leaders) -> tuple[float, float, float]:
     scene = context.scene
-    worst_angle = worst_distance = 0.0
+    worst = [0.0, 0.0, 0.0]
     for k, frame in enumerate(frames):
         scene.frame_set(int(frame))
+        if leaders:  # as on playback; a chain that fails here failed above, before any key
+            live.follow_frame(scene, context.evaluated_depsgraph_get())
         obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
-        angle, distance = fk_follow.follow_error(obj_eval, plan, obj_eval.matrix_world)
-        worst_angle, worst_distance = max(worst_angle, angle), max(worst_distance, distance)
+        figures = fk_follow.follow_error(obj_eval, plan, obj_eval.matrix_world)
+        worst = [max(a, b) for a, b in zip(worst, figures, strict=True)]
         if progress is not None:
             progress(0.8 + 0.2 * (k + 1) / len(frames), int(frame))
-    return worst_angle, worst_distance
+    return worst[0], worst[1], worst[2]
 
 
 def bake_fk(
@@ -124,26 +226,41 @@ def bake_fk(
     refusal = protected.keying_refusal(obj, plan.fk_names)
     if refusal:
         raise ValueError(refusal)
+    leaders = live_leaders(obj, plan)
+    held = _live_pose(obj, leaders)
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
-    live.set_busy(True)  # frame_set runs Live's handler: it must not pose the rig meanwhile
+    live.set_busy(True)  # frame_set runs Live's handler: Live chains are solved here, in order, instead
     try:
         check_independent(context, obj, plan)
-        values, locked = _solve_frames(context, obj, plan, frames, progress)
+        _put_back(obj, held)
+        values, locked = _solve_frames(context, obj, plan, frames, progress, leaders)
         scene.frame_set(frame0, subframe=subframe0)
         count = bake.write_values(obj, frames, values, options)
-        worst_angle, worst_distance = _playback(context, obj, plan, frames, progress)
+        live_off = live.switch_off(obj, plan.fk_names)  # Live would pose them again over the keys
+        _put_back(obj, held)  # the playback starts where the keys' pass did
+        worst_angle, worst_distance, worst_stretch = _playback(context, obj, plan, frames, progress, leaders)
+        # Played again from where that pass ended (a looping playback): what Live's memory changes.
+        loop_angle = _playback(context, obj, plan, frames, None, leaders)[0] if leaders else None
     finally:
         scene.frame_set(frame0, subframe=subframe0)
+        _put_back(obj, held)  # the Live chains as they were
         live.set_busy(was_busy)
+    pose = obj.pose.bones
     return FkBakeResult(
         frames=len(frames),
+        first_frame=int(frames[0]),
         seconds=time.perf_counter() - start_time,
         keys=count,
         bones=plan.fk_names,
         worst_angle=worst_angle,
         worst_distance=worst_distance,
+        worst_stretch=worst_stretch,
         locked=tuple(sorted(locked)),
         driven=bake.driven_rotations(obj, plan.fk_names),
+        constrained=tuple(n for n in plan.fk_names if any(c.enabled and c.influence > 0 for c in pose[n].constraints)),
+        live=tuple(leaders),
+        live_off=live_off,
+        loop_angle=loop_angle,
     )

@@ -116,9 +116,11 @@ def _live_armatures(scene) -> list:
     return found
 
 
-def solve_live(scene, depsgraph) -> int:
+def solve_live(scene, depsgraph, errors: list | None = None) -> int:
     """Solve every live chain in `scene` whose inputs changed; returns how many were solved.
-    A live chain sharing bones with others is solved with its whole group (app.groups)."""
+    A live chain sharing bones with others is solved with its whole group (app.groups). A chain
+    that cannot be solved is printed once, or, given `errors`, added there as (armature, chain
+    names, why) for the caller to say."""
     solved = 0
     for obj in _live_armatures(scene):
         if obj.mode == "EDIT":
@@ -138,14 +140,20 @@ def solve_live(scene, depsgraph) -> int:
                 key, solve_unit = (obj.name, members), _solve_group
                 name = " + ".join(item.name for item in items)
             try:
-                solved += solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
+                count = solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
             except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
-                _report_once(key, obj, name, exc)
+                if errors is None:
+                    _report_once(key, obj, name, exc)
+                else:
+                    errors.append((obj, tuple(item.name for item in items), _message(exc)))
             else:
-                _reported.pop(key, None)
-        for index in range(len(chains)):  # chains no longer live alone: solve afresh when they are again
+                if count:  # solved (not merely unchanged): a later failure is news again
+                    _reported.pop(key, None)
+                solved += count
+        for index in range(len(chains)):  # chains no longer live alone: solve (and report) afresh when they are again
             if index not in alone:
                 _signatures.pop((obj.name, index), None)
+                _reported.pop((obj.name, index), None)
     return solved
 
 
@@ -200,14 +208,34 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
 _reported: dict[tuple[str, int], str] = {}  # live chain -> the error last printed for it
 
 
+def _message(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+
+
 def _report_once(key, obj, name: str, exc: Exception) -> None:
     """Print a live chain's error to the console once (the handler runs on every update; an
     operator's report is not available there); Solve reports the same error in words."""
-    message = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+    message = _message(exc)
     if _reported.get(key) != message:
         _reported[key] = message
         what = f"group '{name}'" if " + " in name else f"chain '{name}'"
         print(f"Chain IK Live: {what} of '{obj.name}' not solved: {message}", file=sys.stderr)
+
+
+def solve_again(obj) -> None:
+    """Solve `obj`'s live chains at the next update even where nothing they read changed."""
+    for key in [key for key in _signatures if key[0] == obj.name]:
+        del _signatures[key]
+
+
+def follow_frame(scene, depsgraph) -> list[tuple[object, tuple[str, ...], str]]:
+    """What Live does on a frame change, for a bake that steps through frames with the handler held
+    off (`set_busy`): the live chains whose inputs changed are solved, as on playback. Returns
+    (armature, chain names, why) for those that could not be (not printed: the bake says it)."""
+    forget_watch()
+    errors: list = []
+    solve_live(scene, depsgraph, errors)
+    return errors
 
 
 def switch_off(obj, bones) -> tuple[str, ...]:

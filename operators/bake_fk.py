@@ -17,9 +17,6 @@ from .bake import BakeRangeArguments, bake_options
 from .chain_args import SCRIPT_ONLY
 from .solve import armature_poll
 
-# Worse than this on playback (degrees) and the report says the FK bones do not follow.
-FOLLOW_WARNING_DEGREES = 0.01
-
 
 def _is_selected(pbone) -> bool:
     # 5.0 keeps bone selection on the pose bone; 4.2 on the bone.
@@ -69,14 +66,30 @@ class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
         self.report(
             {"INFO"},
             f"baked {result.frames} frame(s) onto {', '.join(result.bones)}: {result.keys} keys;"
-            f" on playback they follow within {result.worst_angle:.3g}° (tails within {result.worst_distance:.3g}),"
+            f" on playback they follow within {result.worst_angle:.2g}° (tails within {result.worst_distance:.3g}),"
             f" {result.seconds:.2f} s",
         )
-        if result.worst_angle > FOLLOW_WARNING_DEGREES:
-            why = f"locked rotation channels on {', '.join(result.locked)}" if result.locked else "constraints or scale"
-            self.report({"WARNING"}, f"the FK bones miss their partners by up to {result.worst_angle:.3g}° ({why})")
+        if result.live:
+            names = ", ".join(f"'{n}'" for n in result.live)
+            self.report(
+                {"INFO"},
+                f"Live chain(s) {names} solved at every frame, from frame {result.first_frame} on and from their pose"
+                " now, as a playback from here solves them: the keys follow that",
+            )
+        if result.worst_stretch > fk_bake.STRETCH_TOLERANCE:
+            self.report(
+                {"INFO"},
+                f"the followed bones are stretched up to {result.worst_stretch:.2%} of their length more (or less) than"
+                " the FK bones (IK Stretch or scale): rotation keys do not lengthen bones, so the tails part by that",
+            )
+        for warning in (result.miss_warning(), result.loop_warning()):
+            if warning:
+                self.report({"WARNING"}, warning)
         if result.driven:
             self.report({"WARNING"}, f"drivers on the rotation of {', '.join(result.driven)} override the baked keys")
+        if result.live_off:
+            names = ", ".join(f"'{n}'" for n in result.live_off)
+            self.report({"WARNING"}, f"Live switched off on {names}: it posed FK bones, and would pose them again")
         return {"FINISHED"}
 
 

@@ -11,7 +11,7 @@ from .solve import armature_poll
 
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
 SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "result", "has_result", "comparison", "select"}  # fmt: skip
+        "constraint", "replaced", "result", "has_result", "comparison", "select"}  # fmt: skip
 
 
 def mirrored_pole_angle(angle: float) -> float:

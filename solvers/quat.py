@@ -180,3 +180,10 @@ def angle(q: np.ndarray) -> np.ndarray:
     w = np.clip(np.abs(q[..., 0]), 0.0, 1.0)
     vec = np.linalg.norm(q[..., 1:], axis=-1)
     return 2.0 * np.arctan2(vec, w)
+
+
+def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle in radians (0..pi) of the rotation from unit quaternions `a` to `b` (either sign of
+    each is the same rotation). From the relative rotation with atan2, exact near 0, where
+    2 acos |a.b| keeps half the digits (float64: 3e-8 rad; float32: 7e-4 rad, 0.04 degrees)."""
+    return angle(multiply(conjugate(a), b))

@@ -75,6 +75,24 @@ def test_bake_switches_live_off_for_the_baked_chains_only(scene, capfd):
     assert playback(obj, "b2", target, range(1, 41)).max() < TOL
 
 
+def test_bake_refuses_a_live_chain_above_the_baked_chain(scene):
+    """Live is held off while baking: a live chain the baked one hangs from would stay put through
+    the bake and move on playback (issue 22 §8's neighbour in Bake). Refused, naming it."""
+    obj = straight_chain(4)
+    spine_goal = loop_target(frames=(1, 10), center=(0.3, 0.0, 1.7), radius=0.4)
+    spine = obj.chain_ik.chains.add()
+    spine.name, spine.tip, spine.chain_length, spine.target = "Spine", "b1", 2, spine_goal
+    arm = obj.chain_ik.chains.add()
+    arm.name, arm.tip, arm.chain_length, arm.target = "Arm", "b3", 2, add_empty("Goal", (1.0, 0.5, 3.0))
+    spine.live = True
+    with pytest.raises(RuntimeError, match="Live chain 'Spine' poses bone 'b0', which the baked chains hang from"):
+        bpy.ops.chain_ik.bake(chain_index=1, frame_start=1, frame_end=10)
+    assert obj.animation_data is None or obj.animation_data.action is None
+    # Baked with it (its Live then switched off), or with its Live off: both bake.
+    assert bpy.ops.chain_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    assert not spine.live
+
+
 @pytest.mark.parametrize("setting", ["influence", "jacobian"])
 def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, monkeypatch, setting):
     """Steps: influence below 1 takes the per-frame kernel, a step per frame; an iterative solver

@@ -139,10 +139,12 @@ def test_every_constraint_setting_is_carried_and_written_back(scene, capfd):
     assert item.pole_angle == pytest.approx(0.3) and item.rotation_weight == pytest.approx(0.4)
     assert (item.influence, item.max_iterations) == (pytest.approx(0.7), 80)
     assert con.mute
-    assert "not supported, Position off" in out and "not supported, position weight 0.5" in out
-    item.chain_length, item.pole_angle, item.mute = 2, -0.5, False
+    assert "not supported, Position off" in out and "position weight" not in out
+    assert item.weight == pytest.approx(0.5)  # the constraint's position Weight is the chain's Weight
+    item.chain_length, item.pole_angle, item.mute, item.weight = 2, -0.5, False, 0.25
     assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
     assert (con.chain_count, con.pole_angle, con.mute) == (2, pytest.approx(-0.5), False)
+    assert con.weight == pytest.approx(0.25) and "Weight" not in capfd.readouterr().out  # in range: as it is
     assert len(obj.pose.bones["b3"].constraints) == 1
 
 

@@ -62,6 +62,52 @@ def test_live_error_is_reported_once_and_other_chains_keep_following(scene, caps
             item.live = False
 
 
+def _updates(obj, pole, other, count: int) -> None:
+    """`count` updates that change what chain 'arm' reads (its pole, the armature), each followed by
+    one that changes only an unrelated object (where an unchanged chain is skipped)."""
+    for k in range(count):
+        (pole if k % 2 else obj).location.x += 0.01
+        bpy.context.view_layer.update()
+        other.location.x += 0.01
+        bpy.context.view_layer.update()
+
+
+def test_live_prints_a_broken_chains_reason_once_over_many_updates(scene, capsys):
+    obj, goal, goal2, pole = _two_live_chains()
+    other = add_empty("Unrelated", (3, 3, 3))
+    line = "Chain IK Live: chain 'arm' of 'Rig' not solved: "
+    try:
+        capsys.readouterr()
+        bpy.data.objects.remove(goal)
+        _updates(obj, pole, other, 20)
+        err = capsys.readouterr().err
+        assert err.count(line) == 1 and err.count("Chain IK Live") == 1, err
+        # The target comes back: solved again, nothing printed; gone again: printed again, once.
+        back = add_empty("Back", (1, 0.5, 2))
+        obj.chain_ik.chains["arm"].target = back
+        _updates(obj, pole, other, 3)
+        assert np.linalg.norm(world_point(obj, "b2") - np.array(back.location)) < 1e-4
+        assert "Chain IK Live" not in capsys.readouterr().err
+        bpy.data.objects.remove(back)
+        _updates(obj, pole, other, 10)
+        assert capsys.readouterr().err.count(line) == 1
+        # A second broken chain prints its own reason, once; the first is not printed again.
+        bpy.data.objects.remove(goal2)
+        _updates(obj, pole, other, 10)
+        err = capsys.readouterr().err
+        assert err.count("Chain IK Live: chain 'root' of 'Rig' not solved: ") == 1 and line not in err, err
+        # Switched off and on again: a fresh start, so said again, once.
+        obj.chain_ik.chains["arm"].live = False
+        bpy.context.view_layer.update()
+        obj.chain_ik.chains["arm"].live = True
+        _updates(obj, pole, other, 5)
+        err = capsys.readouterr().err
+        assert err.count(line) == 1 and "'root'" not in err, err
+    finally:
+        for item in obj.chain_ik.chains:
+            item.live = False
+
+
 def test_bake_frames_stop_at_blenders_limit(scene):
     obj = straight_chain(3)
     add_empty("Goal", (1, 0.5, 2))

@@ -85,3 +85,25 @@ def test_cumulative_is_the_running_product():
     for k in range(1, len(q)):
         running = quat.multiply(q[k], running)
         assert np.allclose(out[k], running, atol=1e-13)
+
+
+@given(
+    rv=st.tuples(*[st.floats(-3.0, 3.0)] * 3),
+    axis=unit3,
+    turn=st.floats(0.0, 3.1),
+    sign=st.sampled_from([1.0, -1.0]),
+)
+def test_angle_between_is_the_turn_down_to_the_smallest(rv, axis, turn, sign):
+    a = quat.from_rotation_vector(np.array(rv))
+    b = sign * quat.multiply(quat.from_axis_angle(unit(axis), turn), a)  # either sign: the same rotation
+    assert quat.angle_between(a, b) == pytest.approx(turn, rel=1e-9, abs=1e-15)
+    assert quat.angle_between(b, a) == pytest.approx(turn, rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("turn", [1e-12, 1e-9, 6e-7, 1e-4])
+def test_angle_between_tiny_turns_where_acos_of_the_dot_fails(turn):
+    a = unit(np.array([0.3, -0.5, 0.7, 0.4]))
+    b = quat.multiply(quat.from_axis_angle(unit(np.array([1.0, 2.0, -0.5])), turn), a)
+    assert quat.angle_between(a, b) == pytest.approx(turn, rel=1e-6)
+    acos = 2.0 * math.acos(min(1.0, abs(float(np.dot(a, b)))))
+    assert turn > 1e-4 or abs(acos - turn) > 10 * abs(quat.angle_between(a, b) - turn)  # acos: far off
