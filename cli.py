@@ -15,9 +15,11 @@ The extension is used as installed when it is enabled; otherwise the package
 this file belongs to is loaded by path and registered for the run. Prints a
 progress line about every 10% and a summary (frames, seconds, keys written,
 worst tip error on playback, and per chain: frames that missed, worst error,
-largest jump); --json PATH writes it as JSON too. Exit status: 0 baked, 1 an
-error (one-line message), 2 bad arguments, 3 playback missed by more than
---max-error (nothing saved). Without --output the file is not saved. Bones with IK
+largest jump); --json PATH writes it as JSON too. Every argument and output path
+is checked before the file is opened, and --output/--json are never the opened
+.blend or a library it links. Exit status: 0 baked, 1 an error (one-line
+message), 2 bad arguments (a number that is not finite too), 3 playback missed by
+more than --max-error (nothing saved). Without --output the file is not saved. Bones with IK
 Stretch lengthen to reach (Y scale keys on them) unless --no-stretch.
 """
 
@@ -33,6 +35,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 # Run by Blender's --python, bpy is already imported; run by a plain Python, it is not yet.
 INSIDE_BLENDER = "bpy" in sys.modules
@@ -44,15 +47,30 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 1."""
 
 
+def _beside(name: str):
+    """The module `name`.py beside this file, loaded by path (cli.py may run as a plain script)."""
+    spec = importlib.util.spec_from_file_location(f"_chain_ik_cli_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def method_names() -> str:
-    """The solver registry's method names, for the help (it needs numpy: without it, a pointer)."""
+    """The solver registry's method names, for the help (method_names.py: no numpy needed)."""
+    return ", ".join(_beside("method_names").METHOD_NAMES)
+
+
+def finite(text: str) -> float:
+    """argparse type: a finite number. NaN and infinities are refused here: NaN compares false
+    with every bound, so a check like `reduce > 0` would silently skip the work."""
     try:
-        if str(HERE.parent) not in sys.path:
-            sys.path.append(str(HERE.parent))
-        registry = importlib.import_module(f"{HERE.name}.solvers.registry")
-    except ImportError:
-        return "a name from the panel's Solver list"
-    return ", ".join(registry.REGISTRY)
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
 
 
 def parser(standalone: bool) -> argparse.ArgumentParser:
@@ -70,7 +88,7 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--target-bone", action="append", help="bone of an armature target")
     p.add_argument("--pole", action="append", help="pole target object name (with --chain)")
     p.add_argument("--pole-bone", action="append", help="bone of an armature pole target")
-    p.add_argument("--pole-angle", action="append", type=float, metavar="DEG", help="pole angle in degrees")
+    p.add_argument("--pole-angle", action="append", type=finite, metavar="DEG", help="pole angle in degrees")
     p.add_argument("--method", action="append", help=f"solver: {method_names()} (default: the panel's)")
     p.add_argument(
         "--no-stretch",
@@ -80,10 +98,10 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--frames", help="START-END, inclusive (default: the scene's frame range); --frames=-10-20")
     p.add_argument("--step", type=int, default=1, help="key every STEP frames (default 1)")
     p.add_argument("--interpolation", default="BEZIER", choices=("BEZIER", "LINEAR", "CONSTANT"))
-    p.add_argument("--reduce", type=float, default=0.0, metavar="TOL", help="fewer keys: tips within TOL of the bake")
+    p.add_argument("--reduce", type=finite, default=0.0, metavar="TOL", help="fewer keys: tips within TOL of the bake")
     p.add_argument("--output", help="save the baked file here (.blend)")
     p.add_argument(
-        "--max-error", type=float, metavar="E", help="exit with status 3, not saving, when playback misses by more"
+        "--max-error", type=finite, metavar="E", help="exit with status 3, not saving, when playback misses by more"
     )
     p.add_argument("--json", metavar="PATH", help="also write the summary to this JSON file")
     return p
@@ -135,28 +153,50 @@ def parse_frames(text: str) -> tuple[int, int]:
     return a, b
 
 
-def check_output(text: str | None) -> Path | None:
-    """The --output path, resolved, or CliError before any work: empty, a directory, a parent
-    that is a file, or a folder this process cannot write in (tried with a temporary file)."""
+def check_output(text: str | None, flag: str = "--output", writable: bool = True) -> Path | None:
+    """The path `flag` names, resolved, or CliError before any work: empty, a directory, a parent
+    that is a file, or (`writable`) a folder this process cannot write in (tried with a temporary
+    file). Missing folders are fine: they are made on writing."""
     if text is None:
         return None
     if not text.strip():
-        raise CliError("--output is empty: give the .blend file to save")
+        raise CliError(f"{flag} is empty: give the file to write")
+    if "\0" in text:
+        raise CliError(f"{flag} {text!r} holds a NUL character")
     out = Path(text).expanduser().resolve()
     if out.is_dir():
-        raise CliError(f"--output {out} is a directory: give the .blend file to save in it")
+        raise CliError(f"{flag} {out} is a directory: give the file to write in it")
     folder = out.parent
-    while not folder.exists():  # the missing folders are made on saving
+    while not folder.exists():  # the missing folders are made on writing
         folder = folder.parent
     if not folder.is_dir():
-        raise CliError(f"--output {out}: {folder} is a file, not a folder")
+        raise CliError(f"{flag} {out}: {folder} is a file, not a folder")
+    if not writable:
+        return out
     if out.exists() and not os.access(out, os.W_OK):
-        raise CliError(f"--output {out} exists and is read-only")
+        raise CliError(f"{flag} {out} exists and is read-only")
     try:
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as exc:
-        raise CliError(f"--output {out}: cannot write in {folder} ({exc.strerror or exc})") from None
+        raise CliError(f"{flag} {out}: cannot write in {folder} ({exc.strerror or exc})") from None
     return out
+
+
+def file_keys(path: str | Path) -> set[tuple]:
+    """What identifies the file at `path`: its resolved path (links followed) and, when it exists,
+    its device and inode (the same file under another name: a hard link, another case on a
+    case-insensitive disk). Two paths name one file when their keys meet."""
+    keys: set[tuple] = {("path", os.path.realpath(path))}
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        return keys
+    keys.add(("inode", stat.st_dev, stat.st_ino))
+    return keys
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    return not file_keys(a).isdisjoint(file_keys(b))
 
 
 CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "method")
@@ -182,6 +222,63 @@ def chain_arguments(args: argparse.Namespace) -> list[dict]:
     return chains
 
 
+class Checked(NamedTuple):
+    """The arguments, checked before the .blend is opened: a bad one costs no work."""
+
+    chains: list[dict]
+    frames: tuple[int, int] | None  # None: the scene's frame range
+    output: Path | None
+    json: Path | None
+
+
+def check_json(args: argparse.Namespace) -> Path | None:
+    """The --json path, checked first so that an error summary has somewhere to go; never the
+    --output file (an error summary would take the place of the baked file)."""
+    path = check_output(args.json, "--json")
+    if path is not None and args.output and same_file(path, os.path.expanduser(args.output)):
+        raise CliError(f"--json {path} is the --output file: give each its own file")
+    return path
+
+
+def check_arguments(args: argparse.Namespace, json_path: Path | None) -> Checked:
+    """Every argument that can be checked without the file (`json_path`: check_json's); CliError
+    naming the first bad one."""
+    chains = chain_arguments(args)
+    if args.chain and not all(c["target"] for c in chains):
+        raise CliError("--chain needs --target (a chain given on the command line takes nothing from the panel)")
+    frames = parse_frames(args.frames) if args.frames else None
+    if args.reduce < 0.0:
+        raise CliError(f"--reduce must be a tolerance >= 0, got {args.reduce:g}")
+    if args.step < 1:
+        raise CliError(f"--step must be at least 1, got {args.step}")
+    if args.max_error is not None and args.max_error < 0.0:
+        raise CliError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
+    output = check_output(args.output)
+    return Checked(chains=chains, frames=frames, output=output, json=json_path)
+
+
+def overwritten_input(checked: Checked, inputs: dict[str, str]) -> str:
+    """Why --output or --json would overwrite one of `inputs` (what it is -> its path: the .blend
+    being baked, the libraries it links), whatever name (a link) it is reached by; '' if neither
+    would. The sources are never overwritten."""
+    for flag, path in (("--json", checked.json), ("--output", checked.output)):
+        for what, source in inputs.items():
+            if path is not None and source and same_file(path, source):
+                return f"{flag} {path} is {what}: write to another file (the sources are never overwritten)"
+    return ""
+
+
+def file_inputs() -> dict[str, str]:
+    """The open file's own inputs that a save could overwrite: itself and its linked libraries."""
+    import bpy
+
+    inputs = {f"the .blend being baked ({bpy.data.filepath})": bpy.data.filepath}
+    for library in bpy.data.libraries:
+        path = bpy.path.abspath(library.filepath)
+        inputs[f"the library '{library.name}' the .blend links ({path})"] = path
+    return inputs
+
+
 def extension_package():
     """(The Chain IK package module, whether this run registered it).
 
@@ -203,7 +300,7 @@ def extension_package():
     return module, True
 
 
-def run(args: argparse.Namespace, package) -> dict:
+def run(args: argparse.Namespace, checked: Checked, package) -> dict:
     import bpy
 
     baking = importlib.import_module(f"{package.__name__}.app.bake")
@@ -220,16 +317,8 @@ def run(args: argparse.Namespace, package) -> dict:
         raise CliError(f"armature '{obj.name}' is not in the view layer of scene '{scene.name}'")
     if obj.mode == "EDIT":
         bpy.ops.object.mode_set(mode="OBJECT")
-    chains = chain_arguments(args)
-    if args.chain and not all(c["target"] for c in chains):
-        raise CliError("--chain needs --target (a chain given on the command line takes nothing from the panel)")
-    start, end = parse_frames(args.frames) if args.frames else (scene.frame_start, scene.frame_end)
-    if args.reduce < 0.0:
-        raise CliError(f"--reduce must be a tolerance >= 0, got {args.reduce:g}")
-    if args.step < 1:
-        raise CliError(f"--step must be at least 1, got {args.step}")
-    if args.max_error is not None and not args.max_error >= 0.0:
-        raise CliError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
+    chains = checked.chains
+    start, end = checked.frames or (scene.frame_start, scene.frame_end)
     options = baking.BakeOptions(
         frame_start=start,
         frame_end=end,
@@ -289,7 +378,7 @@ def run(args: argparse.Namespace, package) -> dict:
     if args.max_error is not None and not playback <= args.max_error:
         summary["status"] = "missed"
         return summary  # not saved: a bake that misses its bound must not replace a good file
-    out = check_output(args.output)
+    out = check_output(args.output)  # again: the folder may have changed during the bake
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         bpy.ops.wm.save_as_mainfile(filepath=str(out), copy=True)
@@ -315,11 +404,17 @@ def print_summary(summary: dict, chain_line) -> None:
         print(f"Chain IK bake: saved {summary['output']}")
 
 
-def write_json(path: str | None, summary: dict) -> None:
-    """The summary as one JSON document, for scripts (tools/bake_shots.py reads it)."""
-    if not path:
-        return
-    Path(path).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+def write_json(path: Path | None, summary: dict) -> str:
+    """The summary as one JSON document, for scripts (tools/bake_shots.py reads it); '' or why
+    it could not be written (the path was checked before any work; the disk may still fail)."""
+    if path is None:
+        return ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write --json {path}: {exc.strerror or exc}"
+    return ""
 
 
 def main(argv: list[str]) -> int:
@@ -332,8 +427,11 @@ def main(argv: list[str]) -> int:
         return 2
     package = None
     registered_here = False
+    json_path = None
     try:
-        check_output(args.output)  # before the file is opened or anything baked
+        # Every argument and output path before the file is opened or anything baked.
+        json_path = check_json(args)
+        checked = check_arguments(args, json_path)
         import bpy
 
         if not INSIDE_BLENDER:
@@ -343,9 +441,13 @@ def main(argv: list[str]) -> int:
             if not Path(blend).is_file():
                 raise CliError(f"no such file: {blend}")
             bpy.ops.wm.open_mainfile(filepath=str(Path(blend).resolve()))
+        clash = overwritten_input(checked, file_inputs())
+        if clash:
+            json_path = None if clash.startswith("--json") else json_path  # no error summary over a source
+            raise CliError(clash)
         package, registered_here = extension_package()
-        summary = run(args, package)
-        write_json(args.json, summary)
+        summary = run(args, checked, package)
+        unwritten = write_json(json_path, summary)
         print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake_report").chain_line)
         if summary["status"] == "missed":
             print(
@@ -354,10 +456,13 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 3
+        if unwritten:
+            print(f"cli.py: error: {unwritten}", file=sys.stderr)
+            return 1
         return 0
     except (CliError, RuntimeError) as exc:  # RuntimeError: bpy operators (open/save) report failures so
         print(f"cli.py: error: {exc}", file=sys.stderr)
-        write_json(args.json, {"status": "error", "error": str(exc)})
+        write_json(json_path, {"status": "error", "error": str(exc)})
         return 1
     finally:
         if registered_here:

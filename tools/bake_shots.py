@@ -24,11 +24,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import shot_list  # noqa: E402
+sys.path.append(str(REPO))  # shot_list.py ships with the extension, beside cli.py
 import shot_runner  # noqa: E402
 
-CLI = shot_list.REPO / "cli.py"
+import shot_list  # noqa: E402
+
+CLI = REPO / "cli.py"
+finite = shot_list.cli().finite  # argparse type: NaN and infinities are refused
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -41,8 +45,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     route.add_argument("--jobs", type=int, default=1, metavar="N", help="shots baked at once here (default 1)")
     route.add_argument("--scheduler", metavar="ADDRESS", help="submit to this Dask scheduler (tcp://host:8786)")
     p.add_argument("--retries", type=int, default=1, metavar="N", help="new attempts for a shot whose Blender crashed")
-    p.add_argument("--max-error", type=float, metavar="E", help="fail shots whose playback misses by more than E")
-    p.add_argument("--timeout", type=float, metavar="S", help="kill (and retry) a shot running longer than S seconds")
+    p.add_argument("--max-error", type=finite, metavar="E", help="fail shots whose playback misses by more than E")
+    p.add_argument("--timeout", type=finite, metavar="S", help="kill (and retry) a shot running longer than S seconds")
     p.add_argument("--report", metavar="PATH", help="JSON report (default: <list>.report.json beside the list)")
     p.add_argument("--logs", metavar="DIR", help="one log per shot (default: <list>.logs/ beside the list)")
     p.add_argument("--check", action="store_true", help="validate the shot list and stop")
@@ -59,19 +63,38 @@ def launcher(args: argparse.Namespace) -> tuple[str, str]:
     return "blender", found
 
 
+def log_path(logs: Path, shot: shot_list.Shot) -> Path:
+    return logs / f"{shot.name}.log"
+
+
+def checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(report, logs folder), or UsageError before anything runs: the report is written here (a
+    writable file, not a folder), the logs by whichever machine runs the shot (no file in the way)."""
+    listed = Path(os.path.abspath(args.shot_list))
+    report = Path(os.path.abspath(args.report or listed.with_suffix(".report.json")))
+    logs = Path(os.path.abspath(args.logs or listed.with_suffix(".logs")))
+    try:
+        shot_list.cli().check_output(str(report), "--report")
+    except shot_list.cli().CliError as exc:
+        raise UsageError(str(exc)) from None
+    folder = logs
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise UsageError(f"--logs {logs}: {folder} is a file, not a folder")
+    return report, logs
+
+
 def tasks_for(shots: list[shot_list.Shot], args: argparse.Namespace, logs: Path) -> list[dict]:
     kind, exe = launcher(args)
     tasks = []
     for shot in shots:
-        arguments = shot_list.cli_arguments(shot)
-        bound = shot.max_error if shot.max_error is not None else args.max_error
-        if bound is not None:
-            arguments += ["--max-error", repr(bound)]
+        arguments = shot_list.cli_arguments(shot, args.max_error)
         tasks.append({
             "name": shot.name,
             "command": shot_runner.command([exe], kind, str(CLI), str(shot.blend), arguments),
             "output": str(shot.output),
-            "log": str((logs / f"{shot.name}.log").resolve()),
+            "log": str(log_path(logs, shot)),
             "timeout": args.timeout,
         })  # fmt: skip
     return tasks
@@ -117,11 +140,6 @@ class ProgressBar:
         self.stream.flush()
 
 
-def crashed_entry(task: dict, error: BaseException | str, status: str = "failed") -> dict:
-    return {"name": task["name"], "status": status, "seconds": 0.0, "keys": 0, "worst_error": None,
-            "log": task["log"], "output": None, "error": str(error), "per_chain": []}  # fmt: skip
-
-
 def run_local(tasks: list[dict], jobs: int, retries: int, progress: ProgressBar) -> dict[str, dict]:
     """Bake on this machine, `jobs` processes at once; on Ctrl-C or SIGTERM kill them all, cleanly."""
     stop = threading.Event()
@@ -135,21 +153,7 @@ def run_local(tasks: list[dict], jobs: int, retries: int, progress: ProgressBar)
             process.kill()
 
     def one(task: dict) -> dict:
-        attempt = 0
-        while True:
-            if stop.is_set():
-                return crashed_entry(task, "interrupted before it finished", "interrupted")
-            attempt += 1
-            try:
-                entry = shot_runner.run_shot(task, on_start=started)
-            except shot_runner.ShotCrashed as exc:
-                if stop.is_set():
-                    return crashed_entry(task, "interrupted before it finished", "interrupted")
-                if attempt <= retries:
-                    continue
-                entry = crashed_entry(task, exc)
-            entry["attempts"] = attempt
-            return entry
+        return shot_runner.run_with_retries(task, retries, on_start=started, stopped=stop.is_set)
 
     results: dict[str, dict] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
@@ -175,7 +179,8 @@ def run_local(tasks: list[dict], jobs: int, retries: int, progress: ProgressBar)
 
 
 def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBar) -> dict[str, dict]:
-    """One Dask task per shot on the scheduler at `address`; a crashed Blender is retried by Dask."""
+    """One Dask task per shot on the scheduler at `address`; a crashed Blender is tried again
+    inside the task (shot_runner.run_with_retries, as here), which counts the attempts."""
     try:
         import cloudpickle
         from dask.distributed import Client
@@ -189,7 +194,7 @@ def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBa
         # A lambda: plain pickle cannot take it, so Dask falls back to cloudpickle for the task,
         # which then ships shot_runner by value (a bare shot_runner.run_shot would go by name).
         futures = {
-            client.submit(lambda t: shot_runner.run_shot(t), task, retries=retries, pure=False,
+            client.submit(lambda t: shot_runner.run_with_retries(t, retries), task, pure=False,
                           key=f"chain-ik-bake-{task['name']}-{os.getpid()}-{i}"): task
             for i, task in enumerate(tasks)
         }  # fmt: skip
@@ -198,8 +203,8 @@ def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBa
                 task = futures[future]
                 try:
                     entry = future.result()
-                except Exception as exc:  # ShotCrashed after the retries, or a lost worker
-                    entry = crashed_entry(task, exc)
+                except Exception as exc:  # a lost worker (Dask re-ran it on another: attempts unknown)
+                    entry = shot_runner.failed_entry(task, exc, attempts=None)
                 results[task["name"]] = entry
                 progress.done(entry)
         except KeyboardInterrupt:
@@ -233,20 +238,32 @@ def _terminate(signum, frame) -> None:
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     try:
-        shots = shot_list.load(args.shot_list)
+        if args.jobs < 1 or args.retries < 0:
+            raise UsageError("--jobs must be at least 1 and --retries at least 0")
+        if args.timeout is not None and args.timeout <= 0.0:
+            raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+        if args.max_error is not None and args.max_error < 0.0:
+            raise UsageError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
+        report_path, logs = checked_paths(args)
+    except UsageError as exc:
+        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        # Nothing this run writes may be a file it reads, or another file it writes.
+        shots = shot_list.load(
+            args.shot_list,
+            writes=lambda shot: {"log": log_path(logs, shot), "summary": log_path(logs, shot).with_suffix(".json")},
+            also={"--report": report_path},
+        )
     except shot_list.ShotListError as exc:
         print(f"bake_shots.py: error: {exc}", file=sys.stderr)
         return 2
     if args.check:
         print(f"bake_shots.py: {args.shot_list}: {len(shots)} shot(s), all valid")
         return 0
-    if args.jobs < 1 or args.retries < 0:
-        print("bake_shots.py: error: --jobs must be at least 1 and --retries at least 0", file=sys.stderr)
-        return 2
-    listed = Path(args.shot_list).resolve()
-    report_path = Path(args.report or listed.with_suffix(".report.json")).resolve()
+    listed = Path(os.path.abspath(args.shot_list))
     try:
-        tasks = tasks_for(shots, args, Path(args.logs or listed.with_suffix(".logs")))
+        tasks = tasks_for(shots, args, logs)
     except UsageError as exc:
         print(f"bake_shots.py: error: {exc}", file=sys.stderr)
         return 2
@@ -267,7 +284,8 @@ def main(argv: list[str]) -> int:
     except Interrupted as exc:
         results, status = exc.results, 130
         print("bake_shots: interrupted: no output was left half-written", file=sys.stderr)
-    entries = [results.get(t["name"]) or crashed_entry(t, "not run (interrupted)", "interrupted") for t in tasks]
+    entries = [results.get(t["name"]) or shot_runner.failed_entry(t, "not run (interrupted)", "interrupted")
+               for t in tasks]
     counts: dict[str, int] = {}
     for entry in entries:
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1

@@ -5,6 +5,8 @@ Dask worker can run `run_shot` shipped by value, without this repository
 installed. The output is written under a hidden temporary name beside it and
 renamed into place only when cli.py reports success: a failed, missed or killed
 shot never leaves a half-written (or unchecked) file at the output path.
+`run_with_retries` is what every route runs per shot (attempts counted alike).
+The shot list was checked before (shot_list.py): a task here is a checked shot.
 """
 
 from __future__ import annotations
@@ -108,3 +110,34 @@ def run_shot(task: dict, on_start: Callable | None = None) -> dict:
         return result
     finally:
         _remove(*temporaries)
+
+
+def failed_entry(task: dict, error: BaseException | str, status: str = "failed", attempts: int | None = 0) -> dict:
+    """The report entry of a shot that did not report itself: failed, interrupted or never run."""
+    return {"name": task["name"], "status": status, "seconds": 0.0, "keys": 0, "worst_error": None,
+            "log": task["log"], "output": None, "error": str(error), "per_chain": [], "attempts": attempts}  # fmt: skip
+
+
+def run_with_retries(
+    task: dict, retries: int, on_start: Callable | None = None, stopped: Callable | None = None
+) -> dict:
+    """Bake one shot, with `retries` new attempts if Blender dies without reporting; its report
+    entry, `attempts` included. Every route runs this (a local thread, a Dask task), so the
+    attempts are counted the same way. `stopped()`: true once the run is interrupted."""
+    attempt = 0
+    while True:
+        if stopped is not None and stopped():
+            return failed_entry(task, "interrupted before it finished", "interrupted", attempt)
+        attempt += 1
+        try:
+            entry = run_shot(task, on_start)
+        except ShotCrashed as exc:
+            if stopped is not None and stopped():
+                return failed_entry(task, "interrupted before it finished", "interrupted", attempt)
+            if attempt <= retries:
+                continue
+            entry = failed_entry(task, exc)
+        except OSError as exc:  # Blender would not start, or its log cannot be written: not worth a retry
+            entry = failed_entry(task, f"shot '{task['name']}': {exc}")
+        entry["attempts"] = attempt
+        return entry

@@ -252,3 +252,99 @@ def test_cli_ik_stretch_and_no_stretch(scene, tmp_path):
         found = [f"{fc.data_path.split('.')[-1]}[{fc.array_index}]" for fc in curves if "scale" in fc.data_path]
         assert found == scaled
         assert all('"b1"' in fc.data_path for fc in curves if "scale" in fc.data_path)
+
+
+ARM = ["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1-5"]
+
+
+@pytest.mark.parametrize(
+    ("json_path", "message"),
+    [
+        ("{tmp}", "--json {tmp} is a directory"),
+        ("{tmp}/afile/s.json", "--json {tmp}/afile/s.json: {tmp}/afile is a file, not a folder"),
+        ("{tmp}/afile/deeper/s.json", "{tmp}/afile is a file, not a folder"),
+        ("/sys/chain_ik_summary.json", "--json /sys/chain_ik_summary.json: cannot write in /sys"),
+        ("", "--json is empty"),
+    ],
+)
+def test_cli_bad_json_fails_before_any_work(blend, tmp_path, json_path, message):
+    """Issue 22: every output path is checked before the file is even opened: the .blend is not
+    saved, nothing is baked, and the error is one line (no traceback)."""
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "out.blend"
+    json_path, message = json_path.format(tmp=tmp_path), message.format(tmp=tmp_path)
+    run = _cli(blend, "--", *ARM, "--output", out, "--json", json_path)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1 and message in lines[0], run.stderr
+    assert "Chain IK bake" not in run.stdout and not out.exists()
+    assert (tmp_path / "afile").read_text() == ""
+
+
+def test_cli_json_into_missing_folders_makes_them_as_output_does(blend, tmp_path):
+    out, summary = tmp_path / "new" / "out.blend", tmp_path / "other" / "deeper" / "s.json"
+    run = _cli(blend, "--", *ARM, "--output", out, "--json", summary)
+    assert run.returncode == 0, run.stderr
+    assert out.is_file() and json.loads(summary.read_text())["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--reduce", "nan"], "argument --reduce: must be a finite number, got 'nan'"),
+        (["--reduce", "inf"], "argument --reduce: must be a finite number, got 'inf'"),
+        (["--max-error", "nan"], "argument --max-error: must be a finite number, got 'nan'"),
+        (["--max-error=-inf"], "argument --max-error: must be a finite number, got '-inf'"),
+        (["--pole-angle", "nan"], "argument --pole-angle: must be a finite number, got 'nan'"),
+        (["--reduce", "x"], "argument --reduce: not a number: 'x'"),
+        (["--max-error", "-1"], "--max-error must be a distance >= 0, got -1"),
+    ],
+)
+def test_cli_numbers_that_are_not_finite_are_refused(blend, tmp_path, args, message):
+    out = tmp_path / "out.blend"
+    run = _cli(blend, "--", *ARM, *args, "--output", out)
+    assert run.returncode != 0 and message in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and "Chain IK bake" not in run.stdout and not out.exists()
+
+
+def test_cli_never_writes_over_its_inputs(blend, tmp_path):
+    """--output or --json naming the .blend being baked (by any name: a link), a library it links,
+    or each other: refused before any work, every file left as it was."""
+    source = blend.read_bytes()
+    link = tmp_path / "link.blend"
+    link.symlink_to(blend)
+    cases = [
+        (["--output", blend], f"--output {blend} is the .blend being baked"),
+        (["--output", link], f"--output {blend} is the .blend being baked"),
+        (["--output", tmp_path / "x" / ".." / "scene.blend"], "is the .blend being baked"),
+        (["--output", tmp_path / "o.blend", "--json", blend], f"--json {blend} is the .blend being baked"),
+        (["--output", tmp_path / "o.blend", "--json", tmp_path / "o.blend"], "is the --output file"),
+    ]
+    for args, message in cases:
+        run = _cli(blend, "--", *ARM, *args)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 1 and len(lines) == 1 and message in lines[0], (args, run.stderr)
+        assert "Chain IK bake" not in run.stdout
+        assert blend.read_bytes() == source and not (tmp_path / "o.blend").exists()
+    # A library the shot links: saving over it would change every file that links it.
+    library = tmp_path / "props.blend"
+    bpy.ops.wm.read_homefile(use_empty=True)
+    add_empty("Prop")
+    bpy.ops.wm.save_as_mainfile(filepath=str(library))
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    with bpy.data.libraries.load(str(library), link=True) as (data_from, data_to):
+        data_to.objects = ["Prop"]
+    bpy.context.scene.collection.objects.link(data_to.objects[0])
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    kept = library.read_bytes()
+    run = _cli(blend, "--", *ARM, "--output", library)
+    assert run.returncode == 1 and "is the library 'props.blend' the .blend links" in run.stderr, run.stderr
+    assert library.read_bytes() == kept
+    run = _cli(blend, "--", *ARM, "--output", tmp_path / "fine.blend")
+    assert run.returncode == 0 and (tmp_path / "fine.blend").is_file(), run.stderr
+
+
+def test_demo_refuses_a_bad_picture_path_before_any_work(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "tools" / "demo_bake.py"), "--png", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 2 and f"--png {tmp_path} is a directory" in run.stderr, run.stderr
+    assert "Demo:" not in run.stdout

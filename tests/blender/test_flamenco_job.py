@@ -1,7 +1,8 @@
-"""farm/flamenco/chain_ik_bake.js against Python: the settings its `eval` strings compute in Blender
-(as Flamenco's add-on evaluates them) and the cli.py arguments it authors, which must be the ones
-tools/shot_list.py makes for the same shot list. The job type runs under Node with stand-ins for
-Flamenco's API (tests/flamenco/flamenco_standins.js)."""
+"""farm/flamenco/chain_ik_bake.js with the submitting side in real Blender: the hidden `shots_json`
+setting's `eval`, evaluated as Flamenco's add-on does, runs the extension's shot_list.submission()
+(the one check every route applies), and the job type, run under Node with stand-ins for Flamenco's
+API (tests/flamenco/flamenco_standins.js), authors exactly the arguments tools/bake_shots.py would,
+or refuses the job with exactly the problems `bake_shots.py --check` names."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ import bpy
 import pytest
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "tools"))
-import shot_list  # noqa: E402
+import shot_list  # the repository root is on sys.path (pyproject's pythonpath)
 
 JOB = REPO / "farm" / "flamenco" / "chain_ik_bake.js"
 STANDINS = REPO / "tests" / "flamenco" / "flamenco_standins.js"
@@ -81,40 +81,93 @@ def _flamenco_eval(expression: str, settings: _Settings):
     return eval(expression, {}, local)
 
 
+def _submit(listed: Path, tmp_path: Path, max_error: float = 0.0) -> dict:
+    """As a submission does: the add-on evaluates shots_json in Blender, the Manager compiles the job."""
+    settings = _job_type(tmp_path)
+    shots_json = _flamenco_eval(settings["shots_json"]["eval"], _Settings(shot_list=str(listed), max_error=max_error))
+    return _node({"shot_list": str(listed), "cli_path": "/x/cli.py", "max_error": max_error, "shots_json": shots_json},
+                 tmp_path)  # fmt: skip
+
+
 def test_job_type_authors_the_shot_lists_cli_arguments(tmp_path, ext):
     (tmp_path / "sh010.blend").write_bytes(b"")
     (tmp_path / "sh020.blend").write_bytes(b"")
     listed = tmp_path / "shots.toml"
     listed.write_text(LIST)
-    settings = _job_type(tmp_path)
-    # The hidden setting, evaluated in Blender at submission: the list's content as JSON.
-    shots_json = _flamenco_eval(settings["shots_json"]["eval"], _Settings(shot_list=str(listed)))
     # The cli_path eval finds an installed extension's cli.py; the tests load it by path instead: ''.
-    assert _flamenco_eval(settings["cli_path"]["eval"], _Settings()) in ("", str(REPO / "cli.py"))
-    authored = _node({"shot_list": str(listed), "cli_path": "/x/cli.py", "shots_json": shots_json}, tmp_path)
-    tasks = authored["tasks"]
-    shots = shot_list.load(listed)
-    assert [t["name"] for t in tasks] == [f"bake-{s.name}" for s in shots] == ["bake-sh010", "bake-sh020"]
-    for task, shot in zip(tasks, shots, strict=True):
-        (command,) = task["commands"]
-        assert task["type"] == "blender" and command["name"] == "blender-render"
-        params = command["parameters"]
-        assert params["blendfile"] == str(shot.blend)
-        args = params["args"]
-        assert args[:5] == ["--python-exit-code", "1", "--python", "/x/cli.py", "--"]
-        tail = ["--output", str(shot.output), "--json", str(shot.output.with_suffix(".bake.json"))]
-        assert args[5:] == shot_list.cli_arguments(shot) + tail
+    assert _flamenco_eval(_job_type(tmp_path)["cli_path"]["eval"], _Settings()) in ("", str(REPO / "cli.py"))
+    for bound in (0.0, 0.5):
+        tasks = _submit(listed, tmp_path, bound)["tasks"]
+        shots = shot_list.load(listed)
+        assert [t["name"] for t in tasks] == [f"bake-{s.name}" for s in shots] == ["bake-sh010", "bake-sh020"]
+        for task, shot in zip(tasks, shots, strict=True):
+            (command,) = task["commands"]
+            assert task["type"] == "blender" and command["name"] == "blender-render"
+            params = command["parameters"]
+            assert params["blendfile"] == str(shot.blend)
+            args = params["args"]
+            assert args[:5] == ["--python-exit-code", "1", "--python", "/x/cli.py", "--"]
+            tail = ["--output", str(shot.output), "--json", str(shot.output.with_suffix(".bake.json"))]
+            assert args[5:] == shot_list.cli_arguments(shot, bound or None) + tail
+        assert ("--max-error" in tasks[0]["commands"][0]["parameters"]["args"]) == (bound > 0.0)
 
 
-def test_job_type_refuses_what_the_python_validator_refuses(tmp_path):
+def _bad_lists(folder: Path) -> dict[str, str]:
+    """Lists the old job type accepted (it had rules of its own): each must now be refused."""
+    (folder / "link.blend").symlink_to(folder / "sh010.blend")
+    return {
+        "output is its own blend": LIST.replace('output = "baked/sh010.blend"', 'output = "sh010.blend"'),
+        "output is its own blend, by a link": LIST.replace('output = "baked/sh010.blend"', 'output = "link.blend"'),
+        "output is another shot's blend": LIST.replace('output = "baked/sh020.blend"', 'output = "sh010.blend"'),
+        "an unknown method": LIST.replace('method = "fabrik"', 'method = "fabrick"'),
+        "not finite numbers": LIST.replace("reduce = 0.25", "reduce = nan").replace("-90", "inf"),
+        "old rules": LIST.replace("step = 2", "step = 0").replace('target = "Goal.R"', 'targte = "Goal.R"'),
+    }  # fmt: skip
+
+
+def test_job_type_refuses_what_the_python_validator_refuses(tmp_path, ext):
+    (tmp_path / "sh010.blend").write_bytes(b"source 1")
+    (tmp_path / "sh020.blend").write_bytes(b"source 2")
+    for case, text in _bad_lists(tmp_path).items():
+        listed = tmp_path / "shots.toml"
+        listed.write_text(text)
+        with pytest.raises(shot_list.ShotListError) as python:
+            shot_list.load(listed)
+        authored = _submit(listed, tmp_path)
+        assert "tasks" not in authored, case
+        assert f"{len(python.value.problems)} problem(s)" in authored["error"], (case, authored)
+        for problem in python.value.problems:
+            assert problem in authored["error"], (case, problem, authored)
+        # The same words as bake_shots.py --check (the log and report files aside: that route's own).
+        check = subprocess.run([sys.executable, str(REPO / "tools" / "bake_shots.py"), str(listed), "--check"],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert check.returncode == 2 and all(problem in check.stderr for problem in python.value.problems), case
+    assert (tmp_path / "sh010.blend").read_bytes() == b"source 1"
+
+
+def test_job_type_refuses_a_list_it_could_not_check(tmp_path, ext):
+    """Without Chain IK enabled in the submitting Blender the list cannot be checked: refused, saying why."""
+    (tmp_path / "sh010.blend").write_bytes(b"")
+    (tmp_path / "sh020.blend").write_bytes(b"")
     listed = tmp_path / "shots.toml"
-    listed.write_text(LIST.replace("step = 2", "step = 0").replace('target = "Goal.R"', 'targte = "Goal.R"'))
-    with pytest.raises(shot_list.ShotListError) as python:
-        shot_list.load(listed)
-    authored = _node({"shot_list": str(listed), "cli_path": "c", "shots_json": json.dumps(_toml(listed))}, tmp_path)
-    for problem in ("shot 2: 'step'", "shot 1 ('sh010'), chain 2: unknown key 'targte'",
-                    "shot 1 ('sh010'), chain 2: 'target' is required"):  # fmt: skip
-        assert problem in str(python.value) and problem in authored["error"], (problem, authored)
+    listed.write_text(LIST)
+    hidden = {n: sys.modules.pop(n) for n in list(sys.modules) if n == "chain_ik" or n.endswith(".chain_ik")}
+    try:
+        authored = _submit(listed, tmp_path)
+    finally:
+        sys.modules.update(hidden)
+    assert "Chain IK is not enabled in this Blender" in authored["error"], authored
+    # The old add-on's setting (the TOML's content, unchecked) is refused too.
+    raw = json.dumps(_toml(listed))
+    authored = _node({"shot_list": str(listed), "cli_path": "c", "shots_json": raw}, tmp_path)
+    assert "not checked by Chain IK" in authored["error"], authored
+
+
+def test_job_type_and_shot_list_share_the_documents_mark(tmp_path):
+    load = f"require({json.dumps(str(STANDINS))}).loadJobType({json.dumps(str(JOB))})"
+    code = f"process.stdout.write(require('node:vm').runInContext('CHECKED_BY', {load}.context));"
+    run = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout == shot_list.CHECKED_BY, run.stderr
 
 
 def _toml(path: Path) -> dict:

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("solvers", "rig", "app", "operators", "ui")
-TOP_MODULES = ("__init__", "registration", "properties", "cli")
+TOP_MODULES = ("__init__", "registration", "properties", "cli", "shot_list", "method_names")
 
 
 def _module_files() -> dict[str, Path]:
