@@ -132,7 +132,7 @@ def bake_fk(
         check_independent(context, obj, plan)
         values, locked = _solve_frames(context, obj, plan, frames, progress)
         scene.frame_set(frame0, subframe=subframe0)
-        count = bake.write_values(obj, frames, values, options)
+        count = sum(bake.write_curves(obj, bake.key_curves(obj, frames, values, options), options).values())
         worst_angle, worst_distance = _playback(context, obj, plan, frames, progress)
     finally:
         scene.frame_set(frame0, subframe=subframe0)
