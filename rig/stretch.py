@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
+from ..solvers import quat
 from ..solvers import stretch as plan_stretch
 from . import fk, read
 
@@ -94,7 +96,8 @@ def read_stretched(
             b.location, b.matrix_basis.to_quaternion() if q is None else q, unstretched.get(b.name, b.scale)
         )
         read.check_rigid_pose(b, m, basis)
-    frames = [_rotation_rows(m) for m in mats]
+    # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).
+    frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
     goal = tuple(map(float, target))
     links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal)
     check_followed(bones, links, world)
@@ -140,19 +143,6 @@ def check_followed(bones, links, world) -> None:
 def _rest_along_parent(bone) -> bool:
     y, parent_y = bone.matrix_local.col[1].xyz, bone.parent.matrix_local.col[1].xyz
     return y.cross(parent_y).length <= plan_stretch.ALONG_Y * y.length * parent_y.length
-
-
-def _rotation_rows(m: Matrix) -> list[list[float]]:
-    """The rotation of pose matrix `m` (any positive scale) as float64 rows, orthonormal to float64
-    rounding (from its quaternion, normalised in float64)."""
-    w, x, y, z = (float(c) for c in m.to_quaternion())
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    w, x, y, z = w / n, x / n, y / n, z / n
-    return [
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y)],
-        [2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x)],
-        [2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)],
-    ]
 
 
 def blend(pose_bones, scales: dict[str, float], influence: float) -> tuple[dict[str, float], dict[str, float]]:
