@@ -353,3 +353,39 @@ def test_the_reductions_forward_kinematics_is_blenders(scene, setting):
         obj.pose.bones["upper"].scale[1] = stretch["upper"][f]
         bpy.context.view_layer.update()
         assert np.linalg.norm(np.array(obj.pose.bones["hand"].tail[:]) - ends[f]) < 2e-6, (setting, f)
+
+
+@pytest.mark.parametrize("tolerance", [1e-3, 1e-2])
+def test_group_and_a_chain_below_it_reduced_end_within_max_tip_error(scene, tolerance):
+    """Two arms sharing a spine (one group) and a finger chain below the left arm: every end
+    within Max Tip Error of the full bake, through the shared bones' and the arm's reduced keys."""
+    from builders import make_armature
+
+    bones = [
+        ("s0", (0, 0, 0), (0, 0, 0.8), None, False, 0),
+        ("s1", (0, 0, 0.8), (0, 0.1, 1.6), "s0", True, 0),
+        ("l0", (0, 0.1, 1.6), (0.6, 0.1, 1.6), "s1", False, 0),
+        ("l1", (0.6, 0.1, 1.6), (1.2, 0.2, 1.5), "l0", True, 0),
+        ("r0", (0, 0.1, 1.6), (-0.6, 0.1, 1.6), "s1", False, 0),
+        ("r1", (-0.6, 0.1, 1.6), (-1.2, 0.2, 1.5), "r0", True, 0),
+        ("f0", (1.2, 0.2, 1.5), (1.9, 0.3, 1.5), "l1", True, 0),
+        ("f1", (1.9, 0.3, 1.5), (2.6, 0.3, 1.4), "f0", True, 0),
+    ]
+    obj = make_armature(bones, "Rig")
+    goals = {
+        "L": ("l1", 4, loop_target("TL", frames=(1, 120), center=(1.0, 0.4, 1.4), radius=0.25)),
+        "R": ("r1", 4, loop_target("TR", frames=(1, 120), center=(-1.0, 0.3, 1.6), radius=0.25, tilt=1.0)),
+        "F": ("f1", 2, loop_target("TF", frames=(1, 120), center=(2.1, 0.6, 1.3), radius=0.4, tilt=0.8)),
+    }
+    for name, (tip, length, target) in goals.items():
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.target, item.method = name, tip, length, target, "fabrik"
+    bpy.context.view_layer.objects.active = obj
+    range_ = {"frame_start": 1, "frame_end": 120}
+    assert _bake(**range_) == {"FINISHED"}
+    tips = ["l1", "r1", "f1"]
+    full = _ends(obj, tips)
+    assert _bake(**range_, reduce=True, reduce_tolerance=tolerance) == {"FINISHED"}
+    moved = _moved(_ends(obj, tips), full)
+    print(f"\ngroup and a chain below, Max Tip Error {tolerance:g}: ends moved {moved}")
+    assert moved.max() <= tolerance + 1e-6, moved
