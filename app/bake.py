@@ -9,6 +9,7 @@ playback afterwards (bake_report).
 
 from __future__ import annotations
 
+import numbers
 import sys
 import time
 from collections.abc import Callable, Generator
@@ -53,21 +54,35 @@ class BakeResult:
     measure_seconds: float = 0.0  # the playback pass that measured `chains`
     per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
     per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
-    keys_before: int = 0  # keys the bake solved (one per frame and channel), before any reduction
+    keys_before: int = 0  # one key per baked frame on every channel written: the keys before any reduction
+    reduced: bool = False  # key reduction was asked for (`keys` then counts what it kept)
     # By chain label: why the fastest kernel did not serve it (bake_solve), e.g. "baked frame by
     # frame: bone 'x' has constraints"; chains the fastest kernel served are not listed.
     reasons: dict[str, str] = field(default_factory=dict)
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
+    """The frames to bake, once every option is checked: called first, so a bad option is refused
+    before anything is solved or created (no action, slot or animation data)."""
+    for name in ("frame_start", "frame_end", "step"):
+        value = getattr(options, name)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"{name.replace('_', ' ')} must be a whole number, got {value!r}")
     if options.step < 1:
         raise ValueError(f"step must be at least 1, got {options.step}")
     if options.frame_end < options.frame_start:
         raise ValueError(f"frame end {options.frame_end} is before frame start {options.frame_start}")
     if options.interpolation not in keys.INTERPOLATIONS:
         raise ValueError(f"unknown interpolation '{options.interpolation}'")
+    if options.reduce:
+        reduce.check_tolerance(options.reduce_mode, reduce_tolerance(options))
     protected.check_frames(options.frame_start, options.frame_end)
     return np.arange(options.frame_start, options.frame_end + 1, options.step)
+
+
+def reduce_tolerance(options: BakeOptions) -> float:
+    """The tolerance of the reduction mode asked for: a world distance ('TIP') or radians ('ANGLE')."""
+    return options.reduce_tolerance if options.reduce_mode == "TIP" else options.reduce_angle
 
 
 class Progress:
@@ -186,11 +201,10 @@ def bake_steps(
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    bone_keys: dict[str, int] = {}
-    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail) for s in specs]
+    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in specs]
     values = solved.values
-    count = write_values(obj, frames, values, options, bone_keys, chains)
-    count += write_scales(obj, frames, solved.scales, options, bone_keys)
+    curves = key_curves(obj, frames, values, options, chains, solved.scales)
+    bone_keys = write_curves(obj, curves, options)
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -214,7 +228,7 @@ def bake_steps(
     return BakeResult(
         frames=len(frames),
         seconds=seconds,
-        keys=count,
+        keys=sum(bone_keys.values()),
         worst_error=max(solved.worst.values()),
         bones=tuple(values),
         locked=tuple(sorted(solved.locked)),
@@ -226,7 +240,8 @@ def bake_steps(
         measure_seconds=measure_seconds,
         per_chain_keys=chain_keys,
         per_chain_seconds=solved.seconds,
-        keys_before=len(frames) * sum(table.shape[1] for table in values.values()),
+        keys_before=len(frames) * len(curves),
+        reduced=options.reduce,
         reasons=reasons,
     )
 
@@ -254,56 +269,61 @@ def driven_rotations(obj, bones) -> tuple[str, ...]:
     return keys.playback_overrides(obj, bones).get("drivers", ())
 
 
-def write_values(
+@dataclass
+class Curve:
+    """One channel's keys to write (frames on the action's time line)."""
+
+    bone: str
+    path: str
+    index: int
+    frames: np.ndarray
+    values: np.ndarray
+    handles: tuple[np.ndarray, np.ndarray] | None = None
+
+
+def key_curves(
     obj,
     frames: np.ndarray,
     values: dict[str, np.ndarray],
     options: BakeOptions,
-    per_bone: dict | None = None,
-    chains: list[tuple[tuple[str, ...], bool]] | None = None,
-) -> int:
-    """Key every channel of every baked bone (all values were checked finite by compute_pose); the
-    number of keys written, and per bone into `per_bone` when given. `chains` (bone names root first,
-    use_tail) set the reduction's tip distances; without them each bone is its own chain."""
-    curves = keys.FCurves(obj)
+    chains: list[tuple[tuple[str, ...], bool, str]] | None = None,
+    scales: dict[str, np.ndarray] | None = None,
+) -> list[Curve]:
+    """Every channel to key: the rotations `values` (bone -> (frames, channels)) and, for IK
+    stretch, the Y scales `scales` (bone -> (frames,)), reduced together when asked. Computed
+    before the action is touched, so a failure here leaves it as it was. `chains` (bone names
+    root first, use_tail, tip) set the reduction's tip distances; without them each bone is its
+    own chain."""
     # In NLA tweak mode the keys belong to the tweaked strip's action, on its own time line.
     frames = keys.action_frames(obj, frames)
-    first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
-    frame_range = (float(min(first, last)), float(max(first, last)))
-    reduced = {}
+    scales = scales or {}
+    reduced = None
     if options.reduce:
-        tolerance = options.reduce_tolerance if options.reduce_mode == "TIP" else options.reduce_angle
-        chains = chains if chains is not None else [((name,), True) for name in values]
+        chains = chains if chains is not None else [((name,), True, name) for name in values]
         reduced = reduce.reduce_values(
-            obj, frames, values, chains, options.reduce_mode, tolerance, options.interpolation
+            obj, frames, values, chains, options.reduce_mode, reduce_tolerance(options), options.interpolation, scales
         )
-    count = 0
+    curves = []
     for name, table in values.items():
-        prop = keys.rotation_property(obj.pose.bones[name])
-        path = keys.data_path(name, prop)
+        path = keys.data_path(name, keys.rotation_property(obj.pose.bones[name]))
         for index in range(table.shape[1]):
-            kept, column, handles = reduced[name][index] if reduced else (frames, table[:, index], None)
-            fc = curves.ensure(path, index, name)
-            written = keys.write_keys(fc, kept, column, frame_range, options.interpolation, handles)
-            count += written
-            if per_bone is not None:
-                per_bone[name] = per_bone.get(name, 0) + written
-    return count
+            kept, column, handles = reduced.rotations[name][index] if reduced else (frames, table[:, index], None)
+            curves.append(Curve(name, path, index, kept, column, handles))
+    for name, column in scales.items():  # scale[1] only: X and Z stay as they are
+        kept, column, handles = reduced.scales[name] if reduced else (frames, column, None)
+        curves.append(Curve(name, keys.data_path(name, "scale"), 1, kept, column, handles))
+    return curves
 
 
-def write_scales(obj, frames: np.ndarray, scales: dict[str, np.ndarray], options: BakeOptions, per_bone: dict) -> int:
-    """Key the Y scale (scale[1] only) of the bones IK stretch lengthened, one key per baked frame
-    (not reduced); the number of keys written, added per bone into `per_bone`."""
-    if not scales:
-        return 0
-    curves = keys.FCurves(obj)
-    frames = keys.action_frames(obj, frames)
+def write_curves(obj, curves: list[Curve], options: BakeOptions) -> dict[str, int]:
+    """Key `curves` (all values were checked finite); per bone, the keys its written channels
+    then hold inside the baked range, counted on the action."""
+    fcurves = keys.FCurves(obj)
     first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
     frame_range = (float(min(first, last)), float(max(first, last)))
-    count = 0
-    for name, column in scales.items():
-        fc = curves.ensure(keys.data_path(name, "scale"), 1, name)
-        written = keys.write_keys(fc, frames, column, frame_range, options.interpolation)
-        count += written
-        per_bone[name] = per_bone.get(name, 0) + written
-    return count
+    per_bone: dict[str, int] = {}
+    for curve in curves:
+        fc = fcurves.ensure(curve.path, curve.index, curve.bone)
+        keys.write_keys(fc, curve.frames, curve.values, frame_range, options.interpolation, curve.handles)
+        per_bone[curve.bone] = per_bone.get(curve.bone, 0) + keys.keys_in_range(fc, frame_range)
+    return per_bone

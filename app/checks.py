@@ -4,6 +4,7 @@ constraints), which would make it chase itself and loop forever in Live mode."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import bpy
@@ -20,6 +21,15 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"unknown solver '{spec.method}'; choose one of: {', '.join(solvers.METHODS)}")
     if not 0.0 <= spec.influence <= 1.0:  # NaN too
         raise ValueError(f"influence must be within 0..1, got {spec.influence}")
+    # Refused, not read as "off" or "the default" (a NaN compares false with everything).
+    if not (math.isfinite(spec.tolerance) and spec.tolerance >= 0.0):
+        raise ValueError(f"the reach tolerance must be a finite distance >= 0 (0: the default), got {spec.tolerance:g}")
+    if not 0.0 <= spec.rotation_weight <= 1.0:
+        raise ValueError(f"the rotation weight must be within 0..1, got {spec.rotation_weight:g}")
+    if not (math.isfinite(spec.weight) and spec.weight > 0.0):
+        raise ValueError(f"the chain's weight must be a finite number > 0, got {spec.weight:g}")
+    if spec.max_iterations < 0:
+        raise ValueError(f"max iterations must be >= 0 (0: the solver's default), got {spec.max_iterations}")
     if spec.target is None and not spec.pin:
         raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:

@@ -237,7 +237,7 @@ def bake_fk(
         _put_back(obj, held)
         values, locked = _solve_frames(context, obj, plan, frames, progress, leaders)
         scene.frame_set(frame0, subframe=subframe0)
-        count = bake.write_values(obj, frames, values, options)
+        count = sum(bake.write_curves(obj, bake.key_curves(obj, frames, values, options), options).values())
         live_off = live.switch_off(obj, plan.fk_names)  # Live would pose them again over the keys
         _put_back(obj, held)  # the playback starts where the keys' pass did
         worst_angle, worst_distance, worst_stretch = _playback(context, obj, plan, frames, progress, leaders)

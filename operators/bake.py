@@ -165,7 +165,7 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
             error = f"worst tip error {max(chain.worst_error for chain in result.chains):.3g} on playback"
         else:
             error = f"worst tip error {result.worst_error:.3g} as solved (not measured)"
-        reduced = f" (reduced from {result.keys_before})" if result.keys != result.keys_before else ""
+        reduced = f" (reduced from {result.keys_before})" if result.reduced else ""
         self.report(
             {"INFO"},
             f"baked {result.frames} frame(s) of {len(specs)} chain(s): {result.keys} keys{reduced}"

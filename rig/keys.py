@@ -157,6 +157,20 @@ def animated_paths(obj) -> set[str]:
     return paths
 
 
+def animated_channels(obj) -> set[tuple[str, int]]:
+    """(data path, array index) of every channel animated on `obj` by its action, its NLA strips or
+    its drivers (conservative: all slots)."""
+    ad = obj.animation_data
+    if ad is None:
+        return set()
+    channels = {(d.data_path, d.array_index) for d in ad.drivers}
+    actions = [ad.action] + [strip.action for track in ad.nla_tracks for strip in track.strips]
+    for action in actions:
+        if action is not None:
+            channels.update((fc.data_path, fc.array_index) for fc in action_fcurves(action))
+    return channels
+
+
 def tweak_refusal(obj) -> str:
     """Why keys cannot be baked into the NLA strip being tweaked ('' when they can): a repeated
     strip plays its action once per repeat, so no key can hold a different pose per repeat.
@@ -247,6 +261,17 @@ def write_keys(
     else:
         kp.handles_recalc()  # new keys only, already in frame order: handles alone (~40% cheaper)
     return new
+
+
+def keys_in_range(fc, frame_range: tuple[float, float]) -> int:
+    """How many keys `fc` holds within `frame_range` (inclusive, as write_keys replaces them)."""
+    count = len(fc.keyframe_points)
+    if not count:
+        return 0
+    co = np.empty(2 * count, dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    t = co[0::2]
+    return int(np.count_nonzero((t >= frame_range[0] - FRAME_EPSILON) & (t <= frame_range[1] + FRAME_EPSILON)))
 
 
 def _set_handles(kp, old: int, total: int, handles: tuple[np.ndarray, np.ndarray]) -> None:

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
+from ..solvers import quat
 from ..solvers import stretch as plan_stretch
 from . import fk, read
 
@@ -82,36 +84,65 @@ def read_stretched(
     inherit = [b.bone.inherit_scale in INHERITS_Y for b in bones]
     pose = fk.PoseFK(obj_eval, rotations or {}, unstretched)
     mats = [pose.matrix(n) for n in names]
-    points = [m.translation.copy() for m in mats]
-    if use_tail:
-        points.append(pose.matrix(tip) @ Vector((0.0, end.bone.length, 0.0)))
-    else:
-        points.append(pose.matrix(tip).translation.copy())
+    tip_matrix = pose.matrix(tip)
+    end_point = tip_matrix @ Vector((0.0, end.bone.length, 0.0)) if use_tail else tip_matrix.translation
+    # Float64 from here on (mathutils is float32): see solvers.stretch.stretch_points.
+    points = [tuple(map(float, m.translation)) for m in mats] + [tuple(map(float, end_point))]
     if not all(map(math.isfinite, (c for p in points for c in p))):
         raise ValueError(f"the pose of chain '{tip}' is not finite")
-    frames = [m.to_3x3().normalized() for m in mats]
-    links = []
-    for i, (b, m, f) in enumerate(zip(bones, mats, frames, strict=True)):
-        v = f.transposed() @ (points[i + 1] - points[i])
-        links.append((v.x, v.y, v.z))
+    for b, m in zip(bones, mats, strict=True):
         q = (rotations or {}).get(b.name)
         basis = Matrix.LocRotScale(
             b.location, b.matrix_basis.to_quaternion() if q is None else q, unstretched.get(b.name, b.scale)
         )
         read.check_rigid_pose(b, m, basis)
-    distance = (Vector(target) - points[0]).length
-    _, world, channels = plan_stretch.plan(links, w, inherit, distance)
-    new_mats, new_points = [], [points[0]]
-    for f, m, (x, y, z), c in zip(frames, mats, links, world, strict=True):
-        new_mats.append(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)))
-        new_points.append(new_points[-1] + f @ Vector((x, y * c, z)))
+    # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).
+    frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
+    goal = tuple(map(float, target))
+    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal)
+    check_followed(bones, links, world)
+    new_mats = tuple(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)) for m, c in zip(mats, world, strict=True))
     parent = bones[0].parent
     parent_matrix = None if parent is None else pose.matrix(parent.name)
-    rows = [p[:] for p in new_points]
     why = "IK stretch scales the bones"
-    rig_chain = read.assemble(names, tip, use_tail, bones, tuple(new_mats), rows, parent_matrix, use_limits, why)
+    rig_chain = read.assemble(names, tip, use_tail, bones, new_mats, new_points, parent_matrix, use_limits, why)
     scales = {n: y for n, y, wi in zip(names, channels, w, strict=True) if wi > 0.0}
     return rig_chain, scales
+
+
+def check_followed(bones, links, world) -> None:
+    """Refuse a stretch the plan cannot follow: the plan scales a bone that inherits its stretched
+    parent's Y scale along its own Y axis (solvers.stretch), which is what Blender does for Inherit
+    Scale Aligned, and for Full (and Fix Shear, from a rest pose along the parent) while the bone
+    stays along its parent's Y axis, as the straight chain at full stretch keeps it when every link
+    runs along its bone. Otherwise Blender shears or scales the bone (Average: uniformly) and the
+    tip misses by up to the stretch (0.5 on a 3-unit chain)."""
+    for i in range(1, len(bones)):
+        if world[i - 1] == 1.0:
+            continue  # the parent is not stretched
+        bone = bones[i].bone
+        mode = bone.inherit_scale
+        if mode in ("ALIGNED", "NONE", "NONE_LEGACY"):
+            continue
+        straight = plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
+        if mode == "FULL" and straight:
+            continue
+        if mode == "FIX_SHEAR" and straight and _rest_along_parent(bone):
+            continue
+        why = {
+            "AVERAGE": "scales it uniformly",
+            "FULL": "shears it: its link or its parent's does not run along the bone",
+        }
+        raise ValueError(
+            f"IK stretch: bone '{bone.name}' inherits the stretch of '{bone.parent.name}' with Inherit Scale "
+            f"'{mode}', which {why.get(mode, 'shears it: it does not rest along its parent')}; "
+            f"set its Inherit Scale to Aligned or None, or IK Stretch to 0 above it"
+        )
+
+
+def _rest_along_parent(bone) -> bool:
+    y, parent_y = bone.matrix_local.col[1].xyz, bone.parent.matrix_local.col[1].xyz
+    return y.cross(parent_y).length <= plan_stretch.ALONG_Y * y.length * parent_y.length
 
 
 def blend(pose_bones, scales: dict[str, float], influence: float) -> tuple[dict[str, float], dict[str, float]]:

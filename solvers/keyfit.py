@@ -270,16 +270,3 @@ def channel_quaternions(rotation_mode: str, table: np.ndarray) -> np.ndarray:
         i = "XYZ".index(axis)
         q = quat.multiply(quat.from_axis_angle(np.eye(3)[i], table[:, i]), q)
     return q
-
-
-def chain_tips(rest: np.ndarray, offsets: np.ndarray, tip: np.ndarray, basis: np.ndarray) -> np.ndarray:
-    """(frames, 3) tip of a rigid chain in its root's parent space. Per bone i (root first): `rest`
-    (k, 4) its rest orientation in its parent's space, `offsets` (k, 3) its head there; `tip` (3,)
-    the tip in the last bone's space; `basis` (frames, k, 4) the bones' local rotations."""
-    frames = basis.shape[0]
-    orient = np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1))
-    point = np.zeros((frames, 3))
-    for i in range(rest.shape[0]):
-        point = point + quat.rotate(orient, np.broadcast_to(offsets[i], (frames, 3)))
-        orient = quat.multiply(quat.multiply(orient, np.broadcast_to(rest[i], (frames, 4))), basis[:, i])
-    return point + quat.rotate(orient, np.broadcast_to(tip, (frames, 3)))

@@ -9,6 +9,9 @@ single k >= 0 for which the stretched links sum to d. A bone with w_i = 0 keeps 
 inherits from its parent (1 unless its parent stretched and it inherits scale). Its own Y
 channel is then s_i over what it inherits, as Blender's IK divides out the parent's stretch.
 Within reach every factor is 1: the stretch resets.
+
+`stretch_points` builds the stretched chain in float64: the solver must see links summing to the
+distance exactly (see its docstring for why float32 rounding there makes the tip miss).
 """
 
 from __future__ import annotations
@@ -78,3 +81,42 @@ def plan(
         else:
             hi = mid
     return (hi, *factors(weights, inherit, hi))
+
+
+Rows = Sequence[Sequence[float]]
+
+# A link counts as along its bone's Y axis when its sideways part is at most this share of it
+# (float32 pose noise is ~1e-7; a bone inheriting a stretch at an angle a is sheared by ~(s-1) a).
+ALONG_Y = 1e-6
+
+
+def along_y(link: Link) -> bool:
+    """The link runs along its bone's Y axis (no gap sideways of the bone)."""
+    x, y, z = link
+    return math.hypot(x, z) <= ALONG_Y * math.hypot(x, y, z)
+
+
+def stretch_points(
+    points: Rows, frames: Sequence[Rows], weights: Sequence[float], inherit: Sequence[bool], target: Sequence[float]
+) -> tuple[list[Link], list[float], list[float], list[tuple[float, float, float]]]:
+    """(links, armature-space Y factors, own Y channels, stretched points (n+1)) for the chain at
+    `points` (joints and end, unstretched) with bone rotations `frames` (3x3 rows, orthonormal),
+    stretched toward `target` as `plan` decides.
+
+    Everything in float64 from the given numbers: the stretched links then sum to the root-target
+    distance to float64 rounding, and the target is at the chain's full reach, where the only pose
+    that reaches is straight. Rounded to float32 (~1e-7 of the length), a target a hair inside full
+    reach makes triangulation close a nearly flat triangle, bent by ~sqrt(1e-7) rad; the tip still
+    reaches on the rigid chain, but a bone inheriting its stretched parent's Y scale is sheared by
+    it in Blender (the parent's scale acts along the parent's axis), and the tip misses by
+    ~(s - 1) x length x that angle (4e-4 on a 3-bone chain stretched 1.6x at its root)."""
+    links = []
+    for i, f in enumerate(frames):
+        d = [points[i + 1][j] - points[i][j] for j in range(3)]
+        links.append(tuple(math.fsum(f[j][k] * d[j] for j in range(3)) for k in range(3)))  # f^T d
+    _, world, own = plan(links, weights, inherit, math.dist(target, points[0]))
+    out = [tuple(map(float, points[0]))]
+    for f, (x, y, z), c in zip(frames, links, world, strict=True):
+        v = (x, y * c, z)
+        out.append(tuple(p + math.fsum(f[j][k] * v[k] for k in range(3)) for j, p in enumerate(out[-1])))
+    return links, world, own, out

@@ -232,3 +232,136 @@ def test_constraint_stretch_is_the_chain_stretch(scene):
     item.use_stretch = True
     assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
     assert [c.use_stretch for c in obj.pose.bones["b2"].constraints if c.type == "IK"] == [True]
+
+
+# Issue 22 class 5: IK Stretch on the chain's root bone. The bones below inherit its Y scale;
+# Blender applies it along the root's axis, so they must stay in line with it (the straight
+# chain at full stretch), which every method's pose now is, to float64 rounding.
+ROOT_WEIGHTS = [{"b0": 1.0}, {"b0": 0.5}, {"b0": 1.0, "b1": 0.5}, {"b0": 0.3, "b2": 1.0}]
+METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
+EXACT = 2e-6  # float32 pose storage, as every method reaches without stretch
+
+
+def _weighted(name: str, weights: dict[str, float]):
+    obj = _bent(name)
+    for n in WEIGHTS:
+        obj.pose.bones[n].ik_stretch = weights.get(n, 0.0)
+    return obj
+
+
+@pytest.mark.parametrize("weights", ROOT_WEIGHTS, ids=lambda w: "-".join(f"{k}{v}" for k, v in w.items()))
+@pytest.mark.parametrize("method", METHODS)
+def test_stretch_on_the_root_bone_reaches_as_every_method_does(scene, method, weights):
+    obj = _weighted("Rig", weights)
+    target = add_empty("Goal", FAR)
+    item = _chain(obj, target, method)
+    _solve(obj)
+    error = np.linalg.norm(world_point(obj, "b2") - np.array(FAR))
+    assert error < EXACT, (method, weights, error)
+    assert item.result.error < EXACT  # the figure the panel shows: the written pose's
+    assert obj.pose.bones["b0"].scale[1] > 1.0  # the root did stretch
+    _solve(obj)  # again from the stretched pose: the same
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(FAR)) < EXACT
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik"])
+def test_root_stretch_bake_plays_back_on_target(scene, method):
+    obj = _weighted("Rig", {"b0": 1.0, "b1": 0.5})
+    target = _keyed_target()
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(
+        tip="b2", chain_length=3, target=target.name, method=method, frame_start=1, frame_end=21
+    ) == {"FINISHED"}
+    stretched = 0
+    for frame in range(1, 22):
+        bpy.context.scene.frame_set(frame)
+        goal = np.array(target.matrix_world.translation[:])
+        error = np.linalg.norm(world_point(obj, "b2") - goal)
+        if obj.pose.bones["b0"].scale[1] > 1.0 + 1e-6:  # beyond reach: straight, exact
+            stretched += 1
+            assert error < EXACT, frame
+        else:  # within reach: the solver's tolerance (1e-5 of the length)
+            assert error < TOL, frame
+    assert 0 < stretched < 21
+
+
+@pytest.mark.parametrize("inherit", ["ALIGNED", "NONE", "NONE_LEGACY"])
+def test_inheritance_the_plan_follows_reaches(scene, inherit):
+    obj = _weighted("Rig", {"b0": 1.0})
+    for bone in obj.data.bones:
+        bone.inherit_scale = inherit
+    target = add_empty("Goal", FAR)
+    _chain(obj, target)
+    _solve(obj)
+    assert np.linalg.norm(world_point(obj, "b2") - np.array(FAR)) < EXACT
+
+
+def _gap_rig():
+    from builders import bent_rolled_disconnected
+
+    obj = bent_rolled_disconnected()  # 'fore' sits off the tail of 'upper': a gap sideways of it
+    obj.pose.bones["upper"].ik_stretch = 1.0
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("case", "bone", "why"),
+    [
+        ("FIX_SHEAR", "b1", "shears it: it does not rest along its parent"),
+        ("AVERAGE", "b1", "scales it uniformly"),
+        ("gap", "fore", "its link or its parent's does not run along the bone"),
+    ],
+)
+def test_stretch_blender_would_shear_is_refused_naming_the_bone(scene, case, bone, why):
+    """Where Blender would shear (or uniformly scale) a bone inheriting the stretch, the planned
+    lengths are not what plays: Solve refuses, naming the bone and the fix, and changes nothing.
+    Within reach nothing stretches, and the same chain solves."""
+    if case == "gap":
+        obj, tip, far, near = _gap_rig(), "hand", (0.5, 2.5, 3.5), (0.3, 0.9, 2.0)
+    else:
+        obj, tip, far, near = _weighted("Rig", {"b0": 1.0}), "b2", FAR, NEAR
+        for b in obj.data.bones:
+            b.inherit_scale = case
+    target = add_empty("Goal", far)
+    item = _chain(obj, target)
+    item.tip = tip
+    before = {pb.name: (tuple(pb.rotation_quaternion), tuple(pb.scale)) for pb in obj.pose.bones}
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match=f"bone '{bone}' inherits the stretch") as exc:
+        bpy.ops.chain_ik.solve()
+    assert why in str(exc.value) and "Inherit Scale to Aligned or None" in str(exc.value)
+    assert {pb.name: (tuple(pb.rotation_quaternion), tuple(pb.scale)) for pb in obj.pose.bones} == before
+    target.location = near
+    _solve(obj)
+    assert np.linalg.norm(world_point(obj, tip) - np.array(near)) < 1e-4
+    if case == "gap":  # Aligned inheritance follows the plan, gap or not
+        obj.data.bones["fore"].inherit_scale = "ALIGNED"
+        obj.data.bones["hand"].inherit_scale = "ALIGNED"
+        target.location = far
+        _solve(obj)
+        assert np.linalg.norm(world_point(obj, tip) - np.array(far)) < EXACT
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik"])
+def test_rigify_ik_arm_stretches_from_its_root(rigify_file, method):
+    """Rigify's IK arm: IK Stretch 0.1 on both bones, the root (upper_arm_ik) included, Inherit
+    Scale Full, the forearm disconnected at the upper arm's tail."""
+    bpy.ops.wm.open_mainfile(filepath=rigify_file)
+    rig = bpy.data.objects["rig"]
+    bpy.context.view_layer.objects.active = rig
+    bpy.ops.object.mode_set(mode="POSE")
+    assert bpy.ops.chain_ik.chains_from_constraints() == {"FINISHED"}
+    item = rig.chain_ik.chains["MCH-forearm_ik.L"]
+    assert item.use_stretch and rig.pose.bones["upper_arm_ik.L"].ik_stretch > 0.0
+    bpy.context.view_layer.update()
+    shoulder = rig.matrix_world @ rig.pose.bones["upper_arm_ik.L"].head
+    far = shoulder + (rig.matrix_world.to_3x3() @ rig.pose.bones["upper_arm_ik.L"].vector).normalized() * 1.2
+    goal = add_empty("Far", far)
+    item.target, item.target_bone, item.method = goal, "", method
+    for other in rig.chain_ik.chains:
+        other.mute = other != item
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    tip = rig.matrix_world @ rig.pose.bones["MCH-forearm_ik.L"].tail
+    assert (tip - far).length < EXACT, (tip - far).length
+    assert rig.pose.bones["upper_arm_ik.L"].scale[1] > 1.0
