@@ -95,6 +95,8 @@ def detect(
     `height` (world distance) and `speed` (world distance per second), 0: from each leg's length."""
     start_time = time.perf_counter()
     frames = detect_frames(first, last)
+    if not obj.chain_ik.chains:
+        raise ValueError("no chains: add one per leg in the Chain IK panel (its tip bone is the foot)")
     items = scoped_items(obj.chain_ik)
     lengths = [rig_contacts.leg_length(obj, item) for item in items]  # names a chain without a tip
     changes = {"min_duration": min_duration}

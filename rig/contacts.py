@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import keys
+from . import keys, protected
 from .read import chain_pose_bones
 
 CONTACT_GROUP = "Chain IK Contacts"
@@ -165,8 +165,9 @@ def follow_removed_chain(obj, paths: list[str], index: int) -> None:
     """After panel chain `index` was removed (`paths`: every chain's `contact_path` before): its
     contact F-Curve goes, and those of the chains after it follow them down the list (their paths
     name the chain by its index)."""
-    if obj.animation_data is None or obj.animation_data.action is None:
-        return
+    ad = obj.animation_data
+    if ad is None or ad.action is None or protected.id_refusal(ad.action, "action"):
+        return  # no keys, or keys in a linked action, which cannot change (nor be keyed by chains here)
     curves = {fc.data_path: fc for fc in keys.assigned_fcurves(obj)}
     doomed = curves.get(paths[index])
     if doomed is not None:

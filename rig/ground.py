@@ -15,7 +15,7 @@ def ground_refusal(context, ground) -> str:
     if ground is None:
         return ""
     if ground.type != "MESH":
-        return f"the ground '{ground.name}' is a {ground.type.lower()}, not a mesh: pick a mesh object (or none)"
+        return f"the ground '{ground.name}' is not a mesh (its type is {ground.type}): pick a mesh object, or none"
     if not ground.evaluated_get(context.evaluated_depsgraph_get()).is_evaluated:
         return (
             f"the ground '{ground.name}' is disabled in viewports or not in the view layer, so Blender does not"
