@@ -130,7 +130,8 @@ def detect(
     for item, count, setting in zip(items, written, settings, strict=True):
         played = rig_contacts.read_contacts(obj, item, frames)  # the figures from the keys as written
         chains.append(ChainContacts(item.name, len(contact_runs(played)), int(played.sum()), count, setting))
-    context.scene.frame_set(context.scene.frame_current)  # the contact shown is the keys' at this frame
+    scene = context.scene
+    scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)  # the contact shown: the keys' here
     return DetectResult(
         int(frames[0]), int(frames[-1]), chains, ground.name if ground else "", time.perf_counter() - start_time
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import bpy
 import numpy as np
+from blender_bench import load_extension
 
 MOCAP_DIR = Path(os.environ.get("CHAIN_IK_MOCAP", Path(__file__).resolve().parents[2] / "shared" / "data" / "mocap"))
 # CMU's length unit is 1/0.45 inch (README of the clips).
@@ -148,7 +149,7 @@ def retarget(source, clip: Clip, leg_scale: float, name: str | None = None):
     if root.head_local.length > 1e-9:
         raise ValueError(f"root bone '{root.name}' does not rest at the origin: scale its path another way")
     path = f'pose.bones["{root.name}"].location'
-    for fc in _fcurves(obj):
+    for fc in load_extension("rig.keys").rig.keys.assigned_fcurves(obj):
         if fc.data_path == path:
             _scale_values(fc, ratio)
     return obj
@@ -175,15 +176,6 @@ def _scale_legs(obj, clip: Clip, leg_scale: float) -> None:
         bone.head, bone.tail = ends[bone.name]
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.objects.active = previous
-
-
-def _fcurves(obj) -> list:
-    action = _action_of(obj)
-    if hasattr(action, "layers") and bpy.app.version >= (4, 4, 0):
-        return [
-            fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags for fc in bag.fcurves
-        ]
-    return list(action.fcurves)
 
 
 def _scale_values(fc, ratio: float) -> None:
