@@ -232,6 +232,15 @@ class ChainIKChain(bpy.types.PropertyGroup):
         default=False,
     )
     select: BoolProperty(name="Select", description="Part of the chains Solve, Live, Bake and Compare act on")
+    # Keyed over time (CONSTANT keys: Detect Contacts writes them, the Dope Sheet edits them): the
+    # frames on which this chain's tip bone (the foot) is planted. Its F-Curve's data path names the
+    # chain by its index in the list (`chain_ik.chains[0].contact`, as Blender keys it).
+    contact: BoolProperty(
+        name="Contact",
+        description="The foot (this chain's tip bone) is planted on the ground on this frame; key it over time"
+        " (Detect Contacts keys it from the motion)",
+        default=False,
+    )
     constraint: StringProperty(
         name="IK Constraint",
         description="The tip bone's IK constraint this chain was made from, and Constraints from Chains writes",
@@ -317,6 +326,13 @@ class ChainIKSettings(bpy.types.PropertyGroup):
     # Per armature, beside its chains: which frames and how to key them is a property of the rig's job.
     bake: PointerProperty(type=ChainIKBake)
     active_index: IntProperty(name="Active Chain", default=0, min=0)
+    ground: PointerProperty(
+        name="Ground",
+        description="Mesh the feet stand on: Detect Contacts measures their height above it (straight down);"
+        " none: above each foot's own lowest height",
+        type=bpy.types.Object,
+        poll=lambda _settings, obj: obj.type == "MESH",
+    )
     scope: EnumProperty(
         name="Act On",
         description="Which chains Solve, Live, Bake and Compare act on (muted chains never)",

@@ -1,6 +1,6 @@
 """Thin bpy operators: poll, call app/, report."""
 
-from . import bake, bake_fk, chains, compare, constraint_chains, live_toggle, mirror, solve
+from . import bake, bake_fk, chains, compare, constraint_chains, contacts, live_toggle, mirror, solve
 
 CLASSES = (
     *solve.CLASSES,
@@ -11,6 +11,7 @@ CLASSES = (
     *live_toggle.CLASSES,
     *mirror.CLASSES,
     *constraint_chains.CLASSES,
+    *contacts.CLASSES,
 )
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "chains",
     "compare",
     "constraint_chains",
+    "contacts",
     "live_toggle",
     "mirror",
     "solve",

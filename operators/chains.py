@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..rig import contacts as rig_contacts
 from ..rig import selection
 from .solve import armature_poll
 
@@ -54,13 +55,16 @@ class CHAINIK_OT_chain_remove(bpy.types.Operator):
         return True
 
     def execute(self, context):
-        settings = context.object.chain_ik
+        obj = context.object
+        settings = obj.chain_ik
+        paths = [rig_contacts.contact_path(item) for item in settings.chains]
         try:
             settings.chains.remove(settings.active_index)
         except TypeError:  # a library override may remove only the chains added in this file
             self.report({"ERROR"}, f"chain '{settings.active.name}' comes from the linked library: an override"
                         " can remove only the chains added in this file")  # fmt: skip
             return {"CANCELLED"}
+        rig_contacts.follow_removed_chain(obj, paths, settings.active_index)  # keys name chains by index
         settings.active_index = max(0, min(settings.active_index, len(settings.chains) - 1))
         return {"FINISHED"}
 

@@ -233,10 +233,35 @@ class VIEW3D_PT_chain_ik_bake(_ChainIKPanel, bpy.types.Panel):
         layout.operator("chain_ik.bake_fk", icon="CON_KINEMATIC")
 
 
+class VIEW3D_PT_chain_ik_contacts(_ChainIKPanel, bpy.types.Panel):
+    """Foot contacts: the ground, detect and clear (the chains in scope), the active chain's Contact."""
+
+    bl_label = "Contacts"
+    bl_parent_id = "VIEW3D_PT_chain_ik"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        settings = context.object.chain_ik
+        layout.prop(settings, "ground")
+        row = layout.row(align=True)
+        row.operator("chain_ik.detect_contacts", icon="SNAP_FACE")
+        row.operator("chain_ik.clear_contacts", icon="X", text="Clear")
+        item = settings.active
+        if item is not None:
+            # Keyable here as anywhere (the decorator's dot); the Dope Sheet shows its keys.
+            row = layout.row()
+            row.use_property_decorate = True
+            row.prop(item, "contact", text=f"Contact ({item.name})")
+
+
 CLASSES = (
     CHAINIK_UL_chains,
     VIEW3D_PT_chain_ik,
     VIEW3D_PT_chain_ik_settings,
     VIEW3D_PT_chain_ik_result,
     VIEW3D_PT_chain_ik_bake,
+    VIEW3D_PT_chain_ik_contacts,
 )

@@ -90,6 +90,17 @@ def test_linked_action_is_refused_by_bake_and_auto_keying(library):
     assert [tuple(pb.rotation_quaternion) for pb in obj.pose.bones] == pose
 
 
+def test_linked_action_is_refused_by_detect_and_clear_contacts(library):
+    action = _link(library, actions=["ArmAction"]).actions[0]
+    obj = _keyed_rig("Local")
+    obj.animation_data.action = action
+    before = keyed(action)
+    for op in ("detect_contacts", "clear_contacts"):
+        with pytest.raises(RuntimeError, match="action 'ArmAction' is linked from the library"):
+            getattr(bpy.ops.chain_ik, op)(frame_start=1, frame_end=3)
+    assert keyed(action) == before
+
+
 def test_library_override_chains_solve_and_bake_and_survive_reload(library, tmp_path):
     char = _link(library, collections=["Char"]).collections[0]
     goal = _link(library, objects=["Goal"]).objects[0]

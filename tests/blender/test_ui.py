@@ -195,3 +195,20 @@ def test_groups_in_list_and_settings(rig):
     rig.chain_ik.chains[0].mute = True  # muted: out of the group
     layout = _draw(_panels().VIEW3D_PT_chain_ik_settings, bpy.context)
     assert ("label", "Solved alone (shares no bone with another chain)") in layout.log
+
+
+@pytest.mark.parametrize("with_chain", [False, True])
+def test_contacts_panel(rig, with_chain):
+    """Ground, Detect and Clear (the chains in scope); the active chain's Contact, keyable there."""
+    panels = _panels()
+    cls = panels.VIEW3D_PT_chain_ik_contacts
+    assert (cls.bl_category, cls.bl_parent_id) == ("Chain IK", "VIEW3D_PT_chain_ik")
+    assert hasattr(bpy.types, cls.__name__)
+    if with_chain:
+        item = rig.chain_ik.chains.add()
+        item.name, item.tip = "Left Foot", "b2"
+    layout = _draw(cls, bpy.context)
+    props = [(c[1], c[2]) for c in layout.calls("prop")]
+    assert (rig.chain_ik, "ground") in props
+    assert {c[1] for c in layout.calls("operator")} == {"chain_ik.detect_contacts", "chain_ik.clear_contacts"}
+    assert any(name == "contact" for _, name in props) == with_chain

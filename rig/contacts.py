@@ -1,0 +1,178 @@
+"""Feet over time: their world positions sampled frame by frame, and the chains' `contact` keys.
+
+A chain's foot is its tip bone: its head is the heel end (the ankle), its tail the toe end (the
+ball of the foot, or the toe tip when the foot bone ends there). `contact` is keyed with CONSTANT
+keys at the frames where it changes (and at both ends of the range written), on the F-Curve
+`chain_ik.chains[i].contact` of the armature object's action: the Dope Sheet and Graph Editor
+show and edit it as any other channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import keys, protected
+from .read import chain_pose_bones
+
+CONTACT_GROUP = "Chain IK Contacts"
+
+
+@dataclass
+class FootTrack:
+    """One chain's foot over the sampled frames (world space)."""
+
+    heel: np.ndarray  # (m, 3): the tip bone's head
+    toe: np.ndarray  # (m, 3): the tip bone's tail
+    rotations: np.ndarray | None = None  # (m, n, 4): the chain bones' rotations relative to their parents
+
+
+def chain_bones(obj, item) -> list[str]:
+    """The bones of panel chain `item` (root first, the foot last), or ValueError naming the chain."""
+    try:
+        bones, end = chain_pose_bones(obj, item.tip, item.chain_length, item.use_tail)
+    except ValueError as exc:
+        raise ValueError(f"chain '{item.name}': {exc}") from None
+    names = [b.name for b in bones]
+    return names if end.name in names else [*names, end.name]
+
+
+def leg_length(obj, item) -> float:
+    """World length at rest of the chain's bones and its foot (the contact thresholds scale with it)."""
+    m3 = obj.matrix_world.to_3x3()
+    bones = obj.data.bones
+    return float(sum((m3 @ (bones[n].tail_local - bones[n].head_local)).length for n in chain_bones(obj, item)))
+
+
+def sample_feet(
+    context, obj, items, frames: np.ndarray, progress: Callable | None = None, rotations: bool = False
+) -> list[FootTrack]:
+    """Each chain's foot at every frame (one `frame_set` per frame for all of them); the frame is
+    put back afterwards. `rotations`: also the chain bones' rotations (for angular speeds)."""
+    scene = context.scene
+    names = [chain_bones(obj, item) for item in items]
+    m = len(frames)
+    ends = np.empty((m, len(items), 2, 3))
+    world = np.empty((m, 4, 4))
+    turns = [np.empty((m, len(n), 4)) for n in names] if rotations else None
+    frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    try:
+        for k, frame in enumerate(frames.tolist()):
+            scene.frame_set(int(frame))
+            obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
+            pose = obj_eval.pose.bones
+            world[k] = obj_eval.matrix_world
+            for c, chain in enumerate(names):
+                foot = pose[chain[-1]]
+                ends[k, c, 0], ends[k, c, 1] = foot.head, foot.tail
+                if turns is not None:
+                    turns[c][k] = _local_rotations(pose, chain)
+            if progress is not None:
+                progress((k + 1) / m, int(frame))
+    finally:
+        scene.frame_set(frame0, subframe=subframe0)
+    points = np.einsum("mij,mcej->mcei", world[:, :3, :3], ends) + world[:, None, None, :3, 3]
+    return [
+        FootTrack(points[:, c, 0].copy(), points[:, c, 1].copy(), None if turns is None else turns[c])
+        for c in range(len(items))
+    ]
+
+
+def _local_rotations(pose, chain: list[str]) -> list[tuple]:
+    out = []
+    for name in chain:
+        bone = pose[name]
+        matrix = bone.matrix if bone.parent is None else bone.parent.matrix.inverted_safe() @ bone.matrix
+        out.append(tuple(matrix.to_3x3().normalized().to_quaternion()))
+    return out
+
+
+def contact_path(item) -> str:
+    """The data path of chain `item`'s `contact` on its armature object (by index, as Blender keys it)."""
+    return item.path_from_id("contact")
+
+
+def contact_curve(obj, item):
+    """The F-Curve animating `item.contact` in `obj`'s action (its slot on 4.4+), or None."""
+    path = contact_path(item)
+    return next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+
+
+def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:
+    """(m,) bool: `item.contact` at each scene frame, from its keys (as playback evaluates them;
+    NLA tweak mode: through the tweaked strip's time); without keys, its value on every frame."""
+    curve = contact_curve(obj, item)
+    if curve is None:
+        return np.full(len(frames), bool(item.contact))
+    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+
+
+def change_keys(planted: np.ndarray) -> np.ndarray:
+    """Indices of the frames to key so CONSTANT keys play `planted` back: the first, every change,
+    and the last."""
+    changes = np.flatnonzero(planted[1:] != planted[:-1]) + 1
+    return np.unique(np.concatenate(([0], changes, [len(planted) - 1])))
+
+
+def write_contacts(obj, item, frames: np.ndarray, planted: np.ndarray) -> int:
+    """Key `item.contact` to `planted` over scene `frames` (replacing its keys in that range only,
+    keys outside it kept); the number of keys written."""
+    index = change_keys(planted)
+    action_frames = keys.action_frames(obj, frames)
+    curve = keys.FCurves(obj).ensure(contact_path(item), 0, CONTACT_GROUP)
+    span = (float(min(action_frames[0], action_frames[-1])), float(max(action_frames[0], action_frames[-1])))
+    values = planted[index].astype(np.float32)
+    return keys.write_keys(curve, action_frames[index], values, span, "CONSTANT")
+
+
+def _curve_owner(obj):
+    """The F-Curve collection of `obj`'s action that `contact_curve` finds curves in."""
+    ad = obj.animation_data
+    if hasattr(ad.action, "layers"):
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        return animdata_get_channelbag_for_assigned_slot(ad).fcurves
+    return ad.action.fcurves
+
+
+def clear_contacts(obj, item, frame_range: tuple[float, float] | None = None) -> int:
+    """Remove `item.contact`'s keys within scene `frame_range` (inclusive; None: all, and the curve);
+    the number removed. Without keys left, the contact is off."""
+    curve = contact_curve(obj, item)
+    if curve is None:
+        return 0
+    points = curve.keyframe_points
+    if frame_range is None:
+        removed = len(points)
+        _curve_owner(obj).remove(curve)
+    else:
+        low, high = sorted(keys.action_frames(obj, np.array(frame_range, dtype=float)).tolist())
+        doomed = [k for k in points if low - keys.FRAME_EPSILON <= k.co[0] <= high + keys.FRAME_EPSILON]
+        removed = len(doomed)
+        for key in reversed(doomed):
+            points.remove(key, fast=True)
+        curve.update()
+        if not len(points):
+            _curve_owner(obj).remove(curve)
+    if contact_curve(obj, item) is None:
+        item.contact = False
+    return removed
+
+
+def follow_removed_chain(obj, paths: list[str], index: int) -> None:
+    """After panel chain `index` was removed (`paths`: every chain's `contact_path` before): its
+    contact F-Curve goes, and those of the chains after it follow them down the list (their paths
+    name the chain by its index)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None or protected.id_refusal(ad.action, "action"):
+        return  # no keys, or keys in a linked action, which cannot change (nor be keyed by chains here)
+    curves = {fc.data_path: fc for fc in keys.assigned_fcurves(obj)}
+    doomed = curves.get(paths[index])
+    if doomed is not None:
+        _curve_owner(obj).remove(doomed)
+    for i in range(index + 1, len(paths)):
+        curve = curves.get(paths[i])
+        if curve is not None:
+            curve.data_path = paths[i - 1]

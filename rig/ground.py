@@ -1,0 +1,63 @@
+"""The ground a foot stands on: a mesh object, raycast straight down in world space."""
+
+from __future__ import annotations
+
+import numpy as np
+from mathutils import Vector
+from mathutils.bvhtree import BVHTree
+
+DOWN = Vector((0.0, 0.0, -1.0))
+
+
+def ground_refusal(context, ground) -> str:
+    """Why `ground` cannot serve as the ground ('' when it can): not a mesh, or not evaluated
+    (disabled in viewports or outside the view layer: its mesh and place would be stale)."""
+    if ground is None:
+        return ""
+    if ground.type != "MESH":
+        return f"the ground '{ground.name}' is not a mesh (its type is {ground.type}): pick a mesh object, or none"
+    if not ground.evaluated_get(context.evaluated_depsgraph_get()).is_evaluated:
+        return (
+            f"the ground '{ground.name}' is disabled in viewports or not in the view layer, so Blender does not"
+            " evaluate it: enable it in viewports (the monitor icon) first"
+        )
+    return ""
+
+
+class GroundProbe:
+    """The ground's evaluated mesh (modifiers applied) in world space, as it is when made, with
+    a BVH tree for rays straight down."""
+
+    def __init__(self, context, ground) -> None:
+        refusal = ground_refusal(context, ground)
+        if refusal:
+            raise ValueError(refusal)
+        self.name = ground.name
+        evaluated = ground.evaluated_get(context.evaluated_depsgraph_get())
+        mesh = evaluated.to_mesh()
+        try:
+            mesh.calc_loop_triangles()
+            count = len(mesh.vertices)
+            co = np.empty(3 * count, dtype=np.float64)
+            mesh.vertices.foreach_get("co", co)
+            triangles = np.empty(3 * len(mesh.loop_triangles), dtype=np.int32)
+            mesh.loop_triangles.foreach_get("vertices", triangles)
+        finally:
+            evaluated.to_mesh_clear()
+        if not len(triangles):
+            raise ValueError(f"the ground '{ground.name}' has no faces to stand on")
+        matrix = np.array(evaluated.matrix_world, dtype=np.float64)
+        world = co.reshape(-1, 3) @ matrix[:3, :3].T + matrix[:3, 3]
+        self.tree = BVHTree.FromPolygons(world.tolist(), triangles.reshape(-1, 3).tolist())
+
+    def heights_below(self, points: np.ndarray, reach: float) -> np.ndarray:
+        """(m,) height of the ground straight below each world point (m, 3): the first surface a
+        ray finds going down from `reach` above the point (a point sunk below the surface by less
+        than that still finds it); NaN where no face is below."""
+        out = np.full(len(points), np.nan)
+        lift = Vector((0.0, 0.0, reach))
+        for i, p in enumerate(points.tolist()):
+            hit = self.tree.ray_cast(Vector(p) + lift, DOWN)[0]
+            if hit is not None:
+                out[i] = hit.z
+        return out

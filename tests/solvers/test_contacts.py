@@ -1,0 +1,230 @@
+"""Foot contact detection (solvers.contacts): built steps found where built, both ends of the foot,
+hysteresis, shortest contact and gap, ground, thresholds from the leg; properties; bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solvers.contacts import ContactSettings, contact_runs, detect_contacts, window_speed
+
+FPS = 120.0
+LEG = 0.9  # metres: thresholds 2.7 cm / 4.5 cm, 0.54 / 0.9 m/s
+
+
+def settings(**changes) -> ContactSettings:
+    return ContactSettings.for_leg(LEG, **changes)
+
+
+def walk(fps: float = FPS, steps: int = 3, stance: float = 0.6, swing: float = 0.4, stride: float = 1.2):
+    """A foot (heel 8 cm up at the ankle, toe 2 cm up, 20 cm ahead along -y) stepping: still on its
+    stances, lifted 15 cm and carried `stride` forward on each swing (a smooth arc). Returns heel,
+    toe and the built contact flags."""
+    stance_n, swing_n = int(round(stance * fps)), int(round(swing * fps))
+    heel, planted = [], []
+    y = 0.0
+    for step in range(steps):
+        for _ in range(stance_n):
+            heel.append((0.0, y, 0.08))
+            planted.append(True)
+        if step == steps - 1:
+            break
+        for i in range(1, swing_n + 1):
+            s = i / swing_n
+            eased = 0.5 - 0.5 * math.cos(math.pi * s)
+            heel.append((0.0, y - stride * eased, 0.08 + 0.15 * math.sin(math.pi * s)))
+            planted.append(False)
+        y -= stride
+    heel = np.array(heel)
+    toe = heel + np.array([0.0, -0.2, -0.06])
+    return heel, toe, np.array(planted)
+
+
+def assert_matches(found: np.ndarray, built: np.ndarray, slack: int) -> None:
+    """Each built contact is found once, its ends within `slack` frames."""
+    got, want = contact_runs(found), contact_runs(built)
+    assert len(got) == len(want), (got, want)
+    for (a0, a1), (b0, b1) in zip(got, want, strict=True):
+        assert abs(a0 - b0) <= slack and abs(a1 - b1) <= slack, (got, want)
+
+
+@pytest.mark.parametrize("fps", [24.0, 30.0, 60.0, 120.0])
+def test_built_steps_are_found_where_built(fps):
+    heel, toe, built = walk(fps)
+    found = detect_contacts(heel, toe, fps, settings())
+    assert_matches(found, built, slack=max(2, int(0.05 * fps)))
+
+
+def test_heel_rise_and_toe_roll_are_planted():
+    """The toe stays put while the heel lifts 10 cm (heel rise), then the foot pitches about the toe
+    (toe roll): the heel moves fast and high, the toe is still and low, so the foot is planted."""
+    m = 24
+    toe = np.tile([0.0, -0.2, 0.02], (m, 1))
+    angle = np.linspace(0.0, 1.2, m)  # in 0.2 s the foot pitches up about the toe, the heel rising
+    heel = toe + np.stack([np.zeros(m), 0.2 * np.cos(angle), 0.06 + 0.2 * np.sin(angle)], axis=1)
+    assert np.ptp(heel[:, 2]) > 0.1 and window_speed(heel, FPS).max() > 1.0
+    assert detect_contacts(heel, toe, FPS, settings()).all()
+
+
+def test_a_sliding_foot_is_not_planted():
+    m = 60
+    heel = np.stack([np.zeros(m), -np.arange(m) * 2.0 / FPS, np.full(m, 0.08)], axis=1)  # 2 m/s along the floor
+    assert not detect_contacts(heel, heel + [0, -0.2, -0.06], FPS, settings()).any()
+
+
+def test_a_foot_held_still_in_the_air_is_not_planted():
+    """Still, but 30 cm above where it stood: not near the ground."""
+    heel, toe, _ = walk(steps=1)
+    lifted = np.concatenate([heel, np.tile(heel[-1] + [0, 0, 0.3], (120, 1))])
+    lifted_toe = np.concatenate([toe, np.tile(toe[-1] + [0, 0, 0.3], (120, 1))])
+    found = detect_contacts(lifted, lifted_toe, FPS, settings())
+    assert found[: len(heel) - 2].all() and not found[len(heel) :].any()  # the jump up: fast where seen
+
+
+def test_hysteresis_keeps_a_contact_between_the_thresholds():
+    """Speeds between the enter (0.54 m/s) and leave (0.9 m/s) thresholds: a contact that started
+    stays; one that did not, does not start."""
+    m = 120
+    speed = np.where(np.arange(m) < 30, 0.0, 0.7)
+    y = -np.cumsum(speed) / FPS
+    heel = np.stack([np.zeros(m), y, np.full(m, 0.08)], axis=1)
+    toe = heel + [0, -0.2, -0.06]
+    found = detect_contacts(heel, toe, FPS, settings())
+    assert found.all()
+    assert not detect_contacts(heel[30:], toe[30:], FPS, settings()).any()
+
+
+def test_short_contacts_dropped_and_short_gaps_closed():
+    heel, toe, _ = walk(steps=2)
+    one = settings()
+    base = detect_contacts(heel, toe, FPS, one)
+    assert len(contact_runs(base)) == 2
+    # Longer than either contact: none is left.
+    assert not detect_contacts(heel, toe, FPS, settings(min_duration=2.0)).any()
+    # A gap as long as the swing is closed: one contact.
+    assert len(contact_runs(detect_contacts(heel, toe, FPS, settings(min_gap=0.6)))) == 1
+
+
+def test_ground_heights_are_measured_from():
+    """Raising the foot and the ground alike changes nothing; per-frame heights under each end
+    follow uneven ground (a step onto a 30 cm block)."""
+    heel, toe, built = walk()
+    plain = detect_contacts(heel, toe, FPS, settings())
+    assert np.array_equal(detect_contacts(heel + [0, 0, 2.0], toe + [0, 0, 2.0], FPS, settings(), ground=2.0), plain)
+    block = np.where(np.arange(len(heel)) >= np.flatnonzero(built)[-1] - 50, 0.3, 0.0)  # the last stance is on it
+    up = np.array([0, 0, 1.0])
+    lifted_heel, lifted_toe = heel + block[:, None] * up, toe + block[:, None] * up
+    assert np.array_equal(detect_contacts(lifted_heel, lifted_toe, FPS, settings(), ground=block), plain)
+    assert np.array_equal(
+        detect_contacts(lifted_heel, lifted_toe, FPS, settings(), ground=np.stack([block, block], axis=1)), plain
+    )
+
+
+def test_thresholds_default_from_the_leg():
+    s = ContactSettings.for_leg(2.0)
+    assert (s.height, s.height_leave, s.speed, s.speed_leave) == pytest.approx((0.06, 0.1, 1.2, 2.0))
+    assert s.window == pytest.approx(1 / 30)
+    given_height = ContactSettings.for_leg(2.0, height=0.03)
+    assert given_height.height_leave == pytest.approx(0.05)  # follows the enter threshold
+    # A character twice as large, twice as fast: the same contacts.
+    heel, toe, _ = walk()
+    assert np.array_equal(
+        detect_contacts(2 * heel, 2 * toe, FPS, ContactSettings.for_leg(2 * LEG)),
+        detect_contacts(heel, toe, FPS, settings()),
+    )
+
+
+def test_speed_is_measured_over_a_thirtieth_of_a_second():
+    """Jitter of 1 mm every other frame at 120 fps is 0.24 m/s per frame, not over 1/30 s."""
+    m = 40
+    p = np.zeros((m, 3))
+    p[::2, 0] = 0.001
+    assert window_speed(p, FPS)[2:-2].max() < 0.01  # (at the ends the span is shorter)
+    line = np.stack([np.arange(m) / FPS, np.zeros(m), np.zeros(m)], axis=1)  # 1 m/s
+    assert window_speed(line, FPS) == pytest.approx(np.ones(m))
+    assert window_speed(line[:1], FPS).tolist() == [0.0]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(heel=np.zeros((0, 3)), toe=np.zeros((0, 3))), "no frames"),
+        (dict(heel=np.array([[0, 0, np.nan]])), "not finite"),
+        (dict(toe=np.zeros((5, 2))), "toe positions must be"),
+        (dict(toe=np.zeros((4, 3))), "same frames"),
+        (dict(fps=0.0), "frame rate"),
+        (dict(fps=-24.0), "frame rate"),
+        (dict(fps=float("nan")), "frame rate"),
+        (dict(ground=np.full(5, np.inf)), "ground heights are not finite"),
+        (dict(ground=np.zeros((5, 3))), "ground must be"),
+        (dict(settings="fast"), "settings must be"),
+    ],
+)
+def test_bad_input_is_refused_by_name(change, message):
+    args = dict(heel=np.zeros((5, 3)), toe=np.zeros((5, 3)), fps=FPS, settings=settings(), ground=None)
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        detect_contacts(**args)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(height=-1.0), "height must be"),
+        (dict(speed=float("nan")), "speed must be"),
+        (dict(height=0.05, height_leave=0.01), "height_leave"),
+        (dict(min_duration=-0.1), "min_duration"),
+        (dict(window=0.0), "window"),
+    ],
+)
+def test_bad_settings_are_refused_by_name(changes, message):
+    with pytest.raises(ValueError, match=message):
+        ContactSettings.for_leg(LEG, **changes)
+    with pytest.raises(ValueError, match="leg length"):
+        ContactSettings.for_leg(0.0)
+
+
+# Properties, over random motions of a foot: a random walk of steps and pauses.
+@st.composite
+def foot_motions(draw):
+    m = draw(st.integers(1, 160))
+    steps = np.array(draw(st.lists(st.floats(-0.02, 0.02), min_size=3 * m, max_size=3 * m))).reshape(m, 3)
+    still = np.array(draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    heel = np.cumsum(np.where(still[:, None], 0.0, steps), axis=0) + [0, 0, 0.08]
+    lift = np.array(draw(st.lists(st.floats(-0.01, 0.01), min_size=3 * m, max_size=3 * m))).reshape(m, 3)
+    toe = heel + [0, -0.2, -0.06] + lift
+    fps = draw(st.sampled_from([24.0, 30.0, 60.0, 120.0]))
+    return heel, toe, fps
+
+
+@given(motion=foot_motions(), shift=st.tuples(st.floats(-50, 50), st.floats(-50, 50), st.floats(-5, 5)))
+def test_property_moving_the_whole_motion_changes_nothing(motion, shift):
+    heel, toe, fps = motion
+    shift = np.array(shift)
+    moved = detect_contacts(heel + shift, toe + shift, fps, settings())
+    assert np.array_equal(moved, detect_contacts(heel, toe, fps, settings()))
+
+
+@given(motion=foot_motions())
+def test_property_every_contact_is_long_enough_and_starts_low_and_slow(motion):
+    heel, toe, fps = motion
+    s = settings()
+    found = detect_contacts(heel, toe, fps, s)
+    assert found.shape == (len(heel),) and found.dtype == bool
+    speeds = np.stack([window_speed(heel, fps), window_speed(toe, fps)], axis=1)
+    for start, end in contact_runs(found):
+        assert end - start >= s.min_duration * fps - 1e-9
+        # Its first frame passed the enter thresholds on one end: slow enough.
+        assert speeds[start].min() <= s.speed
+
+
+@given(motion=foot_motions())
+def test_property_a_still_foot_is_planted_throughout(motion):
+    heel, toe, fps = motion
+    still = np.repeat(heel[:1], len(heel), axis=0)
+    found = detect_contacts(still, still + [0, -0.2, -0.06], fps, settings())
+    assert found.all() == (len(heel) >= settings().min_duration * fps)
