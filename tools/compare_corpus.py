@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"differing beyond tolerance: {len(beyond)}")
     print(f"only in A: {len(only_a)}, only in B: {len(only_b)}")
     differing = within + beyond
-    if differing:
-        key, worst = max(differing, key=lambda kd: (kd[1].largest, kd[1].ulps))
+    if any(diff.floats for _, diff in differing):
+        key, worst = max(differing, key=lambda kd: (kd[1].floats > 0, kd[1].largest, kd[1].ulps))
         print(f"largest float difference: {worst.largest:.3g} ({worst.ulps} ulp) in {label(key)} at {worst.where}")
     shown = 0
     for key, diff in beyond + within:

@@ -25,6 +25,7 @@ import bpy
 # Figures that measure time, not outcome: left out of the corpus (they differ on every run).
 TIME_NAMES = re.compile(r"(^|_)(seconds|ms)$")
 TIME_TEXT = re.compile(r"\b\d+(?:\.\d+)? (ms|s)\b")
+CLOCK_TEXT = re.compile(r"^\d\d:\d\d\.\d\d\d(?= )", re.MULTILINE)  # Blender's log lines: "00:00.641  blend | ..."
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 _CHANNELS = (  # (property, size, default) of a pose bone, read with foreach_get
@@ -41,12 +42,14 @@ def is_time_name(name: str) -> bool:
 
 
 def normal_text(text: str, replacements: tuple[tuple[str, str], ...] = ()) -> str:
-    """A message as the corpus keeps it: time figures ("0.12 s", "3.40 ms") as "<t>", the run's
-    temporary and checkout paths by name, object addresses dropped."""
+    """A message as the corpus keeps it: time figures ("0.12 s", "3.40 ms") and the clock that
+    starts Blender's log lines as "<t>", the run's temporary and checkout paths by name, object
+    addresses dropped."""
     for old, new in replacements:
         if old:
             text = text.replace(old, new)
-    return _ADDRESS.sub("", TIME_TEXT.sub(r"<t> \1", text))
+    text = CLOCK_TEXT.sub("<t>", TIME_TEXT.sub(r"<t> \1", text))
+    return _ADDRESS.sub("", text)
 
 
 def _floats(collection, prop: str, size: int) -> list[float]:

@@ -162,3 +162,14 @@ def test_comparer_counts_bits_not_values():
     assert diff(1, 1.0).beyond(1.0)  # an int become a float is a change at any tolerance
     assert diff({"a": 1}, {"a": 1, "b": 2}).structural == [".b: only in B"]
     assert compare.ulp_distance(1.0, math.nextafter(1.0, 2.0)) == 1 and compare.ulp_distance(-0.0, 0.0) == 1
+
+
+def test_run_dependent_text_is_normalised():
+    from outcome_state import is_time_name, normal_text
+
+    text = '00:00.641  blend | Read blend: "/tmp/p-7/a.blend"\nbaked 3 frame(s), 0.12 s; 4.25 ms <X at 0x7f3a>'
+    assert normal_text(text, (("/tmp/p-7", "<tmp>"),)) == (
+        '<t>  blend | Read blend: "<tmp>/a.blend"\nbaked 3 frame(s), <t> s; <t> ms <X>'
+    )
+    assert all(map(is_time_name, ("time_ms", "seconds", "solve_seconds", "per_chain_seconds")))
+    assert not any(map(is_time_name, ("items", "frames", "keys_before", "iterations")))
