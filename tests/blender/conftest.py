@@ -32,6 +32,16 @@ def load_extension():
     return module
 
 
+def pytest_configure(config):
+    """CHAIN_IK_CORPUS=<folder>: record the outcome corpus there (outcome_corpus.py); unset, nothing
+    of it is imported or runs."""
+    corpus = os.environ.get("CHAIN_IK_CORPUS")
+    if corpus:
+        import outcome_corpus
+
+        outcome_corpus.activate(config, Path(corpus).resolve(), load_extension)
+
+
 @pytest.fixture(scope="session")
 def ext():
     module = load_extension()
