@@ -22,15 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from mathutils import Matrix
 
 from .. import rig
 from ..rig import fk_follow, keys, modes, protected
 from . import bake, live, live_above
-
-# A followed bone that moves this much (armature units / matrix entries) when the FK bones are
-# nudged depends on them (a limb switched to FK): following it would chase its own tail.
-_DEPENDENCY_EPSILON = 1e-6
 
 # Worse than this on playback (degrees) and the FK bones do not follow. Blender's pose matrices
 # are float32: an FK bone re-posed exactly lands within about 3e-5 degrees of its partner (Rigify's
@@ -85,31 +80,19 @@ class FkBakeResult:
 
 
 def check_independent(context, obj, plan: fk_follow.FollowPlan) -> None:
-    """Refuse when a followed bone moves with the FK bones (Rigify's limb in FK mode): nudge
-    the FK bones, let Blender evaluate, and see. The pose is restored either way."""
-    pose = obj.pose.bones
-    saved = {name: pose[name].matrix_basis.copy() for name in plan.fk_names}
-    follows = [follow for _, follow in plan.pairs]
+    """Refuse when a followed bone moves with the FK bones (Rigify's limb in FK mode). The FK
+    bones' channels are put back exactly either way (rig.fk_follow.moving_with_fk)."""
 
-    def follow_matrices() -> list[Matrix]:
+    def evaluate():
         context.view_layer.update()
-        evaluated = obj.evaluated_get(context.evaluated_depsgraph_get()).pose.bones
-        return [evaluated[name].matrix.copy() for name in follows]
+        return obj.evaluated_get(context.evaluated_depsgraph_get())
 
-    before = follow_matrices()
     try:
-        nudge = Matrix.Rotation(0.5, 4, "X")
-        for name, basis in saved.items():
-            pose[name].matrix_basis = basis @ nudge
-        after = follow_matrices()
+        moving = set(fk_follow.moving_with_fk(obj, plan, evaluate))
     finally:
-        for name, basis in saved.items():
-            pose[name].matrix_basis = basis
         context.view_layer.update()
-    for (fk, follow), m0, m1 in zip(plan.pairs, before, after, strict=True):
-        if max(abs(a - b) for r0, r1 in zip(m0, m1, strict=True) for a, b in zip(r0, r1, strict=True)) > (
-            _DEPENDENCY_EPSILON
-        ):
+    for fk, follow in plan.pairs:
+        if follow in moving:
             raise ValueError(
                 f"'{follow}' moves with the FK bones (it follows '{fk}' or another FK bone now): switch the"
                 " limb to IK first; nothing was keyed"
@@ -230,6 +213,8 @@ def bake_fk(
     held = _live_pose(obj, leaders)
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    pose_before = rig.snapshot_channels(obj)  # a refusal puts every channel back as it was, exactly
+    keyed, refused = False, True
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs Live's handler: Live chains are solved here, in order, instead
     try:
@@ -237,15 +222,22 @@ def bake_fk(
         _put_back(obj, held)
         values, locked = _solve_frames(context, obj, plan, frames, progress, leaders)
         scene.frame_set(frame0, subframe=subframe0)
-        count = sum(bake.write_curves(obj, bake.key_curves(obj, frames, values, options), options).values())
+        curves = bake.key_curves(obj, frames, values, options)
+        keyed = True
+        count = sum(bake.write_curves(obj, curves, options).values())
         live_off = live.switch_off(obj, plan.fk_names)  # Live would pose them again over the keys
         _put_back(obj, held)  # the playback starts where the keys' pass did
         worst_angle, worst_distance, worst_stretch = _playback(context, obj, plan, frames, progress, leaders)
         # Played again from where that pass ended (a looping playback): what Live's memory changes.
         loop_angle = _playback(context, obj, plan, frames, None, leaders)[0] if leaders else None
+        refused = False
     finally:
         scene.frame_set(frame0, subframe=subframe0)
-        _put_back(obj, held)  # the Live chains as they were
+        if refused and not keyed:  # nothing keyed: the pose exactly as it was, unkeyed changes too
+            rig.apply_channels(obj, pose_before)
+            live.solve_again(obj)
+        else:
+            _put_back(obj, held)  # the Live chains as they were
         live.set_busy(was_busy)
     pose = obj.pose.bones
     return FkBakeResult(

@@ -298,3 +298,65 @@ def test_a_live_chain_that_cannot_be_solved_stops_the_bake(scene):
     with pytest.raises(RuntimeError, match="Live chain 'Arm' cannot be solved at frame 1: .*nothing was keyed"):
         bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=4)
     assert rig.animation_data is None or rig.animation_data.action is None
+
+
+def _odd_fk_channels(rig) -> None:
+    """Channels a matrix round trip would change: an Euler Z past a full turn, an unnormalised
+    quaternion with a negative w, a location and a scale."""
+    f1, f2 = rig.pose.bones["f1"], rig.pose.bones["f2"]
+    f1.rotation_mode = "XYZ"
+    f1.rotation_euler = (0.1, -0.2, math.radians(370.0))
+    f1.location, f1.scale = (0.01, 0.02, -0.03), (1.0, 1.1, 0.9)
+    f2.rotation_quaternion = (-0.9, 0.1, 0.2, 0.3)
+
+
+@pytest.mark.parametrize(
+    "refusal", ["live target deleted", "keyed, then changed", "limb follows fk", "fk follows itself"]
+)
+def test_a_refused_bake_leaves_every_channel_bit_identical(scene, refusal):
+    """Was: a refused IK -> FK bake put the FK bones back through matrix_basis (370° became 10°, the
+    quaternion normalised and its sign flipped), with no undo step."""
+    from builders import channel_state
+
+    rig, target, item = _live_arm()
+    if refusal == "keyed, then changed":  # keys on the FK bones, and a change not keyed (yet): both kept
+        for frame in (1, 4):
+            rig.pose.bones["f1"].keyframe_insert("rotation_quaternion", frame=frame)
+            rig.pose.bones["f1"].keyframe_insert("location", frame=frame)
+        refusal = "live target deleted"
+    _odd_fk_channels(rig)
+    if refusal == "live target deleted":
+        bpy.data.objects.remove(target)
+        pairs, match = "f1:a1, f2:a2", "cannot be solved at frame 1"
+    elif refusal == "limb follows fk":
+        item.live = False
+        con = rig.pose.bones["a1"].constraints.new("COPY_ROTATION")  # the followed bone follows f1
+        con.target, con.subtarget = rig, "f1"
+        pairs, match = "f1:a1, f2:a2", "'a1' moves with the FK bones"
+    else:
+        pairs, match = "f1:f1", "cannot follow itself"
+    bpy.context.view_layer.update()
+    before = channel_state(rig)
+    curves = sorted((fc.data_path, fc.array_index, len(fc.keyframe_points)) for fc in _curves(rig))
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.chain_ik.bake_fk(pairs=pairs, frame_start=1, frame_end=4)
+    assert channel_state(rig) == before
+    assert sorted((fc.data_path, fc.array_index, len(fc.keyframe_points)) for fc in _curves(rig)) == curves
+
+
+def _curves(obj) -> list:
+    return _fcurves(obj) if obj.animation_data and obj.animation_data.action else []
+
+
+def test_the_dependency_check_puts_the_channels_back_exactly_before_baking(scene):
+    rig, target, item = _live_arm()
+    item.live = False
+    _odd_fk_channels(rig)
+    from builders import channel_state
+
+    before = channel_state(rig)
+    # Nothing keyed on f1/f2 before; the check turns them, then the bake starts from them as they were.
+    ext = __import__("chain_ik")
+    plan = ext.rig.fk_follow.make_plan(rig, [("f1", "a1"), ("f2", "a2")])
+    ext.app.fk_bake.check_independent(bpy.context, rig, plan)
+    assert channel_state(rig) == before
