@@ -66,8 +66,7 @@ class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
         self.report(
             {"INFO"},
             f"baked {result.frames} frame(s) onto {', '.join(result.bones)}: {result.keys} keys;"
-            f" on playback they follow within {result.worst_angle:.2g}° (tails within {result.worst_distance:.3g}),"
-            f" {result.seconds:.2f} s",
+            f" {result.follow_line()}, {result.seconds:.2f} s",
         )
         if result.live:
             names = ", ".join(f"'{n}'" for n in result.live)

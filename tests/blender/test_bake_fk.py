@@ -360,3 +360,57 @@ def test_the_dependency_check_puts_the_channels_back_exactly_before_baking(scene
     plan = ext.rig.fk_follow.make_plan(rig, [("f1", "a1"), ("f2", "a2")])
     ext.app.fk_bake.check_independent(bpy.context, rig, plan)
     assert channel_state(rig) == before
+
+
+def _fast_arm():
+    """a1-a2 under Blender's IK toward a target that swings fast (a new side every few frames)."""
+    rig = make_armature(
+        [
+            ("a1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("a2", (0, 0, 1), (0, 0.3, 2), "a1", True, 0.0),
+            ("f1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("f2", (0, 0, 1), (0, 0.3, 2), "f1", True, 0.0),
+        ]
+    )
+    target = add_empty(location=(0.8, 0.4, 1.2))
+    rig.pose.bones["a2"].constraints.new("IK").target = target
+    for frame in range(1, 16):
+        target.location = (1.2 * math.cos(frame), 1.2 * math.sin(frame), 1.2)
+        target.keyframe_insert("location", frame=frame)
+    return rig
+
+
+def test_with_a_step_every_frame_of_the_range_is_measured_and_said(scene, capfd):
+    """Was: with step 7 only the 3 keyed frames were measured: 'follow within 2.1e-05°' while the
+    FK bones missed by 87° in between."""
+    rig = _fast_arm()
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=15, step=7) == {"FINISHED"}
+    out = capfd.readouterr().out
+    worst = 0.0
+    for frame in range(1, 16):
+        bpy.context.scene.frame_set(frame)
+        pose = rig.pose.bones
+        worst = max(worst, *(_angle64(pose[f].matrix, pose[a].matrix) for f, a in (("f1", "a1"), ("f2", "a2"))))
+    assert worst > 10.0  # the keys' interpolation cannot follow a target this fast
+    said = _reported(out, r"on playback over every frame 1-15 they stray up to ([0-9.e+-]+)°")
+    assert said == pytest.approx(worst, rel=1e-2)
+    assert _reported(out, r"at the 3 keyed frames within ([0-9.e+-]+)°") < 1e-3
+    assert "between the keys (one every 7 frames) the FK bones stray up to" in out and "smaller step" in out
+    assert "follow within" not in out
+    # Every frame keyed: every frame follows, and it says so.
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=15) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert _reported(out, r"on playback over every frame 1-15 they follow within ([0-9.e+-]+)°") < 1e-3
+    assert "keyed frames" not in out and "Warning" not in out
+
+
+def test_with_a_step_a_live_chain_is_followed_through_every_frame_as_playback_plays_it(scene, capfd):
+    """Live turns from the frame before: the keys' pass plays every frame of the range, as the
+    playback that measures them does, so the keyed frames hold."""
+    rig, target, item = _live_arm()
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=10, step=3) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert _reported(out, r"at the 4 keyed frames within ([0-9.e+-]+)°") < 1e-3, out
