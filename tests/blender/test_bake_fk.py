@@ -414,3 +414,41 @@ def test_with_a_step_a_live_chain_is_followed_through_every_frame_as_playback_pl
     assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=10, step=3) == {"FINISHED"}
     out = capfd.readouterr().out
     assert _reported(out, r"at the 4 keyed frames within ([0-9.e+-]+)°") < 1e-3, out
+
+
+def _hide(pbone) -> None:
+    """Hide a bone in Pose Mode as the Bone tab's Hide does (PoseBone.hide in 5.0, Bone.hide in 4.2)."""
+    if "hide" in pbone.bl_rna.properties:
+        pbone.hide = True
+    else:
+        pbone.bone.hide = True
+
+
+@pytest.mark.parametrize("how", ["hidden", "hidden collection"])
+def test_a_hidden_control_is_not_taken_though_selected(scene, capfd, how):
+    """Was: on 5.0 a bone hidden in Pose Mode (PoseBone.hide) but still selected was keyed."""
+    rig = make_armature(
+        [
+            ("ORG-a.L", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("ORG-b.L", (0, 0, 1), (0, 0.3, 2), "ORG-a.L", True, 0.0),
+            ("a_fk.L", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("b_fk.L", (0, 0, 1), (0, 0.3, 2), "a_fk.L", True, 0.0),
+        ]
+    )
+    rig.pose.bones["ORG-b.L"].constraints.new("IK").target = add_empty(location=(0.8, 0.4, 1.2))
+    for pb in rig.pose.bones:
+        _select(pb, pb.name.endswith("_fk.L"))
+    hidden = rig.pose.bones["b_fk.L"]
+    if how == "hidden":
+        _hide(hidden)
+    else:
+        collection = rig.data.collections.new("FK hidden")
+        collection.assign(hidden.bone)
+        collection.is_visible = False
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(frame_start=1, frame_end=2) == {"FINISHED"}
+    assert "onto a_fk.L:" in capfd.readouterr().out
+    assert all('"b_fk.L"' not in fc.data_path for fc in _fcurves(rig))
+    _select(rig.pose.bones["a_fk.L"], False)  # only the hidden one selected: none to bake
+    with pytest.raises(RuntimeError, match="select the FK control bones"):
+        bpy.ops.chain_ik.bake_fk(frame_start=1, frame_end=2)
