@@ -142,6 +142,21 @@ def _carriers(ob, bone: str, location_only: bool):
         yield *target, False
 
 
+def carried_by(starts) -> list[tuple[object, str]]:
+    """Every (object, bone) whose pose moves one of `starts` ((object, bone, location_only); bone ''
+    for the object itself), through bone parents, object parents and constraints; `starts`
+    included. What a chain, a target or a pole reads from the scene."""
+    todo, seen, out = list(starts), set(), []
+    while todo:
+        ob, bone, own = todo.pop()
+        if ob is None or (ob.as_pointer(), bone, own) in seen:
+            continue
+        seen.add((ob.as_pointer(), bone, own))
+        out.append((ob, bone))
+        todo.extend(_carriers(ob, bone, own))
+    return out
+
+
 def check_no_stretch_scale(obj, bones) -> None:
     """Chains solved together do not stretch; a bone still holding the Y scale an earlier stretched
     solve of its chain alone gave it would shear the bones below it: say so, rather than the

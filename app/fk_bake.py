@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import rig
 from ..rig import fk_follow, keys, modes, protected
-from . import bake, live, live_above
+from . import bake, live, live_above, spec
 
 # Worse than this on playback (degrees) and the FK bones do not follow. Blender's pose matrices
 # are float32: an FK bone re-posed exactly lands within about 3e-5 degrees of its partner (Rigify's
@@ -128,22 +128,30 @@ def check_independent(context, obj, plan: fk_follow.FollowPlan) -> None:
 
 
 def live_leaders(obj, plan: fk_follow.FollowPlan) -> list[str]:
-    """The live, unmuted chains of `obj` that pose a followed bone or a bone above one: playback
-    moves the followed bones through them. Refused when one moves with the FK bones (its bones
-    hang below one, or its target or pole is one or rides on one): it would chase the keys."""
+    """The live, unmuted chains of `obj` that pose a followed bone or a bone one rides on (through
+    parents or constraints): playback moves the followed bones through them. Refused when one
+    moves with the FK bones (its bones, target or pole ride on one: it would chase the keys), and
+    when a Live chain of another armature poses what the followed bones or the leaders' targets
+    and poles ride on (Live is held off: it would stay put)."""
     fk = set(plan.fk_names)
+    follows = [follow for _, follow in plan.pairs]
     leaders = []
-    for item, _ in live_above.live_chains_above(obj, [follow for _, follow in plan.pairs]):
+    for arm, item, posed in live_above.live_chains_above(obj, follows):
+        if arm != obj:
+            raise ValueError(live_above.held_message(arm, item, posed, "the followed bones ride on"))
+        leader = spec.spec_from_item(item)
         bones = rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail)
-        riding = live_above.with_ancestors(obj, bones[0])
-        for ob, bone in ((item.target, item.target_bone), (item.pole_target, item.pole_subtarget)):
-            if ob == obj and bone:
-                riding |= live_above.with_ancestors(obj, bone)
+        starts = [*((obj, name, False) for name in bones), *live_above.goal_starts([leader])]
+        riding = set().union(*(names for arm_, names in live_above.read_bones(starts) if arm_ == obj))
         if fk.intersection(riding):
             raise ValueError(
                 f"Live chain '{item.name}' moves with the FK bones (through '{sorted(fk & riding)[0]}'): it"
                 " would follow the keys being made; nothing was keyed"
             )
+        for arm, other, posed in live_above.live_chains_above(obj, (), [leader]):
+            if arm != obj:
+                what = f"the target or pole of Live chain '{item.name}' of '{obj.name}' rides on"
+                raise ValueError(live_above.held_message(arm, other, posed, what))
         leaders.append(item.name)
     return leaders
 

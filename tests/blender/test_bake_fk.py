@@ -452,3 +452,20 @@ def test_a_hidden_control_is_not_taken_though_selected(scene, capfd, how):
     _select(rig.pose.bones["a_fk.L"], False)  # only the hidden one selected: none to bake
     with pytest.raises(RuntimeError, match="select the FK control bones"):
         bpy.ops.chain_ik.bake_fk(frame_start=1, frame_end=2)
+
+
+def test_rigify_fk_follows_an_adopted_live_ik_chain(rigify_file, capfd):
+    """Rigify's ORG bones copy the MCH IK bones through constraints: a Live chain adopted from the
+    arm's IK constraint poses them from there, not from above, and is still followed frame by frame."""
+    rig = _open(rigify_file)
+    rig.pose.bones["upper_arm_parent.L"]["IK_FK"] = 0.0
+    _animate(rig, "hand_ik.L", Vector((-0.15, 0.25, 0.3)))
+    assert bpy.ops.chain_ik.chains_from_constraints() == {"FINISHED"}
+    arm = rig.chain_ik.chains["MCH-forearm_ik.L"]
+    arm.live = True
+    bpy.context.scene.frame_set(FRAMES[0])
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs=", ".join(ARM), frame_start=FRAMES[0], frame_end=FRAMES[1]) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "Live chain(s) 'MCH-forearm_ik.L' solved at every frame" in out, out
+    assert _reported(out, r"they follow within ([0-9.e+-]+)°") < 1e-3
