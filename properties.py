@@ -245,21 +245,30 @@ class ChainIKChain(bpy.types.PropertyGroup):
         name="IK Constraint",
         description="The tip bone's IK constraint this chain was made from, and Constraints from Chains writes",
     )
-    # How Chains from IK Constraints switched that constraint off, so that adopting again reads the
-    # constraint's own settings, not the mute (or influence 0) it set itself.
-    replaced: EnumProperty(
-        name="Constraint Switched Off By",
-        items=[
-            ("NONE", "None", "The constraint was left as it was"),
-            ("MUTE", "Mute", "The constraint was muted"),
-            ("INFLUENCE", "Influence", "The constraint's influence was set to 0 (a driver or keys set its mute)"),
-        ],
-        default="NONE",
-        options={"HIDDEN"},
-    )
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)
+
+
+SWITCH_OFF_ITEMS = [
+    ("MUTE", "Mute", "The constraint was muted"),
+    ("INFLUENCE", "Influence", "The constraint's influence was set to 0 (a driver or keys set its mute)"),
+]
+
+
+@overridable
+class ChainIKSwitchedOff(bpy.types.PropertyGroup):
+    """An IK constraint that Chains from IK Constraints switched off, and its own values before: kept
+    with the constraint (by bone and constraint name), not with its chain, so adopting again reads
+    the rig's settings, not the adoption's, whatever became of the chain."""
+
+    bone: StringProperty(name="Bone")
+    constraint: StringProperty(name="IK Constraint")
+    how: EnumProperty(name="Switched Off By", items=SWITCH_OFF_ITEMS, default="MUTE")
+    mute: BoolProperty(name="Mute Before", description="The constraint's own mute before it was switched off")
+    influence: FloatProperty(
+        name="Influence Before", description="The constraint's own influence before it was switched off", default=1.0
+    )
 
 
 INTERPOLATION_ITEMS = [
@@ -333,6 +342,12 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         type=bpy.types.Object,
         poll=lambda _settings, obj: obj.type == "MESH",
     )
+
+    # The IK constraints Chains from IK Constraints switched off (app.adopt_records).
+    switched_off: CollectionProperty(type=ChainIKSwitchedOff, options={"HIDDEN"})
+    # False in files adopted before `switched_off` existed: adopting them again recognises its own
+    # switch-off by the chain made from the constraint (app.adopt_records.legacy_switch_off).
+    switch_offs_recorded: BoolProperty(default=False, options={"HIDDEN"})
     scope: EnumProperty(
         name="Act On",
         description="Which chains Solve, Live, Bake and Compare act on (muted chains never)",
@@ -352,7 +367,7 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         return [c for c in self.chains if not c.mute and (c.select or not selected_only)]
 
 
-CLASSES = (ChainIKResult, ChainIKChain, ChainIKBake, ChainIKSettings)
+CLASSES = (ChainIKResult, ChainIKChain, ChainIKBake, ChainIKSwitchedOff, ChainIKSettings)
 
 
 def register_owner() -> None:

@@ -4,7 +4,8 @@ return).
 
 Adopting is idempotent: a constraint already adopted is recognised by its chain (tip and
 constraint name) and updated, and the mute (or influence 0) an earlier adoption set on it is
-not read back as the rig's own setting (`ChainIKChain.replaced` records which one it set). A
+not read back as the rig's own setting: `app.adopt_records` keeps which one it set, with the
+constraint, so this holds with the chain removed too (files from before it: see there). A
 constraint that could never be solved is not adopted, and one that cannot be switched off for
 good (drivers or keys set both its mute and its influence) is not either: the report says which
 and why. Nothing is claimed that was not checked on the data after an update.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..rig import ik_constraints
-from . import checks, groups
+from . import adopt_records, checks, groups
 from .spec import ChainSpec
 
 # Chain fields set from a ConstraintChain of the same name.
@@ -51,15 +52,6 @@ def _fill(item, chain: ik_constraints.ConstraintChain) -> None:
     item.pole_target, item.pole_subtarget = chain.pole, chain.pole_bone
     item.max_iterations = chain.max_iterations
     item.mute = chain.muted
-
-
-def _still_switched_off(item, con) -> bool:
-    """The constraint still holds the switch-off `item.replaced` records (not undone by hand)."""
-    if item.replaced == "MUTE":
-        return con.mute
-    if item.replaced == "INFLUENCE":
-        return con.influence == 0.0
-    return False
 
 
 def _never_solves(obj, chain: ik_constraints.ConstraintChain) -> str:
@@ -99,14 +91,50 @@ def _switch_off_plan(obj, con) -> tuple[str, str]:
     )
 
 
-def _switch_off(con, how: str, item) -> None:
-    if item.replaced == "INFLUENCE" and how == "MUTE":
-        con.influence = item.influence  # what the earlier adoption set to 0, before muting instead
-    if how == "MUTE":
-        con.mute = True
-    else:
-        con.influence = 0.0
-    item.replaced = how
+def _same_goal(item, chain: ik_constraints.ConstraintChain) -> bool:
+    """Chain `item` still reaches for what `chain` (its constraint read now) does."""
+    return (item.target, item.target_bone, item.pole_target, item.pole_subtarget, item.chain_length, item.use_tail) == (
+        chain.target,
+        chain.target_bone,
+        chain.pole,
+        chain.pole_bone,
+        chain.chain_length,
+        chain.use_tail,
+    )
+
+
+def _adopted_off(obj, settings, pbone, con, item, chain, out: Outcome) -> str:
+    """How an earlier adoption switched `con` off ('MUTE' or 'INFLUENCE'), while that holds; ''."""
+    how = adopt_records.holding(obj, settings, pbone.name, con)
+    if how or settings.switch_offs_recorded:
+        return how
+    how = adopt_records.legacy_switch_off(obj, con, item, item is not None and _same_goal(item, chain))
+    if how:
+        adopt_records.add(settings, pbone.name, con.name, how, item.mute, item.influence)
+        what = "muted" if how == "MUTE" else "at influence 0"
+        out.infos.append(
+            f"chain '{item.name}': '{con.name}' on '{pbone.name}' is {what} and the chain made from it matches it,"
+            " so it is taken as switched off by an earlier adoption (this file is from before adoption recorded it):"
+            " the chain keeps its own mute and influence"
+        )
+    return how
+
+
+def _off_in_the_rig(obj, con, chain) -> str:
+    """Why the chain adopted from `con` comes out switched off by the rig's own setting (a mute or
+    influence 0 no adoption on record set, and no driver or keys set), with how to switch it on; ''."""
+    where = f"'{con.name}' on '{chain.bone}'"
+    if chain.muted and not ik_constraints.set_by(obj, con, "mute"):
+        return (
+            f"chain '{chain.name}': {where} is muted (not by an adoption on record), so the chain is muted too:"
+            " untick the chain's Mute to use it"
+        )
+    if chain.influence == 0.0 and not ik_constraints.set_by(obj, con, "influence"):
+        return (
+            f"chain '{chain.name}': {where} has influence 0 (not set by an adoption on record), so the chain's is 0"
+            " too: raise the chain's Influence to use it"
+        )
+    return ""
 
 
 def adopt(context, obj, mute_constraints: bool) -> Outcome:
@@ -116,20 +144,29 @@ def adopt(context, obj, mute_constraints: bool) -> Outcome:
     if not found:
         raise ValueError(f"armature '{obj.name}' has no IK constraints")
     settings, out = obj.chain_ik, Outcome()
-    switched = []
+    adopt_records.prune(obj, settings)
+    # (bone, constraint, chain index, how): indices, not items, as the chain list grows below.
+    switched: list[tuple[str, str, int, str]] = []
     for pbone, con in found:
         chain = ik_constraints.read(obj, pbone, con)
         if isinstance(chain, str):
             out.skipped.append(chain)
             continue
         where = f"'{con.name}' on '{pbone.name}'"
-        item = next((c for c in settings.chains if c.tip == chain.bone and c.constraint == chain.constraint), None)
-        if item is not None and _still_switched_off(item, con):
-            # The constraint is off because an earlier adoption switched it off: not the rig's setting.
-            if item.replaced == "MUTE":
-                chain.muted = item.mute
+        index = next(
+            (i for i, c in enumerate(settings.chains) if c.tip == chain.bone and c.constraint == chain.constraint),
+            None,
+        )
+        item = settings.chains[index] if index is not None else None
+        ours = _adopted_off(obj, settings, pbone, con, item, chain, out)
+        if ours:
+            # Off because an earlier adoption switched it off: not the rig's setting. An existing
+            # chain keeps its own value; a new one takes the constraint's from before.
+            mute, influence = adopt_records.own_values(settings, pbone.name, con.name)
+            if ours == "MUTE":
+                chain.muted = item.mute if item is not None else mute
             else:
-                chain.influence = item.influence
+                chain.influence = item.influence if item is not None else influence
         reason = _never_solves(obj, chain)
         how = ""
         if not reason and mute_constraints:
@@ -137,30 +174,36 @@ def adopt(context, obj, mute_constraints: bool) -> Outcome:
         if not how and reason:
             out.skipped.append(f"{where}: {reason}")
             continue
-        if item is None:
-            item = settings.chains.add()
+        if index is None:
+            settings.chains.add()
+            index = len(settings.chains) - 1
+            item = settings.chains[index]
             item.name = chain.name
             out.done.append(chain.name)
         else:
             out.updated.append(chain.name)
         _fill(item, chain)
         out.warnings += [f"chain '{chain.name}': not supported, {note}" for note in chain.unsupported]
+        if not ours:
+            note = _off_in_the_rig(obj, con, chain)
+            if note:
+                out.infos.append(note)
         if how:
-            _switch_off(con, how, item)
-            switched.append((con, item))
+            adopt_records.switch_off(settings, pbone.name, con, how)
+            switched.append((pbone.name, con.name, index, how))
             if reason:
                 out.infos.append(f"chain '{chain.name}': {reason}")
-        elif not _still_switched_off(item, con):
-            item.replaced = "NONE"
+    settings.switch_offs_recorded = True
     if out.done or out.updated:
         settings.active_index = len(settings.chains) - 1
     if switched:
         context.view_layer.update()  # drivers run: what they undo shows now
-        for con, item in switched:
-            if not _still_switched_off(item, con):
-                prop = "mute" if item.replaced == "MUTE" else "influence"
+        for bone, name, index, how in switched:
+            con = obj.pose.bones[bone].constraints[name]
+            if not adopt_records.is_off(obj, con, how):
                 out.warnings.append(
-                    f"chain '{item.name}': '{con.name}' is on again after an update (something sets its {prop})"
+                    f"chain '{settings.chains[index].name}': '{name}' is on again after an update (something sets"
+                    f" its {adopt_records.PROPERTY[how]})"
                 )
     return out
 
@@ -221,7 +264,7 @@ def write_back(context, obj, items) -> Outcome:
             con = pbone.constraints.new("IK")
             item.constraint = con.name
         ik_constraints.write(pbone, con, item, weight)
-        item.replaced = "NONE"  # the constraint now says what the chain does
+        adopt_records.forget(obj.chain_ik, item.tip, con.name)  # the constraint now says what the chain does
         if abs(weight - item.weight) > 1e-6:
             out.infos.append(
                 f"chain '{item.name}': Weight {item.weight:g} written as {con.weight:.3g} (an IK constraint's"

@@ -137,10 +137,17 @@ def bake(
 
 def _refuse_live_above(obj, specs: list[ChainSpec], names) -> None:
     """Live is held off while baking: a live chain posing bones the baked chains hang from (or their
-    own-armature targets ride on) would stay put through the bake while playback moves it. One that
-    poses baked bones too is switched off after the bake (switch_off), so its pose then stays."""
+    targets and poles ride on, on any armature; or the armature itself) would stay put through the
+    bake while playback moves it. One of this armature that poses baked bones too is switched off
+    after the bake (switch_off), so its pose then stays."""
     baked = set(names)
-    for item, posed in live_above.live_chains_above(obj, names, specs):
+    for arm, item, posed in live_above.live_chains_above(obj, names, specs):
+        if arm != obj:
+            raise ValueError(
+                live_above.held_message(
+                    arm, item, posed, f"a target or pole of the baked chains (or the armature '{obj.name}') rides on"
+                )
+            )
         if not baked.intersection(posed):
             raise ValueError(
                 f"Live chain '{item.name}' poses bone '{posed[0]}', which the baked chains hang from (or a target"

@@ -66,14 +66,7 @@ class _Track:
         tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
         point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
         self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
-        # Each bone's rotation relative to its parent's pose (the root's: in armature space).
-        rotations = [
-            (
-                b.matrix.to_3x3() if b.parent is None else b.parent.matrix.to_3x3().inverted_safe() @ b.matrix.to_3x3()
-            ).to_quaternion()
-            for b in bones
-        ]
-        rotations = np.array([q[:] for q in rotations])
+        rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
         if self.previous is not None:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
             # would read 0.04° where nothing turned).

@@ -31,7 +31,7 @@ def check_spec(obj, spec: ChainSpec) -> None:
     if spec.max_iterations < 0:
         raise ValueError(f"max iterations must be >= 0 (0: the solver's default), got {spec.max_iterations}")
     if spec.target is None and not spec.pin:
-        raise ValueError(f"chain '{spec.tip or '?'}' has no target object")
+        raise ValueError(f"chain '{spec.label or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
         raise ValueError("the armature cannot be its own target (pick a bone of it, or another object)")
     if spec.pole is not None and spec.pole is obj and not spec.pole_bone:
@@ -49,7 +49,7 @@ def changed_mid_bake(obj, specs: list[ChainSpec], bones, exc: Exception) -> str:
     the chain bones' names at the start, `exc` the ReferenceError or KeyError that stopped it."""
     what = [("armature", obj)]
     for spec in specs:
-        what += [(f"target of chain '{spec.tip}'", spec.target), (f"pole target of chain '{spec.tip}'", spec.pole)]
+        what += [(f"target of chain '{spec.label}'", spec.target), (f"pole target of chain '{spec.label}'", spec.pole)]
     for label, ob in what:
         try:
             getattr(ob, "name", None)
@@ -140,6 +140,21 @@ def _carriers(ob, bone: str, location_only: bool):
         yield ob.parent, ob.parent_bone if ob.parent_type == "BONE" else "", False
     for target in _constraint_targets(ob.constraints, location_only):
         yield *target, False
+
+
+def carried_by(starts) -> list[tuple[object, str]]:
+    """Every (object, bone) whose pose moves one of `starts` ((object, bone, location_only); bone ''
+    for the object itself), through bone parents, object parents and constraints; `starts`
+    included. What a chain, a target or a pole reads from the scene."""
+    todo, seen, out = list(starts), set(), []
+    while todo:
+        ob, bone, own = todo.pop()
+        if ob is None or (ob.as_pointer(), bone, own) in seen:
+            continue
+        seen.add((ob.as_pointer(), bone, own))
+        out.append((ob, bone))
+        todo.extend(_carriers(ob, bone, own))
+    return out
 
 
 def check_no_stretch_scale(obj, bones) -> None:

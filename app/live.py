@@ -30,7 +30,8 @@ from ..rig.sampling import LIVE_HANDLER_MARK
 from . import group_solve, groups, solve, spec
 from .result import measured_error, store_result
 
-_signatures: dict[tuple[str, int], tuple] = {}
+# Per live unit: (armature, chain index) for a lone chain, (armature, member indices) for a group.
+_signatures: dict[tuple, tuple] = {}
 _busy = False
 
 
@@ -122,39 +123,50 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
     that cannot be solved is printed once, or, given `errors`, added there as (armature, chain
     names, why) for the caller to say."""
     solved = 0
-    for obj in _live_armatures(scene):
+    armatures = _live_armatures(scene)
+    for obj in armatures:
         if obj.mode == "EDIT":
             continue
         chains = obj.chain_ik.chains
-        alone = set()
+        live_keys = set()
         # In the units' order (app.groups): a chain hanging below a group sees this update's solve.
         for members in groups.panel_units(obj):
             items = [chains[i] for i in members]
             if not any(item.live for item in items):
                 continue
             obj_eval = obj.evaluated_get(depsgraph)
-            if len(members) == 1 and not items[0].pin:
-                key, solve_unit, name = (obj.name, members[0]), _solve_item, items[0].name
-                alone.add(members[0])
-            else:
-                key, solve_unit = (obj.name, members), _solve_group
-                name = " + ".join(item.name for item in items)
+            alone = len(members) == 1 and not items[0].pin
+            key = (obj.name, members[0]) if alone else (obj.name, members)
+            live_keys.add(key)
+            what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"
             try:
-                count = solve_unit(obj, obj_eval, items[0] if solve_unit is _solve_item else items, key, depsgraph)
+                if alone:
+                    count = _solve_item(obj, obj_eval, items[0], key, depsgraph)
+                else:
+                    count = _solve_group(obj, obj_eval, items, key, depsgraph)
             except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
                 if errors is None:
-                    _report_once(key, obj, name, exc)
+                    _report_once(key, obj, what, exc)
                 else:
                     errors.append((obj, tuple(item.name for item in items), _message(exc)))
             else:
                 if count:  # solved (not merely unchanged): a later failure is news again
                     _reported.pop(key, None)
                 solved += count
-        for index in range(len(chains)):  # chains no longer live alone: solve (and report) afresh when they are again
-            if index not in alone:
-                _signatures.pop((obj.name, index), None)
-                _reported.pop((obj.name, index), None)
+        _forget(lambda key, obj=obj, live_keys=live_keys: key[0] == obj.name and key not in live_keys)
+    # Armatures with no live chain left (all switched off, or deleted): a fresh start when they are again.
+    objects = bpy.data.objects
+    _forget(lambda key: not (key[0] in objects and _has_live(objects[key[0]])))
     return solved
+
+
+def _forget(which) -> None:
+    """Drop the signatures and printed errors of the units (lone chains, groups) `which` picks: no
+    longer live, or no longer made of the same chains. Live again, each is solved, and a failure
+    printed, afresh."""
+    for key in [key for key in (*_signatures, *_reported) if which(key)]:
+        _signatures.pop(key, None)
+        _reported.pop(key, None)
 
 
 def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
@@ -205,20 +217,20 @@ def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
     return 1
 
 
-_reported: dict[tuple[str, int], str] = {}  # live chain -> the error last printed for it
+_reported: dict[tuple, str] = {}  # live unit (as `_signatures`) -> the error last printed for it
 
 
 def _message(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
 
 
-def _report_once(key, obj, name: str, exc: Exception) -> None:
-    """Print a live chain's error to the console once (the handler runs on every update; an
-    operator's report is not available there); Solve reports the same error in words."""
+def _report_once(key, obj, what: str, exc: Exception) -> None:
+    """Print a live unit's error (`what`: "chain 'X'" or "group 'X + Y'", by their names in the
+    list) to the console once (the handler runs on every update; an operator's report is not
+    available there); Solve reports the same error in words."""
     message = _message(exc)
     if _reported.get(key) != message:
         _reported[key] = message
-        what = f"group '{name}'" if " + " in name else f"chain '{name}'"
         print(f"Chain IK Live: {what} of '{obj.name}' not solved: {message}", file=sys.stderr)
 
 

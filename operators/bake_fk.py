@@ -12,20 +12,15 @@ from bpy.props import StringProperty
 
 from ..app import bake as baking
 from ..app import fk_bake
-from ..rig import fk_follow
+from ..rig import fk_follow, selection
 from .bake import BakeRangeArguments, bake_options
 from .chain_args import SCRIPT_ONLY
 from .solve import armature_poll
 
 
-def _is_selected(pbone) -> bool:
-    # 5.0 keeps bone selection on the pose bone; 4.2 on the bone.
-    return bool(pbone.select if hasattr(pbone, "select") else pbone.bone.select) and not pbone.bone.hide
-
-
 def selected_pairs(obj) -> list[tuple[str, str]]:
-    """The selected pose bones of `obj` with their Rigify partners."""
-    names = [b.name for b in obj.pose.bones if _is_selected(b)]
+    """The selected (and shown) pose bones of `obj` with their Rigify partners."""
+    names = [b.name for b in obj.pose.bones if selection.is_selected(b)]
     if not names:
         raise ValueError("select the FK control bones (Rigify: upper_arm_fk.L, forearm_fk.L, hand_fk.L), or name them")
     missing = [n for n in names if fk_follow.rigify_partner(n) is None]
@@ -66,8 +61,7 @@ class CHAINIK_OT_bake_fk(BakeRangeArguments, bpy.types.Operator):
         self.report(
             {"INFO"},
             f"baked {result.frames} frame(s) onto {', '.join(result.bones)}: {result.keys} keys;"
-            f" on playback they follow within {result.worst_angle:.2g}° (tails within {result.worst_distance:.3g}),"
-            f" {result.seconds:.2f} s",
+            f" {result.follow_line()}, {result.seconds:.2f} s",
         )
         if result.live:
             names = ", ".join(f"'{n}'" for n in result.live)

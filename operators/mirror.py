@@ -11,7 +11,7 @@ from .solve import armature_poll
 
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
 SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "replaced", "result", "has_result", "comparison", "select"}  # fmt: skip
+        "constraint", "result", "has_result", "comparison", "select"}  # fmt: skip
 
 
 def mirrored_pole_angle(angle: float) -> float:
@@ -68,7 +68,13 @@ class CHAINIK_OT_chain_mirror(bpy.types.Operator):
         if index is not None and settings.chains[index] == src:
             self.report({"ERROR"}, f"chain '{src.name}' mirrors onto itself")
             return {"CANCELLED"}
-        item = settings.chains[index] if index is not None else settings.chains.add()
+        source = settings.active_index
+        if index is None:
+            settings.chains.add()  # the list's items may move in memory: both are fetched afresh
+            index, made = len(settings.chains) - 1, True
+        else:
+            made = False
+        src, item = settings.chains[source], settings.chains[index]
         for prop in src.bl_rna.properties:
             key = prop.identifier
             if key not in SKIP and not prop.is_readonly:
@@ -77,8 +83,8 @@ class CHAINIK_OT_chain_mirror(bpy.types.Operator):
         for key, value in values.items():
             setattr(item, key, value)
         item.has_result = False
-        settings.active_index = index if index is not None else len(settings.chains) - 1
-        self.report({"INFO"}, f"chain '{name}' {'updated' if index is not None else 'made'} from '{src.name}'")
+        settings.active_index = index
+        self.report({"INFO"}, f"chain '{name}' {'made' if made else 'updated'} from '{src.name}'")
         return {"FINISHED"}
 
     @staticmethod

@@ -13,7 +13,16 @@ from .space import (
     world_to_armature,
 )
 from .unevaluated import evaluated
-from .write import PoseWrite, apply, compute_pose, snapshot, solved_pose_matrices, tip_location
+from .write import (
+    PoseWrite,
+    apply,
+    apply_channels,
+    compute_pose,
+    snapshot,
+    snapshot_channels,
+    solved_pose_matrices,
+    tip_location,
+)
 
 __all__ = [
     "EULER_ORDERS",
@@ -30,8 +39,10 @@ __all__ = [
     "world_to_armature",
     "PoseWrite",
     "apply",
+    "apply_channels",
     "compute_pose",
     "snapshot",
+    "snapshot_channels",
     "solved_pose_matrices",
     "tip_location",
     "keys",

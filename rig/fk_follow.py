@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from mathutils import Matrix, Quaternion
 
 from ..solvers import quat
+from . import modes
+from .write import apply, snapshot
 
 # Rigify's FK control -> the ORG bone it matches: "upper_arm_fk.L" -> "ORG-upper_arm.L".
 _RIGIFY_FK = re.compile(r"^(?P<base>.+)_fk(?P<side>[._-][LRlr](?:\.\d+)?)?$")
@@ -156,3 +159,40 @@ def follow_error(obj_eval, plan: FollowPlan, world: Matrix) -> tuple[float, floa
         worst_dist = max(worst_dist, ((world @ a.tail) - (world @ b.tail)).length)
         worst_stretch = max(worst_stretch, abs(a.length / a.bone.length - b.length / b.bone.length))
     return worst_angle, worst_dist, worst_stretch
+
+
+# A followed bone whose pose matrix moves this much (armature units / matrix entries) when the FK
+# bones are turned depends on them (a limb switched to FK): following it would chase its own tail.
+DEPENDENCY_EPSILON = 1e-6
+_NUDGE = Quaternion((1.0, 0.0, 0.0), 0.5)  # half a radian about each FK bone's own X axis
+
+
+def moving_with_fk(obj, plan: FollowPlan, evaluate: Callable[[], object]) -> list[str]:
+    """The followed bones that move when the FK bones turn: each FK bone is turned through its own
+    rotation channels (location and scale untouched, locks ignored) and `evaluate()` (the scene
+    brought up to date: the evaluated armature) shows what moved. The FK bones' channels are put
+    back exactly as they were, value for value, either way."""
+    pose = obj.pose.bones
+    follows = [follow for _, follow in plan.pairs]
+    saved = snapshot(obj, plan.fk_names)
+
+    def matrices() -> list[Matrix]:
+        evaluated = evaluate().pose.bones
+        return [evaluated[name].matrix.copy() for name in follows]
+
+    before = matrices()
+    try:
+        for name, values in saved.items():
+            pbone = pose[name]
+            mode = pbone.rotation_mode
+            turned = modes.to_quaternion(mode, values) @ _NUDGE
+            modes.set_values(pbone, modes.values_in_mode(mode, turned, values, *modes.NO_LOCKS))
+        after = matrices()
+    finally:
+        apply(obj, saved)
+    return [
+        name
+        for name, m0, m1 in zip(follows, before, after, strict=True)
+        if max(abs(a - b) for r0, r1 in zip(m0, m1, strict=True) for a, b in zip(r0, r1, strict=True))
+        > DEPENDENCY_EPSILON
+    ]

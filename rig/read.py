@@ -294,3 +294,15 @@ def chain_limit_lines(obj, tip: str, length: int, use_tail: bool) -> list[str]:
     except ValueError:
         return []
     return ik_settings.limit_lines(obj, names)
+
+
+def parent_relative_rotations(obj_eval, names) -> np.ndarray:
+    """(n, 4) quaternions (w, x, y, z): each evaluated bone's rotation relative to its parent's
+    pose (a root bone's: in armature space), for measuring how far joints turn between frames."""
+    pose = obj_eval.pose.bones
+    out = []
+    for name in names:
+        b = pose[name]
+        m = b.matrix.to_3x3() if b.parent is None else b.parent.matrix.to_3x3().inverted_safe() @ b.matrix.to_3x3()
+        out.append(m.to_quaternion()[:])
+    return np.array(out, dtype=float)

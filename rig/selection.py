@@ -1,13 +1,24 @@
-"""Bone selection across Blender versions (5.0 moved it from Bone to PoseBone)."""
+"""Bone selection and visibility across Blender versions (5.0 moved both from Bone to PoseBone)."""
 
 from __future__ import annotations
 
 
+def is_visible(pbone) -> bool:
+    """Shown in Pose Mode, by Blender's own rule: not hidden (PoseBone.hide in 5.0+, Bone.hide
+    before: 5.0's Bone.hide is Edit Mode's), and in a visible bone collection or in none."""
+    hidden = pbone.hide if "hide" in pbone.bl_rna.properties else pbone.bone.hide
+    if hidden:
+        return False
+    collections = pbone.bone.collections
+    return not len(collections) or any(c.is_visible_effectively for c in collections)
+
+
 def is_selected(pbone) -> bool:
+    """Selected and shown, as Blender's pose tools take a bone: a hidden bone (or one in a hidden
+    collection) keeps its selection flag but is not acted on."""
     # 5.0+: PoseBone.select; 4.x: Bone.select.
-    if "select" in pbone.bl_rna.properties:
-        return bool(pbone.select)
-    return bool(pbone.bone.select)
+    selected = pbone.select if "select" in pbone.bl_rna.properties else pbone.bone.select
+    return bool(selected) and is_visible(pbone)
 
 
 def set_selected(pbone, state: bool) -> None:

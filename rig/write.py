@@ -173,6 +173,29 @@ def apply(obj, values: dict[str, tuple[float, ...]]) -> None:
         modes.set_values(pose_bones[name], vals)
 
 
+# Every transform channel of a pose bone (the rotation in each mode: a mode switch keeps the others).
+CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+def snapshot_channels(obj, names=None) -> dict[str, tuple[tuple[float, ...], ...]]:
+    """Every transform channel (`CHANNELS`) of bones `names` (default: all) as stored, to put
+    back exactly after a refusal (not through a matrix: Euler turns past 180°, a quaternion's
+    length and sign survive)."""
+    pose = obj.pose.bones
+    names = pose.keys() if names is None else names
+    return {n: tuple(getattr(pose[n], p)[:] for p in CHANNELS) for n in names}
+
+
+def apply_channels(obj, saved: dict[str, tuple[tuple[float, ...], ...]]) -> None:
+    """Put back what `snapshot_channels` read; a channel that still holds it is not written."""
+    pose = obj.pose.bones
+    for name, values in saved.items():
+        pbone = pose[name]
+        for prop, value in zip(CHANNELS, values, strict=True):
+            if getattr(pbone, prop)[:] != value:
+                setattr(pbone, prop, value)
+
+
 def tip_location(obj_eval, rig: RigChain) -> Vector:
     """Armature-space location of the chain's reaching point in an evaluated object."""
     bone = obj_eval.pose.bones[rig.tip]

@@ -298,3 +298,174 @@ def test_a_live_chain_that_cannot_be_solved_stops_the_bake(scene):
     with pytest.raises(RuntimeError, match="Live chain 'Arm' cannot be solved at frame 1: .*nothing was keyed"):
         bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=4)
     assert rig.animation_data is None or rig.animation_data.action is None
+
+
+def _odd_fk_channels(rig) -> None:
+    """Channels a matrix round trip would change: an Euler Z past a full turn, an unnormalised
+    quaternion with a negative w, a location and a scale."""
+    f1, f2 = rig.pose.bones["f1"], rig.pose.bones["f2"]
+    f1.rotation_mode = "XYZ"
+    f1.rotation_euler = (0.1, -0.2, math.radians(370.0))
+    f1.location, f1.scale = (0.01, 0.02, -0.03), (1.0, 1.1, 0.9)
+    f2.rotation_quaternion = (-0.9, 0.1, 0.2, 0.3)
+
+
+@pytest.mark.parametrize(
+    "refusal", ["live target deleted", "keyed, then changed", "limb follows fk", "fk follows itself"]
+)
+def test_a_refused_bake_leaves_every_channel_bit_identical(scene, refusal):
+    """Was: a refused IK -> FK bake put the FK bones back through matrix_basis (370° became 10°, the
+    quaternion normalised and its sign flipped), with no undo step."""
+    from builders import channel_state
+
+    rig, target, item = _live_arm()
+    if refusal == "keyed, then changed":  # keys on the FK bones, and a change not keyed (yet): both kept
+        for frame in (1, 4):
+            rig.pose.bones["f1"].keyframe_insert("rotation_quaternion", frame=frame)
+            rig.pose.bones["f1"].keyframe_insert("location", frame=frame)
+        refusal = "live target deleted"
+    _odd_fk_channels(rig)
+    if refusal == "live target deleted":
+        bpy.data.objects.remove(target)
+        pairs, match = "f1:a1, f2:a2", "cannot be solved at frame 1"
+    elif refusal == "limb follows fk":
+        item.live = False
+        con = rig.pose.bones["a1"].constraints.new("COPY_ROTATION")  # the followed bone follows f1
+        con.target, con.subtarget = rig, "f1"
+        pairs, match = "f1:a1, f2:a2", "'a1' moves with the FK bones"
+    else:
+        pairs, match = "f1:f1", "cannot follow itself"
+    bpy.context.view_layer.update()
+    before = channel_state(rig)
+    curves = sorted((fc.data_path, fc.array_index, len(fc.keyframe_points)) for fc in _curves(rig))
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.chain_ik.bake_fk(pairs=pairs, frame_start=1, frame_end=4)
+    assert channel_state(rig) == before
+    assert sorted((fc.data_path, fc.array_index, len(fc.keyframe_points)) for fc in _curves(rig)) == curves
+
+
+def _curves(obj) -> list:
+    return _fcurves(obj) if obj.animation_data and obj.animation_data.action else []
+
+
+def test_the_dependency_check_puts_the_channels_back_exactly_before_baking(scene):
+    rig, target, item = _live_arm()
+    item.live = False
+    _odd_fk_channels(rig)
+    from builders import channel_state
+
+    before = channel_state(rig)
+    # Nothing keyed on f1/f2 before; the check turns them, then the bake starts from them as they were.
+    ext = __import__("chain_ik")
+    plan = ext.rig.fk_follow.make_plan(rig, [("f1", "a1"), ("f2", "a2")])
+    ext.app.fk_bake.check_independent(bpy.context, rig, plan)
+    assert channel_state(rig) == before
+
+
+def _fast_arm():
+    """a1-a2 under Blender's IK toward a target that swings fast (a new side every few frames)."""
+    rig = make_armature(
+        [
+            ("a1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("a2", (0, 0, 1), (0, 0.3, 2), "a1", True, 0.0),
+            ("f1", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("f2", (0, 0, 1), (0, 0.3, 2), "f1", True, 0.0),
+        ]
+    )
+    target = add_empty(location=(0.8, 0.4, 1.2))
+    rig.pose.bones["a2"].constraints.new("IK").target = target
+    for frame in range(1, 16):
+        target.location = (1.2 * math.cos(frame), 1.2 * math.sin(frame), 1.2)
+        target.keyframe_insert("location", frame=frame)
+    return rig
+
+
+def test_with_a_step_every_frame_of_the_range_is_measured_and_said(scene, capfd):
+    """Was: with step 7 only the 3 keyed frames were measured: 'follow within 2.1e-05°' while the
+    FK bones missed by 87° in between."""
+    rig = _fast_arm()
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=15, step=7) == {"FINISHED"}
+    out = capfd.readouterr().out
+    worst = 0.0
+    for frame in range(1, 16):
+        bpy.context.scene.frame_set(frame)
+        pose = rig.pose.bones
+        worst = max(worst, *(_angle64(pose[f].matrix, pose[a].matrix) for f, a in (("f1", "a1"), ("f2", "a2"))))
+    assert worst > 10.0  # the keys' interpolation cannot follow a target this fast
+    said = _reported(out, r"on playback over every frame 1-15 they stray up to ([0-9.e+-]+)°")
+    assert said == pytest.approx(worst, rel=1e-2)
+    assert _reported(out, r"at the 3 keyed frames within ([0-9.e+-]+)°") < 1e-3
+    assert "between the keys (one every 7 frames) the FK bones stray up to" in out and "smaller step" in out
+    assert "follow within" not in out
+    # Every frame keyed: every frame follows, and it says so.
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=15) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert _reported(out, r"on playback over every frame 1-15 they follow within ([0-9.e+-]+)°") < 1e-3
+    assert "keyed frames" not in out and "Warning" not in out
+
+
+def test_with_a_step_a_live_chain_is_followed_through_every_frame_as_playback_plays_it(scene, capfd):
+    """Live turns from the frame before: the keys' pass plays every frame of the range, as the
+    playback that measures them does, so the keyed frames hold."""
+    rig, target, item = _live_arm()
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs="f1:a1, f2:a2", frame_start=1, frame_end=10, step=3) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert _reported(out, r"at the 4 keyed frames within ([0-9.e+-]+)°") < 1e-3, out
+
+
+def _hide(pbone) -> None:
+    """Hide a bone in Pose Mode as the Bone tab's Hide does (PoseBone.hide in 5.0, Bone.hide in 4.2)."""
+    if "hide" in pbone.bl_rna.properties:
+        pbone.hide = True
+    else:
+        pbone.bone.hide = True
+
+
+@pytest.mark.parametrize("how", ["hidden", "hidden collection"])
+def test_a_hidden_control_is_not_taken_though_selected(scene, capfd, how):
+    """Was: on 5.0 a bone hidden in Pose Mode (PoseBone.hide) but still selected was keyed."""
+    rig = make_armature(
+        [
+            ("ORG-a.L", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("ORG-b.L", (0, 0, 1), (0, 0.3, 2), "ORG-a.L", True, 0.0),
+            ("a_fk.L", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("b_fk.L", (0, 0, 1), (0, 0.3, 2), "a_fk.L", True, 0.0),
+        ]
+    )
+    rig.pose.bones["ORG-b.L"].constraints.new("IK").target = add_empty(location=(0.8, 0.4, 1.2))
+    for pb in rig.pose.bones:
+        _select(pb, pb.name.endswith("_fk.L"))
+    hidden = rig.pose.bones["b_fk.L"]
+    if how == "hidden":
+        _hide(hidden)
+    else:
+        collection = rig.data.collections.new("FK hidden")
+        collection.assign(hidden.bone)
+        collection.is_visible = False
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(frame_start=1, frame_end=2) == {"FINISHED"}
+    assert "onto a_fk.L:" in capfd.readouterr().out
+    assert all('"b_fk.L"' not in fc.data_path for fc in _fcurves(rig))
+    _select(rig.pose.bones["a_fk.L"], False)  # only the hidden one selected: none to bake
+    with pytest.raises(RuntimeError, match="select the FK control bones"):
+        bpy.ops.chain_ik.bake_fk(frame_start=1, frame_end=2)
+
+
+def test_rigify_fk_follows_an_adopted_live_ik_chain(rigify_file, capfd):
+    """Rigify's ORG bones copy the MCH IK bones through constraints: a Live chain adopted from the
+    arm's IK constraint poses them from there, not from above, and is still followed frame by frame."""
+    rig = _open(rigify_file)
+    rig.pose.bones["upper_arm_parent.L"]["IK_FK"] = 0.0
+    _animate(rig, "hand_ik.L", Vector((-0.15, 0.25, 0.3)))
+    assert bpy.ops.chain_ik.chains_from_constraints() == {"FINISHED"}
+    arm = rig.chain_ik.chains["MCH-forearm_ik.L"]
+    arm.live = True
+    bpy.context.scene.frame_set(FRAMES[0])
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.bake_fk(pairs=", ".join(ARM), frame_start=FRAMES[0], frame_end=FRAMES[1]) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "Live chain(s) 'MCH-forearm_ik.L' solved at every frame" in out, out
+    assert _reported(out, r"they follow within ([0-9.e+-]+)°") < 1e-3

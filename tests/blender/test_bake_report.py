@@ -93,6 +93,67 @@ def test_bake_refuses_a_live_chain_above_the_baked_chain(scene):
     assert not spine.live
 
 
+def _live_arm_elsewhere():
+    """Armature 'A' (p0-p2) whose Live chain 'Lead' follows a keyed loop; armature 'Rig' (b0-b2) beside it."""
+    lead_rig = straight_chain(3, name="A")
+    lead_rig.location = (3.0, 0.0, 0.0)
+    lead = lead_rig.chain_ik.chains.add()
+    goal = loop_target("LeadGoal", frames=(1, 10), center=(3.4, 0.3, 2.0), radius=0.5)
+    lead.name, lead.tip, lead.chain_length, lead.target = "Lead", "b2", 2, goal
+    lead.live = True
+    obj = straight_chain(3)
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    return obj, lead_rig, lead
+
+
+@pytest.mark.parametrize("rides", ["target bone", "pole bone", "target parented", "armature parented"])
+def test_bake_refuses_what_rides_on_another_armatures_live_chain(scene, rides):
+    """Was: a target on another armature's Live chain stood still through the bake ('largest jump
+    0.00°' over a moving target); played back with Live on, the tip missed by 1.13."""
+    obj, lead_rig, lead = _live_arm_elsewhere()
+    kwargs = {"tip": "b2", "chain_length": 3, "frame_start": 1, "frame_end": 10}
+    if rides == "target bone":
+        kwargs.update(target="A", target_bone="b2")
+    elif rides == "pole bone":
+        kwargs.update(target=add_empty("Goal", (1.0, 0.5, 2.0)).name, pole="A", pole_bone="b2")
+    elif rides == "target parented":
+        goal = add_empty("Goal", (0.0, 0.0, 0.3))
+        goal.parent, goal.parent_type, goal.parent_bone = lead_rig, "BONE", "b1"
+        kwargs.update(target="Goal")
+    else:
+        bpy.context.view_layer.objects.active = obj
+        kwargs.update(target=add_empty("Goal", (1.0, 0.5, 2.0)).name)
+        obj.parent, obj.parent_type, obj.parent_bone = lead_rig, "BONE", "b2"
+    bpy.context.view_layer.update()
+    with pytest.raises(RuntimeError, match="Live chain 'Lead' of armature 'A' poses bone 'b[12]', which a target or"):
+        bpy.ops.chain_ik.bake(**kwargs)
+    assert obj.animation_data is None or obj.animation_data.action is None
+    # Its Live off (or that chain baked first): the bake goes ahead, and plays back as baked.
+    lead.live = False
+    assert bpy.ops.chain_ik.bake(**kwargs) == {"FINISHED"}
+
+
+def test_a_live_chain_on_another_armature_that_nothing_rides_on_is_left_alone(scene):
+    obj, lead_rig, lead = _live_arm_elsewhere()
+    goal = add_empty("Goal", (1.0, 0.5, 2.0))
+    goal.parent, goal.parent_type, goal.parent_bone = lead_rig, "BONE", "b0"  # below the Live chain's bones
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="Goal", frame_start=1, frame_end=4) == {
+        "FINISHED"
+    }
+    assert lead.live
+
+
+def test_fk_bake_refuses_followed_bones_riding_on_another_armatures_live_chain(scene):
+    obj, lead_rig, lead = _live_arm_elsewhere()
+    con = obj.pose.bones["b1"].constraints.new("COPY_ROTATION")  # the followed bone copies A's b2
+    con.target, con.subtarget = lead_rig, "b2"
+    bpy.context.view_layer.update()
+    with pytest.raises(RuntimeError, match="Live chain 'Lead' of armature 'A' poses bone 'b1', which the followed"):
+        bpy.ops.chain_ik.bake_fk(pairs="b2:b1", frame_start=1, frame_end=4)
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
 @pytest.mark.parametrize("setting", ["influence", "jacobian"])
 def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, monkeypatch, setting):
     """Steps: influence below 1 takes the per-frame kernel, a step per frame; an iterative solver

@@ -26,6 +26,11 @@ def _ik(obj, bone: str, target, **settings):
     return con
 
 
+def _record(obj) -> list[tuple]:
+    """What the armature records adoption switched off: (bone, constraint, how, own mute, own influence)."""
+    return [(r.bone, r.constraint, r.how, r.mute, r.influence) for r in obj.chain_ik.switched_off]
+
+
 def _adopt(capfd, **kwargs) -> str:
     capfd.readouterr()
     assert bpy.ops.chain_ik.chains_from_constraints(**kwargs) == {"FINISHED"}
@@ -38,7 +43,7 @@ def test_adopting_twice_updates_and_never_mutes_the_chains(scene, capfd):
     con = _ik(obj, "b3", goal, chain_count=3)
     _adopt(capfd)
     item = obj.chain_ik.chains["b3"]
-    assert con.mute and not item.mute and item.replaced == "MUTE"
+    assert con.mute and not item.mute and _record(obj) == [("b3", "IK", "MUTE", False, 1.0)]
     out = _adopt(capfd)  # the constraint is muted now: by the first adoption, not by the rig
     assert "0 chain(s) made, 1 updated" in out and len(obj.chain_ik.chains) == 1
     assert not item.mute and con.mute
@@ -62,7 +67,7 @@ def test_a_constraint_muted_by_the_rig_stays_a_muted_chain_on_every_adoption(sce
     for _ in range(2):
         _adopt(capfd, mute_constraints=False)
         item = obj.chain_ik.chains["b3"]
-        assert item.mute and item.replaced == "NONE"
+        assert item.mute and _record(obj) == []
 
 
 @pytest.mark.parametrize("pole", [False, True])
@@ -162,7 +167,7 @@ def test_what_sets_the_mute_is_left_and_the_influence_set_to_0_for_good(scene, c
     for frame in (1, 2):
         bpy.context.scene.frame_set(frame)
         assert con.influence == 0.0 and not con.mute
-    assert obj.chain_ik.chains["b3"].influence == 1.0 and obj.chain_ik.chains["b3"].replaced == "INFLUENCE"
+    assert obj.chain_ik.chains["b3"].influence == 1.0 and _record(obj) == [("b3", "IK", "INFLUENCE", False, 1.0)]
     out = _adopt(capfd)  # again: the chain keeps its influence (the 0 is the adoption's)
     assert obj.chain_ik.chains["b3"].influence == 1.0 and "1 updated" in out
 
@@ -243,3 +248,110 @@ def test_weights_go_both_ways_and_keep_their_ratio_in_a_group(scene, capfd):
     chains["a"].weight = 1e-3  # below the constraint's range
     assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
     assert a.weight == pytest.approx(0.01)
+
+
+def test_many_constraints_adopted_at_once_each_name_their_own_chain(scene, capfd):
+    """The chain list grows (its items move in memory) while adopting: nothing is read through an
+    item held from before. Was: 8 false 'on again' warnings naming chain 'Chain'."""
+    obj = straight_chain(12)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    cons = [_ik(obj, f"b{i}", add_empty(f"Goal{i}", (1, 0, i)), chain_count=1) for i in range(1, 12)]
+    out = _adopt(capfd)
+    assert "on again" not in out and "Warning" not in out, out
+    assert "11 chain(s) made, 0 updated" in out
+    assert [(c.name, c.tip, c.constraint, c.target.name) for c in obj.chain_ik.chains] == [
+        (f"b{i}", f"b{i}", "IK", f"Goal{i}") for i in range(1, 12)
+    ]
+    assert all(con.mute for con in cons) and not any(c.mute for c in obj.chain_ik.chains)
+    assert [r[0] for r in _record(obj)] == [f"b{i}" for i in range(1, 12)]
+    out = _adopt(capfd)  # and again, updating every one
+    assert "0 chain(s) made, 11 updated" in out and "Warning" not in out
+    assert not any(c.mute for c in obj.chain_ik.chains)
+
+
+def test_a_removed_chain_comes_back_unmuted_saved_and_reopened_too(scene, capfd, tmp_path):
+    obj = _rig()
+    goal = add_empty("Goal", (1.0, 0.5, 2.5))
+    con = _ik(obj, "b3", goal, chain_count=3)
+    _adopt(capfd)
+    path = str(tmp_path / "adopted.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj, goal = bpy.data.objects["Rig"], bpy.data.objects["Goal"]
+    con = obj.pose.bones["b3"].constraints["IK"]
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.chain_remove() == {"FINISHED"} and len(obj.chain_ik.chains) == 0
+    out = _adopt(capfd)  # the constraint is muted: by the first adoption, which the armature recorded
+    assert "1 chain(s) made" in out and "muted" not in out, out
+    item = obj.chain_ik.chains["b3"]
+    assert not item.mute and con.mute and _record(obj) == [("b3", "IK", "MUTE", False, 1.0)]
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert ((world_point(obj, "b3") - goal.location[:]) ** 2).sum() ** 0.5 < 1e-4
+    # Written back: the constraint says what the chain does, so the record goes.
+    assert bpy.ops.chain_ik.constraints_from_chains() == {"FINISHED"}
+    assert not con.mute and _record(obj) == []
+
+
+def test_rigify_chains_removed_come_back_with_the_constraints_influence(rigify_file, capfd):
+    rig = _open(rigify_file, True)
+    names = _chain_bones(rig)
+    for n in names:
+        rig.pose.bones[n].ik_stretch = 0.0
+    bpy.context.view_layer.update()
+    by_constraints = _world_pose(rig, names)
+    _adopt(capfd)
+    first = {c.name: (c.mute, c.influence) for c in rig.chain_ik.chains}
+    while rig.chain_ik.chains:
+        assert bpy.ops.chain_ik.chain_remove() == {"FINISHED"}
+    out = _adopt(capfd)
+    assert "8 chain(s) made, 0 updated" in out and "influence 0 (not set" not in out
+    assert {c.name: (c.mute, c.influence) for c in rig.chain_ik.chains} == first
+    assert all(influence == 1.0 for _, influence in first.values())
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert _worst(_world_pose(rig, names), by_constraints) < 1e-4
+
+
+def _as_before_records(obj) -> None:
+    """The armature as a file adopted before adoption recorded its switch-offs has it."""
+    obj.chain_ik.switched_off.clear()
+    obj.chain_ik.switch_offs_recorded = False
+
+
+def test_a_file_adopted_before_records_is_recognised_by_its_chain(scene, capfd):
+    obj = _rig()
+    goal = add_empty("Goal", (1.0, 0.5, 2.5))
+    con = _ik(obj, "b3", goal, chain_count=3)
+    _adopt(capfd)
+    _as_before_records(obj)
+    out = _adopt(capfd)
+    item = obj.chain_ik.chains["b3"]
+    assert "0 chain(s) made, 1 updated" in out and not item.mute and con.mute
+    assert "taken as switched off by an earlier adoption (this file is from before adoption recorded it)" in out
+    assert _record(obj) == [("b3", "IK", "MUTE", False, 1.0)] and obj.chain_ik.switch_offs_recorded
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    # The chain removed, or reaching for something else than the constraint: nothing shows the mute was
+    # the adoption's, so the chain is muted, and the report says so and how to switch it on.
+    for change in ("remove", "target"):
+        _as_before_records(obj)
+        if change == "remove":
+            bpy.ops.chain_ik.chain_remove()
+        else:
+            obj.chain_ik.chains["b3"].target = add_empty("Elsewhere", (0, 1, 2))
+        out = _adopt(capfd)
+        assert obj.chain_ik.chains["b3"].mute, change
+        assert "chain 'b3': 'IK' on 'b3' is muted (not by an adoption on record), so the chain is muted too:" in out
+        assert "untick the chain's Mute to use it" in out
+        obj.chain_ik.chains["b3"].mute = False
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+
+
+def test_a_rigify_file_adopted_before_records_keeps_its_chains_on(rigify_file, capfd):
+    rig = _open(rigify_file, False)
+    _adopt(capfd)
+    first = {c.name: (c.mute, c.influence) for c in rig.chain_ik.chains}
+    _as_before_records(rig)
+    out = _adopt(capfd)
+    assert "0 chain(s) made, 8 updated" in out and out.count("taken as switched off by an earlier adoption") == 8
+    assert {c.name: (c.mute, c.influence) for c in rig.chain_ik.chains} == first
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}

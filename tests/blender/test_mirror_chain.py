@@ -96,3 +96,24 @@ def test_missing_counterparts_are_refused_and_nothing_is_added(scene):
     item.tip = "hand.L"
     assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
     assert obj.chain_ik.chains["Arm.R"].target.name == "Goal"
+
+
+@pytest.mark.parametrize("count", [1, 4, 8])
+def test_mirroring_onto_a_new_chain_copies_the_source_as_the_list_grows(scene, count):
+    """The new chain makes the list grow (its items move in memory): the source is read afresh,
+    whatever the list's length (was: read through the item held from before)."""
+    obj = _rig()
+    goal = add_empty("Goal.L", (0.7, -0.4, 1.0))
+    add_empty("Goal.R", _mirror_x((0.7, -0.4, 1.0)))
+    bpy.context.view_layer.objects.active = obj
+    chains = obj.chain_ik.chains
+    for k in range(count):
+        chains.add()
+        chains[k].name, chains[k].tip, chains[k].chain_length = f"Arm{k}.L", "hand.L", 2
+        chains[k].target, chains[k].method, chains[k].influence = goal, "fabrik", 0.5 + 0.01 * k
+    obj.chain_ik.active_index = 0
+    assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
+    new = chains["Arm0.R"]
+    assert (new.tip, new.chain_length, new.target.name, new.method) == ("hand.R", 2, "Goal.R", "fabrik")
+    assert new.influence == pytest.approx(0.5) and obj.chain_ik.active == new
+    assert [c.name for c in chains] == [f"Arm{k}.L" for k in range(count)] + ["Arm0.R"]

@@ -9,7 +9,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, straight_chain, world_point
+from builders import add_empty, make_armature, straight_chain, world_point
 
 MAX_FRAME = 1_048_574
 
@@ -103,6 +103,60 @@ def test_live_prints_a_broken_chains_reason_once_over_many_updates(scene, capsys
         _updates(obj, pole, other, 5)
         err = capsys.readouterr().err
         assert err.count(line) == 1 and "'root'" not in err, err
+    finally:
+        for item in obj.chain_ik.chains:
+            item.live = False
+
+
+def _live_group():
+    """Chains 'L' (l2 up to the root) and 'R' (r2 up to the root) share the root: one group, both Live."""
+    obj = make_armature(
+        [
+            ("root", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("l1", (0, 0, 1), (-0.5, 0, 1.5), "root", True, 0.0),
+            ("l2", (-0.5, 0, 1.5), (-1, 0, 2), "l1", True, 0.0),
+            ("r1", (0, 0, 1), (0.5, 0, 1.5), "root", True, 0.0),
+            ("r2", (0.5, 0, 1.5), (1, 0, 2), "r1", True, 0.0),
+        ]
+    )
+    bpy.ops.object.mode_set(mode="OBJECT")
+    goal_l, goal_r = add_empty("GoalL", (-1, 0.3, 1.8)), add_empty("GoalR", (1, 0.3, 1.8))
+    for name, tip, goal in (("L", "l2", goal_l), ("R", "r2", goal_r)):
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.target, item.method = name, tip, 3, goal, "fabrik"
+    for item in obj.chain_ik.chains:
+        item.live = True
+    bpy.context.view_layer.update()
+    return obj, goal_l, goal_r
+
+
+def test_live_group_prints_once_by_list_names_and_afresh_when_switched_on_again(scene, capsys):
+    """Was: a group's printed error was never forgotten (switched off and on, nothing printed), and it
+    named the chain by its tip bone ('l2') instead of its name in the list ('L')."""
+    obj, goal_l, goal_r = _live_group()
+    other = add_empty("Unrelated", (3, 3, 3))
+    line = "Chain IK Live: group 'L + R' of 'Rig' not solved: chain 'L' has no target object"
+    try:
+        capsys.readouterr()
+        bpy.data.objects.remove(goal_l)
+        _updates(obj, goal_r, other, 6)
+        err = capsys.readouterr().err
+        assert err.count(line) == 1 and err.count("Chain IK Live") == 1, err
+        for state in (False, True):  # both off (the armature moving meanwhile), then both on again
+            for item in obj.chain_ik.chains:
+                item.live = state
+            _updates(obj, goal_r, other, 3)
+        err = capsys.readouterr().err
+        assert err.count(line) == 1 and err.count("Chain IK Live") == 1, err
+        # A target again: solved, nothing printed; gone again: said again, once.
+        back = add_empty("Back", (-1, 0.3, 1.8))
+        obj.chain_ik.chains["L"].target = back
+        _updates(obj, goal_r, other, 3)
+        assert np.linalg.norm(world_point(obj, "l2") - np.array(back.location)) < 1e-3
+        assert "Chain IK Live" not in capsys.readouterr().err
+        bpy.data.objects.remove(back)
+        _updates(obj, goal_r, other, 3)
+        assert capsys.readouterr().err.count(line) == 1
     finally:
         for item in obj.chain_ik.chains:
             item.live = False

@@ -169,6 +169,16 @@ def test_chain_from_selected_bones(scene):
         set_selected(pb, False)
     with pytest.raises(RuntimeError, match="no bones selected"):
         bpy.ops.chain_ik.chain_from_selected()
+    # A hidden bone is not taken, selected or not (PoseBone.hide in 5.0, Bone.hide in 4.2), as Blender's tools.
+    for pb in obj.pose.bones:
+        set_selected(pb, pb.name in {"b0", "b1", "b2"})
+    b0 = obj.pose.bones["b0"]
+    if "hide" in b0.bl_rna.properties:
+        b0.hide = True
+    else:
+        b0.bone.hide = True
+    assert bpy.ops.chain_ik.chain_from_selected() == {"FINISHED"}
+    assert (obj.chain_ik.active.tip, obj.chain_ik.active.chain_length) == ("b2", 2)
 
 
 def test_compare_lists_every_solver_without_posing(scene):
