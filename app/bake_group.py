@@ -1,12 +1,15 @@
 """The bake's kernel for a group (chains sharing bones, app.groups): every frame solved with all
-the group's tips as effectors from that frame's input pose, as Solve and Blender's IK do, and its
-channel values kept continuous with the previous frame's.
+the group's tips as effectors, continuing the frame before it (solvers.skeleton_sequence: the
+last frame's solution moved toward this frame's goals by least-squares steps, then the lead's
+method; with a pole or an animated input pose, the frame's own solve from its input pose is kept
+unless it pops), its channel values kept continuous with the previous frame's.
 
 Two ways through it (the bake's report says which):
-- frame by frame (`step`): at each evaluated frame the tree is read (its layout once per bake);
+- frame by frame (`step`): at each evaluated frame the tree is read (its layout once per bake)
+  and solved with `solvers.solve_skeleton_next`;
 - sampled (`solve_sampled`): when nothing but the targets moves (`static_reason`), the first
   frame's reading serves every frame and the targets come from their curves: every frame is
-  solved in one `solvers.solve_skeleton_many` call. The same poses either way.
+  solved in one `solvers.solve_skeleton_sequence` call. The same poses either way.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 from .. import solvers
 from ..rig import keys, modes, sampling, sequence, tree_write
 from ..rig.fk import PoseFK
-from .group_solve import group_effectors, group_notes, group_rig, solve_tree
+from .group_solve import group_effectors, group_notes, group_rig
 from .groups import group_label
 from .spec import ChainSpec
 
@@ -39,6 +42,9 @@ class GroupFrames:
         pose = obj.pose.bones
         roots = [self.layout.names[i] for i, p in enumerate(self.layout.parents) if p == -1]
         self.above = {a.name for root in roots for a in pose[root].parent_recursive}
+        # The last frame's solution and input pose (tree locals): the next frame continues them.
+        self.previous: np.ndarray | None = None
+        self.previous_input: np.ndarray | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -68,11 +74,15 @@ class GroupFrames:
         return self.rig.read(self.obj, obj_eval, space, fk)
 
     def step(self, state, k: int, obj_eval, depsgraph, space) -> None:
-        """Frame `k`, evaluated: read, solve from its input pose, keep its channel values."""
+        """Frame `k`, evaluated: read, solve continuing frame k-1, keep its channel values."""
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
         effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
         start = time.perf_counter()
-        solution = solve_tree(self.lead, skeleton, local, effectors, tolerance)
+        previous = self.previous if k else None
+        solution = solvers.solve_skeleton_next(
+            skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
+        )
+        self.previous, self.previous_input = solution.local, local
         seconds = time.perf_counter() - start
         if solution.reason and solution.reason not in self.reason:
             self.reason = "; ".join(filter(None, (self.reason, f"solver: {solution.reason}")))
@@ -103,14 +113,14 @@ class GroupFrames:
                 ],
                 axis=1,
             )
-        # Placeholders where a target or pole is: solve_skeleton_many takes each frame's from the rows.
+        # Placeholders where a target or pole is: solve_skeleton_sequence takes each frame's from the rows.
         placeholders = [
             (None if x.pin else (0.0, 0.0, 0.0), None if x.pole is None else (0.0, 0.0, 1.0)) for x in self.specs
         ]
         template = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, None, placeholders)
         start = time.perf_counter()
         lead = self.lead
-        batch = solvers.solve_skeleton_many(
+        batch = solvers.solve_skeleton_sequence(
             skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
         )
         seconds = time.perf_counter() - start

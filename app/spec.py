@@ -53,7 +53,7 @@ class ChainSpec:
 
     def solver_arguments(self, tolerance: float | None) -> dict:
         """The solver's method, tolerance (armature space), iteration cap and options, as keywords
-        of solvers.solve, solve_skeleton and solve_skeleton_many."""
+        of solvers.solve, solve_skeleton, solve_skeleton_next and solve_skeleton_sequence."""
         cap = self.max_iterations or None
         return {"method": self.method, "tolerance": tolerance, "max_iterations": cap, **self.options}
 

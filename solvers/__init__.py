@@ -16,6 +16,7 @@ from .result import BatchSolution, SequenceSolution, Solution
 from .sequence import solve_sequence
 from .skeleton import Effector, Skeleton, SkeletonSolution, solve_skeleton
 from .skeleton_many import SkeletonBatch, solve_skeleton_many
+from .skeleton_sequence import solve_skeleton_next, solve_skeleton_sequence
 
 __all__ = [
     "Chain",
@@ -32,6 +33,8 @@ __all__ = [
     "solve_skeleton",
     "SkeletonBatch",
     "solve_skeleton_many",
+    "solve_skeleton_next",
+    "solve_skeleton_sequence",
     "REGISTRY",
     "Method",
     "Option",

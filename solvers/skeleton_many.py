@@ -54,6 +54,37 @@ def solve_skeleton_many(
     from .api import method_settings
     from .tree import moved_bones
 
+    local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    k = len(effectors)
+    entry = registry.get(method)
+    length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+    iterations_cap = max_iterations
+    if iterations_cap is None and entry.tree_max_iterations:
+        iterations_cap = entry.tree_max_iterations
+    _, tol, iters, checked = method_settings(method, tolerance, iterations_cap, options, length)
+    if k == 1 and not effectors[0].pin:
+        why = "one effector: a chain, solved by solvers.solve"
+    elif entry.tree is None:
+        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
+        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
+    elif entry.tree_many is None:
+        why = f"{method} has no batch tree kernel"
+    else:
+        resolved = [replace(e, pole=None) for e in resolve_pins(skeleton, local, effectors)]
+        solved = entry.tree_many(skeleton, local, resolved, positions, poles, tol, iters, checked)
+        if not isinstance(solved, str):
+            rotations, error, iterations = solved
+            reached = np.all(error <= tol, axis=1)
+            return SkeletonBatch(rotations, error, reached, iterations, method)
+        why = f"{method}'s batch tree kernel: {solved}"
+    return _frame_by_frame(
+        skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
+    )
+
+
+def frame_rows(skeleton: Skeleton, local, effectors: list[Effector], positions, poles) -> tuple:
+    """(local (n, 4), positions (m, k, 3), poles (m, k, 3)) checked as solve_skeleton_many states
+    them: a pin's rows hold its own pole (NaN: none), every frame's poles filled in."""
     local = np.asarray(local, dtype=float)
     n, k = skeleton.n_bones, len(effectors)
     if local.shape != (n, 4) or not np.all(np.isfinite(local)):
@@ -83,30 +114,17 @@ def solve_skeleton_many(
         for j, e in enumerate(effectors):
             if e.pin:  # as its position: a pin keeps its own
                 poles[:, j] = np.nan if e.pole is None else e.pole
-    entry = registry.get(method)
-    length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
-    iterations_cap = max_iterations
-    if iterations_cap is None and entry.tree_max_iterations:
-        iterations_cap = entry.tree_max_iterations
-    _, tol, iters, checked = method_settings(method, tolerance, iterations_cap, options, length)
-    if k == 1 and not effectors[0].pin:
-        why = "one effector: a chain, solved by solvers.solve"
-    elif entry.tree is None:
-        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
-        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
-    elif entry.tree_many is None:
-        why = f"{method} has no batch tree kernel"
-    else:
-        resolved = [replace(e, pole=None) for e in resolve_pins(skeleton, local, effectors)]
-        solved = entry.tree_many(skeleton, local, resolved, positions, poles, tol, iters, checked)
-        if not isinstance(solved, str):
-            rotations, error, iterations = solved
-            reached = np.all(error <= tol, axis=1)
-            return SkeletonBatch(rotations, error, reached, iterations, method)
-        why = f"{method}'s batch tree kernel: {solved}"
-    return _frame_by_frame(
-        skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
-    )
+    return local, positions, poles
+
+
+def frame_effectors(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray, f: int) -> list[Effector]:
+    """Frame f's effectors: each (not a pin) at its position and pole of that frame (frame_rows)."""
+    return [
+        e
+        if e.pin
+        else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
+        for j, e in enumerate(effectors)
+    ]
 
 
 def _rows(value, k: int, what: str) -> np.ndarray:
@@ -130,12 +148,7 @@ def _frame_by_frame(
     iterations = np.empty(m, dtype=np.int64)
     name = method
     for f in range(m):
-        frame = [
-            e
-            if e.pin
-            else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
-            for j, e in enumerate(effectors)
-        ]
+        frame = frame_effectors(effectors, positions, poles, f)
         sol = solve_skeleton(
             skeleton, local, frame, method=method, tolerance=tolerance, max_iterations=max_iterations, **options
         )

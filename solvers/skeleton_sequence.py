@@ -1,0 +1,158 @@
+"""A bake's frames of one tree in order, each continuing the last (app.bake_group's solve).
+
+Solved from its input pose as Solve does, every frame restarts the method: on a smooth path
+FABRIK, CCD and triangulation then land on another branch of the solution from one frame to the
+next (a joint turning 37-180 degrees between frames where Blender's IK + Bake Action turns 2-18,
+bench/bench_smooth_bake.py). Starting from the last frame's solution keeps the branch but not
+the pace: these methods still move some joints far more than the targets ask (a 6 cm neck bone
+swinging 14 degrees for a millimetre's correction, an arm near full reach re-bending). So each
+frame continues the one before it, its method starting near the frame's answer along the least
+joint motion that follows the goals (`solve_skeleton_next`):
+
+- Frame f > 0 starts from frame f-1's solution, carried by the input pose's own change between
+  the frames (an animated bone no goal holds still turns), moved toward frame f's goals by at
+  most PREDICT_STEPS least-squares steps (the Jacobian's, `registry.JACOBIAN`, stopped once every
+  tip is within PREDICT_WITHIN tolerances; poles left to the method); the frame's method solves
+  from there: its tolerance, pins, limits and poles decide the pose.
+- Frame 0 continues its input pose the same way (a frame's *own* solve). If its method misses a
+  goal from there (CCD on five effectors from the rest pose), it tries again from the input pose
+  moved by the Jacobian's whole solve, kept if that meets every goal.
+- Where the input pose means more than a start (a pole spins the bend the start gives; the input
+  pose changed since the last frame: an animation), frame f's own solve is made too, and kept
+  unless it pops: turns a joint more than POP_RATIO times as far from frame f-1's pose as the
+  continued one does, plus POP_MARGIN. Goals first: one that meets every goal beats one that
+  does not.
+Steps that would slide a pin beyond PREDICT_WITHIN tolerances (goals in conflict) are not taken:
+a method that holds pins may not bring one back from a start that moved it. For the Jacobian the
+steps are its own solve: it solves from the start directly.
+
+`solve_skeleton_sequence` runs `solve_skeleton_next` over many frames of one reading (the bake's
+sampled route): the same poses as frame by frame.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from . import quat
+from .skeleton import Effector, Skeleton, SkeletonSolution, resolve_pins, solve_skeleton
+from .skeleton_many import SkeletonBatch, frame_effectors, frame_rows
+
+PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
+PREDICT_WITHIN = 10.0  # ... stopping once every tip is within this many tolerances
+POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued one's turn pops
+POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
+CHANGED = 1e-6  # radians: an input pose turning a bone further than this since the last frame changed
+
+
+def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest rotation angle (radians) between the local rotations a and b (n, 4)."""
+    dots = np.abs(np.sum(np.asarray(a) * np.asarray(b), axis=-1))
+    return float(2.0 * np.arccos(np.clip(np.min(dots), 0.0, 1.0)))
+
+
+def solve_skeleton_next(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    previous: np.ndarray | None = None,
+    previous_input: np.ndarray | None = None,
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    **options: object,
+) -> SkeletonSolution:
+    """One frame of a bake: `effectors` on `skeleton` with the frame's input local rotations
+    `local` (n, 4), continuing `previous` (the last frame's solution; None on the first frame)
+    whose input pose was `previous_input` (None: `local`, an input that did not move). Settings
+    as solve_skeleton's; see the module doc for which start is kept."""
+    settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
+    local = np.asarray(local, dtype=float)
+    effectors = resolve_pins(skeleton, local, effectors)  # a pin holds where this frame's input has it
+    if previous is None:  # frame 0 continues its input pose; from far off, a method may need more
+        first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS)
+        if first.reached:
+            return first
+        tried = _stepped(skeleton, local, effectors, settings, None)
+        return tried if tried.reached else first
+    start = np.asarray(previous, dtype=float)
+    changed = previous_input is not None and largest_turn(previous_input, local) > CHANGED
+    if changed:  # the input's own change between the frames, carried onto the last solution
+        start = quat.normalize(quat.multiply(start, quat.multiply(quat.conjugate(previous_input), local)))
+    continued = _stepped(skeleton, start, effectors, settings, PREDICT_STEPS)
+    if not (changed or any(e.pole is not None for e in effectors)):
+        return continued
+    own = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS)
+    if own.reached != continued.reached:
+        return own if own.reached else continued
+    pops = largest_turn(previous, own.local) > POP_RATIO * largest_turn(previous, continued.local) + POP_MARGIN
+    return continued if pops else own
+
+
+def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
+    """The method from `start` moved toward the goals by at most `steps` least-squares steps
+    (None: the Jacobian's own cap), with a reason on the result if no step could be taken."""
+    from . import registry
+    from .api import DEFAULT_RELATIVE_TOLERANCE
+    from .tree import moved_bones
+
+    if settings["method"] == registry.JACOBIAN.name:
+        return solve_skeleton(skeleton, start, effectors, **settings)
+    tolerance = settings["tolerance"]
+    if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
+        moved = moved_bones(skeleton, [e.bone for e in effectors])
+        tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
+    within = PREDICT_WITHIN * float(tolerance)
+    unpoled = [replace(e, pole=None) for e in effectors]
+    reason = ""
+    try:
+        stepped = solve_skeleton(
+            skeleton, start, unpoled, method=registry.JACOBIAN.name, tolerance=within, max_iterations=steps
+        )
+    except ValueError as exc:  # the method still solves, from the unmoved start: say so
+        reason = f"no least-squares steps before the solve ({exc})"
+    else:
+        pins = [j for j, e in enumerate(effectors) if e.pin]
+        if not pins or np.max(stepped.error[pins]) <= within:
+            start = stepped.local
+    solution = solve_skeleton(skeleton, start, effectors, **settings)
+    if reason:
+        solution = replace(solution, reason="; ".join(filter(None, (solution.reason, reason))))
+    return solution
+
+
+def solve_skeleton_sequence(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    positions: np.ndarray,
+    *,
+    method: str,
+    tolerance: float | None = None,
+    max_iterations: int | None = None,
+    poles: np.ndarray | None = None,
+    **options: object,
+) -> SkeletonBatch:
+    """Solve `effectors` at m frames in order, every frame with the same input pose `local` (n, 4),
+    each continuing the last (`solve_skeleton_next`). `positions`, `poles`, `tolerance` and
+    `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons."""
+    local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
+    m, k = positions.shape[:2]
+    rotations = np.empty((m,) + local.shape)
+    error = np.empty((m, k))
+    reached = np.empty(m, dtype=bool)
+    iterations = np.empty(m, dtype=np.int64)
+    previous, name, reasons = None, method, []
+    for f in range(m):
+        frame = frame_effectors(effectors, positions, poles, f)
+        sol = solve_skeleton_next(skeleton, local, frame, previous, **settings)
+        previous = rotations[f] = sol.local
+        error[f], reached[f], iterations[f], name = sol.error, sol.reached, sol.iterations, sol.method
+        if sol.reason and sol.reason not in reasons:
+            reasons.append(sol.reason)
+    return SkeletonBatch(rotations, error, reached, iterations, name, "; ".join(reasons))
