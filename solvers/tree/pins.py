@@ -1,0 +1,107 @@
+"""Pins hold: after any method's tree solve, a pin still off is brought back, or named.
+
+A pin is a planted foot: the highest priority level (solvers.skeleton.level), above every
+target. Each method ranks it so its own way (the Jacobian solves the pins' level first and the
+targets in its nullspace; FABRIK, CCD and triangulation weigh it LEVEL times a target), which
+holds it nearly always but not by construction: limits can keep a branch from following its
+trunk back, and a weighed compromise leaks a millionth of the others' pull. So `hold` checks
+every pin, as the Jacobian's goals are checked (its end point within the tolerance, its bone's
+frame within the tolerance as an arc of its branch), and brings back any that is not with the
+tree Jacobian's Newton steps on the pins alone: first moving only the bones no other effector
+hangs from (every other effector stays exactly where the method put it), then, where that
+cannot, the pins' whole branches (the least joint motion, so the others move as little as the
+pins allow). A pin that still cannot hold (its point out of reach: limits, or a point given from
+another pose) is named in the solution's reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import quat
+from . import moved_bones
+
+# The projection aims this far inside the tolerance (Newton steps converge fast near it), in at
+# most STEPS iterations per stage.
+INSIDE = 1e-2
+STEPS = 20
+
+
+def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple[int, float]]:
+    """(effector index, its end point's distance from its point) for each pin not held: the end
+    beyond `tolerance`, or its bone's frame turned from the wanted one by more than `tolerance`
+    as an arc of its branch. Empty when every pin holds."""
+    pins = [k for k, e in enumerate(effectors) if e.pin]
+    if not pins:
+        return []
+    frames, _, ends = skeleton.forward(local)
+    out = []
+    for k in pins:
+        e = effectors[k]
+        distance = float(np.linalg.norm(ends[e.bone] - e.position))
+        off = distance > tolerance
+        if not off and e.orientation is not None:
+            turn = quat.angle(quat.multiply(frames[e.bone], quat.conjugate(e.orientation)))
+            off = float(turn) * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) > tolerance
+        if off:
+            out.append((k, distance))
+    return out
+
+
+def hold(skeleton, start: np.ndarray, solution, effectors, tolerance: float):
+    """`solution` (a SkeletonSolution of `effectors`, pins resolved, solved from the local
+    rotations `start`) with every pin held where Newton steps can hold it; the reason names a pin
+    that still cannot."""
+    from .. import registry
+    from ..skeleton import finish, level
+    from . import jacobian
+
+    off = held(skeleton, solution.local, effectors, tolerance)
+    if not off:
+        return solution
+    pins = [e for e in effectors if e.pin]
+    others = [e.bone for e in effectors if not e.pin]
+    shared = frozenset(moved_bones(skeleton, others)) if others else frozenset()
+    mine = set(moved_bones(skeleton, [e.bone for e in pins]))
+    options = dict(registry.get("jacobian").defaults, nullspace_gain=0.0)
+    local, how = solution.local, ""
+    for frozen in (shared, frozenset()):
+        if mine <= frozen or (not frozen and not shared):
+            continue  # no bone free in this stage, or the same stage as the last
+        # (the Jacobian keeps only steps that bring the pins nearer: never worse than it started)
+        local = jacobian.solve(skeleton, local, pins, INSIDE * tolerance, STEPS, options, frozen).local
+        off = held(skeleton, local, effectors, tolerance)
+        if not off:
+            break
+    if off and any(not e.pin for e in effectors):
+        # Stuck (limits keep the pins' branches from following back): the whole solve again by
+        # the tree Jacobian from the input pose, pins as its first priority level, the targets
+        # in what they leave free. The input pose holds every pin read from it, and the
+        # Jacobian keeps no step that loses one.
+        again = jacobian.solve(skeleton, start, effectors, tolerance, registry.get("jacobian").max_iterations, options)
+        if not isinstance(again, str) and _better(skeleton, again.local, local, effectors, tolerance, level):
+            local, how = again.local, f"{solution.method} could not keep its pins; solved by the jacobian, pins first"
+            off = held(skeleton, local, effectors, tolerance)
+    reason = "; ".join(r for r in (solution.reason, how) if r)
+    if off:
+        worst = max(off, key=lambda pair: pair[1])
+        what = f"pin on bone {effectors[worst[0]].bone} cannot hold: its end is {worst[1]:.3g} from its point"
+        reason = f"{reason}; {what}" if reason else what
+    return finish(skeleton, local, effectors, tolerance, solution.iterations, solution.method, reason)
+
+
+def _better(skeleton, a: np.ndarray, b: np.ndarray, effectors, tolerance: float, level) -> bool:
+    """Pose `a` beats `b` level by level (pins first): each level's weighted squared error,
+    a level met within the tolerance counting 0; the first level that differs decides."""
+    _, _, ends_a = skeleton.forward(a)
+    _, _, ends_b = skeleton.forward(b)
+    for rank in sorted({level(e) for e in effectors}):
+        costs = []
+        for ends in (ends_a, ends_b):
+            errors = [
+                (e.weight, float(np.linalg.norm(ends[e.bone] - e.position))) for e in effectors if level(e) == rank
+            ]
+            costs.append(0.0 if max(d for _, d in errors) <= tolerance else sum(w * d * d for w, d in errors))
+        if costs[0] != costs[1]:
+            return costs[0] < costs[1]
+    return False
