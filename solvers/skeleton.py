@@ -200,7 +200,8 @@ class SkeletonSolution:
     reached: bool  # every effector within tolerance
     iterations: int
     method: str
-    reason: str = ""  # as Solution.reason
+    reason: str = ""  # as Solution.reason; also a pin that could not hold
+    unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (tree.pins)
 
 
 def solve_skeleton(
@@ -256,7 +257,9 @@ def solve_skeleton(
     solved = hold(skeleton, local, solved, goals, tol)
     if goals is resolved:
         return solved
-    return finish(skeleton, solved.local, resolved, tol, solved.iterations, solved.method, solved.reason)
+    unheld = tuple(k for k, e in enumerate(resolved) if e.pin and any(goals[j].bone == e.bone for j in solved.unheld))
+    out = finish(skeleton, solved.local, resolved, tol, solved.iterations, solved.method, solved.reason)
+    return replace(out, unheld=unheld)
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:

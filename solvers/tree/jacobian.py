@@ -38,6 +38,7 @@ from ..chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
 
 RESOLVES = 2  # re-solves per iteration after locking clamped axes (as solvers.jacobian)
+CORRECTIONS = 3  # Newton steps per iteration taking back what a lower level's step cost the met levels
 PATIENCE = 4  # iterations without progress before a solve stops
 PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
 SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
@@ -298,6 +299,16 @@ def solve(
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
+        for _ in range(CORRECTIONS if len(done) > 1 else 0):
+            # A lower level's step moves the met levels above it to second order (pins above all: a
+            # planted foot drifts off as the spine turns): Newton steps on those levels' goals alone
+            # take it back before the step is judged (a second-order correction).
+            met = [rows for k, rows in enumerate(tree.row_levels) if done[k]]
+            if not met or all(trial_done[k] for k in range(len(done)) if done[k]):
+                break
+            trial = _correct(tree, trial, trial_frames, trial_heads, trial_ends, trial_error, np.concatenate(met))
+            trial_frames, trial_heads, trial_ends = tree.forward(trial)
+            trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
         trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
         # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step;
         # after a refusal only once CALM steps in a row were kept); refuse one that does not and halve
@@ -443,6 +454,26 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
         lock[hit] = changed
         scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
     return clamped
+
+
+def _correct(tree: Tree, local, frames, heads, ends, error, rows) -> np.ndarray:
+    """`local` (m, 4) after one Gauss-Newton step on the error rows `rows` alone (the least joint
+    motion; the pseudoinverse up to its ridge), each joint clamped into its limits."""
+    jac = tree.jacobian(frames, heads, ends)[rows]
+    scale = None if tree.unit_cols else tree.col_scale
+    y = _inverse(jac if scale is None else jac * scale, error[rows], "pseudoinverse", 0.0)
+    if scale is not None:
+        y = scale * y
+    step = np.zeros(3 * tree.m)
+    step[tree.cols] = y
+    turn = np.empty((tree.m, 4))
+    turn[:, 0] = 1.0
+    turn[:, 1:] = 0.5 * step.reshape(tree.m, 3)
+    out = _multiply(local, turn)
+    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    if tree.limits is not None and len(tree.limited):
+        out[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, out[tree.limited])
+    return out
 
 
 def _priority_steps(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull):

@@ -11,16 +11,19 @@ tree Jacobian's Newton steps on the pins alone: first moving only the bones no o
 hangs from (every other effector stays exactly where the method put it), then, where that
 cannot, the pins' whole branches (the least joint motion, so the others move as little as the
 pins allow). A pin that still cannot hold (its point out of reach: limits, or a point given from
-another pose) is named in the solution's reason.
+another pose) is listed in the solution's `unheld` and said in its reason.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from .. import quat
 from . import moved_bones
 
+UNHELD = "a pin cannot hold"  # how a reason says it (last, after the method's own reason)
 # The projection aims this far inside the tolerance (Newton steps converge fast near it), in at
 # most STEPS iterations per stage.
 INSIDE = 1e-2
@@ -73,21 +76,29 @@ def hold(skeleton, start: np.ndarray, solution, effectors, tolerance: float):
         off = held(skeleton, local, effectors, tolerance)
         if not off:
             break
-    if off and any(not e.pin for e in effectors):
+    if off and solution.method != "jacobian" and any(not e.pin for e in effectors):
         # Stuck (limits keep the pins' branches from following back): the whole solve again by
         # the tree Jacobian from the input pose, pins as its first priority level, the targets
-        # in what they leave free. The input pose holds every pin read from it, and the
-        # Jacobian keeps no step that loses one.
+        # in what they leave free (what the Jacobian did already). The input pose holds every
+        # pin read from it, and the Jacobian keeps no step that loses one.
         again = jacobian.solve(skeleton, start, effectors, tolerance, registry.get("jacobian").max_iterations, options)
         if not isinstance(again, str) and _better(skeleton, again.local, local, effectors, tolerance, level):
             local, how = again.local, f"{solution.method} could not keep its pins; solved by the jacobian, pins first"
             off = held(skeleton, local, effectors, tolerance)
-    reason = "; ".join(r for r in (solution.reason, how) if r)
+    what = ""
     if off:
-        worst = max(off, key=lambda pair: pair[1])
-        what = f"pin on bone {effectors[worst[0]].bone} cannot hold: its end is {worst[1]:.3g} from its point"
-        reason = f"{reason}; {what}" if reason else what
-    return finish(skeleton, local, effectors, tolerance, solution.iterations, solution.method, reason)
+        worst = max(d for _, d in off)
+        which = "its end is" if len(off) == 1 else f"{len(off)} pins, the farthest"
+        what = f"{UNHELD}: {which} {worst:.3g} from its point"
+    reason = "; ".join(r for r in (solution.reason, how, what) if r)
+    out = finish(skeleton, local, effectors, tolerance, solution.iterations, solution.method, reason)
+    return replace(out, unheld=tuple(k for k, _ in off))
+
+
+def without_unheld(reason: str) -> str:
+    """A solution's reason without what `hold` adds about pins that cannot hold (a caller that
+    says so per pin, as app.group_solve does per chain)."""
+    return "; ".join(part for part in reason.split("; ") if part and not part.startswith(UNHELD))
 
 
 def _better(skeleton, a: np.ndarray, b: np.ndarray, effectors, tolerance: float, level) -> bool:

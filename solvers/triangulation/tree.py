@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from .. import limits as joint_limits
 from .. import quat
 from ..chain import Chain
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
@@ -70,6 +71,9 @@ def solve_tree(
     weight = dict(zip(bones_of, ranked_weights(effectors), strict=True))
     groups = levels(effectors)
     local = np.array(local, dtype=float)
+    if skeleton.limits is not None:  # every pass, and the input as a candidate, within the limits
+        moved = moved_bones(skeleton, bones_of)
+        local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
     _, _, ends = skeleton.forward(local)
     best, passes = local.copy(), 0
     best_cost = cost = _ranked(effectors, groups, ends, tolerance)
