@@ -142,21 +142,19 @@ def _held(skeleton, local, rotations, iterations, merged, effectors, positions, 
     """The batch kernel's frames with their pins held (tree.pins.hold, frame by frame where one is
     off) and every effector's error measured on them. `merged`: (the goals solved, their
     positions per frame)."""
-    from .tree.pins import held, hold
+    from .tree.pins import hold, off_frames
     from .tree.run_many import errors_many
 
     goals, goal_positions = merged
     rotations = np.array(rotations)
     reasons = set()
-    if any(e.pin for e in goals):
-        for f in range(len(rotations)):
-            frame = [e if e.pin else replace(e, position=goal_positions[f, j]) for j, e in enumerate(goals)]
-            if held(skeleton, rotations[f], frame, tol):
-                solution = finish(skeleton, rotations[f], frame, tol, int(iterations[f]), method)
-                kept = hold(skeleton, local, solution, frame, tol)
-                rotations[f] = kept.local
-                if kept.reason:
-                    reasons.add(kept.reason)
+    for f in np.flatnonzero(off_frames(skeleton, rotations, goals, tol)):
+        frame = [e if e.pin else replace(e, position=goal_positions[f, j]) for j, e in enumerate(goals)]
+        solution = finish(skeleton, rotations[f], frame, tol, int(iterations[f]), method)
+        kept = hold(skeleton, local, solution, frame, tol)
+        rotations[f] = kept.local
+        if kept.reason:
+            reasons.add(kept.reason)
     pins = np.array([e.pin for e in effectors])
     fixed = np.array([e.position if e.pin else np.zeros(3) for e in effectors])
     error = errors_many(skeleton, rotations, effectors, np.where(pins[None, :, None], fixed[None], positions))

@@ -16,12 +16,14 @@ another pose) is listed in the solution's `unheld` and said in its reason.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from .. import quat
-from . import moved_bones
+from ..kernels.floats import multiply
+from . import conjugate, end_point, forward, moved_bones, rows
 
 UNHELD = "a pin cannot hold"  # how a reason says it (last, after the method's own reason)
 # The projection aims this far inside the tolerance (Newton steps converge fast near it), in at
@@ -37,17 +39,37 @@ def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple
     pins = [k for k, e in enumerate(effectors) if e.pin]
     if not pins:
         return []
-    frames, _, ends = skeleton.forward(local)
+    # Plain floats (solvers.tree): this runs after every solve with a pin.
+    frames, heads = forward(skeleton, rows(local))
     out = []
     for k in pins:
         e = effectors[k]
-        distance = float(np.linalg.norm(ends[e.bone] - e.position))
+        distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
         off = distance > tolerance
         if not off and e.orientation is not None:
-            turn = quat.angle(quat.multiply(frames[e.bone], quat.conjugate(e.orientation)))
-            off = float(turn) * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) > tolerance
+            w, x, y, z = multiply(frames[e.bone], conjugate(tuple(e.orientation.tolist())))
+            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+            off = turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) > tolerance
         if off:
             out.append((k, distance))
+    return out
+
+
+def off_frames(skeleton, local: np.ndarray, effectors, tolerance: float) -> np.ndarray:
+    """`held` for many frames at once (`local` (m, n, 4); the pins' points fixed): which frames
+    have a pin not held, (m,) bools."""
+    from .run_many import forward_many
+
+    pins = [e for e in effectors if e.pin]
+    out = np.zeros(len(local), dtype=bool)
+    if not pins:
+        return out
+    frames, _, ends = forward_many(skeleton, np.asarray(local, dtype=float))
+    for e in pins:
+        out |= np.linalg.norm(ends[:, e.bone] - e.position, axis=-1) > tolerance
+        if e.orientation is not None:
+            turn = quat.angle(quat.multiply(frames[:, e.bone], quat.conjugate(e.orientation)))
+            out |= turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) > tolerance
     return out
 
 

@@ -190,8 +190,9 @@ def to_locals_many(skeleton, local: np.ndarray, frames: list, bones: list[int], 
     return out
 
 
-def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -> np.ndarray:
-    """(m, k): each effector's bone end (forward kinematics of `local` (m, n, 4)) from its position."""
+def forward_many(skeleton, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Skeleton.forward per frame: (frames (m, n, 4), heads (m, n, 3), end points (m, n, 3)) of
+    `local` (m, n, 4)."""
     from .. import quat
 
     m, n = local.shape[:2]
@@ -201,9 +202,13 @@ def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -
         parent = np.broadcast_to(skeleton.base_frame, (m, 4)) if p == -1 else frames[:, p]
         frames[:, i] = quat.multiply(quat.multiply(parent, skeleton.reference[i]), local[:, i])
         heads[:, i] = skeleton.offsets[i] if p == -1 else heads[:, p] + quat.rotate(frames[:, p], skeleton.offsets[i])
-    bones = [e.bone for e in effectors]
-    ends = heads[:, bones] + skeleton.lengths[bones, None] * quat.rotate(frames[:, bones], skeleton.links[bones])
-    return np.linalg.norm(ends - positions, axis=-1)
+    return frames, heads, heads + skeleton.lengths[:, None] * quat.rotate(frames, skeleton.links)
 
 
-__all__ = ["run_many", "to_locals_many", "errors_many", "targets_of", "where"]
+def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -> np.ndarray:
+    """(m, k): each effector's bone end (forward kinematics of `local` (m, n, 4)) from its position."""
+    _, _, ends = forward_many(skeleton, local)
+    return np.linalg.norm(ends[:, [e.bone for e in effectors]] - positions, axis=-1)
+
+
+__all__ = ["run_many", "to_locals_many", "errors_many", "forward_many", "targets_of", "where"]
