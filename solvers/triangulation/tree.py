@@ -48,8 +48,8 @@ NEAREST = 1e-6
 # A fit step is halved at most this often to lower the excesses; one lowering them by less than
 # SETTLED of themselves ends the fit.
 HALVINGS = 12
-SETTLED = 1e-9
-LM_START, LM_DOWN, LM_UP = 1e-3, 0.1, 10.0
+SETTLED = 1e-6
+LM_START, LM_DOWN, LM_UP = 1e-2, 0.3, 10.0
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
 
@@ -338,15 +338,29 @@ def _solve_small(a: list[list[float]], b: list[float]) -> list[float] | None:
     n = len(b)
     low = [[0.0] * n for _ in range(n)]
     for i in range(n):
+        li, ai = low[i], a[i]
         for j in range(i + 1):
-            total = a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
-            if i == j and not total > 0.0:
-                return None
-            low[i][j] = total**0.5 if i == j else total / low[j][j]
+            lj = low[j]
+            total = ai[j]
+            for k in range(j):
+                total -= li[k] * lj[k]
+            if i == j:
+                if not total > 0.0:
+                    return None
+                li[i] = math.sqrt(total)
+            else:
+                li[j] = total / lj[j]
     y = [0.0] * n
     for i in range(n):
-        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+        li = low[i]
+        total = b[i]
+        for k in range(i):
+            total -= li[k] * y[k]
+        y[i] = total / li[i]
     x = [0.0] * n
     for i in reversed(range(n)):
-        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+        total = y[i]
+        for k in range(i + 1, n):
+            total -= low[k][i] * x[k]
+        x[i] = total / low[i][i]
     return x
