@@ -10,8 +10,10 @@ frame within the tolerance as an arc of its branch), and brings back any that is
 tree Jacobian's Newton steps on the pins alone: first moving only the bones no other effector
 hangs from (every other effector stays exactly where the method put it), then, where that
 cannot, the pins' whole branches (the least joint motion, so the others move as little as the
-pins allow). A pin that still cannot hold (its point out of reach: limits, or a point given from
-another pose) is listed in the solution's `unheld` and said in its reason.
+pins allow); where limits keep the branches from following back even so, the group is solved
+again by the Jacobian from the input pose, pins first (the input pose holds every pin read from
+it). A pin that still cannot hold (its point out of reach: limits, or a point given from another
+pose) is listed in the solution's `unheld` and said in its reason.
 """
 
 from __future__ import annotations
@@ -90,9 +92,12 @@ def hold(skeleton, start: np.ndarray, solution, effectors, tolerance: float):
     mine = set(moved_bones(skeleton, [e.bone for e in pins]))
     options = dict(registry.get("jacobian").defaults, nullspace_gain=0.0)
     local, how = solution.local, ""
-    for frozen in (shared, frozenset()):
-        if mine <= frozen or (not frozen and not shared):
-            continue  # no bone free in this stage, or the same stage as the last
+    # Stage 1 keeps every bone another effector hangs from; stage 2 frees the pins' branches
+    # (one stage where no other effector shares a bone, none where every pin's bone is shared).
+    stages = [shared, frozenset()] if shared else [frozenset()]
+    for frozen in stages:
+        if mine <= frozen:
+            continue
         # (the Jacobian keeps only steps that bring the pins nearer: never worse than it started)
         local = jacobian.solve(skeleton, local, pins, INSIDE * tolerance, STEPS, options, frozen).local
         off = held(skeleton, local, effectors, tolerance)
