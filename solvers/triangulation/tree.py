@@ -41,15 +41,15 @@ from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
 from ..tree import moved_bones
 
-# Gauss-Newton steps per sub-base frame, and the pull toward the current frame (per metre of
-# shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
+# Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
+# metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
 FIT_STEPS = 16
 NEAREST = 1e-6
-# A fit step is halved at most this often to lower the excesses; one lowering them by less than
-# SETTLED of themselves ends the fit.
+# A step is tried at most this often with more damping to lower the excesses (Nielsen's rule);
+# one lowering them by less than SETTLED of themselves ends the fit.
 HALVINGS = 12
 SETTLED = 1e-6
-LM_START, LM_DOWN, LM_UP = 1e-2, 0.3, 10.0
+LM_START = 1e-2  # the first damping, relative to the normal matrix's trace (x the lightest weight's share)
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
 
@@ -223,7 +223,7 @@ def _sub_base_frame(
 
     turn, shift = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     value = excess(turn, shift)
-    lam = None  # Levenberg-Marquardt: the pull toward no change, relative to the normal matrix
+    lam, nu = None, 2.0  # Levenberg-Marquardt: the pull toward no change (relative to the normal matrix)
     for _ in range(FIT_STEPS):
         normal = [[0.0] * unknowns for _ in range(unknowns)]
         gradient = [0.0] * unknowns
@@ -275,9 +275,16 @@ def _sub_base_frame(
             moved = shift if turns_only else carried((shift[0] - step[3], shift[1] - step[4], shift[2] - step[5]))
             lower = excess(trial, moved)
             if lower < value:
-                lam = max(lam * LM_DOWN, NEAREST * max(lightest, 1e-12))
+                # Nielsen's rule: the damping falls as far as the model predicted the drop well.
+                predicted = 2.0 * sum(g * s for g, s in zip(gradient, step, strict=True)) - sum(
+                    step[i] * normal[i][j] * step[j] for i in range(unknowns) for j in range(unknowns)
+                )
+                rho = (value - lower) / predicted if predicted > 0.0 else 0.0
+                lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), NEAREST * max(lightest, 1e-12))
+                nu = 2.0
                 break
-            lam *= LM_UP  # a shorter, steeper step
+            lam *= nu  # a shorter, steeper step (the damping rises faster each time in a row)
+            nu *= 2.0
         else:
             step = None
         if step is None or not lower < value:
