@@ -13,8 +13,8 @@ limits, poles and tip rotations included):
   That frame is a small least-squares problem on the reach excesses, each weighted by its
   effector's ranked weight (solvers.skeleton.ranked_weights: a higher priority level, pins
   first, counts LEVEL times the next), solved by Levenberg-Marquardt steps (6 unknowns: a turn
-  about the last bone's head and a shift of that head, kept within the bones above it; 3 for a
-  one-bone segment, which can only turn). An effector wanting its bone's whole frame (a pin)
+  about the last bone's head and a shift of that head, kept in the shell where the bones above
+  it can carry it; 3 for a one-bone segment, which can only turn). An effector wanting its bone's whole frame (a pin)
   asks for that bone's head. The segment then triangulates to the frame (the last bone takes
   the orientation, the bones above reach its head), and the branches triangulate from where it
   put them.
@@ -193,7 +193,11 @@ def _sub_base_frame(
             reach = max(min(reach, math.dist(goal, first) - short[e.bone]), 0.0)
         pairs.append((_sub(first, pivot), goal, reach, math.sqrt(weight[e.bone])))
     base = tuple(heads[bones[0]])
-    upper = sum(math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False))
+    links = [math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False)]
+    # The bones above the last one carry its head within [inner, upper] of the base (one bone: on
+    # a sphere; a longer run cannot fold its longest link back closer than the others reach).
+    upper = sum(links)
+    inner = max(0.0, 2.0 * max(links, default=0.0) - upper)
     # The pull toward the current frame: relative to the lightest branch's weight (ranked weights
     # span levels), and a turn measured at the branches' size (never zero).
     lightest = min(p[3] for p in pairs) ** 2 / max(p[3] for p in pairs) ** 2
@@ -202,14 +206,14 @@ def _sub_base_frame(
 
     def carried(shift: tuple) -> tuple:
         """`shift` moved the least so that the segment can carry the frame: the last bone's head
-        within `upper` of the base (a one-bone segment only turns: nothing to carry)."""
+        within [inner, upper] of the base (a one-bone segment only turns: nothing to carry)."""
         if turns_only:
             return shift
         d = _sub(_add(pivot, shift), base)
         r = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
-        if r <= upper:
+        if inner <= r <= upper or r <= 0.0:
             return shift
-        return _sub(_add(base, tuple(upper / r * c for c in d)), pivot)
+        return _sub(_add(base, tuple(min(max(r, inner), upper) / r * c for c in d)), pivot)
 
     def excess(turn: tuple, shift: tuple) -> float:
         """The weighted sum of squared reach excesses of the branches below."""
@@ -253,24 +257,23 @@ def _sub_base_frame(
         trace = max(sum(normal[i][i] for i in range(unknowns)), 1e-300)
         if lam is None:
             lam = LM_START * max(lightest, 1e-12)
+        system = normal
         if not turns_only:
-            # On the edge of what the segment carries: a heavy row on the head's outward direction
-            # keeps a step on that edge where it would leave it (the projection takes back the curve).
+            # On an edge of what the segment carries and pulled across it (the excesses' gradient
+            # points out of the shell): a heavy row on the head's radial direction keeps the step
+            # on that edge (the projection takes back the curve).
             out = _sub(_add(pivot, shift), base)
             r = math.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2])
-            edge = tuple(c / r for c in out) if r >= upper * (1.0 - 1e-9) and r > 0.0 else None
-        for _ in range(HALVINGS):
-            step = _damped_step(normal, gradient, lam * trace, size)
-            if step is None:
-                break
-            if not turns_only and edge is not None and step[3] * edge[0] + step[4] * edge[1] + step[5] * edge[2] < 0:
-                bound = [row[:] for row in normal]
+            outward = gradient[3] * out[0] + gradient[4] * out[1] + gradient[5] * out[2] < 0.0
+            if r > 0.0 and (r >= upper * (1.0 - 1e-9) and outward or r <= inner * (1.0 + 1e-9) and not outward):
+                system = [row[:] for row in normal]
                 for i in range(3):
                     for j in range(3):
-                        bound[3 + i][3 + j] += 1e6 * trace * edge[i] * edge[j]
-                step = _damped_step(bound, gradient, lam * trace, size)
-                if step is None:
-                    break
+                        system[3 + i][3 + j] += 1e6 * trace * out[i] * out[j] / (r * r)
+        for _ in range(HALVINGS):
+            step = _damped_step(system, gradient, lam * trace, size)
+            if step is None:
+                break
             trial = normalize4(multiply(from_rotation_vector(-step[0], -step[1], -step[2]), turn))
             moved = shift if turns_only else carried((shift[0] - step[3], shift[1] - step[4], shift[2] - step[5]))
             lower = excess(trial, moved)
