@@ -111,9 +111,7 @@ def solve_skeleton_many(
         goals, goal_positions, goal_poles = _merged(resolved, positions, poles)
         solved = entry.tree_many(skeleton, local, goals, goal_positions, goal_poles, tol, iters, checked)
         if not isinstance(solved, str):
-            rotations, _, iterations = solved
-            merged = (goals, goal_positions)
-            return _held(skeleton, local, rotations, iterations, merged, resolved, positions, tol, method)
+            return _held(skeleton, local, solved, (goals, goal_positions), resolved, positions, tol, method)
         why = f"{method}'s batch tree kernel: {solved}"
     return _frame_by_frame(
         skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
@@ -138,17 +136,21 @@ def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray)
     return goals, goal_positions, goal_poles
 
 
-def _held(skeleton, local, rotations, iterations, merged, effectors, positions, tol, method) -> SkeletonBatch:
-    """The batch kernel's frames with their pins held (tree.pins.hold, frame by frame where one is
-    off) and every effector's error measured on them. `merged`: (the goals solved, their
-    positions per frame)."""
+def _held(skeleton, local, solved, merged, effectors, positions, tol, method) -> SkeletonBatch:
+    """The batch kernel's frames (`solved`: its rotations, errors and iterations) with their pins
+    held (tree.pins.hold, frame by frame where one is off) and every effector's error measured on
+    them. `merged`: (the goals solved, their positions per frame)."""
     from .tree.pins import hold, off_frames
     from .tree.run_many import errors_many
 
+    rotations, error, iterations = solved
     goals, goal_positions = merged
+    off = np.flatnonzero(off_frames(skeleton, rotations, goals, tol))
+    if goals is effectors and not off.size:  # the kernel's own errors are every effector's
+        return SkeletonBatch(rotations, error, np.all(error <= tol, axis=1), iterations, method)
     rotations = np.array(rotations)
     reasons = set()
-    for f in np.flatnonzero(off_frames(skeleton, rotations, goals, tol)):
+    for f in off:
         frame = [e if e.pin else replace(e, position=goal_positions[f, j]) for j, e in enumerate(goals)]
         solution = finish(skeleton, rotations[f], frame, tol, int(iterations[f]), method)
         kept = hold(skeleton, local, solution, frame, tol)
