@@ -215,15 +215,15 @@ class ChainIKChain(bpy.types.PropertyGroup):
     priority: IntProperty(
         name="Priority",
         description="In a group: 0 is met first; a higher number only as far as the lower ones allow"
-        " (strict with the Jacobian, the order of passes with the others)",
+        " (the Jacobian solves it in what they leave free, the others weigh each level a million times the next)",
         default=0,
         min=0,
         soft_max=3,
     )
     pin: BoolProperty(
         name="Pin",
-        description="Hold the tip where the pose has it (a planted foot) while the chains it shares bones with"
-        " reach; needs no target",
+        description="Hold the tip where the pose has it (a planted foot), above every target and priority, while"
+        " the chains it shares bones with reach; needs no target",
         default=False,
     )
     mute: BoolProperty(

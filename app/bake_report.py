@@ -37,6 +37,9 @@ class ChainReport:
     # frame: bone 'x' has constraints" (bake_solve; BakeResult.reasons).
     path: str = ""
     group: str = ""  # the chains it was solved with (app.groups), '' when alone
+    # A pinned chain: its "target" is the point it held on each frame, so `missed` counts the
+    # frames where the pin did not hold (its tip farther than `tolerance` from that point).
+    pinned: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -89,6 +92,7 @@ class _Track:
             worst_frame=int(frames[worst]),
             largest_jump=float(self.jump),
             jump_frame=int(self.jump_frame),
+            pinned=bool(self.spec.pin),
         )
 
 
@@ -122,20 +126,34 @@ def measure(context, obj, specs, frames, into: list, held: dict | None = None) -
 
 def chain_line(chain: dict) -> str:
     """One chain's report line, from `ChainReport.as_dict()` (cli.py prints the same)."""
-    missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+    if chain.get("pinned"):
+        missed = (
+            f", the pin did not hold on {chain['missed']} (tip farther than {chain['tolerance']:.3g} from its point)"
+            if chain["missed"]
+            else ", the pin held"
+        )
+        worst = "worst tip movement"
+    else:
+        missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+        worst = "worst tip error"
     return (
         f"chain '{chain['name']}' ({chain['method']}"
         + (f", group {chain['group']}" if chain.get("group") else "")
-        + f"): {chain['frames']} frame(s){missed}, worst tip error"
+        + f"): {chain['frames']} frame(s){missed}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
         f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
     )
 
 
 def missed_warning(reports: list[ChainReport]) -> str:
-    """The WARNING line when any chain's tip missed on some frame ('' when none did)."""
-    missed = [r for r in reports if r.missed]
-    if not missed:
-        return ""
-    parts = [f"'{r.name}' {r.missed} of {r.frames} (worst {r.worst_error:.3g}, frame {r.worst_frame})" for r in missed]
-    return "the tip misses its target by more than the tolerance on frames of " + ", ".join(parts)
+    """The WARNING line when any chain's tip missed (a pin: did not hold) on some frame ('' when none did)."""
+    lines = []
+    for pinned, what in ((False, "the tip misses its target"), (True, "the pin does not hold")):
+        missed = [r for r in reports if r.missed and r.pinned == pinned]
+        if missed:
+            parts = [
+                f"'{r.name}' {r.missed} of {r.frames} (worst {r.worst_error:.3g}, frame {r.worst_frame})"
+                for r in missed
+            ]
+            lines.append(f"{what} by more than the tolerance on frames of " + ", ".join(parts))
+    return "; ".join(lines)

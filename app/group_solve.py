@@ -17,6 +17,8 @@ import numpy as np
 from .. import rig, solvers
 from ..rig import tree, tree_write
 from ..solvers.metrics import rotation_cost_rows
+from ..solvers.tree.pins import without_unheld
+from . import pins
 from .checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
 from .groups import chain_names, group_label, led_by
 from .spec import ChainSpec
@@ -53,13 +55,27 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     group = group_rig(obj, specs)
     skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
     effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
+    held = {}
+    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.pins)
+        held = pins.held_points(obj, names, skeleton, local, [e.bone for e in effectors if e.pin])
+        effectors = [
+            dataclasses.replace(e, position=held[e.bone][0], orientation=held[e.bone][1], rotation_weight=1.0)
+            if e.pin
+            else e
+            for e in effectors
+        ]
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
+    if held:
+        pins.remember(obj, names, skeleton, held, whole.values)
     _, heads_in, ends_in = skeleton.forward(local)
     _, heads, ends = skeleton.forward(solution.local)
     where = {n: i for i, n in enumerate(names)}
     label = group_label(specs) if len(specs) > 1 else ""  # a pinned chain alone is no group
-    notes = group_notes(obj, specs, names, solution.reason)
+    # The solver's word on pins that cannot hold is said per chain below, by name.
+    notes = group_notes(obj, specs, names, without_unheld(solution.reason))
+    unheld = ", ".join(f"'{specs[k].label}'" for k in solution.unheld)
+    unheld = f"pinned {unheld} could not hold" if unheld else ""
     elapsed = (time.perf_counter() - start) * 1e3
     outcomes, claimed = [], set()
     for k, (spec, goal, chain) in enumerate(zip(specs, effectors, group.chain_bones, strict=True)):
@@ -75,13 +91,15 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
         first = ends_in[rows[0]] - heads_in[rows[0]]
         cost = rotation_cost_rows((first / np.linalg.norm(first)).tolist(), points)
-        pinned = tuple(space.to_world(ends_in[goal.bone]).tolist()) if spec.pin else None
+        pinned = tuple(space.to_world(goal.position).tolist()) if spec.pin else None
         goal_world = pinned if spec.pin else space.to_world(goal.position)
         error = space.world_distance(ends[goal.bone], goal_world)
+        own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
+        reason = "; ".join(filter(None, (own, notes)))
         outcomes.append(
             MemberOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tolerance), notes, label, pinned,
+                bool(solution.error[k] <= tolerance), reason, label, pinned,
             )
         )  # fmt: skip
     return outcomes
@@ -154,7 +172,8 @@ def effector(
 ) -> solvers.Effector:
     """The solver's effector for one chain of a group (armature space). `target_world`,
     `pole_world`: their locations when already known (a bake sampling their curves). A pin
-    weighs far more than a target (solvers.tree.plan), at its chain's priority."""
+    holds above every target and every priority (solvers.skeleton.level); `solve_group` gives it
+    its point (app.pins), a bake each frame's input pose."""
     position = pole = orientation = None
     if spec.pin:  # solve_skeleton holds the bone's input end point and frame
         return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)

@@ -36,6 +36,17 @@ def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=No
         item.has_result = True
 
 
+def pin_warning(obj, outcome: ChainOutcome, error: float) -> str:
+    """The WARNING for a pinned chain whose tip ended farther than its tolerance from the point
+    it held (measured on the written pose), '' otherwise or for a chain that is not pinned."""
+    if not outcome.spec.pin or error <= world_tolerance(obj, outcome.spec, outcome.names):
+        return ""
+    return (
+        f"pinned chain '{outcome.spec.label}' could not hold: its tip is {error:.3g} from where it was pinned"
+        " (out of reach of its bones, or kept by their limits)"
+    )
+
+
 def result_line(outcome: ChainOutcome, error: float) -> str:
     """The Solve report's line; it ends with why a faster kernel did not serve, if one did not."""
     reason = outcome.reason

@@ -73,6 +73,9 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             if item is not None:
                 result.store_result(item, outcome, error, obj)
             self.report({"INFO"}, result.result_line(outcome, error))
+            unheld = result.pin_warning(obj, outcome, error)
+            if unheld:
+                self.report({"WARNING"}, unheld)
         for chain, other in groups.left_out(obj, [item for item, _ in pairs if item is not None]):
             self.report({"WARNING"}, f"chain '{chain}' shares bones with '{other}', not solved now: solved without it")
         if locked:

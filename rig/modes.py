@@ -57,6 +57,15 @@ def channel_values(pbone, mode: str) -> tuple[float, ...]:
     return pbone.rotation_euler[:]
 
 
+def holds(pbone, values: tuple[float, ...]) -> bool:
+    """The bone's channels still hold `values` (in its current mode), as written: Blender keeps
+    them as 32-bit floats, so equal within their rounding."""
+    current = channel_values(pbone, pbone.rotation_mode)
+    return len(current) == len(values) and all(
+        abs(a - b) <= 1e-6 * max(1.0, abs(b)) for a, b in zip(current, values, strict=True)
+    )
+
+
 # What `locks` gives for a bone with no rotation locks (a chain that turns through them).
 NO_LOCKS = ((False, False, False), False, False)
 

@@ -20,13 +20,16 @@ options (defaults and checks), its default iteration cap and its kernels:
   keep_points) -> SequenceSolution | str` (optional): the same for `solve_sequence`.
 - `tree(skeleton, local (n, 4), effectors, tolerance, max_iterations, options)
   -> SkeletonSolution | str` (optional): several effectors on one skeleton solved together
-  (`solvers.skeleton.solve_skeleton`; pins already resolved). A `str` is the reason it cannot
-  solve them (raised as ValueError: there is no other tree path). Build the result with
-  `solvers.skeleton.finish`, which measures the errors on the returned rotations.
+  (`solvers.skeleton.solve_skeleton`; pins already resolved, at most one effector per bone:
+  `skeleton.merge_shared`). It must rank priority levels, pins first (`skeleton.level`): solve
+  them in turn or weigh them (`skeleton.ranked_weights`); `solve_skeleton` then holds any pin
+  still off (`tree.pins.hold`). A `str` is the reason it cannot solve them (raised as
+  ValueError: there is no other tree path). Build the result with `solvers.skeleton.finish`,
+  which measures the errors on the returned rotations.
 - `tree_many(skeleton, local (n, 4), effectors, positions (m, k, 3), poles (m, k, 3), tolerance,
   max_iterations, options) -> (local (m, n, 4), error (m, k), iterations (m,)) | str` (optional):
   `tree` for m frames at once, each from `local` (`solvers.skeleton_many.solve_skeleton_many`;
-  pins resolved, their position rows ignored; a NaN pole row: no pole). A `str` is the reason it
+  pins resolved, their position rows ignored; one effector per bone; a NaN pole row: no pole). A `str` is the reason it
   declines; the frames are then solved one by one with `tree` and the reason kept on the result.
   It must agree with `tree` frame by frame (same iterations, rotations within 1e-9).
 

@@ -121,11 +121,14 @@ class Effector:
     `rotation_weight`.
 
     Several effectors: `weight` ranks this effector against the others of its priority level
-    (the weighted least-squares compromise when they conflict). `priority` 0 is the highest;
-    methods with strict priorities (the Jacobian) solve a lower level only in the nullspace of
-    the higher ones, the others use it to order their passes. A `pin` holds its bone where the
-    input pose has it (position and orientation; a planted foot): give no position, and
-    `solve_skeleton` fills both in before the method runs (`resolve_pins`)."""
+    (the weighted least-squares compromise when they conflict). `priority` 0 is the highest
+    level; the Jacobian solves a lower level only in the nullspace of the higher ones, FABRIK,
+    CCD and triangulation weigh each level LEVEL times the next (`ranked_weights`). A `pin`
+    holds its bone where the input pose has it (position and orientation; a planted foot), as a
+    level above every target whatever its priority (`level`): give no position, and
+    `solve_skeleton` fills both in before the method runs (`resolve_pins`); one given its
+    position holds that. Effectors on one bone are solved as one at their weighted mean
+    (`merge_shared`)."""
 
     bone: int
     position: np.ndarray | None = None
@@ -159,6 +162,35 @@ class Effector:
             raise ValueError(f"effector priority must be an integer >= 0, got {self.priority!r}")
 
 
+# Where a method weighs priority levels instead of solving them in turn (FABRIK, CCD,
+# triangulation): each level counts this many times the one below it, so a lower level moves
+# a higher one by about a millionth of its pull.
+LEVEL = 1e6
+
+
+def level(effector: Effector) -> int:
+    """The effector's rank among the priority levels, highest first: every pin (0, above every
+    target: a planted foot holds whatever the targets do), then priority 0, 1, ... (1, 2, ...)."""
+    return 0 if effector.pin else 1 + int(effector.priority)
+
+
+def levels(effectors: list[Effector]) -> list[list[int]]:
+    """The effectors' indices by priority level, highest first (only the levels present)."""
+    ranks = [level(e) for e in effectors]
+    return [[k for k, r in enumerate(ranks) if r == rank] for rank in sorted(set(ranks))]
+
+
+def ranked_weights(effectors: list[Effector]) -> list[float]:
+    """Each effector's weight times LEVEL for every level below its own: the weights with which
+    FABRIK, CCD and triangulation rank the levels (one level: the weights as given)."""
+    groups = levels(effectors)
+    out = [0.0] * len(effectors)
+    for rank, group in enumerate(groups):
+        for k in group:
+            out[k] = float(effectors[k].weight) * LEVEL ** (len(groups) - 1 - rank)
+    return out
+
+
 @dataclass(frozen=True)
 class SkeletonSolution:
     """Every bone's local rotation after a solve (bones no effector moves keep their input ones)."""
@@ -168,7 +200,8 @@ class SkeletonSolution:
     reached: bool  # every effector within tolerance
     iterations: int
     method: str
-    reason: str = ""  # as Solution.reason
+    reason: str = ""  # as Solution.reason; also a pin that could not hold
+    unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (tree.pins)
 
 
 def solve_skeleton(
@@ -186,11 +219,14 @@ def solve_skeleton(
     One effector (not a pin) is a chain from its bone's root: it goes through `solvers.solve`,
     the one solve path with its fast kernels. Several effectors go to the method's tree kernel,
     `registry.Method.tree(skeleton, local, effectors, tolerance, max_iterations, options)`, with
-    pins resolved, options checked and the tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the
-    length of the bones the effectors move) and iteration cap filled in."""
+    pins resolved, effectors on one bone merged (`merge_shared`), options checked and the
+    tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the length of the bones the effectors
+    move) and iteration cap filled in; then any pin still off is held (`tree.pins.hold`, which
+    names one that cannot hold in the reason). Errors are each given effector's."""
     from . import registry
     from .api import method_settings
     from .tree import moved_bones
+    from .tree.pins import hold
 
     local = np.asarray(local, dtype=float)
     if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
@@ -213,10 +249,17 @@ def solve_skeleton(
     if max_iterations is None and entry.tree_max_iterations:
         max_iterations = entry.tree_max_iterations
     _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)
-    solved = entry.tree(skeleton, local, resolve_pins(skeleton, local, effectors), tol, iters, checked)
+    resolved = resolve_pins(skeleton, local, effectors)
+    goals = merge_shared(resolved)
+    solved = entry.tree(skeleton, local, goals, tol, iters, checked)
     if isinstance(solved, str):
         raise ValueError(f"{method} cannot solve these effectors together: {solved}")
-    return solved
+    solved = hold(skeleton, local, solved, goals, tol)
+    if goals is resolved:
+        return solved
+    unheld = tuple(k for k, e in enumerate(resolved) if e.pin and any(goals[j].bone == e.bone for j in solved.unheld))
+    out = finish(skeleton, solved.local, resolved, tol, solved.iterations, solved.method, solved.reason)
+    return replace(out, unheld=unheld)
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:
@@ -231,6 +274,41 @@ def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector
         else e
         for e in effectors
     ]
+
+
+def shared_bones(effectors: list[Effector]) -> list[tuple[list[int], int]]:
+    """Per bone with effectors, in order: (their indices, the lead's: the heaviest of the highest
+    level), as merge_shared merges them."""
+    out = []
+    for bone in dict.fromkeys(e.bone for e in effectors):
+        group = [k for k, e in enumerate(effectors) if e.bone == bone]
+        top = min(level(effectors[k]) for k in group)
+        lead = max((k for k in group if level(effectors[k]) == top), key=lambda k: effectors[k].weight)
+        out.append((group, lead))
+    return out
+
+
+def merge_shared(effectors: list[Effector]) -> list[Effector]:
+    """One effector per bone: effectors on the same bone become one at their weighted mean position
+    with their summed weight (sum w_k |p - t_k|^2 is that total weight x |p - mean|^2 plus a
+    constant, so every method then solves their weighted compromise, as Blender's tree IK does).
+    Across priority levels the higher level's ranked weight dominates (ranked_weights); the
+    merged goal takes the lead's other goals (pin, pole, orientation; shared_bones).
+    Returns `effectors` itself when no two share a bone."""
+    if len({e.bone for e in effectors}) == len(effectors):
+        return effectors
+    out = []
+    for group, lead in shared_bones(effectors):
+        if len(group) == 1:
+            out.append(effectors[group[0]])
+            continue
+        members = [effectors[k] for k in group]
+        ranked = np.array(ranked_weights(members))
+        position = ranked @ np.array([e.position for e in members]) / ranked.sum()
+        top = level(effectors[lead])
+        weight = float(sum(e.weight for e in members if level(e) == top))
+        out.append(replace(effectors[lead], position=position, weight=weight))
+    return out
 
 
 def finish(

@@ -14,7 +14,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .skeleton import Effector, Skeleton, resolve_pins, solve_skeleton
+from .skeleton import (
+    Effector,
+    Skeleton,
+    finish,
+    merge_shared,
+    ranked_weights,
+    resolve_pins,
+    shared_bones,
+    solve_skeleton,
+)
 
 
 @dataclass(frozen=True)
@@ -26,7 +35,8 @@ class SkeletonBatch:
     reached: np.ndarray  # (m,) every effector within tolerance
     iterations: np.ndarray  # (m,)
     method: str
-    reason: str = ""  # why the frames were solved one by one ("" when the batch kernel served)
+    # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
+    reason: str = ""
 
 
 def solve_skeleton_many(
@@ -71,11 +81,10 @@ def solve_skeleton_many(
         why = f"{method} has no batch tree kernel"
     else:
         resolved = [replace(e, pole=None) for e in resolve_pins(skeleton, local, effectors)]
-        solved = entry.tree_many(skeleton, local, resolved, positions, poles, tol, iters, checked)
+        goals, goal_positions, goal_poles = _merged(resolved, positions, poles)
+        solved = entry.tree_many(skeleton, local, goals, goal_positions, goal_poles, tol, iters, checked)
         if not isinstance(solved, str):
-            rotations, error, iterations = solved
-            reached = np.all(error <= tol, axis=1)
-            return SkeletonBatch(rotations, error, reached, iterations, method)
+            return _held(skeleton, local, solved, (goals, goal_positions), resolved, positions, tol, method)
         why = f"{method}'s batch tree kernel: {solved}"
     return _frame_by_frame(
         skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
@@ -125,6 +134,51 @@ def frame_effectors(effectors: list[Effector], positions: np.ndarray, poles: np.
         else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
         for j, e in enumerate(effectors)
     ]
+
+
+def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray):
+    """(effectors, positions, poles) with those on one bone merged as solve_skeleton merges them
+    (skeleton.merge_shared: their weighted mean position on each frame, the lead's pole)."""
+    goals = merge_shared(effectors)
+    if goals is effectors:
+        return effectors, positions, poles
+    m = len(positions)
+    goal_positions, goal_poles = np.empty((m, len(goals), 3)), np.empty((m, len(goals), 3))
+    for j, (group, lead) in enumerate(shared_bones(effectors)):
+        rows = np.array(
+            [np.broadcast_to(effectors[k].position if effectors[k].pin else positions[:, k], (m, 3)) for k in group]
+        )
+        weights = np.array(ranked_weights([effectors[k] for k in group]))
+        goal_positions[:, j] = np.tensordot(weights, rows, axes=1) / weights.sum()
+        goal_poles[:, j] = poles[:, lead]
+    return goals, goal_positions, goal_poles
+
+
+def _held(skeleton, local, solved, merged, effectors, positions, tol, method) -> SkeletonBatch:
+    """The batch kernel's frames (`solved`: its rotations, errors and iterations) with their pins
+    held (tree.pins.hold, frame by frame where one is off) and every effector's error measured on
+    them. `merged`: (the goals solved, their positions per frame)."""
+    from .tree.pins import hold, off_frames
+    from .tree.run_many import errors_many
+
+    rotations, error, iterations = solved
+    goals, goal_positions = merged
+    off = np.flatnonzero(off_frames(skeleton, rotations, goals, tol))
+    if goals is effectors and not off.size:  # the kernel's own errors are every effector's
+        return SkeletonBatch(rotations, error, np.all(error <= tol, axis=1), iterations, method)
+    rotations = np.array(rotations)
+    reasons = set()
+    for f in off:
+        frame = [e if e.pin else replace(e, position=goal_positions[f, j]) for j, e in enumerate(goals)]
+        solution = finish(skeleton, rotations[f], frame, tol, int(iterations[f]), method)
+        kept = hold(skeleton, local, solution, frame, tol)
+        rotations[f] = kept.local
+        if kept.reason:
+            reasons.add(kept.reason)
+    pins = np.array([e.pin for e in effectors])
+    fixed = np.array([e.position if e.pin else np.zeros(3) for e in effectors])
+    error = errors_many(skeleton, rotations, effectors, np.where(pins[None, :, None], fixed[None], positions))
+    return SkeletonBatch(rotations, error, np.all(error <= tol, axis=1), iterations, method, "; ".join(sorted(reasons)))
 
 
 def _rows(value, k: int, what: str) -> np.ndarray:

@@ -178,11 +178,12 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
         if item.has_result:
             r = item.result
             box = layout.box()
-            box.label(
-                text=f"{r.method}: {'reached' if r.reached else 'not reached'}",
-                icon="CHECKMARK" if r.reached else "ERROR",
-            )
-            box.label(text=f"Tip error {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
+            if item.pin:  # its goal is the point it holds: it held, or did not
+                state, error = ("pin held" if r.reached else "pin did not hold"), "Tip moved"
+            else:
+                state, error = ("reached" if r.reached else "not reached"), "Tip error"
+            box.label(text=f"{r.method}: {state}", icon="CHECKMARK" if r.reached else "ERROR")
+            box.label(text=f"{error} {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
             if r.group:
                 box.label(text=f"Solved together: {r.group}", icon="LINKED")
             if r.reason:  # a faster kernel could not serve: say which part and why

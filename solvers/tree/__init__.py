@@ -145,8 +145,9 @@ def side(frame: tuple, direction: tuple) -> tuple:
 def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
     """The unit quaternion R minimizing sum w_k |R a_k - b_k|^2 (equivalently maximizing
     sum w_k b_k . R a_k): one pair is the minimal swing of a onto b; several are Horn's
-    eigenvector of the 4 x 4 profile matrix, with a pull of NEAREST toward no rotation so
-    that pairs along one line give the minimal swing too (no twist about that line)."""
+    eigenvector of the 4 x 4 profile matrix, with a pull of NEAREST (x the lightest weight's share)
+    toward no rotation so that pairs along one line give the minimal swing too (no twist about
+    that line)."""
     if len(a) == 1:
         ua, ub = unit(a[0]), unit(b[0])
         if ua == (0.0, 0.0, 0.0) or ub == (0.0, 0.0, 0.0):
@@ -167,7 +168,9 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
     if not size > 0.0:
         return IDENTITY
-    mu = NEAREST * size
+    # Relative to the lightest pair: with ranked weights (solvers.skeleton.LEVEL) a pull scaled by
+    # the heaviest would outweigh a lower level's pairs and freeze what a higher level leaves free.
+    mu = NEAREST * size * min(w) / max(w)
     sxx, syy, szz = sxx + mu, syy + mu, szz + mu
     k = np.array(
         (

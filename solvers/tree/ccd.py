@@ -5,9 +5,10 @@ parents) and turns it about its head by the rotation that best sends the end poi
 the effectors below it onto their positions: the weighted least-squares rotation of the
 vectors head -> end onto head -> target (Wahba's problem, solvers.tree.best_rotation; with
 one effector it is chain CCD's minimal swing). An effector with an orientation adds its
-bone's X and Z axes (at its length) as two more pairs, weighted by its rotation weight; a
-pin's weight dominates (solvers.tree.plan.PIN). As chain CCD with limits, the turn is scaled
-by 1 - the bone's mean stiffness and its local rotation clamped into its limits.
+bone's X and Z axes (at its length) as two more pairs, weighted by its rotation weight. The
+pairs carry the ranked weights (solvers.tree.plan): a higher priority level, pins first,
+dominates. As chain CCD with limits, the turn is scaled by 1 - the bone's mean stiffness and
+its local rotation clamped into its limits.
 
 Afterwards, as for FABRIK: unlimited bones whose twist no goal sees take the minimal swing
 from their input rotation, and each pole spins its effector's own segment.

@@ -6,8 +6,9 @@ Each iteration is two passes over the moved bones (solvers.tree.plan):
   head) asks for the bone's head where FABRIK puts it for that point alone: on the line from
   the point's target (the effector's position, or the child's new head) toward the head's
   current place, at the point's distance from the head. A bone with several goal points is a
-  sub-base: its head goes to their weighted centroid (weights: the effectors below each
-  point; a pin's dominate). Nested sub-bases follow, as the pass is children first.
+  sub-base: its head goes to their weighted centroid (weights: the ranked weights of the
+  effectors below each point, solvers.tree.plan: a higher priority level, pins first,
+  dominates). Nested sub-bases follow, as the pass is children first.
 - forward, root to tips: each bone hangs from its parent's new frame (a root's head stays) and
   turns to send its goal points toward their targets: the backward pass's child heads and
   the effector positions. One point is FABRIK's line (the minimal swing); several take the

@@ -13,7 +13,8 @@ priority level): goals that conflict settle where sum(weight |error|^2) is least
 Per-joint weights, Grassia's mass-matrix form: with W = diag(1 - stiffness) the step is
 q' = W J^T (J W J^T)^-1 e, solved as the plain problem in y = W^-1/2 q' with J~ = J W^1/2.
 
-Priorities (0 highest), task-priority recursion: y = y_1 + (J_2 N_1)^+ (e_2 - J_2 y_1), ...,
+Priority levels (solvers.skeleton.level: every pin first, then priority 0, 1, ...), task-priority
+recursion: y = y_1 + (J_2 N_1)^+ (e_2 - J_2 y_1), ...,
 N_{k+1} = N_k - (J_k N_k)^+ (J_k N_k), each inverse damped (DLS) as the variant says, the projectors
 N exact (rank-thresholded SVD), so a lower level never moves a higher one to first order.
 
@@ -34,9 +35,10 @@ import numpy as np
 from .. import goals, quat
 from .. import limits as joint_limits
 from ..chain import Chain
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
 
 RESOLVES = 2  # re-solves per iteration after locking clamped axes (as solvers.jacobian)
+CORRECTIONS = 3  # Newton steps per iteration taking back what a lower level's step cost the met levels
 PATIENCE = 4  # iterations without progress before a solve stops
 PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
 SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
@@ -107,7 +109,9 @@ class Structure:
     """What a solve needs of the skeleton and the effectors' layout (bones, priorities, which have an
     orientation goal): built once, reused by later solves of the same layout (a Live session, a bake)."""
 
-    def __init__(self, skeleton: Skeleton, bones: tuple, priority: tuple, turned: tuple) -> None:
+    def __init__(
+        self, skeleton: Skeleton, bones: tuple, priority: tuple, turned: tuple, frozen: frozenset = frozenset()
+    ) -> None:
         branches = [skeleton.branch(b) for b in bones]
         moved = sorted({b for branch in branches for b in branch})
         index = {b: k for k, b in enumerate(moved)}
@@ -137,6 +141,7 @@ class Structure:
         weight = (
             np.ones((m, 3)) if self.limits is None else np.where(self.limits.lock, 0.0, 1.0 - self.limits.stiffness)
         )
+        weight[[index[b] for b in frozen if b in index]] = 0.0  # bones held as they are: no columns
         self.cols = np.flatnonzero(weight.ravel() > 0.0)
         self.col_scale = np.sqrt(weight.ravel()[self.cols])
         # Shortcuts of the common case (every axis free, no stiffness): no column picking or scaling.
@@ -172,16 +177,16 @@ class Structure:
 class Tree:
     """A solve's structure (shared) and goals: targets, wanted orientations, row scales."""
 
-    def __init__(self, skeleton: Skeleton, effectors: list[Effector]) -> None:
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> None:
         bones = tuple(e.bone for e in effectors)
-        priority = tuple(e.priority for e in effectors)
+        priority = tuple(level(e) for e in effectors)  # pins above every target
         turned = tuple(e.orientation is not None and e.rotation_weight > 0.0 for e in effectors)
-        key = (id(skeleton), bones, priority, turned)
+        key = (id(skeleton), bones, priority, turned, frozen)
         held = _STRUCTURES.get(key)
         if held is None or held[0] is not skeleton:
             if len(_STRUCTURES) >= _CACHE_SIZE:
                 _STRUCTURES.clear()
-            held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned))
+            held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned, frozen))
         self.__dict__.update(held[1].__dict__)
         self.targets = np.array([e.position for e in effectors])
         weights = [float(e.weight) for e in effectors]
@@ -259,9 +264,11 @@ def solve(
     tolerance: float,
     max_iterations: int,
     options: dict,
+    frozen: frozenset = frozenset(),
 ) -> SkeletonSolution | str:
-    """`registry.Method.tree` for the Jacobian family (module doc)."""
-    tree = Tree(skeleton, effectors)
+    """`registry.Method.tree` for the Jacobian family (module doc). `frozen`: bones kept as they
+    are (no columns; solvers.tree.pins holds pins with only some bones free)."""
+    tree = Tree(skeleton, effectors, frozen)
     segments = _pole_segments(skeleton, tree, effectors)
     if isinstance(segments, str):
         return segments
@@ -292,6 +299,16 @@ def solve(
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
+        for _ in range(CORRECTIONS if len(done) > 1 else 0):
+            # A lower level's step moves the met levels above it to second order (pins above all: a
+            # planted foot drifts off as the spine turns): Newton steps on those levels' goals alone
+            # take it back before the step is judged (a second-order correction).
+            met = [rows for k, rows in enumerate(tree.row_levels) if done[k]]
+            if not met or all(trial_done[k] for k in range(len(done)) if done[k]):
+                break
+            trial = _correct(tree, trial, trial_frames, trial_heads, trial_ends, trial_error, np.concatenate(met))
+            trial_frames, trial_heads, trial_ends = tree.forward(trial)
+            trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
         trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
         # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step;
         # after a refusal only once CALM steps in a row were kept); refuse one that does not and halve
@@ -437,6 +454,26 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
         lock[hit] = changed
         scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
     return clamped
+
+
+def _correct(tree: Tree, local, frames, heads, ends, error, rows) -> np.ndarray:
+    """`local` (m, 4) after one Gauss-Newton step on the error rows `rows` alone (the least joint
+    motion; the pseudoinverse up to its ridge), each joint clamped into its limits."""
+    jac = tree.jacobian(frames, heads, ends)[rows]
+    scale = None if tree.unit_cols else tree.col_scale
+    y = _inverse(jac if scale is None else jac * scale, error[rows], "pseudoinverse", 0.0)
+    if scale is not None:
+        y = scale * y
+    step = np.zeros(3 * tree.m)
+    step[tree.cols] = y
+    turn = np.empty((tree.m, 4))
+    turn[:, 0] = 1.0
+    turn[:, 1:] = 0.5 * step.reshape(tree.m, 3)
+    out = _multiply(local, turn)
+    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    if tree.limits is not None and len(tree.limited):
+        out[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, out[tree.limited])
+    return out
 
 
 def _priority_steps(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull):

@@ -228,7 +228,7 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list) -> tuple:
         szy = szy + wk * az * by
         szz = szz + wk * az * bz
         size = size + wk * np.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
-    mu = NEAREST * size
+    mu = NEAREST * size * min(w) / max(w)  # as solvers.tree.best_rotation
     sxx, syy, szz = sxx + mu, syy + mu, szz + mu
     rows = (
         (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),

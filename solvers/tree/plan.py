@@ -3,9 +3,10 @@
 Each moved bone is a rigid body carrying *goal points*: its own end point where an effector
 sits on it, and the head of each moved child (a child head need not be on the bone's axis:
 Rigify's shoulders and thighs hang beside their parent's line). A point's weight is the sum of
-the weights of the effectors it leads to, a pin's counting PIN times (a pin holds where the
-input pose has it, so it must dominate every compromise it is part of). A bone with two or
-more goal points is a sub-base: the branches below it meet there.
+the ranked weights of the effectors it leads to (solvers.skeleton.ranked_weights: pins above
+every target, then priority 0, 1, ..., each level LEVEL times the next, so a higher level
+dominates every compromise it is part of). A bone with two or more goal points is a sub-base:
+the branches below it meet there.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..skeleton import level, levels, ranked_weights
 from . import moved_bones, rows
-
-# A pin's weight factor: the others only decide what the pin leaves free.
-PIN = 1e6
 
 
 @dataclass
@@ -28,7 +27,8 @@ class Plan:
     # bone: [(the point in its frame, its effector or -1, its child or -1, weight)]
     points: dict[int, list[tuple[tuple, int, int, float]]]
     targets: list[tuple]  # per effector
-    weights: list[float]  # per effector (pins x PIN)
+    weights: list[float]  # per effector, ranked by level (solvers.skeleton.ranked_weights)
+    levels: list[list[int]]  # effector indices by priority level, highest first
     orientation: dict[int, tuple[tuple, float]]  # bone: (wanted world frame, rotation weight), strongest effector's
     segments: dict[int, int]  # effector index with a pole: the top bone of its own branch segment
     length: float  # total length of the moved bones
@@ -46,7 +46,7 @@ def make_plan(skeleton, effectors) -> Plan:
     """The plan for `effectors` on `skeleton` (shared with earlier calls of the same structure:
     its targets and orientations are this call's)."""
     key = (id(skeleton),) + tuple(
-        (e.bone, float(e.weight), bool(e.pin), e.orientation is None, float(e.rotation_weight), e.pole is None)
+        (e.bone, float(e.weight), level(e), e.orientation is None, float(e.rotation_weight), e.pole is None)
         for e in effectors
     )
     cache = getattr(_CACHE, "plans", None)
@@ -83,7 +83,7 @@ def _make_plan(skeleton, effectors) -> Plan:
     moved = moved_bones(skeleton, [e.bone for e in effectors])
     reach = rows(skeleton.lengths[:, None] * skeleton.links)
     offsets = rows(skeleton.offsets)
-    weights = [float(e.weight) * (PIN if e.pin else 1.0) for e in effectors]
+    weights = ranked_weights(effectors)
     below = dict.fromkeys(moved, 0.0)
     for k, e in enumerate(effectors):
         b = e.bone
@@ -107,4 +107,4 @@ def _make_plan(skeleton, effectors) -> Plan:
             segments[k] = top
     targets = [tuple(e.position.tolist()) for e in effectors]
     length = float(np.sum(skeleton.lengths[moved]))
-    return Plan(moved, points, targets, weights, orientation, segments, length)
+    return Plan(moved, points, targets, weights, levels(effectors), orientation, segments, length)

@@ -16,10 +16,25 @@ from .poles import apply_poles
 # stalled (as iterate.STALL for chains), and one moving none a hundredth of the tolerance has
 # settled on the compromise of conflicting goals.
 STALL = 1e-12
-# Settled too: the weighted sum of squared errors changing by less than this fraction of itself
-# in an iteration (conflicting goals approach their compromise slowly; reachable ones shrink it
-# by a steady factor, far from 1).
+# Settled too: at every priority level, the weighted sum of squared errors changing by less than
+# this fraction of itself in an iteration, or every goal of the level met (conflicting goals
+# approach their compromise slowly; reachable ones shrink it by a steady factor, far from 1; a
+# lower level goes on improving in what a met higher one leaves free).
 SETTLE = 1e-4
+
+
+def level_costs(plan: Plan, errors: list[float]) -> list[float]:
+    """Per priority level (plan.levels), the weighted sum of squared errors."""
+    weights = plan.weights
+    return [sum(weights[k] * errors[k] * errors[k] for k in group) for group in plan.levels]
+
+
+def settled(plan: Plan, errors: list[float], costs: list[float], last: list[float], tolerance: float) -> bool:
+    """Every level's cost steady (within SETTLE of itself) or its goals all met."""
+    return all(
+        abs(before - cost) <= SETTLE * cost or max(errors[k] for k in group) <= tolerance
+        for group, cost, before in zip(plan.levels, costs, last, strict=True)
+    )
 
 
 def run(
@@ -48,7 +63,7 @@ def run(
     bones = [e.bone for e in effectors]
     ends = [end_point(skeleton, frames, heads, b) for b in bones]
     errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
-    cost = sum(w * e * e for w, e in zip(plan.weights, errors, strict=True))
+    costs = level_costs(plan, errors)
     stall = max(STALL * plan.length, 0.01 * tolerance)
     iterations = 0
     while iterations < max_iterations and max(errors) > tolerance:
@@ -58,8 +73,8 @@ def run(
         moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
         ends = new_ends
         errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
-        cost, last = sum(w * e * e for w, e in zip(plan.weights, errors, strict=True)), cost
-        if moved <= stall or abs(last - cost) <= SETTLE * cost:
+        costs, last = level_costs(plan, errors), costs
+        if moved <= stall or settled(plan, errors, costs, last, tolerance):
             break
     solved = to_locals(skeleton, start, frames, plan.moved, set() if limits is not None else free_twist)
     solved = apply_poles(skeleton, solved, effectors, plan)

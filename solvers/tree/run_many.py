@@ -17,7 +17,7 @@ from .. import limits as joint_limits
 from ..kernels.floats import multiply
 from . import _rows, forward, rows
 from .lanes import const, dist, lanes, normalize4, rotate, side, swing, take, where
-from .run import SETTLE, STALL
+from .run import SETTLE, STALL, level_costs, settled
 
 
 def conjugate(q: tuple) -> tuple:
@@ -80,7 +80,7 @@ def run_many(
 
     ends = ends_of(state_frames, state_heads)
     errors = [dist(a, t) * np.ones(m) for a, t in zip(ends, targets, strict=True)]
-    cost = sum(w * e * e for w, e in zip(weights, errors, strict=True))
+    cost = level_costs(plan, errors)  # per level, one entry per frame (tree.run's)
     stall = max(STALL * plan.length, 0.01 * tolerance)
     out_frames = np.empty((len(moved), 4, m))
     for j, i in enumerate(moved):
@@ -109,8 +109,12 @@ def run_many(
         shift = np.max([dist(a, b) for a, b in zip(ends, new_ends, strict=True)], axis=0)
         ends = new_ends
         errors = [dist(a, t) for a, t in zip(ends, targets, strict=True)]
-        cost, last = sum(w * e * e for w, e in zip(weights, errors, strict=True)), cost
-        stop = (shift <= stall) | (np.abs(last - cost) <= SETTLE * cost) | (np.max(errors, axis=0) <= tolerance)
+        cost, last = level_costs(plan, errors), cost
+        steady = np.ones(idx.size, dtype=bool)
+        for group, now, before in zip(plan.levels, cost, last, strict=True):
+            met = np.max([errors[k] for k in group], axis=0) <= tolerance
+            steady &= (np.abs(before - now) <= SETTLE * now) | met
+        stop = (shift <= stall) | steady | (np.max(errors, axis=0) <= tolerance)
         if count >= max_iterations:
             stop[:] = True
         if stop.any():
@@ -143,8 +147,8 @@ def _finish_one(skeleton, plan, bones, weights, state, count, one_step, toleranc
         moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
         ends = new_ends
         errors = [math.dist(a, b) for a, b in zip(ends, targets, strict=True)]
-        cost, last = sum(w * e * e for w, e in zip(weights, errors, strict=True)), cost
-        if moved <= stall or abs(last - cost) <= SETTLE * cost:
+        cost, last = level_costs(plan, errors), cost
+        if moved <= stall or settled(plan, errors, cost, last, tolerance):
             break
     return state_frames, count
 
@@ -186,8 +190,9 @@ def to_locals_many(skeleton, local: np.ndarray, frames: list, bones: list[int], 
     return out
 
 
-def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -> np.ndarray:
-    """(m, k): each effector's bone end (forward kinematics of `local` (m, n, 4)) from its position."""
+def forward_many(skeleton, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Skeleton.forward per frame: (frames (m, n, 4), heads (m, n, 3), end points (m, n, 3)) of
+    `local` (m, n, 4)."""
     from .. import quat
 
     m, n = local.shape[:2]
@@ -197,9 +202,13 @@ def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -
         parent = np.broadcast_to(skeleton.base_frame, (m, 4)) if p == -1 else frames[:, p]
         frames[:, i] = quat.multiply(quat.multiply(parent, skeleton.reference[i]), local[:, i])
         heads[:, i] = skeleton.offsets[i] if p == -1 else heads[:, p] + quat.rotate(frames[:, p], skeleton.offsets[i])
-    bones = [e.bone for e in effectors]
-    ends = heads[:, bones] + skeleton.lengths[bones, None] * quat.rotate(frames[:, bones], skeleton.links[bones])
-    return np.linalg.norm(ends - positions, axis=-1)
+    return frames, heads, heads + skeleton.lengths[:, None] * quat.rotate(frames, skeleton.links)
 
 
-__all__ = ["run_many", "to_locals_many", "errors_many", "targets_of", "where"]
+def errors_many(skeleton, local: np.ndarray, effectors, positions: np.ndarray) -> np.ndarray:
+    """(m, k): each effector's bone end (forward kinematics of `local` (m, n, 4)) from its position."""
+    _, _, ends = forward_many(skeleton, local)
+    return np.linalg.norm(ends[:, [e.bone for e in effectors]] - positions, axis=-1)
+
+
+__all__ = ["run_many", "to_locals_many", "errors_many", "forward_many", "targets_of", "where"]

@@ -10,17 +10,22 @@ limits, poles and tip rotations included):
 - a segment that ends on a sub-base is given a whole frame for its last bone: the one nearest
   its current frame from which every branch below can reach its effector at the branch's full
   length, and which the segment itself can carry (its base fixed, its bones' full length).
-  That frame is a small least-squares problem (Gauss-Newton on the reach excesses, 6
-  unknowns: a turn and a shift of the frame; 3 for a one-bone segment, which can only turn).
-  The segment then triangulates to it (the last bone takes the orientation, the bones above
-  reach its head), and the branches triangulate from where it put them.
+  That frame is a small least-squares problem on the reach excesses, each weighted by its
+  effector's ranked weight (solvers.skeleton.ranked_weights: a higher priority level, pins
+  first, counts LEVEL times the next), solved by Levenberg-Marquardt steps (6 unknowns: a turn
+  about the last bone's head and a shift of that head, kept in the shell where the bones above
+  it can carry it; 3 for a one-bone segment, which can only turn). An effector wanting its bone's whole frame (a pin)
+  asks for that bone's head. The segment then triangulates to the frame (the last bone takes
+  the orientation, the bones above reach its head), and the branches triangulate from where it
+  put them.
 
 So the trunk moves first, and exactly as far as its branches need; each branch then moves as
 the paper's chain does. The full length is an upper bound of a branch's reach (limits, folds),
 so while an effector is short another pass runs, up to `max_iterations` passes, in which that
-branch is taken to reach, from where it starts, only as far as it got (the pose with the least
-weighted squared error, the input pose included, is the one returned). Conflicting
-goals end at the trunk's weighted least-squares compromise, each branch reaching toward its goal.
+branch is taken to reach, from where it starts, only as far as it got, until a pass changes no
+level's error; the pose that ranks best (level by level, a level met within the tolerance
+counting 0; the input pose included) is the one returned. Conflicting goals end at the
+weighted least-squares compromise of the trunk, each branch reaching toward its goal.
 """
 
 from __future__ import annotations
@@ -29,16 +34,24 @@ import math
 
 import numpy as np
 
+from .. import limits as joint_limits
 from .. import quat
 from ..chain import Chain
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
 from ..tree import moved_bones
 
-# Gauss-Newton steps per sub-base frame, and the pull toward the current frame (per metre of
-# shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
-FIT_STEPS = 8
+# Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
+# metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
+FIT_STEPS = 16
 NEAREST = 1e-6
+# A step is tried at most this often with more damping to lower the excesses (Nielsen's rule);
+# one lowering them by less than SETTLED of themselves ends the fit.
+HALVINGS = 12
+SETTLED = 1e-6
+LM_START = 1e-2  # the first damping, relative to the normal matrix's trace (x the lightest weight's share)
+# Passes end when one changes no level's weighted squared error by more than this share of it.
+SETTLE = 1e-4
 
 
 def solve_tree(
@@ -52,17 +65,18 @@ def solve_tree(
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
     from ..api import solve
 
-    if len({e.bone for e in effectors}) != len(effectors):
-        return "two effectors on one bone"
-    if any(e.priority != effectors[0].priority for e in effectors):
-        return "effector priorities (triangulation weighs every effector alike; the Jacobian solves priorities)"
+    bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton.merge_shared)
     plan = _segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
+    weight = dict(zip(bones_of, ranked_weights(effectors), strict=True))
+    groups = levels(effectors)
     local = np.array(local, dtype=float)
-    weights = np.array([e.weight for e in effectors])
+    if skeleton.limits is not None:  # every pass, and the input as a candidate, within the limits
+        moved = moved_bones(skeleton, bones_of)
+        local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
     _, _, ends = skeleton.forward(local)
     best, passes = local.copy(), 0
-    best_cost = float(weights @ np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1) ** 2)
+    best_cost = cost = _ranked(effectors, groups, ends, tolerance)
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
     while passes < max_iterations:
         passes += 1
@@ -77,20 +91,33 @@ def solve_tree(
                 sol = solve(chain, effector.position, method="triangulation", tolerance=tolerance, **goals, **options)
             else:
                 under = [by_bone[b] for b in below]
-                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short)
+                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short, weight)
                 sol = solve(
                     chain, position, method="triangulation", tolerance=tolerance, target_rotation=rotation, **options
                 )
             _set_locals(skeleton, local, bones, frames, sol.frames(chain))
             frames, heads, ends = skeleton.forward(local)
-        miss = np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1)
-        cost = float(weights @ miss**2)
+        cost, last = _ranked(effectors, groups, ends, tolerance), cost
         if cost < best_cost:
             best, best_cost = local.copy(), cost
+        miss = np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1)
         if np.all(miss <= tolerance):
             break
+        if all(abs(a - b) <= SETTLE * a for a, b in zip(cost, last, strict=True)):
+            break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
     return finish(skeleton, best, effectors, tolerance, passes, "triangulation")
+
+
+def _ranked(effectors: list[Effector], groups: list[list[int]], ends, tolerance: float) -> list[float]:
+    """Per priority level, highest first, the weighted sum of squared errors (0 where every goal
+    of the level is met): lists compare as the levels rank, the first that differs decides."""
+    out = []
+    for group in groups:
+        miss = [float(np.linalg.norm(effectors[k].position - ends[effectors[k].bone])) for k in group]
+        met = max(miss) <= tolerance
+        out.append(0.0 if met else sum(effectors[k].weight * m * m for k, m in zip(group, miss, strict=True)))
+    return out
 
 
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
@@ -135,44 +162,79 @@ def _set_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frames,
     local[bones] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), solved)
 
 
-def _sub_base_frame(skeleton: Skeleton, bones: list[int], frames, heads, ends, below: list[Effector], short: dict):
+def _sub_base_frame(
+    skeleton: Skeleton, bones: list[int], frames, heads, ends, below: list[Effector], short: dict, weight: dict
+):
     """(end position, world orientation) for the last bone of a segment ending on a sub-base:
     the nearest frame from which each effector below is within its branch's full length and
-    which the segment can carry (see the module docstring). Plain floats: a handful of
-    3-vectors per step, where numpy's per-call cost would be most of the time."""
+    which the segment can carry (see the module docstring), each branch's excess weighted by its
+    effector's ranked weight (`weight`, by bone: a higher level, pins first, dominates). An
+    effector wanting its bone's whole frame (rotation weight 1: a pin) asks for that bone's head,
+    within the reach of the bones above it. Plain floats: a handful of 3-vectors per step, where
+    numpy's per-call cost would be most of the time."""
     top = bones[-1]
     turns_only = len(bones) == 1
-    # A one-bone segment turns about its head; a longer one moves its end (within the reach of
-    # the bones above the last one, which carry the last one's head) and turns about it.
-    pivot = tuple(heads[top] if turns_only else ends[top])
+    # The frame turns about the last bone's head; a longer segment also moves that head, within
+    # the reach of the bones above it, which carry it.
+    pivot = tuple(heads[top])
     pairs = []  # (first head's offset from the pivot, goal, reach, sqrt weight) per effector below
+    full = []
     for e in below:
         child = _child(skeleton, top, e.bone)
         first = heads[child]
-        reach = _reach_from(skeleton, child, e.bone)
+        goal, reach = tuple(e.position), _reach_from(skeleton, child, e.bone)
+        if e.orientation is not None and e.rotation_weight >= 1.0:
+            end = skeleton.lengths[e.bone] * quat.rotate(e.orientation, skeleton.links[e.bone])
+            goal, reach = tuple(e.position - end), reach - float(skeleton.lengths[e.bone])
+        full.append(reach)
         if short[e.bone] > 0.0:
             # The last pass left this branch short: from where it starts now it reaches that
             # much less far than it had to, so the fit moves its start toward the goal.
-            reach = max(min(reach, math.dist(e.position, first) - short[e.bone]), 0.0)
-        pairs.append((_sub(first, pivot), tuple(e.position), reach, math.sqrt(e.weight)))
+            reach = max(min(reach, math.dist(goal, first) - short[e.bone]), 0.0)
+        pairs.append((_sub(first, pivot), goal, reach, math.sqrt(weight[e.bone])))
     base = tuple(heads[bones[0]])
-    upper = sum(math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False))
-    last = _sub(heads[top], pivot)  # the last bone's head, seen from the pivot
-    strong = math.sqrt(10.0 * sum(e.weight for e in below))
-    size = sum(p[2] for p in pairs) / len(pairs)
+    links = [math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False)]
+    # The bones above the last one carry its head within [inner, upper] of the base (one bone: on
+    # a sphere; a longer run cannot fold its longest link back closer than the others reach).
+    upper = sum(links)
+    inner = max(0.0, 2.0 * max(links, default=0.0) - upper)
+    # The pull toward the current frame: relative to the lightest branch's weight (ranked weights
+    # span levels), and a turn measured at the branches' size (never zero).
+    lightest = min(p[3] for p in pairs) ** 2 / max(p[3] for p in pairs) ** 2
+    size = max(sum(full) / len(full), float(np.max(skeleton.lengths[bones])))
     unknowns = 3 if turns_only else 6
+
+    def carried(shift: tuple) -> tuple:
+        """`shift` moved the least so that the segment can carry the frame: the last bone's head
+        within [inner, upper] of the base (a one-bone segment only turns: nothing to carry)."""
+        if turns_only:
+            return shift
+        d = _sub(_add(pivot, shift), base)
+        r = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+        if inner <= r <= upper or r <= 0.0:
+            return shift
+        return _sub(_add(base, tuple(min(max(r, inner), upper) / r * c for c in d)), pivot)
+
+    def excess(turn: tuple, shift: tuple) -> float:
+        """The weighted sum of squared reach excesses of the branches below."""
+        centre = _add(pivot, shift)
+        total = 0.0
+        for offset, goal, reach, w in pairs:
+            dist = math.dist(goal, _add(centre, rotate(turn, offset)))
+            if dist > reach:
+                total += (w * (dist - reach)) ** 2
+        return total
+
     turn, shift = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    value = excess(turn, shift)
+    lam, nu = None, 2.0  # Levenberg-Marquardt: the pull toward no change (relative to the normal matrix)
     for _ in range(FIT_STEPS):
         normal = [[0.0] * unknowns for _ in range(unknowns)]
         gradient = [0.0] * unknowns
         active = False
         centre = _add(pivot, shift)
-        # (arm from the moved pivot, goal, reach, sqrt weight): each first head within its
-        # branch's reach of its goal, and the last bone's head within `upper` of the base.
-        terms = [(rotate(turn, offset), goal, reach, w) for offset, goal, reach, w in pairs]
-        if not turns_only:
-            terms.append((rotate(turn, last), base, upper, strong))
-        for arm, goal, reach, w in terms:
+        for offset, goal, reach, w in pairs:  # each first head within its branch's reach of its goal
+            arm = rotate(turn, offset)
             d = _sub(goal, _add(centre, arm))
             dist = math.sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
             if dist <= reach:
@@ -189,17 +251,68 @@ def _sub_base_frame(skeleton: Skeleton, bones: list[int], frames, heads, ends, b
                     normal[i][j] += row[i] * row[j]
         if not active:
             break
-        damping = NEAREST * max(sum(normal[i][i] for i in range(unknowns)), 1.0)
         for i in range(unknowns):
             for j in range(i):
                 normal[j][i] = normal[i][j]
-            normal[i][i] += damping * (size * size if i < 3 else 1.0)
-        step = _solve_small(normal, gradient)
-        turn = normalize4(multiply(from_rotation_vector(-step[0], -step[1], -step[2]), turn))
+        trace = max(sum(normal[i][i] for i in range(unknowns)), 1e-300)
+        if lam is None:
+            lam = LM_START * max(lightest, 1e-12)
+        system = normal
         if not turns_only:
-            shift = (shift[0] - step[3], shift[1] - step[4], shift[2] - step[5])
+            # On an edge of what the segment carries and pulled across it (the excesses' gradient
+            # points out of the shell): a heavy row on the head's radial direction keeps the step
+            # on that edge (the projection takes back the curve).
+            out = _sub(_add(pivot, shift), base)
+            r = math.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2])
+            outward = gradient[3] * out[0] + gradient[4] * out[1] + gradient[5] * out[2] < 0.0
+            if r > 0.0 and (r >= upper * (1.0 - 1e-9) and outward or r <= inner * (1.0 + 1e-9) and not outward):
+                system = [row[:] for row in normal]
+                for i in range(3):
+                    for j in range(3):
+                        system[3 + i][3 + j] += 1e6 * trace * out[i] * out[j] / (r * r)
+        for _ in range(HALVINGS):
+            step = _damped_step(system, gradient, lam * trace, size)
+            if step is None:
+                break
+            trial = normalize4(multiply(from_rotation_vector(-step[0], -step[1], -step[2]), turn))
+            moved = shift if turns_only else carried((shift[0] - step[3], shift[1] - step[4], shift[2] - step[5]))
+            lower = excess(trial, moved)
+            if lower < value:
+                # Nielsen's rule: the damping falls as far as the model predicted the drop well.
+                predicted = 2.0 * sum(g * s for g, s in zip(gradient, step, strict=True)) - sum(
+                    step[i] * normal[i][j] * step[j] for i in range(unknowns) for j in range(unknowns)
+                )
+                rho = (value - lower) / predicted if predicted > 0.0 else 0.0
+                lam = max(lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), NEAREST * max(lightest, 1e-12))
+                nu = 2.0
+                break
+            lam *= nu  # a shorter, steeper step (the damping rises faster each time in a row)
+            nu *= 2.0
+        else:
+            step = None
+        if step is None or not lower < value:
+            break  # no step lowers them: as near as the segment gets
+        settled = value - lower <= SETTLED * value
+        turn, shift, value = trial, moved, lower
+        if settled:
+            break
     position = _add(_add(pivot, shift), rotate(turn, _sub(tuple(ends[top]), pivot)))
     return np.array(position), quat.multiply(np.array(turn), frames[top])
+
+
+def _damped_step(normal: list[list[float]], gradient: list[float], damping: float, size: float):
+    """The Gauss-Newton step with a pull toward no change (turns measured at `size`), pulled
+    harder where rounding beside heavy rows leaves the matrix singular; None if nothing serves."""
+    n = len(gradient)
+    while damping < 1e300:
+        damped = [row[:] for row in normal]
+        for i in range(n):
+            damped[i][i] += damping * (size * size if i < 3 else 1.0)
+        step = _solve_small(damped, gradient)
+        if step is not None:
+            return step
+        damping *= 1e3
+    return None
 
 
 def _add(a: tuple, b: tuple) -> tuple:
@@ -227,20 +340,37 @@ def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
     return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
 
 
-def _solve_small(a: list[list[float]], b: list[float]) -> list[float]:
+def _solve_small(a: list[list[float]], b: list[float]) -> list[float] | None:
     """x with a x = b for a small symmetric positive definite `a` (Cholesky on plain floats:
     np.linalg.solve costs more than the arithmetic at 3x3 and 6x6, and far more when a
-    multi-threaded BLAS competes for the cores)."""
+    multi-threaded BLAS competes for the cores); None where `a` is not (numerically) positive
+    definite."""
     n = len(b)
     low = [[0.0] * n for _ in range(n)]
     for i in range(n):
+        li, ai = low[i], a[i]
         for j in range(i + 1):
-            total = a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
-            low[i][j] = total**0.5 if i == j else total / low[j][j]
+            lj = low[j]
+            total = ai[j]
+            for k in range(j):
+                total -= li[k] * lj[k]
+            if i == j:
+                if not total > 0.0:
+                    return None
+                li[i] = math.sqrt(total)
+            else:
+                li[j] = total / lj[j]
     y = [0.0] * n
     for i in range(n):
-        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+        li = low[i]
+        total = b[i]
+        for k in range(i):
+            total -= li[k] * y[k]
+        y[i] = total / li[i]
     x = [0.0] * n
     for i in reversed(range(n)):
-        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+        total = y[i]
+        for k in range(i + 1, n):
+            total -= low[k][i] * x[k]
+        x[i] = total / low[i][i]
     return x

@@ -112,18 +112,6 @@ def test_conflicting_targets_end_in_a_compromise(seed):
     assert np.sum(sol.error**2) < np.sum(before**2)
 
 
-def test_refusals_name_the_problem():
-    skeleton, local, index = tree_shapes.humanoid()
-    a, b = index["forearm.L"], index["forearm.R"]
-    _, _, ends = skeleton.forward(local)
-    ranked = [solvers.Effector(a, ends[a]), solvers.Effector(b, ends[b], priority=1)]
-    with pytest.raises(ValueError, match="priorities"):
-        solvers.solve_skeleton(skeleton, local, ranked, method="triangulation")
-    twice = [solvers.Effector(a, ends[a]), solvers.Effector(a, ends[b])]
-    with pytest.raises(ValueError, match="two effectors on one bone"):
-        solvers.solve_skeleton(skeleton, local, twice, method="triangulation")
-
-
 def _moved_length(skeleton, bones):
     moved = sorted({b for bone in bones for b in skeleton.branch(bone)})
     return float(np.sum(skeleton.lengths[moved]))
