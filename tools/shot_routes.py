@@ -154,11 +154,18 @@ class Dask:
 
     def scan(self, prefix: list[str], blends: list[str], timeout: float | None, retries: int) -> dict:
         workers = max(1, len(self.client.scheduler_info().get("workers", {})))
-        futures = [self.client.submit(library_scan.scan, prefix, chunk, timeout, retries, pure=False)
+        # A lambda, as in bake(): cloudpickle then ships library_scan by value (by name, a worker
+        # without this repository could not import it).
+        futures = [self.client.submit(lambda c: library_scan.scan(prefix, c, timeout, retries), chunk, pure=False)
                    for chunk in _chunks(blends, workers)]  # fmt: skip
         found: dict = {}
-        for part in self.client.gather(futures):
-            found.update(part)
+        try:
+            for part in self.client.gather(futures):
+                found.update(part)
+        except library_scan.ScanError:
+            raise
+        except Exception as exc:  # the cluster's own failure (a lost worker, a task it could not load)
+            raise RouteError(f"the library scan failed on the Dask cluster: {' '.join(str(exc).split())}") from None
         return found
 
     def bake(self, tasks: list[dict], retries: int, progress: ProgressBar) -> dict[str, dict]:

@@ -5,8 +5,10 @@ Shots are small (8 frames, a 3-bone arm) so the tier stays fast on a shared 2-co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -143,6 +145,26 @@ def test_local_jobs_match_one_by_one_cli_runs(shots_dir, one_by_one):
     assert report["route"] == "local, 2 job(s)"
 
 
+@contextlib.contextmanager
+def _without_the_repository(folder: Path):
+    """Worker processes started in here inherit a sys.path and a working folder without this
+    repository: as on a farm node, where the runner and the scan must travel with the tasks."""
+    saved, cwd = list(sys.path), os.getcwd()
+    sys.path[:] = [p for p in sys.path if p and not Path(p).resolve().is_relative_to(REPO)]
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+        os.chdir(cwd)
+
+
+def _importable_on_workers(client, name: str) -> set[bool]:
+    import importlib.util
+
+    return set(client.run(lambda: importlib.util.find_spec(name) is not None).values())
+
+
 def test_dask_local_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     shot_file = _write_list(shots_dir / "dask.toml", _shot_entries("dask"), {"armature": "Rig"})
@@ -150,9 +172,12 @@ def test_dask_local_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, t
     entries = [{"name": "sh0", "blend": "sh0.blend", "output": "dask_retry/sh0.blend",
                 "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
     retry_file = _write_list(shots_dir / "dask_retry.toml", entries, {"armature": "Rig"})
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    ) as cluster:
+    with _without_the_repository(tmp_path):
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+        )
+    with cluster, distributed.Client(cluster) as client:
+        assert _importable_on_workers(client, "headless") == _importable_on_workers(client, "shot_runner") == {False}
         check = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address, "--check")
         run = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address)
         retried = subprocess.run([sys.executable, str(TOOL), str(retry_file), "--python", str(flaky),
