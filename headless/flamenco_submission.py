@@ -50,7 +50,7 @@ def submission(path: str | Path, max_error: float = 0.0, launcher: tuple[str, st
         shots = load(path, writes=_summaries)
         kind, executable = launcher or this_blender()
         prefix = command(executable, kind, library_scan.SCRIPT, None, [])
-        scanned = library_scan.scan(prefix, [str(shot.blend) for shot in shots])
+        scanned = library_scan.scan(prefix, list(dict.fromkeys(str(shot.blend) for shot in shots)))
         check_libraries(path, shots, scanned, writes=_summaries)
     except ShotListError as exc:
         problems = exc.problems

@@ -114,7 +114,8 @@ def checked_libraries(args, shots: list, logs: Path, report: Path, launcher: tup
     too), lists the libraries each shot's blend links; no file the run writes may be one."""
     prefix = blender_command.command(launcher[1], launcher[0], library_scan.SCRIPT, None, [])
     try:
-        scanned = route.scan(prefix, [str(shot.blend) for shot in shots], args.timeout, args.retries)
+        blends = list(dict.fromkeys(str(shot.blend) for shot in shots))  # shots may share one
+        scanned = route.scan(prefix, blends, args.timeout, args.retries)
         shot_list.check_libraries(args.shot_list, shots, scanned, writes=_writes(logs), also={"--report": report})
     except (shot_list.ShotListError, library_scan.ScanError) as exc:
         raise UsageError(str(exc)) from None

@@ -146,42 +146,49 @@ def test_local_jobs_match_one_by_one_cli_runs(shots_dir, one_by_one):
 
 
 @contextlib.contextmanager
-def _without_the_repository(folder: Path):
-    """Worker processes started in here inherit a sys.path and a working folder without this
-    repository: as on a farm node, where the runner and the scan must travel with the tasks."""
-    saved, cwd = list(sys.path), os.getcwd()
-    sys.path[:] = [p for p in sys.path if p and not Path(p).resolve().is_relative_to(REPO)]
-    os.chdir(folder)
+def _farm(folder: Path, workers: int = 2):
+    """A Dask scheduler and `workers` single-threaded workers, each its own process started by
+    the `dask` command in `folder`, without this repository on its path (as on a farm node: the
+    shot runner and the library scan must travel with the tasks). Yields the scheduler address."""
+    from dask.distributed import Client
+
+    dask = str(Path(sys.executable).parent / "dask")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    spec = folder / "scheduler.json"
+    started = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                 "--scheduler-file", str(spec)], cwd=folder, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
     try:
-        yield
+        deadline = time.monotonic() + 60
+        while not spec.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        started.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(spec), "--nthreads", "1",
+                                         "--nworkers", str(workers), "--no-dashboard"], cwd=folder, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        with Client(scheduler_file=str(spec)) as client:
+            client.wait_for_workers(workers, timeout=120)
+            found = client.run(lambda: [__import__("importlib.util").util.find_spec(n) is None for n in ("headless",
+                                                                                                   "shot_runner")])
+            assert all(all(missing) for missing in found.values()), found  # the workers cannot import them
+            yield client.scheduler.address
     finally:
-        sys.path[:] = saved
-        os.chdir(cwd)
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=60)
 
 
-def _importable_on_workers(client, name: str) -> set[bool]:
-    import importlib.util
-
-    return set(client.run(lambda: importlib.util.find_spec(name) is not None).values())
-
-
-def test_dask_local_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, tmp_path):
-    distributed = pytest.importorskip("dask.distributed")
+def test_dask_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, tmp_path):
+    pytest.importorskip("dask.distributed")
     shot_file = _write_list(shots_dir / "dask.toml", _shot_entries("dask"), {"armature": "Rig"})
     flaky = _flaky_python(tmp_path)
     entries = [{"name": "sh0", "blend": "sh0.blend", "output": "dask_retry/sh0.blend",
                 "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
     retry_file = _write_list(shots_dir / "dask_retry.toml", entries, {"armature": "Rig"})
-    with _without_the_repository(tmp_path):
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-        )
-    with cluster, distributed.Client(cluster) as client:
-        assert _importable_on_workers(client, "headless") == _importable_on_workers(client, "shot_runner") == {False}
-        check = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address, "--check")
-        run = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address)
+    with _farm(tmp_path) as address:
+        check = _bake_shots(shot_file, "--scheduler", address, "--check")
+        run = _bake_shots(shot_file, "--scheduler", address)
         retried = subprocess.run([sys.executable, str(TOOL), str(retry_file), "--python", str(flaky),
-                                  "--scheduler", cluster.scheduler_address],
+                                  "--scheduler", address],
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
     # --check on Dask lists the libraries on the workers (trying their launcher) and stops.
     assert check.returncode == 0 and "7 shot(s), all valid" in check.stdout, check.stderr
