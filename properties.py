@@ -20,7 +20,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from .rig.protected import MAX_FRAME
+from .headless.frame_limit import MAX_FRAME
 from .solvers import REGISTRY, Method, Option
 
 # Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.

@@ -19,6 +19,7 @@ import bpy
 import numpy as np
 
 from .. import rig
+from ..headless.frame_limit import check_frames
 from ..rig import keys, protected, reduce
 from . import bake_report, bake_solve, groups, live, live_above, solve
 from .checks import changed_mid_bake
@@ -76,7 +77,7 @@ def bake_frames(options: BakeOptions) -> np.ndarray:
         raise ValueError(f"unknown interpolation '{options.interpolation}'")
     if options.reduce:
         reduce.check_tolerance(options.reduce_mode, reduce_tolerance(options))
-    protected.check_frames(options.frame_start, options.frame_end)
+    check_frames(options.frame_start, options.frame_end)
     return np.arange(options.frame_start, options.frame_end + 1, options.step)
 
 

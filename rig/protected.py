@@ -13,9 +13,6 @@ import bpy
 
 from .keys import action_fcurves, data_path, rotation_property
 
-# Blender's MAXFRAME: the scene's frame range and the timeline stop here.
-MAX_FRAME = 1_048_574
-
 
 def id_refusal(id_data, what: str) -> str:
     """Why `id_data` cannot be edited ('' when it can): linked from a library, or an override
@@ -113,11 +110,3 @@ def _slot_fcurves(action, slot) -> list:
         if bag.slot_handle == slot.handle
         for fc in bag.fcurves
     ]
-
-
-def check_frames(first: int, last: int) -> None:
-    """Frames beyond Blender's limit are refused (ValueError): Blender stops there, and a range
-    to 100,000,000 would exhaust memory before the first frame is solved."""
-    for frame in (first, last):
-        if abs(frame) > MAX_FRAME:
-            raise ValueError(f"frame {frame} is beyond Blender's limit (±{MAX_FRAME:,})")

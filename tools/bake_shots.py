@@ -4,11 +4,13 @@
     python tools/bake_shots.py shots.toml --blender /opt/blender/blender --scheduler tcp://farm:8786
 
 Runs outside Blender (Python 3.11+, standard library; Dask only for --scheduler).
-The shot list (docs/shot_list.md) is validated in full before anything runs.
-Each shot runs cli.py in its own process (tools/shot_runner.py); a JSON report
-lists every shot's status, seconds, keys, worst tip error and log. Exit status:
-0 every shot baked within bounds, 1 some shot failed or missed --max-error,
-2 a bad shot list or arguments, 130 interrupted.
+Before anything bakes (and with --check, which then stops): the arguments, the
+launcher and Dask; the shot list (docs/shot_list.md) in full; then, in Blender
+on the route, the libraries every shot's blend links. Each shot runs cli.py in
+its own process (tools/shot_runner.py); a JSON report lists every shot's status,
+seconds, keys, worst tip error and log. Exit status: 0 every shot baked within
+bounds, 1 some shot failed or missed --max-error, 2 a bad shot list or
+arguments, or the route could not run, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,23 +18,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.append(str(REPO))  # shot_list.py ships with the extension, beside cli.py
+sys.path.append(str(REPO))  # the headless package ships with the extension, beside cli.py
+import shot_routes  # noqa: E402
 import shot_runner  # noqa: E402
 
-import shot_list  # noqa: E402
+from headless import blender_command, library_scan, output_paths, shot_list  # noqa: E402
+from headless.cli_arguments import finite  # noqa: E402
 
 CLI = REPO / "cli.py"
-finite = shot_list.cli().finite  # argparse type: NaN and infinities are refused
+
+
+class UsageError(Exception):
+    """Bad arguments, a bad shot list or a missing tool: one line (or one per problem), exit status 2."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -49,33 +53,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--timeout", type=finite, metavar="S", help="kill (and retry) a shot running longer than S seconds")
     p.add_argument("--report", metavar="PATH", help="JSON report (default: <list>.report.json beside the list)")
     p.add_argument("--logs", metavar="DIR", help="one log per shot (default: <list>.logs/ beside the list)")
-    p.add_argument("--check", action="store_true", help="validate the shot list and stop")
+    p.add_argument("--check", action="store_true", help="check everything a run checks before it bakes, and stop")
     return p.parse_args(argv)
-
-
-def launcher(args: argparse.Namespace) -> tuple[str, str]:
-    """(kind, executable): the one the user named, else `blender` on PATH."""
-    if args.python:
-        return "python", args.python
-    found = args.blender or shutil.which("blender")
-    if not found:
-        raise UsageError("name the program that runs the shots: --blender PATH or --python PATH")
-    return "blender", found
 
 
 def log_path(logs: Path, shot: shot_list.Shot) -> Path:
     return logs / f"{shot.name}.log"
 
 
-def checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
-    """(report, logs folder), or UsageError before anything runs: the report is written here (a
-    writable file, not a folder), the logs by whichever machine runs the shot (no file in the way)."""
+def checked_arguments(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(report, logs folder), or UsageError before anything runs: the numbers, the report (a
+    writable file, not a folder), the logs (no file in the way)."""
+    if args.jobs < 1 or args.retries < 0:
+        raise UsageError("--jobs must be at least 1 and --retries at least 0")
+    if args.timeout is not None and args.timeout <= 0.0:
+        raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    if args.max_error is not None and args.max_error < 0.0:
+        raise UsageError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
     listed = Path(os.path.abspath(args.shot_list))
     report = Path(os.path.abspath(args.report or listed.with_suffix(".report.json")))
     logs = Path(os.path.abspath(args.logs or listed.with_suffix(".logs")))
     try:
-        shot_list.cli().check_output(str(report), "--report")
-    except shot_list.cli().CliError as exc:
+        output_paths.check_output(str(report), "--report")
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
     folder = logs
     while not folder.exists():
@@ -85,141 +85,56 @@ def checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return report, logs
 
 
-def tasks_for(shots: list[shot_list.Shot], args: argparse.Namespace, logs: Path) -> list[dict]:
-    kind, exe = launcher(args)
-    tasks = []
-    for shot in shots:
-        arguments = shot_list.cli_arguments(shot, args.max_error)
-        tasks.append({
-            "name": shot.name,
-            "command": shot_runner.command([exe], kind, str(CLI), str(shot.blend), arguments),
-            "output": str(shot.output),
-            "log": str(log_path(logs, shot)),
-            "timeout": args.timeout,
-        })  # fmt: skip
-    return tasks
-
-
-class ProgressBar:
-    """A bar redrawn on a terminal; one line per finished shot either way (farm logs keep them)."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int, stream=sys.stderr) -> None:
-        self.total, self.stream, self.started = total, stream, time.perf_counter()
-        self.counts: dict[str, int] = {}
-        self.tty = stream.isatty()
-        self.lock = threading.Lock()
-        self._draw()
-
-    def done(self, entry: dict) -> None:
-        with self.lock:
-            self.counts[entry["status"]] = self.counts.get(entry["status"], 0) + 1
-            error = "" if entry["worst_error"] is None else f", worst tip error {entry['worst_error']:.3g}"
-            detail = f" ({entry['error']})" if entry["status"] != "ok" and entry.get("error") else ""
-            self._clear()
-            print(f"bake_shots: {entry['name']}: {entry['status']} in {entry['seconds']:.1f} s{error}{detail}",
-                  file=self.stream)  # fmt: skip
-            self._draw()
-
-    def _clear(self) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K")
-
-    def _draw(self) -> None:
-        finished = sum(self.counts.values())
-        if not self.tty and finished < self.total:
-            return
-        filled = self.WIDTH * finished // max(self.total, 1)
-        states = ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items()))
-        line = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {finished}/{self.total} shots"
-                f"{' (' + states + ')' if states else ''}, {time.perf_counter() - self.started:.1f} s")  # fmt: skip
-        self.stream.write(("\r" + line) if self.tty else line + "\n")
-        if self.tty and finished == self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
-def run_local(tasks: list[dict], jobs: int, retries: int, progress: ProgressBar) -> dict[str, dict]:
-    """Bake on this machine, `jobs` processes at once; on Ctrl-C or SIGTERM kill them all, cleanly."""
-    stop = threading.Event()
-    live: set = set()
-    lock = threading.Lock()
-
-    def started(process) -> None:
-        with lock:
-            live.add(process)
-        if stop.is_set():
-            process.kill()
-
-    def one(task: dict) -> dict:
-        return shot_runner.run_with_retries(task, retries, on_start=started, stopped=stop.is_set)
-
-    results: dict[str, dict] = {}
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = {pool.submit(one, task): task for task in tasks}
+def checked_launcher(args: argparse.Namespace) -> tuple[str, str]:
+    """(kind, executable) that runs the shots, or UsageError: on this machine an executable file;
+    for --scheduler, Dask importable here (the workers' launcher is tried by the library scan)."""
     try:
-        for future in as_completed(futures):
-            entry = future.result()
-            results[entry["name"]] = entry
-            progress.done(entry)
-    except KeyboardInterrupt:
-        stop.set()
-        with lock:
-            for process in live:
-                if process.poll() is None:
-                    process.kill()
-        pool.shutdown(wait=True, cancel_futures=True)  # each runner removes its temporary file
-        for future, task in futures.items():
-            if future.done() and not future.cancelled() and task["name"] not in results:
-                results[task["name"]] = future.result()
-        raise Interrupted(results) from None
-    pool.shutdown(wait=True)
-    return results
+        if args.scheduler:
+            shot_routes.dask_ready()
+        return blender_command.find_launcher(args.blender, args.python, here=args.scheduler is None)
+    except (ValueError, shot_routes.RouteError) as exc:
+        raise UsageError(str(exc)) from None
 
 
-def run_dask(tasks: list[dict], address: str, retries: int, progress: ProgressBar) -> dict[str, dict]:
-    """One Dask task per shot on the scheduler at `address`; a crashed Blender is tried again
-    inside the task (shot_runner.run_with_retries, as here), which counts the attempts."""
+def _writes(logs: Path):
+    """What this route writes per shot, besides its output: the log and cli.py's summary."""
+    return lambda shot: {"log": log_path(logs, shot), "summary": log_path(logs, shot).with_suffix(".json")}
+
+
+def checked_list(args: argparse.Namespace, logs: Path, report: Path) -> list:
+    """The shots, or UsageError naming every problem of the list (no Blender needed)."""
     try:
-        import cloudpickle
-        from dask.distributed import Client
-        from dask.distributed import as_completed as dask_completed
-    except ImportError:
-        raise UsageError("--scheduler needs Dask: pip install 'dask[distributed]'") from None
-    # Workers need not have this repository: the runner travels with each task (paths must be shared).
-    cloudpickle.register_pickle_by_value(shot_runner)
-    results: dict[str, dict] = {}
-    with Client(address, timeout="30s") as client:
-        # A lambda: plain pickle cannot take it, so Dask falls back to cloudpickle for the task,
-        # which then ships shot_runner by value (a bare shot_runner.run_shot would go by name).
-        futures = {
-            client.submit(lambda t: shot_runner.run_with_retries(t, retries), task, pure=False,
-                          key=f"chain-ik-bake-{task['name']}-{os.getpid()}-{i}"): task
-            for i, task in enumerate(tasks)
-        }  # fmt: skip
-        try:
-            for future in dask_completed(futures):
-                task = futures[future]
-                try:
-                    entry = future.result()
-                except Exception as exc:  # a lost worker (Dask re-ran it on another: attempts unknown)
-                    entry = shot_runner.failed_entry(task, exc, attempts=None)
-                results[task["name"]] = entry
-                progress.done(entry)
-        except KeyboardInterrupt:
-            client.cancel(list(futures))  # a shot already running finishes; its output is complete or absent
-            raise Interrupted(results) from None
-    return results
+        return shot_list.load(args.shot_list, writes=_writes(logs), also={"--report": report})
+    except shot_list.ShotListError as exc:
+        raise UsageError(str(exc)) from None
 
 
-class UsageError(Exception):
-    """Bad arguments or a missing tool: one line, exit status 2."""
+def checked_libraries(args, shots: list, logs: Path, report: Path, launcher: tuple[str, str], route) -> list[str]:
+    """Every file the run reads, or UsageError: Blender, on the route (which tries the launcher
+    too), lists the libraries each shot's blend links; no file the run writes may be one."""
+    prefix = blender_command.command(launcher[1], launcher[0], library_scan.SCRIPT, None, [])
+    try:
+        blends = list(dict.fromkeys(str(shot.blend) for shot in shots))  # shots may share one
+        scanned = route.scan(prefix, blends, args.timeout, args.retries)
+        shot_list.check_libraries(args.shot_list, shots, scanned, writes=_writes(logs), also={"--report": report})
+    except (shot_list.ShotListError, library_scan.ScanError) as exc:
+        raise UsageError(str(exc)) from None
+    reads = {os.path.abspath(args.shot_list), *(str(shot.blend) for shot in shots)}
+    reads.update(path for found in scanned.values() for path in found.get("libraries", []))
+    return sorted(reads)
 
 
-class Interrupted(Exception):
-    def __init__(self, results: dict[str, dict]) -> None:
-        self.results = results
+def tasks_for(shots: list, args: argparse.Namespace, logs: Path, launcher: tuple[str, str], reads) -> list[dict]:
+    kind, exe = launcher
+    return [{
+        "name": shot.name,
+        "command": blender_command.command(exe, kind, str(CLI), str(shot.blend),
+                                           shot_list.cli_arguments(shot, args.max_error)),
+        "output": str(shot.output),
+        "log": str(log_path(logs, shot)),
+        "timeout": args.timeout,
+        "inputs": reads,
+    } for shot in shots]  # fmt: skip
 
 
 def write_report(path: Path, report: dict) -> None:
@@ -235,68 +150,69 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    try:
-        if args.jobs < 1 or args.retries < 0:
-            raise UsageError("--jobs must be at least 1 and --retries at least 0")
-        if args.timeout is not None and args.timeout <= 0.0:
-            raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
-        if args.max_error is not None and args.max_error < 0.0:
-            raise UsageError(f"--max-error must be a distance >= 0, got {args.max_error:g}")
-        report_path, logs = checked_paths(args)
-    except UsageError as exc:
-        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        # Nothing this run writes may be a file it reads, or another file it writes.
-        shots = shot_list.load(
-            args.shot_list,
-            writes=lambda shot: {"log": log_path(logs, shot), "summary": log_path(logs, shot).with_suffix(".json")},
-            also={"--report": report_path},
-        )
-    except shot_list.ShotListError as exc:
-        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
-        return 2
-    if args.check:
-        print(f"bake_shots.py: {args.shot_list}: {len(shots)} shot(s), all valid")
-        return 0
-    listed = Path(os.path.abspath(args.shot_list))
-    try:
-        tasks = tasks_for(shots, args, logs)
-    except UsageError as exc:
-        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
-        return 2
-    route = f"dask {args.scheduler}" if args.scheduler else f"local, {args.jobs} job(s)"
-    print(f"bake_shots: {len(tasks)} shot(s), {route}", file=sys.stderr)
-    signal.signal(signal.SIGTERM, _terminate)
-    started = time.perf_counter()
-    progress = ProgressBar(len(tasks))
-    status = 0
-    try:
-        if args.scheduler:
-            results = run_dask(tasks, args.scheduler, args.retries, progress)
-        else:
-            results = run_local(tasks, args.jobs, args.retries, progress)
-    except UsageError as exc:
-        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
-        return 2
-    except Interrupted as exc:
-        results, status = exc.results, 130
-        print("bake_shots: interrupted: no output was left half-written", file=sys.stderr)
-    entries = [results.get(t["name"]) or shot_runner.failed_entry(t, "not run (interrupted)", "interrupted")
-               for t in tasks]
+def not_run(shots: list, logs: Path, why: str, status: str = "not run") -> list[dict]:
+    """The report entries of shots that never started: the route could not run, or was stopped."""
+    return [shot_runner.failed_entry({"name": s.name, "log": str(log_path(logs, s))}, why, status) for s in shots]
+
+
+def finish(path: Path, args, route_name: str, started: float, entries: list[dict]) -> dict[str, int]:
+    """Write the report (every shot, in list order); the count of each status."""
     counts: dict[str, int] = {}
     for entry in entries:
         counts[entry["status"]] = counts.get(entry["status"], 0) + 1
-    write_report(report_path, {
-        "shot_list": str(listed), "route": route, "max_error": args.max_error,
+    write_report(path, {
+        "shot_list": os.path.abspath(args.shot_list), "route": route_name, "max_error": args.max_error,
         "seconds": time.perf_counter() - started, "counts": counts, "shots": entries,
     })  # fmt: skip
-    print(f"bake_shots: report: {report_path}", file=sys.stderr)
-    if status == 0 and counts.get("ok", 0) != len(entries):
-        status = 1
-    return status
+    print(f"bake_shots: report: {path}", file=sys.stderr)
+    return counts
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    route_name = f"dask {args.scheduler}" if args.scheduler else f"local, {args.jobs} job(s)"
+    route, shots, report_path = None, [], None
+    try:
+        report_path, logs = checked_arguments(args)
+        shots = checked_list(args, logs, report_path)
+        launcher = checked_launcher(args)
+        if not args.check:
+            signal.signal(signal.SIGTERM, _terminate)
+        route = shot_routes.Dask(args.scheduler) if args.scheduler else shot_routes.Local(args.jobs)
+        reads = checked_libraries(args, shots, logs, report_path, launcher, route)
+        if args.check:
+            print(f"bake_shots.py: {args.shot_list}: {len(shots)} shot(s), all valid; {len(reads)} file(s) read,"
+                  f" none written over; {route_name} runs {launcher[1]}")  # fmt: skip
+            return 0
+        tasks = tasks_for(shots, args, logs, launcher, reads)
+        print(f"bake_shots: {len(tasks)} shot(s), {route_name}", file=sys.stderr)
+        status = 0
+        try:
+            results = route.bake(tasks, args.retries, shot_routes.ProgressBar(len(tasks)))
+        except shot_routes.Interrupted as exc:
+            results, status = exc.results, 130
+            print("bake_shots: interrupted: no output was left half-written", file=sys.stderr)
+        entries = [results.get(t["name"]) or shot_runner.failed_entry(t, "not run (interrupted)", "interrupted")
+                   for t in tasks]  # fmt: skip
+        counts = finish(report_path, args, route_name, started, entries)
+        return status or (0 if counts.get("ok", 0) == len(entries) else 1)
+    except UsageError as exc:
+        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
+        return 2
+    except shot_routes.RouteError as exc:  # nothing baked: the report says so, shot by shot
+        print(f"bake_shots.py: error: {exc}", file=sys.stderr)
+        if not args.check:
+            finish(report_path, args, route_name, started, not_run(shots, logs, f"not run: {exc}"))
+        return 2
+    except KeyboardInterrupt:  # before any shot started (during the library scan)
+        if shots and not args.check:
+            entries = not_run(shots, logs, "not run (interrupted)", "interrupted")
+            finish(report_path, args, route_name, started, entries)
+        return 130
+    finally:
+        if route is not None:
+            route.close()
 
 
 if __name__ == "__main__":

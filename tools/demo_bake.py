@@ -134,16 +134,6 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
     )
 
 
-def _cli():
-    """cli.py, for its output-path check."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_chain_ik_demo_cli", REPO / "cli.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description="Build a rig, bake it headless with cli.py, draw the paths.")
     parser.add_argument("--frames", type=int, default=240)
@@ -151,10 +141,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.frames < 2:
         parser.error(f"--frames must be at least 2, got {args.frames}")
-    cli = _cli()
+    sys.path.append(str(REPO))  # headless/ ships with the extension: cli.py's own output-path check
+    from headless.output_paths import check_output
+
     try:  # the picture is written last: a bad path is said before any work, as cli.py does
-        cli.check_output(str(args.png), "--png")
-    except cli.CliError as exc:
+        check_output(str(args.png), "--png")
+    except ValueError as exc:
         parser.error(str(exc))
     with tempfile.TemporaryDirectory() as tmp:
         scene_path, out_path = Path(tmp) / "arm.blend", Path(tmp) / "arm_baked.blend"

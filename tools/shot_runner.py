@@ -1,12 +1,14 @@
 """Bake one shot in its own Blender process: the unit of work of tools/bake_shots.py.
 
-Self-contained (standard library only, no module globals in the work path), so a
-Dask worker can run `run_shot` shipped by value, without this repository
+Standard library only (and headless.output_paths, shipped with it), so a Dask
+worker can run `run_with_retries` shipped by value, without this repository
 installed. The output is written under a hidden temporary name beside it and
-renamed into place only when cli.py reports success: a failed, missed or killed
-shot never leaves a half-written (or unchecked) file at the output path.
+renamed into place only when cli.py reports success, and never over a file the
+run reads: a failed, missed or killed shot never leaves a half-written (or
+unchecked) file at the output path, and no source is ever replaced.
 `run_with_retries` is what every route runs per shot (attempts counted alike).
-The shot list was checked before (shot_list.py): a task here is a checked shot.
+The shot list was checked before (headless/shot_list.py, the libraries each
+blend links included): a task here is a checked shot.
 """
 
 from __future__ import annotations
@@ -19,22 +21,14 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from headless.output_paths import same_file
+
 # cli.py's exit statuses: 0 baked, 1 error (reported), 2 bad arguments, 3 missed --max-error.
 REPORTED = (0, 1, 2, 3)
 
 
 class ShotCrashed(RuntimeError):
     """Blender died without reporting (a signal, a crash, a timeout): worth another attempt."""
-
-
-def command(launcher: list[str], kind: str, cli: str, blend: str, arguments: list[str]) -> list[str]:
-    """The command baking `blend` with cli.py `arguments`: a `blender` binary, or the bpy wheel's Python."""
-    if kind == "blender":
-        # --python-exit-code: a Python error in cli.py fails the run (Blender would exit 0).
-        return [*launcher, "--background", blend, "--python-exit-code", "1", "--python", cli, "--", *arguments]
-    if kind == "python":
-        return [*launcher, cli, blend, "--", *arguments]
-    raise ValueError(f"unknown launcher kind '{kind}' (blender or python)")
 
 
 def _remove(*paths: Path) -> None:
@@ -56,10 +50,16 @@ def _last_error(log: Path) -> str:
     return (errors or lines or [""])[-1][:500]
 
 
+def _read_file(output: Path, inputs: list[str]) -> str:
+    """The file of `inputs` that `output` is (by any name), or ''."""
+    return next((str(path) for path in inputs if same_file(output, path)), "")
+
+
 def run_shot(task: dict, on_start: Callable | None = None) -> dict:
     """Bake one shot; the report entry (a dict) for it, or ShotCrashed.
 
-    `task`: name, command (without --output/--json), output, log, timeout (seconds or None).
+    `task`: name, command (without --output/--json), output, log, timeout (seconds or None),
+    inputs (every file the run reads: the rename never lands on one).
     `on_start(process)`: called with the Popen once started (so a caller can kill it)."""
     output, log = Path(task["output"]), Path(task["log"])
     part = output.with_name(f".{output.stem}.part-{uuid.uuid4().hex[:12]}.blend")
@@ -74,7 +74,8 @@ def run_shot(task: dict, on_start: Callable | None = None) -> dict:
               "log": str(log), "output": None, "error": "", "per_chain": []}  # fmt: skip
     try:
         with open(log, "w", encoding="utf-8") as log_file:
-            cmd = [*task["command"], "--output", str(part), "--json", str(summary_path)]
+            # cli.py checks the final output too: it is never the opened file or a library it links.
+            cmd = [*task["command"], f"--output={part}", f"--final-output={output}", f"--json={summary_path}"]
             log_file.write("$ " + " ".join(cmd) + "\n")
             log_file.flush()
             process = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -100,7 +101,10 @@ def run_shot(task: dict, on_start: Callable | None = None) -> dict:
             per_chain=summary.get("per_chain", []),
             error=summary.get("error", ""),
         )
-        if code == 0 and summary.get("status") == "ok" and part.is_file():
+        source = _read_file(output, [*task.get("inputs", []), *summary.get("libraries", [])])
+        if code == 0 and summary.get("status") == "ok" and part.is_file() and source:
+            result["error"] = f"not saved: the output {output} is a file the run reads ({source})"
+        elif code == 0 and summary.get("status") == "ok" and part.is_file():
             os.replace(part, output)
             result.update(status="ok", output=str(output))
         elif code == 3 or summary.get("status") == "missed":

@@ -5,19 +5,20 @@
 // Install: copy this file into the `scripts` folder next to flamenco-manager, restart it.
 //
 // A job compiler can read no file, and the rules of a shot list (paths resolved, links
-// followed, no output over any input) need the files. So the submitting Blender checks the
-// list with the extension's own shot_list.py, the one check every route applies: the hidden
-// `shots_json` setting, evaluated by the Flamenco add-on at submission, holds the checked
-// shots (each with its whole cli.py argument list) or the problems. This script holds no rule
+// followed, no output over any input, the libraries each shot's blend links included) need the
+// files and Blender. So the submitting Blender checks the list with the extension's own
+// headless/shot_list.py, the one check every route applies: the hidden `shots_json` setting,
+// evaluated by the Flamenco add-on at submission (headless/flamenco_submission.py), holds the
+// checked shots (each with its whole cli.py argument list) or the problems. This script holds no rule
 // of its own: it refuses a job whose list has problems or was not checked, and authors one
 // task per checked shot: `{blender} {blenderArgs} shot.blend --python cli.py -- ...`.
 
-const CHECKED_BY = "chain_ik shot_list 1"; // shot_list.CHECKED_BY: the document's format
+const CHECKED_BY = "chain_ik shot_list 1"; // flamenco_submission.CHECKED_BY: the document's format
 
 // Python, evaluated in the submitting Blender (as an expression: names used inside a
 // comprehension must be builtins, so the settings are passed to the lambda).
 const CHECK_EVAL =
-    "(lambda found, path, bound: __import__('importlib').import_module(found[0] + '.shot_list')" +
+    "(lambda found, path, bound: __import__('importlib').import_module(found[0] + '.headless.flamenco_submission')" +
     ".submission(path, bound) if found else __import__('json').dumps({'checked_by': '" + CHECKED_BY + "', " +
     "'shot_list': str(path), 'problems': ['Chain IK is not enabled in this Blender: enable it (Preferences > " +
     "Add-ons) so the shot list can be checked']}))(" +
@@ -61,7 +62,7 @@ function compileJob(job) {
     print(`Chain IK Bake: ${shots.length} shot(s) from ${settings.shot_list}`);
 }
 
-// The shots shot_list.submission() checked; throws its problems, or says the list was not checked.
+// The shots flamenco_submission.submission() checked; throws its problems, or says the list was not checked.
 function checkedShots(settings) {
     let doc;
     try {
@@ -70,7 +71,7 @@ function checkedShots(settings) {
         throw `Chain IK Bake: the checked shot list could not be read (${e})`;
     }
     if (doc === null || typeof doc !== "object" || doc.checked_by !== CHECKED_BY) {
-        throw "Chain IK Bake: the shot list was not checked by Chain IK (Shots Json is not shot_list.submission()'s " +
+        throw "Chain IK Bake: the shot list was not checked by Chain IK (Shots Json is not the extension's submission() " +
               "output): refresh the job types in Blender's Flamenco add-on and submit again";
     }
     if (Array.isArray(doc.problems) && doc.problems.length) {

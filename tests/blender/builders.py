@@ -148,3 +148,39 @@ def playback_error(obj, tip: str, target, frames) -> float:
         bpy.context.scene.frame_set(f)
         worst = max(worst, float(np.linalg.norm(world_point(obj, tip) - np.array(target.matrix_world.translation))))
     return worst
+
+
+def save_linked_chain(folder, goal=(1.0, 0.5, 2.0)):
+    """Three files: libs/p2.blend (an empty 'P2'); libs/props1.blend, linking P2 by a relative
+    path into its collection 'C1'; shots/shot.blend, a 3-bone 'Rig' and an empty 'Goal' at `goal`,
+    linking C1 (so p2.blend only through props1). Returns (shot, props1, p2) paths; leaves an
+    empty file open."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    (folder / "libs").mkdir(exist_ok=True)
+    (folder / "shots").mkdir(exist_ok=True)
+    shot = folder / "shots" / "shot.blend"
+    props1, props2 = folder / "libs" / "props1.blend", folder / "libs" / "p2.blend"
+    bpy.ops.wm.read_homefile(use_empty=True)
+    add_empty("P2")
+    bpy.ops.wm.save_as_mainfile(filepath=str(props2))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(props1))  # saved first: the link below is relative to it
+    with bpy.data.libraries.load(str(props2), link=True, relative=True) as (_src, dst):
+        dst.objects = ["P2"]
+    collection = bpy.data.collections.new("C1")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(dst.objects[0])
+    bpy.ops.wm.save_as_mainfile(filepath=str(props1))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    straight_chain(3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    add_empty("Goal", goal)
+    with bpy.data.libraries.load(str(props1), link=True) as (_src, dst):
+        dst.collections = ["C1"]
+    bpy.context.scene.collection.children.link(dst.collections[0])
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
+    bpy.ops.wm.save_as_mainfile(filepath=str(shot))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return shot, props1, props2

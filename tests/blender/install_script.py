@@ -48,8 +48,9 @@ print(f"CLI {cli}")
 error = solve_once()
 assert error < 1e-4, error
 
-# The Flamenco job type checks a shot list at submission with the installed extension's shot_list
-# (its `shots_json` eval imports <extension module>.shot_list): it ships, and refuses as it should.
+# The Flamenco job type checks a shot list at submission with the installed extension's headless
+# package (its `shots_json` eval imports <extension module>.headless.flamenco_submission): it ships,
+# and refuses as it should.
 import importlib  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
@@ -58,7 +59,7 @@ with tempfile.TemporaryDirectory() as folder:
     (Path(folder) / "a.blend").write_bytes(b"")
     listed = Path(folder) / "shots.toml"
     listed.write_text('[[shots]]\nblend = "a.blend"\noutput = "a.blend"\narmature = "Rig"\n')
-    doc = json.loads(importlib.import_module(module + ".shot_list").submission(listed))
+    doc = json.loads(importlib.import_module(module + ".headless.flamenco_submission").submission(listed))
     assert doc["checked_by"] and doc["problems"] == [
         f"shot 1: output {listed.parent}/a.blend is the shot's own blend file: it would be overwritten"
     ], doc

@@ -5,8 +5,10 @@ Shots are small (8 frames, a 3-bone arm) so the tier stays fast on a shared 2-co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -15,10 +17,10 @@ from pathlib import Path
 
 import bpy
 import pytest
-from builders import add_empty, straight_chain
+from builders import add_empty, save_linked_chain, straight_chain
 from conftest import REPO
 
-import shot_list  # the repository root is on sys.path (pyproject's pythonpath)
+from headless import shot_list  # the repository root is on sys.path (pyproject's pythonpath)
 
 TOOL = REPO / "tools" / "bake_shots.py"
 SHOTS = 6
@@ -67,15 +69,16 @@ def shots_dir(ext, tmp_path_factory):
     return root
 
 
-def _shot_entries(out: str, corrupt: bool = True) -> list[dict]:
+def _shot_entries(out: str, failing: bool = True) -> list[dict]:
+    """SHOTS good shots and (`failing`) one that fails in Blender: its armature is not in the file."""
     methods = ["triangulation", "fabrik", "ccd"]
     entries = [
         {"name": f"sh{i}", "blend": f"sh{i}.blend", "output": f"{out}/sh{i}.blend",
          "chains": [{"chain": "b2:3", "target": "Goal", "method": methods[i % 3]}]}
         for i in range(SHOTS)
     ]  # fmt: skip
-    if corrupt:
-        entries.insert(3, {"name": "corrupt", "blend": "corrupt.blend", "output": f"{out}/corrupt.blend"})
+    if failing:
+        entries.insert(3, {"name": "noarm", "blend": "sh0.blend", "output": f"{out}/noarm.blend", "armature": "Nope"})
     return entries
 
 
@@ -112,16 +115,16 @@ def one_by_one(shots_dir):
 
 
 def _check_batch(shots_dir: Path, out: str, run: subprocess.CompletedProcess, one_by_one: dict) -> dict:
-    assert run.returncode == 1, run.stderr  # the corrupt shot failed
+    assert run.returncode == 1, run.stderr  # the shot without its armature failed
     report = json.loads((shots_dir / f"{out}.report.json").read_text())
     by_name = {entry["name"]: entry for entry in report["shots"]}
     assert report["counts"] == {"ok": SHOTS, "failed": 1}
-    bad = by_name["corrupt"]
+    bad = by_name["noarm"]
     assert bad["status"] == "failed" and bad["output"] is None and Path(bad["log"]).is_file()
     assert bad["attempts"] == 1  # a reported error is not retried
-    assert "corrupt.blend" in bad["error"] or "not a blend" in bad["error"].lower(), bad["error"]
-    assert "corrupt: failed" in run.stderr and f"{SHOTS + 1}/{SHOTS + 1} shots" in run.stderr
-    assert not (shots_dir / out / "corrupt.blend").exists()
+    assert "no object named 'Nope'" in bad["error"], bad["error"]
+    assert "noarm: failed" in run.stderr and f"{SHOTS + 1}/{SHOTS + 1} shots" in run.stderr
+    assert not (shots_dir / out / "noarm.blend").exists()
     for i in range(SHOTS):
         entry = by_name[f"sh{i}"]
         assert entry["status"] == "ok", entry
@@ -142,20 +145,53 @@ def test_local_jobs_match_one_by_one_cli_runs(shots_dir, one_by_one):
     assert report["route"] == "local, 2 job(s)"
 
 
-def test_dask_local_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, tmp_path):
-    distributed = pytest.importorskip("dask.distributed")
+@contextlib.contextmanager
+def _farm(folder: Path, workers: int = 2):
+    """A Dask scheduler and `workers` single-threaded workers, each its own process started by
+    the `dask` command in `folder`, without this repository on its path (as on a farm node: the
+    shot runner and the library scan must travel with the tasks). Yields the scheduler address."""
+    from dask.distributed import Client
+
+    dask = str(Path(sys.executable).parent / "dask")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    spec = folder / "scheduler.json"
+    started = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                 "--scheduler-file", str(spec)], cwd=folder, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not spec.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        started.append(subprocess.Popen([dask, "worker", "--scheduler-file", str(spec), "--nthreads", "1",
+                                         "--nworkers", str(workers), "--no-dashboard"], cwd=folder, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+        with Client(scheduler_file=str(spec)) as client:
+            client.wait_for_workers(workers, timeout=120)
+            found = client.run(lambda: [__import__("importlib.util").util.find_spec(n) is None for n in ("headless",
+                                                                                                   "shot_runner")])
+            assert all(all(missing) for missing in found.values()), found  # the workers cannot import them
+            yield client.scheduler.address
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def test_dask_cluster_matches_one_by_one_cli_runs(shots_dir, one_by_one, tmp_path):
+    pytest.importorskip("dask.distributed")
     shot_file = _write_list(shots_dir / "dask.toml", _shot_entries("dask"), {"armature": "Rig"})
     flaky = _flaky_python(tmp_path)
     entries = [{"name": "sh0", "blend": "sh0.blend", "output": "dask_retry/sh0.blend",
                 "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
     retry_file = _write_list(shots_dir / "dask_retry.toml", entries, {"armature": "Rig"})
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    ) as cluster:
-        run = _bake_shots(shot_file, "--scheduler", cluster.scheduler_address)
+    with _farm(tmp_path) as address:
+        check = _bake_shots(shot_file, "--scheduler", address, "--check")
+        run = _bake_shots(shot_file, "--scheduler", address)
         retried = subprocess.run([sys.executable, str(TOOL), str(retry_file), "--python", str(flaky),
-                                  "--scheduler", cluster.scheduler_address],
+                                  "--scheduler", address],
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
+    # --check on Dask lists the libraries on the workers (trying their launcher) and stops.
+    assert check.returncode == 0 and "7 shot(s), all valid" in check.stdout, check.stderr
     report = _check_batch(shots_dir, "dask", run, one_by_one)
     assert report["route"].startswith("dask tcp://")
     # A Blender killed on its first start is tried again inside the shot's Dask task, and counted.
@@ -238,9 +274,11 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
     good = _write_list(shots_dir / "good.toml", _shot_entries("never"), {"armature": "Rig"})
     check = _bake_shots(good, "--check")
     assert check.returncode == 0 and "7 shot(s), all valid" in check.stdout
-    # No --blender or --python, and no `blender` on the PATH: said before anything runs.
-    run = subprocess.run([sys.executable, str(TOOL), str(good)], capture_output=True, text=True, env={"PATH": "/bin"})
-    assert run.returncode == 2 and "--blender PATH or --python PATH" in run.stderr
+    # No --blender or --python, and no `blender` on the PATH: said before anything runs, by --check too.
+    for extra in ([], ["--check"]):
+        run = subprocess.run([sys.executable, str(TOOL), str(good), *extra], capture_output=True, text=True,
+                             env={"PATH": "/bin"})  # fmt: skip
+        assert run.returncode == 2 and "--blender PATH or --python PATH" in run.stderr
     typed = [{"name": "t", "blend": "sh0.blend", "output": "t.blend", "step": True, "reduce": "0.1", "frames": 1.5},
              {"name": "../up", "blend": "sh1.blend", "output": "u.blend"}]  # fmt: skip
     run = _bake_shots(_write_list(shots_dir / "typed.toml", typed, {"armature": "Rig"}), "--check")
@@ -257,22 +295,23 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
 
 
 def _flaky_python(folder: Path) -> Path:
-    """A Python (the bpy wheel's) killed by a signal on its first start only."""
+    """A Python (the bpy wheel's) killed by a signal the first time it starts a bake (cli.py)."""
     marker = folder / "crashed-once"
     flaky = folder / "flaky-python"
     flaky.write_text(
-        f'#!/bin/sh\nif [ ! -e "{marker}" ]; then touch "{marker}"; kill -9 $$; fi\nexec "{sys.executable}" "$@"\n'
+        f'#!/bin/sh\ncase "$1" in *cli.py) if [ ! -e "{marker}" ]; then touch "{marker}"; kill -9 $$; fi;; esac\n'
+        f'exec "{sys.executable}" "$@"\n'
     )
     flaky.chmod(0o755)
     return flaky
 
 
 def test_a_crashed_blender_is_retried_and_a_hung_one_timed_out(shots_dir, tmp_path):
-    """A Blender that dies without reporting (here: killed on its first start) gets --retries more
+    """A Blender that dies without reporting (here: killed on its first bake) gets --retries more
     attempts; one that hangs past --timeout is killed. Reported errors are not retried."""
     flaky = _flaky_python(tmp_path)
-    hung = tmp_path / "hung-python"
-    hung.write_text("#!/bin/sh\nexec sleep 60\n")
+    hung = tmp_path / "hung-python"  # lists the libraries, then hangs in the bake
+    hung.write_text(f'#!/bin/sh\ncase "$1" in *cli.py) exec sleep 60;; esac\nexec "{sys.executable}" "$@"\n')
     hung.chmod(0o755)
     entries = [{"name": "sh0", "blend": "sh0.blend", "output": "retry/sh0.blend",
                 "chains": [{"chain": "b2:3", "target": "Goal"}]}]  # fmt: skip
@@ -325,3 +364,73 @@ def test_no_output_overwrites_an_input_and_nothing_runs(shots_dir, tmp_path):
     assert not (shots_dir / "loss.logs").exists() and not (shots_dir / "loss.report.json").exists()
     assert sorted(p.name for p in (shots_dir / "loss").iterdir()) == ["own.blend"]
     assert digests() == before
+
+
+def test_no_output_overwrites_a_library_any_shot_links(shots_dir, tmp_path):
+    """Issue 22 §1: a library a shot's blend links (directly, or through another library), or
+    the run's report over one, is refused before any shot bakes, in --check and in a run, on
+    the shot's own output and on another shot's; every file keeps its bytes."""
+    import hashlib
+
+    shot, props, deep = save_linked_chain(tmp_path)
+    files = [shot, props, deep, *sorted(shots_dir.glob("sh*.blend"))]
+
+    def digests() -> list[str]:
+        return [hashlib.sha256(p.read_bytes()).hexdigest() for p in files]
+
+    before = digests()
+    linked = {"name": "linked", "blend": str(shot), "output": str(tmp_path / "out" / "linked.blend"),
+              "chains": [{"chain": "b2:3", "target": "Goal"}]}  # fmt: skip
+    cases = [
+        ([{**linked, "output": str(props)}], [], f"output {props} is a library the shot's blend links"),
+        ([{**linked, "output": str(deep)}], [], f"output {deep} is a library the shot's blend links"),
+        ([{"name": "other", "blend": "sh1.blend", "output": str(props)}, linked], [],
+         f"shot 1 ('other'): output {props} is a library shot 2 ('linked')'s blend links: it would be overwritten"),
+        ([linked], ["--report", deep], f"--report {deep} is a library shot 1 ('linked')'s blend links"),
+    ]  # fmt: skip
+    for entries, extra, expected in cases:
+        shot_file = _write_list(shots_dir / "libs.toml", entries, {"armature": "Rig"})
+        for check in (["--check"], []):
+            run = _bake_shots(shot_file, *check, *extra)
+            assert run.returncode == 2 and expected in run.stderr and "Traceback" not in run.stderr, run.stderr
+        assert not (shots_dir / "libs.logs").exists() and not (shots_dir / "libs.report.json").exists()
+        assert not (tmp_path / "out").exists() and digests() == before
+    # The shot that links them bakes as any other.
+    run = _bake_shots(_write_list(shots_dir / "libs.toml", [linked], {"armature": "Rig"}))
+    assert run.returncode == 0 and (tmp_path / "out" / "linked.blend").is_file(), run.stderr
+    assert digests() == before
+
+
+def test_a_blend_blender_cannot_open_is_refused_before_any_shot(shots_dir):
+    entries = [{"name": "ok", "blend": "sh0.blend", "output": "unread/ok.blend"},
+               {"name": "corrupt", "blend": "corrupt.blend", "output": "unread/corrupt.blend"}]  # fmt: skip
+    shot_file = _write_list(shots_dir / "unread.toml", entries, {"armature": "Rig"})
+    for check in (["--check"], []):
+        run = _bake_shots(shot_file, *check)
+        assert run.returncode == 2, run.stderr
+        assert f"shot 2 ('corrupt'): Blender cannot open blend {shots_dir}/corrupt.blend" in run.stderr, run.stderr
+    assert not (shots_dir / "unread").exists() and not (shots_dir / "unread.logs").exists()
+
+
+def test_the_runner_never_renames_over_a_file_the_run_reads(shots_dir, tmp_path):
+    """The last guard, for a file that became an input after the check: a shot whose output is a
+    file the run reads is baked but not saved there; the file and the output folder are as they were."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import shot_runner
+
+    from headless import blender_command
+
+    source = tmp_path / "read.blend"
+    source.write_bytes(b"a file the run reads")
+    (shot,) = shot_list.load(_write_list(shots_dir / "guard.toml", [
+        {"name": "g", "blend": "sh0.blend", "output": "guard/g.blend", "chains": [{"chain": "b2:3", "target": "Goal"}]}
+    ], {"armature": "Rig"}))  # fmt: skip
+    task = {"name": "g", "output": str(source), "log": str(tmp_path / "g.log"), "timeout": None,
+            "inputs": [str(shot.blend), str(source)],
+            "command": blender_command.command(sys.executable, "python", str(REPO / "cli.py"), str(shot.blend),
+                                               shot_list.cli_arguments(shot))}  # fmt: skip
+    entry = shot_runner.run_with_retries(task, 0)
+    assert entry["status"] == "failed", entry
+    assert entry["error"] == f"not saved: the output {source} is a file the run reads ({source})"
+    assert source.read_bytes() == b"a file the run reads"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "g.log", "read.blend"]

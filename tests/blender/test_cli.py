@@ -92,10 +92,10 @@ def test_cli_frame_ranges_may_start_below_zero():
     spec = importlib.util.spec_from_file_location("chain_ik_cli", CLI)
     cli = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cli)
-    assert cli.parse_frames("1-250") == (1, 250)
-    assert cli.parse_frames("-10-20") == (-10, 20)
-    assert cli.parse_frames("-20--5") == (-20, -5)
-    assert cli.parse_frames("7") == (7, 7)
+    assert cli.arguments.parse_frames("1-250") == (1, 250)
+    assert cli.arguments.parse_frames("-10-20") == (-10, 20)
+    assert cli.arguments.parse_frames("-20--5") == (-20, -5)
+    assert cli.arguments.parse_frames("7") == (7, 7)
 
 
 def test_main_job_demo_runs_end_to_end(tmp_path):
@@ -132,11 +132,55 @@ def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
     assert "Chain IK bake" not in run.stdout  # nothing baked
 
 
-@pytest.mark.parametrize("frames", ["1048575-1048576", "1-100000000"])  # the latter crashed 4.2
+@pytest.mark.parametrize("frames", ["1048575-1048576", "1-100000000", "-1048575-0"])  # the 2nd crashed 4.2
 def test_cli_frames_beyond_blenders_limit_are_refused(blend, frames):
-    run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", frames)
+    run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", f"--frames={frames}")
     assert run.returncode == 1 and "beyond Blender's limit (±1,048,574)" in run.stderr, run.stderr
-    assert "Chain IK bake" not in run.stdout
+    assert "Chain IK bake" not in run.stdout and "Read blend" not in run.stdout  # refused before it is opened
+
+
+GOALS = ["--target", "Goal"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([*GOALS, "--method", "foo"], "--method: unknown method 'foo' (choose one of triangulation, fabrik, ccd,"),
+        ([*GOALS, "--method", "fabrik", "--method", "Fabrik"], "--method: unknown method 'Fabrik'"),
+        ([*GOALS, "--frames", "1-99999999"], "--frames 1-99999999: frame 99999999 is beyond Blender's limit"),
+        (["--target=Goal", "--target="], "--target is empty: name the target object"),
+        ([*GOALS, "--armature="], "--armature is empty"),
+        ([*GOALS, "--final-output", "x.blend"], "--final-output needs --output"),
+    ],
+)
+def test_cli_checks_every_argument_before_the_file_is_opened(blend, args, message):
+    """Issue 22 §10: a bad method or frame range is refused before the .blend is opened or the
+    extension registered: shown by a .blend that does not exist (that error would come later)."""
+    for source in (blend, blend.parent / "missing.blend"):
+        run = _cli(source, "--", "--armature", "Rig", "--chain", "b2:3", "--chain", "b1:1", *args)
+        assert run.returncode == 1 and message in run.stderr, run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1 and "Read blend" not in run.stdout
+
+
+def test_cli_refuses_the_blend_given_twice(blend, tmp_path):
+    """A positional .blend and --blend: one would be silently ignored, so both are refused."""
+    other = tmp_path / "other.blend"
+    run = _cli(blend, "--blend", other, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal")
+    assert run.returncode == 1 and f"the .blend is given twice ({blend} and --blend {other}): give it once" in (
+        run.stderr
+    ), run.stderr
+
+
+def test_cli_takes_names_starting_with_a_dash_as_option_values(scene, tmp_path):
+    """Issue 22 §6: "-Goal" and "-Rig" are legal Blender names; --target=-Goal passes one."""
+    obj = straight_chain(3)
+    obj.name = "-Rig"
+    bpy.ops.object.mode_set(mode="OBJECT")
+    add_empty("-Goal", (1.0, 0.5, 2.0))
+    path = tmp_path / "dash.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    run = _cli(path, "--", "--armature=-Rig", "--chain=b2:3", "--target=-Goal", "--frames=1-2")
+    assert run.returncode == 0 and "worst tip error on playback" in run.stdout, run.stderr
 
 
 def test_cli_refuses_a_linked_armature(blend, tmp_path):
@@ -177,7 +221,7 @@ def test_cli_json_summary_and_max_error(blend, tmp_path):
     assert not out.exists()
     run = _cli(blend, "--", "--armature", "Nope", "--json", summary)
     assert run.returncode == 1 and json.loads(summary.read_text()) == {"status": "error", "error": run.stderr.split(
-        "cli.py: error: ")[1].strip()}  # fmt: skip
+        "cli.py: error: ")[1].strip(), "libraries": []}  # fmt: skip  (the file was opened: it links none)
 
 
 def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
@@ -336,11 +380,31 @@ def test_cli_never_writes_over_its_inputs(blend, tmp_path):
     bpy.context.scene.collection.objects.link(data_to.objects[0])
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     kept = library.read_bytes()
-    run = _cli(blend, "--", *ARM, "--output", library)
-    assert run.returncode == 1 and "is the library 'props.blend' the .blend links" in run.stderr, run.stderr
-    assert library.read_bytes() == kept
-    run = _cli(blend, "--", *ARM, "--output", tmp_path / "fine.blend")
+    part, summary = tmp_path / ".part.blend", tmp_path / "s.json"
+    for args in (["--output", library], ["--output", part, "--final-output", library]):
+        run = _cli(blend, "--", *ARM, *args, "--json", summary)
+        assert run.returncode == 1 and f"{args[-2]} {library} is a library the .blend links" in run.stderr, run.stderr
+        assert library.read_bytes() == kept and not part.exists()
+        assert json.loads(summary.read_text())["libraries"] == [str(library)]
+    run = _cli(blend, "--", *ARM, "--output", part, "--final-output", blend)
+    assert run.returncode == 1 and f"--final-output {blend} is the .blend being baked" in run.stderr, run.stderr
+    run = _cli(blend, "--", *ARM, "--output", tmp_path / "fine.blend", "--json", summary)
     assert run.returncode == 0 and (tmp_path / "fine.blend").is_file(), run.stderr
+    assert json.loads(summary.read_text())["libraries"] == [str(library)]
+
+
+def test_cli_knows_a_library_linked_through_another(scene, tmp_path):
+    """A library the shot links only through another library (in another folder, linked by a
+    relative path) is protected too."""
+    from builders import save_linked_chain
+
+    shot, direct, indirect = save_linked_chain(tmp_path)
+    kept = indirect.read_bytes()
+    run = _cli(shot, "--", *ARM, "--output", tmp_path / "o.blend", "--final-output", indirect)
+    assert run.returncode == 1 and f"--final-output {indirect} is a library the .blend links" in run.stderr, (
+        run.stderr
+    )
+    assert indirect.read_bytes() == kept and direct.is_file()
 
 
 def test_demo_refuses_a_bad_picture_path_before_any_work(tmp_path):

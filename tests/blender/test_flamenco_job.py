@@ -1,8 +1,10 @@
 """farm/flamenco/chain_ik_bake.js with the submitting side in real Blender: the hidden `shots_json`
-setting's `eval`, evaluated as Flamenco's add-on does, runs the extension's shot_list.submission()
-(the one check every route applies), and the job type, run under Node with stand-ins for Flamenco's
-API (tests/flamenco/flamenco_standins.js), authors exactly the arguments tools/bake_shots.py would,
-or refuses the job with exactly the problems `bake_shots.py --check` names."""
+setting's `eval`, evaluated as Flamenco's add-on does, runs the extension's
+headless/flamenco_submission.submission() (the one check every route applies, the libraries each
+blend links included, listed by a background run of this Blender), and the job type, run under
+Node with stand-ins for Flamenco's API (tests/flamenco/flamenco_standins.js), authors exactly the
+arguments tools/bake_shots.py would, or refuses the job with exactly the problems
+`bake_shots.py --check` names."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import bpy
 import pytest
+from builders import save_linked_chain
 from conftest import REPO
 
-import shot_list  # the repository root is on sys.path (pyproject's pythonpath)
+from headless import flamenco_submission, shot_list  # the repository root is on sys.path (pyproject's pythonpath)
 
 JOB = REPO / "farm" / "flamenco" / "chain_ik_bake.js"
 STANDINS = REPO / "tests" / "flamenco" / "flamenco_standins.js"
@@ -89,9 +92,15 @@ def _submit(listed: Path, tmp_path: Path, max_error: float = 0.0) -> dict:
                  tmp_path)  # fmt: skip
 
 
+def _blends(folder: Path) -> None:
+    """sh010.blend and sh020.blend: empty scenes (the submission opens them in Blender)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    for name in ("sh010", "sh020"):
+        bpy.ops.wm.save_as_mainfile(filepath=str(folder / f"{name}.blend"), copy=True)
+
+
 def test_job_type_authors_the_shot_lists_cli_arguments(tmp_path, ext):
-    (tmp_path / "sh010.blend").write_bytes(b"")
-    (tmp_path / "sh020.blend").write_bytes(b"")
+    _blends(tmp_path)
     listed = tmp_path / "shots.toml"
     listed.write_text(LIST)
     # The cli_path eval finds an installed extension's cli.py; the tests load it by path instead: ''.
@@ -107,9 +116,10 @@ def test_job_type_authors_the_shot_lists_cli_arguments(tmp_path, ext):
             assert params["blendfile"] == str(shot.blend)
             args = params["args"]
             assert args[:5] == ["--python-exit-code", "1", "--python", "/x/cli.py", "--"]
-            tail = ["--output", str(shot.output), "--json", str(shot.output.with_suffix(".bake.json"))]
+            tail = [f"--output={shot.output}", f"--json={shot.output.with_suffix('.bake.json')}"]
             assert args[5:] == shot_list.cli_arguments(shot, bound or None) + tail
-        assert ("--max-error" in tasks[0]["commands"][0]["parameters"]["args"]) == (bound > 0.0)
+        bounded = [a for a in tasks[0]["commands"][0]["parameters"]["args"] if a.startswith("--max-error=")]
+        assert bounded == ([f"--max-error={bound!r}"] if bound > 0.0 else [])
 
 
 def _bad_lists(folder: Path) -> dict[str, str]:
@@ -126,8 +136,8 @@ def _bad_lists(folder: Path) -> dict[str, str]:
 
 
 def test_job_type_refuses_what_the_python_validator_refuses(tmp_path, ext):
-    (tmp_path / "sh010.blend").write_bytes(b"source 1")
-    (tmp_path / "sh020.blend").write_bytes(b"source 2")
+    _blends(tmp_path)
+    kept = (tmp_path / "sh010.blend").read_bytes()
     for case, text in _bad_lists(tmp_path).items():
         listed = tmp_path / "shots.toml"
         listed.write_text(text)
@@ -142,13 +152,34 @@ def test_job_type_refuses_what_the_python_validator_refuses(tmp_path, ext):
         check = subprocess.run([sys.executable, str(REPO / "tools" / "bake_shots.py"), str(listed), "--check"],
                                capture_output=True, text=True, timeout=60)  # fmt: skip
         assert check.returncode == 2 and all(problem in check.stderr for problem in python.value.problems), case
-    assert (tmp_path / "sh010.blend").read_bytes() == b"source 1"
+    assert (tmp_path / "sh010.blend").read_bytes() == kept
+
+
+def test_job_type_refuses_an_output_that_is_a_library_a_shot_links(tmp_path, ext):
+    """Issue 22 §1 on Flamenco: at submission a background Blender lists the libraries each
+    shot's blend links (through another library too); an output that is one refuses the job,
+    in the words of `bake_shots.py --check`, before any task exists."""
+    _blends(tmp_path)
+    shot, props, deep = save_linked_chain(tmp_path)
+    for library in (props, deep):
+        listed = tmp_path / "shots.toml"
+        listed.write_text(LIST.replace('output = "baked/sh010.blend"', f'output = "{library}"')
+                          .replace('blend = "sh020.blend"', f'blend = "{shot}"'))  # fmt: skip
+        shot_list.load(listed)  # clean without Blender: only the libraries refuse it
+        expected = f"shot 1 ('sh010'): output {library} is a library shot 2 ('shot')'s blend links: it would be"
+        authored = _submit(listed, tmp_path)
+        assert "tasks" not in authored and "1 problem(s)" in authored["error"], authored
+        assert expected in authored["error"], authored
+        check = subprocess.run([sys.executable, str(REPO / "tools" / "bake_shots.py"), str(listed), "--check",
+                                "--python", sys.executable], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert check.returncode == 2 and expected in check.stderr, check.stderr
+    listed.write_text(LIST.replace('blend = "sh020.blend"', f'blend = "{shot}"'))
+    assert len(_submit(listed, tmp_path)["tasks"]) == 2
 
 
 def test_job_type_refuses_a_list_it_could_not_check(tmp_path, ext):
     """Without Chain IK enabled in the submitting Blender the list cannot be checked: refused, saying why."""
-    (tmp_path / "sh010.blend").write_bytes(b"")
-    (tmp_path / "sh020.blend").write_bytes(b"")
+    _blends(tmp_path)
     listed = tmp_path / "shots.toml"
     listed.write_text(LIST)
     hidden = {n: sys.modules.pop(n) for n in list(sys.modules) if n == "chain_ik" or n.endswith(".chain_ik")}
@@ -167,7 +198,7 @@ def test_job_type_and_shot_list_share_the_documents_mark(tmp_path):
     load = f"require({json.dumps(str(STANDINS))}).loadJobType({json.dumps(str(JOB))})"
     code = f"process.stdout.write(require('node:vm').runInContext('CHECKED_BY', {load}.context));"
     run = subprocess.run([NODE, "-e", code], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0 and run.stdout == shot_list.CHECKED_BY, run.stderr
+    assert run.returncode == 0 and run.stdout == flamenco_submission.CHECKED_BY, run.stderr
 
 
 def _toml(path: Path) -> dict:

@@ -1,5 +1,5 @@
 // The Flamenco job type under Node, against stand-ins for Flamenco's API: `node --test tests/flamenco`.
-// The job type holds no rule of its own: it authors tasks from what shot_list.submission() checked
+// The job type holds no rule of its own: it authors tasks from what flamenco_submission.submission() checked
 // (tests/blender/test_flamenco_job.py feeds it that function's real output, bad lists included).
 "use strict";
 
@@ -22,12 +22,12 @@ function checked(shots) {
 }
 
 test("one blender task per checked shot, running cli.py with the shot's checked arguments", () => {
-    const first = ["--armature", "Rig", "--step", "1", "--interpolation", "BEZIER", "--frames=1-40",
-                   "--chain", "hand.L:3", "--target", "Goal.L", "--target-bone", "", "--pole", "Elbow.L",
-                   "--pole-bone", "", "--method", "fabrik", "--pole-angle=-90.0",
-                   "--output", "/farm/show/baked/sh010.blend", "--json", "/farm/show/baked/sh010.bake.json"];
-    const second = ["--armature", "Rig", "--step", "2", "--interpolation", "BEZIER", "--max-error", "0.01",
-                    "--output", "/out/sh020.blend", "--json", "/out/sh020.bake.json"];
+    const first = ["--armature=Rig", "--step=1", "--interpolation=BEZIER", "--frames=1-40",
+                   "--chain=hand.L:3", "--target=-Goal.L", "--target-bone=", "--pole=Elbow.L",
+                   "--pole-bone=", "--method=fabrik", "--pole-angle=-90.0",
+                   "--output=/farm/show/baked/sh010.blend", "--json=/farm/show/baked/sh010.bake.json"];
+    const second = ["--armature=Rig", "--step=2", "--interpolation=BEZIER", "--max-error=0.01",
+                    "--output=/out/sh020.blend", "--json=/out/sh020.bake.json"];
     const doc = checked([
         { name: "sh010", blend: "/farm/show/sh010.blend", output: "/farm/show/baked/sh010.blend", arguments: first },
         { name: "sh020", blend: "/abs/sh020.blend", output: "/out/sh020.blend", arguments: second },
@@ -76,8 +76,8 @@ test("JOB_TYPE: the settings Flamenco's add-on shows and evaluates", () => {
     for (const s of jobType.settings) assert.ok(["string", "float", "int32", "bool"].includes(s.type), s.key);
     const hidden = jobType.settings.find((s) => s.key === "shots_json");
     assert.equal(hidden.visible, "hidden");
-    // Evaluated in the submitting Blender: the extension's shot_list.submission(list, max error) ...
-    assert.match(hidden.eval, /\.shot_list'\)\.submission\(path, bound\)/);
+    // Evaluated in the submitting Blender: the extension's flamenco_submission.submission(list, max error) ...
+    assert.match(hidden.eval, /\.headless\.flamenco_submission'\)\.submission\(path, bound\)/);
     assert.match(hidden.eval, /abspath\(settings\.shot_list\), settings\.max_error\)$/);
     // ... or, without the extension, a document the job type refuses with the reason.
     assert.ok(hidden.eval.includes(`'checked_by': '${CHECKED_BY}'`));

@@ -1,6 +1,7 @@
-"""shot_list.py, the one check of a shot list, and tools/bake_shots.py's refusals: standard library
-only (no bpy, no Blender run). A refused list starts nothing: the tool is given a "Blender" that
-would leave a mark, and the mark is never made."""
+"""headless/shot_list.py, the one check of a shot list, and tools/bake_shots.py's refusals:
+standard library only (no bpy, no Blender run). A refused list starts nothing: the tool is given
+a stand-in launcher (launcher_standin.py) that would leave a mark if a shot ran, and the mark is
+never made."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from launcher_standin import standin
 
-import shot_list
+from headless import flamenco_submission, shot_list
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL = ROOT / "tools" / "bake_shots.py"
@@ -57,13 +59,11 @@ def chain(method: str) -> dict:
     return {"chain": "hand:2", "target": "Goal", "method": method}
 
 
-def _bake_shots(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """bake_shots.py with a "Blender" that leaves a mark: nothing may ever run it here."""
-    fake = cwd / "fake-blender"
-    fake.write_text(f'#!/bin/sh\ntouch "{cwd / "RAN"}"\nexit 1\n')
-    fake.chmod(0o755)
-    return subprocess.run([sys.executable, str(TOOL), *map(str, args), "--python", str(fake)],
-                          capture_output=True, text=True, timeout=60, cwd=cwd, env=env)  # fmt: skip
+def _bake_shots(*args, cwd: Path, libraries: dict | None = None) -> subprocess.CompletedProcess:
+    """bake_shots.py with a stand-in launcher that leaves a mark if a shot runs; `libraries`: what
+    it lists for each blend (launcher_standin.py)."""
+    return subprocess.run([sys.executable, str(TOOL), *map(str, args), "--python", str(standin(cwd, libraries))],
+                          capture_output=True, text=True, timeout=60, cwd=cwd)  # fmt: skip
 
 
 def _link(path: Path, target: Path) -> Path:
@@ -278,8 +278,8 @@ def test_an_unknown_method_is_refused_on_a_python_without_numpy(show):
     )
     good = write_list(show / "good.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
                                             "chains": [chain("fabrik")]}])  # fmt: skip
-    run = subprocess.run([sys.executable, "-c", BLOCK_NUMPY, str(TOOL), str(good), "--check"],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", BLOCK_NUMPY, str(TOOL), str(good), "--check",
+                          "--python", str(standin(show))], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert run.returncode == 0 and "1 shot(s), all valid" in run.stdout, run.stderr
 
 
@@ -289,24 +289,29 @@ def test_cli_arguments_take_the_shots_bound_over_the_runs(show):
                                                "max_error": 0.5}])  # fmt: skip
     a, b = shot_list.load(listed)
     assert "--max-error" not in shot_list.cli_arguments(a)
-    assert shot_list.cli_arguments(a, 0.25)[-2:] == ["--max-error", "0.25"]
-    assert shot_list.cli_arguments(b, 0.25)[-2:] == ["--max-error", "0.5"]
+    assert shot_list.cli_arguments(a, 0.25)[-1] == "--max-error=0.25"
+    assert shot_list.cli_arguments(b, 0.25)[-1] == "--max-error=0.5"
+
+
+def _submission(path: Path, max_error: float = 0.0, libraries: dict | None = None) -> dict:
+    launcher = ("python", str(standin(path.parent, libraries)))
+    return json.loads(flamenco_submission.submission(path, max_error, launcher=launcher))
 
 
 def test_submission_holds_the_checked_shots_or_the_problems(show):
     """What the Flamenco job type receives: the same load(), the sidecar JSON included in the clash check."""
     listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "baked/a.blend"}])
-    doc = json.loads(shot_list.submission(listed, 0.01))
-    assert doc["checked_by"] == shot_list.CHECKED_BY and "problems" not in doc
+    doc = _submission(listed, 0.01)
+    assert doc["checked_by"] == flamenco_submission.CHECKED_BY and "problems" not in doc
     (shot,) = doc["shots"]
     (checked,) = shot_list.load(listed)
     assert shot == {"name": "a", "blend": str(show / "sh010.blend"), "output": str(show / "baked" / "a.blend"),
-                    "arguments": [*shot_list.cli_arguments(checked, 0.01), "--output", str(show / "baked" / "a.blend"),
-                                  "--json", str(show / "baked" / "a.bake.json")]}  # fmt: skip
-    assert "--max-error" not in json.loads(shot_list.submission(listed, 0.0))["shots"][0]["arguments"]
+                    "arguments": [*shot_list.cli_arguments(checked, 0.01), f"--output={show}/baked/a.blend",
+                                  f"--json={show}/baked/a.bake.json"]}  # fmt: skip
+    assert not [a for a in _submission(listed, 0.0)["shots"][0]["arguments"] if a.startswith("--max-error")]
     bad = write_list(show / "bad.toml", [{"name": "a", "blend": "sh010.blend", "output": "sh010.blend",
                                           "chains": [chain("nope")]}])  # fmt: skip
-    doc = json.loads(shot_list.submission(bad, float("nan")))
+    doc = _submission(bad, float("nan"))
     assert "shots" not in doc and doc["problems"] == [
         "shot 1 ('a'), chain 1: unknown method 'nope' (choose one of triangulation, fabrik, ccd, jacobian)",
         f"shot 1 ('a'): output {show}/sh010.blend is the shot's own blend file: it would be overwritten",
@@ -315,6 +320,56 @@ def test_submission_holds_the_checked_shots_or_the_problems(show):
     (show / "baked" / "a.bake.json").symlink_to(show / "sh020.blend")
     two = write_list(show / "two.toml", [{"name": "a", "blend": "sh010.blend", "output": "baked/a.blend"},
                                          {"name": "b", "blend": "sh020.blend", "output": "baked/b.blend"}])  # fmt: skip
-    assert json.loads(shot_list.submission(two))["problems"] == [
+    assert _submission(two)["problems"] == [
         f"shot 1 ('a'): summary {show}/baked/a.bake.json is shot 2 ('b')'s blend: it would be overwritten"
     ]
+
+
+DASHED = {"armature": "-Rig", "chain": "-hand:2", "target": "-Goal", "target_bone": "--ctrl", "pole": "-Knee",
+          "pole_bone": "-p", "method": "fabrik", "pole_angle": -90.0}  # fmt: skip
+
+
+def test_values_starting_with_a_dash_reach_cli_py_as_given(show):
+    """Issue 22 §6: every option is passed as --option=VALUE, so an object named "-Goal" (a legal
+    Blender name) is read as a value, not an option; cli.py's own parser reads them back."""
+    from headless import cli_arguments
+
+    chains = [{k: DASHED[k] for k in DASHED if k != "armature"}, {"chain": "-arm:1", "target": "-"}]
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "frames": [-20, -5], "chains": chains}],
+                        {"armature": DASHED["armature"]})  # fmt: skip
+    (shot,) = shot_list.load(listed)
+    args = cli_arguments.parser(True).parse_args([str(shot.blend), *shot_list.cli_arguments(shot, 0.5)])
+    assert args.armature == "-Rig" and args.chain == ["-hand:2", "-arm:1"] and args.target == ["-Goal", "-"]
+    assert args.target_bone == ["--ctrl", ""] and args.pole == ["-Knee", ""] and args.pole_bone == ["-p", ""]
+    assert args.method == ["fabrik", ""] and args.pole_angle == [-90.0, 0.0] and args.frames == "-20--5"
+    assert args.max_error == 0.5
+    checked = cli_arguments.check_arguments(args, None)
+    assert [(c["tip"], c["target"]) for c in checked.chains] == [("-hand", "-Goal"), ("-arm", "-")]
+    assert checked.frames == (-20, -5)
+
+
+@pytest.mark.parametrize(("key", "chained"), [("armature", False), ("name", False), ("blend", False),
+                                               ("output", False), ("interpolation", False), ("chain", True),
+                                               ("target", True), ("method", True)])  # fmt: skip
+def test_an_empty_name_is_refused_where_it_names_something(show, key, chained):
+    """An empty target (or chain, armature, method...) would fail every run ("--chain needs
+    --target"): the check refuses it. target_bone, pole and pole_bone may be "" (not set)."""
+    shot = {"name": "a", "blend": "sh010.blend", "output": "o.blend",
+            "chains": [{"chain": "hand:2", "target": "Goal", "target_bone": "", "pole": "", "pole_bone": ""}]}
+    (shot["chains"][0] if chained else shot)[key] = ""
+    listed = write_list(show / "shots.toml", [shot])
+    where = "shot 1" + ("" if key == "name" else " ('a')") + (", chain 1" if chained else "")
+    assert f"{where}: '{key}' is empty" in _problems(listed)
+    run = _bake_shots(listed, "--check", cwd=show)
+    assert run.returncode == 2 and f"'{key}' is empty" in run.stderr and not (show / "RAN").exists()
+
+
+@pytest.mark.parametrize("frames", ["1-1048575", "-1048575-0", [1, 99999999], 1048575])
+def test_frames_beyond_blenders_limit_are_refused_by_the_check(show, frames):
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "frames": frames}])  # fmt: skip
+    assert "beyond Blender's limit (±1,048,574)" in _problems(listed)
+    edge = write_list(show / "edge.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                            "frames": "-1048574-1048574"}])  # fmt: skip
+    assert shot_list.load(edge)[0].frames == (-1048574, 1048574)
