@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..headless.frame_limit import check_frames
 from ..rig import contacts as rig_contacts
 from ..rig import keys, protected
 from ..rig.ground import GroundProbe
@@ -47,7 +48,7 @@ def detect_frames(first: int, last: int) -> np.ndarray:
     """Scene frames first..last, or ValueError (no frames, beyond Blender's limit)."""
     if last < first:
         raise ValueError(f"no frames: frame end {last} is before frame start {first}")
-    protected.check_frames(first, last)
+    check_frames(first, last)
     return np.arange(first, last + 1)
 
 
