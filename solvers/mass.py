@@ -32,12 +32,16 @@ definite. Everything takes leading batch axes (k poses at once: heads (..., n, 3
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 
 DEFAULT_RADIUS_SHARE = 0.1  # capsule radius / bone length when no radii are given (Blender's B-Bone size)
+_LEVI_CIVITA = np.zeros((3, 3, 3))  # _LEVI_CIVITA[i] = [e_i]x, so sum_i r_i _LEVI_CIVITA[i] = [r]x (r x v = [r]x v)
+for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+    _LEVI_CIVITA[_k, _i, _j], _LEVI_CIVITA[_k, _j, _i] = -1.0, 1.0
 
 
 def capsule_terms(lengths: object, radii: object, density: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,13 +105,9 @@ def _points(value: object, what: str) -> np.ndarray:
 
 def ancestry(parents: Sequence[int], joints: Sequence[int] | None = None) -> np.ndarray:
     """(n, len(joints)) booleans: joint k turns bone i (joints[k] is bone i or one of its ancestors)."""
-    par = _check_parents(parents, len(parents))
-    n = len(par)
-    below = np.eye(n, dtype=bool)  # below[i, b]: b is i or an ancestor of i
-    for i in range(n):
-        if par[i] >= 0:
-            below[i] |= below[par[i]]
-    return below[:, _check_joints(joints, n)]
+    n = len(parents)
+    par = tuple(int(p) for p in _check_parents(parents, n))
+    return _pairs(par, tuple(_check_joints(joints, n).tolist()))[0][:, _check_joints(joints, n)]
 
 
 def _joint_axes(axes: object, heads: np.ndarray, count: int) -> np.ndarray:
@@ -150,16 +150,21 @@ def position_jacobian(
     return jac
 
 
-def _angular_jacobian(heads: np.ndarray, parents, joints, axes, root_translation: bool) -> np.ndarray:
-    """(..., n, 3, columns): each bone's angular velocity per unit of each column."""
-    joint = _check_joints(joints, heads.shape[-2])
-    turns = ancestry(parents, joint)  # (n, nj)
-    a = _joint_axes(axes, heads, len(joint))  # (..., nj, component, axis)
-    jac = a[..., None, :, :, :] * turns[:, :, None, None]  # (..., n, nj, component, axis)
-    jac = np.swapaxes(jac, -3, -2).reshape(*jac.shape[:-4], heads.shape[-2], 3, 3 * len(joint))
-    if root_translation:
-        jac = np.concatenate((np.zeros((*jac.shape[:-1], 3)), jac), axis=-1)
-    return jac
+@functools.lru_cache(maxsize=64)
+def _pairs(parents: tuple, joints: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(below (n, n): below[i, b] when b is bone i or an ancestor of it; deeper (nj, nj): for joints j, k
+    the joint bone whose subtree both turn (the deeper of the two when one is above the other), -1
+    when neither is above the other). Cached: a solve asks for the same tree every iteration."""
+    n = len(parents)
+    below = np.eye(n, dtype=bool)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            below[i] |= below[p]
+    j = np.array(joints, dtype=int)
+    over = below[j][:, j]  # over[a, b]: joint b's bone is joint a's bone or above it
+    deeper = np.where(over, j[:, None], np.where(over.T, j[None, :], -1))
+    below.flags.writeable = deeper.flags.writeable = False
+    return below, deeper
 
 
 def mass_matrix(
@@ -194,14 +199,50 @@ def mass_matrix(
     if r.shape not in ((n,), length.shape) or not np.all(np.isfinite(r) & (r > 0.0)):
         raise ValueError(f"radii must be {n} positive finite numbers, got {np.shape(radii)}")
     mass, transverse, axial = capsule_terms(length, r, float(density))
+    joint = _check_joints(joints, n)
+    below, deeper = _pairs(tuple(int(p) for p in parents), tuple(joint.tolist()))
+    a = _joint_axes(axes, h, len(joint))
+    # Composite bodies: each bone's subtree summed (mass, first and second mass moments about the
+    # origin, inertia about the bones' own centres: I_world = transverse I + (axial - transverse) y y^T).
+    # Joints j, k (world axes) turn the bones of the deeper one's subtree together, so with
+    # a = c - p_j, b = c - p_k summed over it: M_jk = sum m ((a.b) I - b a^T) + I_own (O(n^2) 3x3 blocks).
+    # Moments about the first head, not the origin: a rig far from the origin loses no digits.
+    origin = h[..., :1, :]
+    h, centre = h - origin, 0.5 * (h + t) - origin
     ydir = bone / length[..., None]
-    jv = position_jacobian(h, parents, range(n), 0.5 * (h + t), joints, axes, root_translation)
-    jw = _angular_jacobian(h, parents, joints, axes, root_translation)
-    # I_world = transverse I + (axial - transverse) y y^T (a capsule is symmetric about its axis).
-    twist = np.einsum("...nc,...ncj->...nj", ydir, jw)
-    out = np.einsum("...n,...nci,...ncj->...ij", mass, jv, jv)
-    out += np.einsum("...n,...nci,...ncj->...ij", transverse, jw, jw)
-    out += np.einsum("...n,...ni,...nj->...ij", axial - transverse, twist, twist)
+    moment = mass[..., None] * centre
+    own = (
+        transverse[..., None, None] * np.eye(3)
+        + ((axial - transverse)[..., None, None] * ydir[..., :, None]) * (ydir[..., None, :])
+    )
+    up = below.T.astype(float)  # up @ x: each bone's subtree sum
+    s0, s1 = up @ mass[..., None], up @ moment  # (..., n, 1), (..., n, 3)
+    s2 = np.einsum("bi,...ij,...ik->...bjk", up, moment, centre)
+    sown = np.einsum("bi,...ijk->...bjk", up, own)
+    pick = np.maximum(deeper, 0)
+    m0, m1, m2, mown = s0[..., pick, :], s1[..., pick, :], s2[..., pick, :, :], sown[..., pick, :, :]
+    pj, pk = h[..., joint, None, :], h[..., None, joint, :]  # (..., nj, 1, 3), (..., 1, nj, 3)
+    dot = (
+        np.trace(m2, axis1=-2, axis2=-1)
+        - np.einsum("...i,...i->...", m1, pj + pk)
+        + m0[..., 0] * np.einsum("...i,...i->...", pj, pk)
+    )
+    outer = m2 - m1[..., :, None] * pj[..., None, :] - pk[..., :, None] * m1[..., None, :]
+    outer = outer + m0[..., None] * pk[..., :, None] * pj[..., None, :]
+    blocks = dot[..., None, None] * np.eye(3) - outer + mown
+    blocks = np.where((deeper >= 0)[:, :, None, None], blocks, 0.0)
+    if axes is not None:
+        blocks = np.swapaxes(a, -1, -2)[..., :, None, :, :] @ blocks @ a[..., None, :, :, :]
+    count = 3 * len(joint)
+    out = np.swapaxes(blocks, -3, -2).reshape(*blocks.shape[:-4], count, count)
+    if root_translation:
+        # The translation moves every bone: M_tt = total mass I, M_tk = -[sum m (c - p_k)]x A_k over joint k's subtree.
+        total = np.sum(mass, axis=-1)[..., None, None] * np.eye(3)
+        arm = s1[..., joint, :] - s0[..., joint, :] * h[..., joint, :]  # (..., nj, 3)
+        cross = -np.einsum("...ki,ijl->...kjl", arm, _LEVI_CIVITA) @ a  # -[arm]x A_k: (..., nj, 3, 3)
+        side = np.swapaxes(cross, -3, -2).reshape(*cross.shape[:-3], 3, count)
+        top = np.concatenate((total, side), axis=-1)
+        out = np.concatenate((top, np.concatenate((np.swapaxes(side, -1, -2), out), axis=-1)), axis=-2)
     return 0.5 * (out + np.swapaxes(out, -1, -2))  # exactly symmetric
 
 

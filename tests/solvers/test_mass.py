@@ -344,3 +344,39 @@ def test_bad_input_is_refused():
         mass.weighted_step(np.zeros((3, 3)), np.ones(3), np.eye(3), 0.0)
     with pytest.raises(ValueError, match="shapes"):
         mass.weighted_step(np.eye(3), np.ones(2), np.eye(3), 0.1)
+
+
+@given(trees(), st.booleans(), st.booleans(), st.integers(0, 2**32 - 1))
+def test_the_mass_matrix_is_its_definition(tree, own_axes, translation, seed):
+    """M = sum over bones of m J_v^T J_v + J_w^T I_world J_w, built literally from each bone's centre
+    velocity Jacobian (position_jacobian) and angular velocity Jacobian, over a subset of joints."""
+    parents, heads, tails, radii = tree
+    n = len(parents)
+    rng = np.random.default_rng(seed)
+    joints = [int(j) for j in rng.permutation(n)[: rng.integers(1, n + 1)]]
+    axes = random_frames(rng, len(joints)) if own_axes else None
+    A = np.broadcast_to(np.eye(3), (len(joints), 3, 3)) if axes is None else axes
+    jv = mass.position_jacobian(heads, parents, range(n), 0.5 * (heads + tails), joints, axes, translation)
+    turns = mass.ancestry(parents, joints)
+    expected = np.zeros((jv.shape[-1],) * 2)
+    for i in range(n):
+        jw = np.zeros((3, jv.shape[-1]))
+        for k in range(len(joints)):
+            if turns[i, k]:
+                jw[:, 3 * translation + 3 * k : 3 * translation + 3 * k + 3] = A[k]
+        axis = tails[i] - heads[i]
+        length = float(np.linalg.norm(axis))
+        m, transverse, axial = analytic_capsule(length, radii[i], 1.0)
+        y = axis / length
+        own = transverse * np.eye(3) + (axial - transverse) * np.outer(y, y)
+        expected += m * jv[i].T @ jv[i] + jw.T @ own @ jw
+    M = mass.mass_matrix(heads, tails, parents, radii, joints=joints, axes=axes, root_translation=translation)
+    assert np.allclose(M, expected, rtol=1e-10, atol=1e-12 * np.abs(expected).max())
+
+
+@given(trees(), st.tuples(*[st.floats(-1e4, 1e4)] * 3))
+def test_the_mass_matrix_does_not_depend_on_where_the_rig_stands(tree, shift):
+    parents, heads, tails, radii = tree
+    M = mass.mass_matrix(heads, tails, parents, radii, root_translation=True)
+    moved = mass.mass_matrix(heads + shift, tails + shift, parents, radii, root_translation=True)
+    assert np.allclose(moved, M, rtol=1e-9, atol=1e-9 * np.abs(M).max())
