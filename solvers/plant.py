@@ -1,0 +1,224 @@
+"""Planted feet over time (issue 21 item 2): where a foot chain's tip goes on each frame of a bake
+that honours its contacts (numpy + stdlib only).
+
+Input, per frame of the bake: the tip's world position as the input pose plays it (`points`,
+(F, 3), z up), the `contact` flags (`planted`, (F,) bool), the frame rate, `blend` frames
+(`default_blend`: about 0.15 s), and optionally the ground: a plane height or the (F,) heights
+under the input tip (a raycast), with the tip's `clearance` above it when the foot rests on it
+(the planted end's rest offset: a scalar or (F,)). `plan` returns per frame the tip's `target`,
+the hold's `weight` and the `floor` it never goes below, and the holds (one per contact run).
+
+Rules (the issue's, and the choices they leave open):
+- **Hold.** During a contact the target is constant: the point where the plan has the tip on the
+  contact's first frame, which is the input's own position there (so touchdown adds no jump of
+  its own), put onto the ground when there is one (height = ground + clearance on that frame).
+- **Ease out.** On the `blend` frames after a contact the target eases from the held point back
+  to the input: target = (1 - w) input + w held, with w = 1 - smoothstep(k / (blend + 1)) on the
+  k-th frame after the contact's last (k = 1..), 0 from k = blend + 1 on. Smoothstep's slope is 0
+  at both ends: the target leaves the hold at rest and joins the input at the input's velocity.
+- **No anticipation.** Before a contact the horizontal target is the input's, bit for bit: easing
+  in never pulls a swinging foot toward its landing spot. The one exception is height, and only
+  with a ground: the snap onto the ground (`Hold.snap`: held height minus where the plan had the
+  tip on the first frame; the retarget's float or sink, a few cm) is eased in over the free frames
+  before the contact, n = min(blend, frames since the previous contact or the first frame), adding
+  (1 - smoothstep(j / (n + 1))) * snap to the height j frames before the contact. So the foot
+  lands where it landed, at the ground's height, without a vertical pop; never into an earlier
+  contact's hold.
+- **Adjacent contacts.** A contact that starts while the previous one still eases out holds where
+  that ease has the tip on its first frame (a blend of the input and the previous hold), then
+  snaps onto the ground as above: the target stays continuous, and a short unplant keeps the foot
+  nearly where it stood instead of hopping to the input and back. The previous ease stops there.
+- **Ground.** The target's height is clamped to `floor` = the ground under the target + clearance
+  on every frame, contact or swing. Ground heights are given under the input tip; on a blended
+  frame the ground under the target is taken as the same blend of the ground under the input and
+  under the hold (exact on a plane, and for ground that is planar between the two points).
+  During a contact the floor is the hold's (the clearance of its first frame), so the hold is
+  constant and sits exactly on it.
+
+Continuity (tested): with p the input, a and w the hold and weight governing frame i - 1 (w taken
+along that hold's ease even where a later contact starts at i), s the snap of the next contact at
+or after i and n its ease-in length, on every frame
+    |t_i - t_{i-1}| <= |p_i - p_{i-1}| + 1.5 / (blend + 1) |p_{i-1} - a| + 1.5 / (n + 1) |s|
+                       + |floor_i - floor_{i-1}|
+(1.5 = smoothstep's steepest slope), the second term only near a hold, the third only on its
+ease-in frames. With blend = 0 the return is immediate: the jump is then the input's distance
+from the hold, as asked for.
+
+Use on the Blender side: the chain's tip should reach `target` exactly on every frame where it
+differs from the input (`PlantPlan.changed`): the ease is already in the target, so the IK is
+applied at full strength there, not blended again by `weight`; elsewhere the input pose is kept
+and nothing is keyed. The foot's pitch follows the input: `head_targets` gives where the foot
+bone's head (the ankle) must go so that the foot keeps its input world rotation and its tip lands
+on the target; the bones above the foot solve for that, the foot bone's world rotation is the
+input's. Heel rise and toe roll (the foot pitching about its planted tip) stay as captured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .contacts import SPEED_WINDOW, check_fps, check_points, contact_runs, ground_heights
+from .foot_metrics import Slide, foot_slide, lowest_height
+
+BLEND_SECONDS = 0.15
+STEEPEST = 1.5  # smoothstep's largest slope (at 1/2): no frame of an ease moves more than 1.5 / (n + 1) of it
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One contact run: frames start..end - 1 hold `point`."""
+
+    start: int
+    end: int
+    point: np.ndarray  # (3,) the held tip position (ground-snapped when there is a ground)
+    snap: float  # held height minus where the plan had the tip on the first frame (0 without ground)
+    ease_in: int  # frames before `start` over which the snap is eased in
+
+
+@dataclass(frozen=True)
+class PlantPlan:
+    target: np.ndarray  # (F, 3) where the tip goes, world space
+    weight: np.ndarray  # (F,) the hold's share of the target: 1 in contacts, easing to 0 after, 0 in swing
+    changed: np.ndarray  # (F,) bool: the target is not the input tip (hold, ease, snap or clamp)
+    floor: np.ndarray  # (F,) the lowest height the target may have (-inf without ground)
+    ground: np.ndarray | None  # (F,) the ground's height under the target (None without ground)
+    holds: list[Hold]
+    blend: float  # the ease-out frames used
+
+
+@dataclass(frozen=True)
+class PlantFigures:
+    slide: Slide  # the point's world distance moved per 1/30 s within contacts
+    lowest: float  # its lowest height above the ground (negative: below)
+
+
+def default_blend(fps: float) -> int:
+    """Ease-out frames of about 0.15 s at `fps` (at least 1): 18 at 120 fps, 4 at 24 or 25, 5 at 30."""
+    return max(1, int(math.floor(BLEND_SECONDS * check_fps(fps) + 0.5)))
+
+
+def smooth(t: np.ndarray) -> np.ndarray:
+    """Smoothstep 3t^2 - 2t^3 on t clipped to [0, 1]: 0 -> 0, 1 -> 1, slope 0 at both ends."""
+    t = np.clip(t, 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
+
+
+def ease(k: np.ndarray, frames: float) -> np.ndarray:
+    """Weight k frames away from a hold over an ease of `frames` frames: 1 at k = 0, easing to 0 at
+    k = frames + 1 and beyond (frames 0: 0 from k = 1 on)."""
+    return 1.0 - smooth(np.asarray(k, dtype=float) / (frames + 1.0))
+
+
+def _check_blend(blend, fps: float) -> float:
+    if blend is None:
+        return float(default_blend(fps))
+    if isinstance(blend, bool) or not isinstance(blend, (int, float, np.integer, np.floating)):
+        raise ValueError(f"contact_blend must be a number of frames, got {blend!r}")
+    if not (math.isfinite(blend) and blend >= 0.0):
+        raise ValueError(f"contact_blend must be 0 or more frames, got {blend!r}")
+    return float(blend)
+
+
+def _check_planted(planted, frames: int) -> np.ndarray:
+    flags = np.asarray(planted)
+    if flags.shape != (frames,):
+        raise ValueError(f"planted flags must be one per frame ({frames}), got shape {flags.shape}")
+    if flags.dtype != bool and not np.isin(flags, (0, 1)).all():
+        raise ValueError("planted flags must be booleans (or 0 and 1)")
+    return flags.astype(bool)
+
+
+def _check_clearance(clearance, frames: int) -> np.ndarray:
+    array = np.asarray(clearance, dtype=float)
+    if array.ndim == 0:
+        array = np.full(frames, float(array))
+    if array.shape != (frames,):
+        raise ValueError(f"clearance must be a distance or one per frame ({frames}), got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("clearance is not finite")
+    return array
+
+
+def plan(points, planted, fps: float, blend: float | None = None, ground=None, clearance=0.0) -> PlantPlan:
+    """The planted tip's target on each frame (module docstring): `points` (F, 3) the input tip,
+    `planted` (F,) its contact flags, `fps` frames per second, `blend` ease-out frames (None:
+    `default_blend(fps)`), `ground` None (no ground: no snap, no clamp), a plane height or (F,)
+    heights under the input tip, `clearance` the tip's height above the ground when the foot rests
+    on it (a distance or (F,); only with a ground). ValueError names bad input."""
+    points = check_points(points, "planted points")
+    frames = len(points)
+    flags = _check_planted(planted, frames)
+    fps = check_fps(fps)
+    blend = _check_blend(blend, fps)
+    grounded = ground is not None
+    if grounded:
+        under_input = ground_heights(ground, frames, 1)[:, 0]
+        clear_input = _check_clearance(clearance, frames)
+    else:
+        if np.any(np.asarray(clearance, dtype=float) != 0.0):
+            raise ValueError("clearance is a height above the ground: give a ground with it")
+        under_input = clear_input = np.zeros(frames)
+    weight = np.zeros(frames)
+    # Per frame, the governing hold's point, the ground under it and its clearance (the input's
+    # where none governs; their weight is then 0).
+    anchor, anchor_ground, anchor_clear = points.copy(), under_input.copy(), clear_input.copy()
+    lift = np.zeros(frames)
+    holds: list[Hold] = []
+    index = np.arange(frames)
+    previous_end = 0
+    for start, end in contact_runs(flags):
+        # Where the plan has the tip on the first frame: the input, or the previous hold's ease there.
+        w = float(ease(start - (previous_end - 1), blend)) if holds else 0.0
+        held = (1.0 - w) * points[start] + w * anchor[start]
+        held_ground = (1.0 - w) * under_input[start] + w * anchor_ground[start]
+        held_clear = (1.0 - w) * clear_input[start] + w * anchor_clear[start]
+        snap, ease_in = 0.0, 0
+        if grounded:
+            snap = float(held_ground + held_clear - held[2])
+            held[2] = held_ground + held_clear
+            ease_in = int(min(blend, start - previous_end)) if snap else 0
+        if ease_in:
+            j = np.arange(1, ease_in + 1)
+            lift[start - j] += ease(j, ease_in) * snap
+        after = index[end : min(frames, end + int(math.ceil(blend + 1.0)))]
+        for ours, value in ((anchor, held), (anchor_ground, held_ground), (anchor_clear, held_clear)):
+            ours[start:end] = ours[after] = value
+        weight[start:end] = 1.0
+        weight[after] = ease(after - (end - 1), blend)
+        holds.append(Hold(start, end, held, snap, ease_in))
+        previous_end = end
+    w = weight[:, None]
+    target = (1.0 - w) * points + w * anchor  # exact at w = 0 (the input) and w = 1 (the hold)
+    target[:, 2] += lift
+    if grounded:
+        under = (1.0 - weight) * under_input + weight * anchor_ground
+        floor = under + (1.0 - weight) * clear_input + weight * anchor_clear
+        target[:, 2] = np.maximum(target[:, 2], floor)
+    else:
+        under, floor = None, np.full(frames, -np.inf)
+    return PlantPlan(target, weight, np.any(target != points, axis=1), floor, under, holds, blend)
+
+
+def head_targets(target, head, tip) -> np.ndarray:
+    """(F, 3) where the foot bone's head (the ankle) goes so that the foot keeps its input world
+    rotation (its pitch: heel rise, toe roll) and its tip lands on `target`: target + head - tip,
+    with `head` and `tip` the input pose's (F, 3) world positions of the foot's ends."""
+    target = check_points(target, "tip targets")
+    head, tip = check_points(head, "foot heads"), check_points(tip, "foot tips")
+    if not len(target) == len(head) == len(tip):
+        raise ValueError(
+            f"targets, heads and tips must have the same frames, got {len(target)}, {len(head)}, {len(tip)}"
+        )
+    return target + (head - tip)
+
+
+def plant_metrics(points, planted, fps: float, ground=None, window: float = SPEED_WINDOW) -> PlantFigures:
+    """Figures of a tip's track (the input's before, the target's after): how far it slides per
+    `window` seconds within contacts (solvers.foot_metrics.foot_slide on the point alone), and its
+    lowest height above `ground` (None: z = 0, as foot_metrics; a plane height; (F,) heights)."""
+    points = check_points(points, "planted points")
+    flags = _check_planted(planted, len(points))
+    return PlantFigures(foot_slide(points, points, flags, fps, window), lowest_height(points, points, ground))
