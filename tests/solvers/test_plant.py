@@ -1,0 +1,304 @@
+"""Planted feet over time (solvers.plant): the hold, the ease out, the ground snap eased in by height
+only, adjacent contacts, the ground never crossed, the foot's pitch kept, the figures; properties
+(the hold is constant, the input untouched away from contacts, the step bound, the floor); bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solvers.contacts import contact_runs
+from solvers.plant import STEEPEST, default_blend, ease, head_targets, plan, plant_metrics, smooth
+
+FPS = 120.0
+
+
+def sliding_walk(m: int = 60, drift: float = 0.002, height: float = 0.05) -> np.ndarray:
+    """A tip moving along +x by `drift` a frame, bobbing a little above `height`."""
+    i = np.arange(m)
+    return np.stack([drift * i, 0.01 * np.sin(0.3 * i), height + 0.02 * np.sin(0.2 * i) ** 2], axis=1)
+
+
+def steps(track: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(np.diff(track, axis=0), axis=1)
+
+
+def test_default_blend_is_about_015_seconds():
+    assert [default_blend(f) for f in (120.0, 60.0, 30.0, 25.0, 24.0, 1.0)] == [18, 9, 5, 4, 4, 1]
+    with pytest.raises(ValueError, match="frame rate"):
+        default_blend(0.0)
+
+
+def test_ease_is_smoothstep_flat_at_both_ends():
+    b = 6
+    w = ease(np.arange(b + 3), b)
+    assert w[0] == 1.0 and np.all(w[b + 1 :] == 0.0)
+    assert np.all(np.diff(w[: b + 2]) < 0.0)
+    # C1: the first and last steps are second order in 1/(b + 1); no step is above 1.5/(b + 1).
+    x = 1.0 / (b + 1)
+    assert 1.0 - w[1] == pytest.approx(3 * x**2 - 2 * x**3) and w[b] == pytest.approx(3 * x**2 - 2 * x**3)
+    assert np.abs(np.diff(w)).max() <= STEEPEST * x
+    assert smooth(np.array([-1.0, 0.0, 0.5, 1.0, 2.0])).tolist() == [0.0, 0.0, 0.5, 1.0, 1.0]
+    assert ease(np.arange(3), 0).tolist() == [1.0, 0.0, 0.0]
+
+
+def test_a_contact_holds_its_first_frame_and_eases_back_to_the_input():
+    p = sliding_walk()
+    planted = np.zeros(len(p), dtype=bool)
+    planted[10:30] = True
+    b = 8
+    result = plan(p, planted, FPS, blend=b)
+    t = result.target
+    assert np.all(t[10:30] == p[10])  # the hold: the input's own point on the first frame, bit for bit
+    assert np.array_equal(t[:10], p[:10]) and np.array_equal(t[30 + b :], p[30 + b :])
+    assert result.weight[10:30].tolist() == [1.0] * 20 and np.all(result.weight[30 + b :] == 0.0)
+    # The ease: w = 1 - smoothstep(k / (b + 1)) on the k-th frame after the contact, the target the blend.
+    k = np.arange(1, b + 1)
+    w = 1.0 - smooth(k / (b + 1))
+    assert np.allclose(result.weight[30 : 30 + b], w, rtol=0, atol=0)
+    assert np.allclose(t[30 : 30 + b], (1 - w[:, None]) * p[30 : 30 + b] + w[:, None] * p[10], rtol=0, atol=1e-15)
+    # No jump: the first step leaves the hold slowly (second order), the last joins the input.
+    gap = np.linalg.norm(p[29] - p[10])
+    assert np.linalg.norm(t[30] - t[29]) <= np.linalg.norm(p[30] - p[29]) + 3.0 * gap / (b + 1) ** 2
+    assert steps(t).max() <= steps(p).max() + STEEPEST / (b + 1) * np.linalg.norm(p[29 : 30 + b] - p[10], axis=1).max()
+    # The first contact frame is the input itself (the hold starts there): nothing to solve on it.
+    assert result.changed.tolist() == [False] * 11 + [True] * (19 + b) + [False] * (len(p) - 30 - b)
+    assert result.ground is None and np.all(result.floor == -np.inf)
+    assert [(h.start, h.end, h.snap, h.ease_in) for h in result.holds] == [(10, 30, 0.0, 0)]
+
+
+def test_the_ground_snap_is_eased_in_by_height_only():
+    """A foot floating about 3 cm (its tip rests 3 cm above the ground): the hold is put on the
+    ground on the first frame, the snap eased in over the blend frames before, moving the swinging
+    foot down only (never below the ground), never toward where it will land."""
+    p = sliding_walk(height=0.05)
+    planted = np.zeros(len(p), dtype=bool)
+    planted[20:40] = True
+    b = 6
+    result = plan(p, planted, FPS, blend=b, ground=0.0, clearance=0.03)
+    t, hold = result.target, result.holds[0]
+    assert hold.point.tolist() == [p[20, 0], p[20, 1], 0.03] and hold.snap == pytest.approx(0.03 - p[20, 2])
+    assert hold.ease_in == b and np.all(t[20:40] == hold.point)
+    assert np.array_equal(t[: 20 - b], p[: 20 - b])  # before the ease-in: the input
+    assert np.array_equal(t[:20, :2], p[:20, :2])  # horizontally: the input on every frame before the contact
+    j = np.arange(b, 0, -1)  # b..1 frames before the contact
+    lowered = np.maximum(p[20 - b : 20, 2] + ease(j, b) * hold.snap, 0.03)
+    assert np.allclose(t[20 - b : 20, 2], lowered, atol=1e-15) and lowered.min() == 0.03
+    # The touchdown step: the input's own plus at most smoothstep's first step of the snap.
+    x = 1.0 / (b + 1)
+    assert np.linalg.norm(t[20] - t[19]) <= np.linalg.norm(p[20] - p[19]) + (3 * x**2) * abs(hold.snap) + 1e-15
+    # Accepting the snap instead (blend 0): all of it in one frame.
+    snapped = plan(p, planted, FPS, blend=0, ground=0.0, clearance=0.03)
+    assert np.array_equal(snapped.target[:20], p[:20])
+    assert snapped.target[20, 2] - snapped.target[19, 2] == pytest.approx(0.03 - p[19, 2])
+
+
+def test_adjacent_contacts_hold_where_the_ease_is():
+    p = sliding_walk(drift=0.004)
+    planted = np.zeros(len(p), dtype=bool)
+    planted[10:20] = planted[22:35] = True
+    b = 10
+    result = plan(p, planted, FPS, blend=b)
+    t = result.target
+    w = ease(22 - 19, b)  # the first hold's weight where the second starts
+    assert 0.5 < w < 1.0
+    assert np.allclose(result.holds[1].point, (1 - w) * p[22] + w * p[10], rtol=0, atol=1e-15)
+    assert np.all(t[22:35] == t[22])
+    # Continuous: within the bound (no step above the input's plus the ease's share).
+    assert steps(t).max() <= steps(p).max() + STEEPEST / (b + 1) * np.linalg.norm(p - p[10], axis=1).max()
+    # The first ease stops at the second contact: after it, the ease is from the second hold to the input.
+    k = np.arange(1, b + 1)
+    v = ease(k, b)[:, None]
+    assert np.allclose(t[35 : 35 + b], (1 - v) * p[35 : 35 + b] + v * t[22], atol=1e-15)
+    assert np.array_equal(t[35 + b :], p[35 + b :])
+
+
+def test_no_tip_below_the_ground_in_contact_or_swing():
+    """A foot sinking 3 cm into a sloped ground (heights per frame, under the input tip): clamped to
+    the ground + clearance on every frame, the hold on it."""
+    m = 60
+    p = sliding_walk(m, height=0.0)
+    under = 0.01 + 0.1 * p[:, 0]  # a slope along x
+    p[:, 2] += under - 0.03
+    planted = np.zeros(m, dtype=bool)
+    planted[15:30] = True
+    result = plan(p, planted, FPS, blend=5, ground=under, clearance=0.02)
+    t = result.target
+    assert np.all(t[:, 2] >= result.floor) and np.all(result.floor >= result.ground + 0.02 - 1e-15)
+    assert np.all(t[15:30] == t[15]) and t[15, 2] == pytest.approx(under[15] + 0.02)
+    assert np.array_equal(result.ground[:10], under[:10]) and np.all(result.ground[15:30] == under[15])
+    # Off the contact and its ease, the input, raised onto the ground: xy untouched.
+    assert np.array_equal(t[:, :2][result.weight == 0], p[:, :2][result.weight == 0])
+    assert np.allclose(t[40:, 2], under[40:] + 0.02, atol=1e-15)
+
+
+def test_no_contacts_returns_the_input():
+    p = sliding_walk()
+    for ground in (None, -1.0):
+        result = plan(p, np.zeros(len(p), dtype=bool), FPS, ground=ground)
+        assert np.array_equal(result.target, p) and not result.weight.any() and not result.changed.any()
+        assert result.holds == [] and result.blend == 18.0
+    assert plan(p[:1], [True], FPS, ground=0.0).target.tolist() == [[p[0, 0], p[0, 1], 0.0]]
+
+
+def test_head_targets_keep_the_foots_pitch():
+    m = 20
+    tip = sliding_walk(m)
+    angle = np.linspace(0.0, 0.8, m)  # heel rise: the foot pitches about its tip
+    head = tip + np.stack([-0.15 * np.cos(angle), np.zeros(m), 0.05 + 0.15 * np.sin(angle)], axis=1)
+    target = np.repeat(tip[:1], m, axis=0)
+    ankle = head_targets(target, head, tip)
+    assert np.allclose(ankle - target, head - tip, atol=1e-15)  # the foot's world vector, as captured
+    with pytest.raises(ValueError, match="same frames"):
+        head_targets(target, head[:5], tip)
+
+
+def test_plant_metrics_before_and_after():
+    p = np.stack([0.001 * np.arange(60), np.zeros(60), np.full(60, 0.05)], axis=1)  # 0.12 m/s: 4 mm per 1/30 s
+    planted = np.zeros(len(p), dtype=bool)
+    planted[5:50] = True
+    result = plan(p, planted, FPS, ground=0.0, clearance=0.01)
+    before = plant_metrics(p, planted, FPS, ground=0.0)
+    after = plant_metrics(result.target, planted, FPS, ground=result.ground)
+    assert before.slide.mean == pytest.approx(0.004, rel=0.05) and before.slide.samples == 45 - 4
+    assert after.slide.largest == 0.0 and after.slide.samples == before.slide.samples
+    assert after.lowest == pytest.approx(0.01) and before.lowest == pytest.approx(p[:, 2].min())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (dict(points=np.zeros((0, 3)), planted=np.zeros(0, dtype=bool)), "no frames"),
+        (dict(points=np.array([[0.0, 0.0, np.nan]] * 5)), "not finite at frame index 0"),
+        (dict(points=np.zeros((5, 2))), "planted points must be"),
+        (dict(planted=np.zeros(4, dtype=bool)), "planted flags must be one per frame"),
+        (dict(planted=np.full(5, 0.5)), "planted flags must be booleans"),
+        (dict(fps=0.0), "frame rate"),
+        (dict(fps=-24.0), "frame rate"),
+        (dict(blend=-1), "contact_blend must be 0 or more"),
+        (dict(blend=float("nan")), "contact_blend must be 0 or more"),
+        (dict(blend="6"), "contact_blend must be a number"),
+        (dict(ground=np.zeros(4)), "ground must be"),
+        (dict(ground=np.full(5, np.nan)), "ground heights are not finite"),
+        (dict(ground=0.0, clearance=np.zeros(3)), "clearance must be"),
+        (dict(ground=0.0, clearance=np.inf), "clearance is not finite"),
+        (dict(clearance=0.02), "give a ground"),
+    ],
+)
+def test_bad_input_is_refused_by_name(change, message):
+    args = dict(points=np.zeros((5, 3)), planted=np.ones(5, dtype=bool), fps=FPS, blend=None, ground=None)
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        plan(**args)
+
+
+# Properties, over random tip motions (a random walk), random contact flags, blends and grounds.
+@st.composite
+def plans(draw):
+    m = draw(st.integers(1, 70))
+    moves = np.array(draw(st.lists(st.floats(-0.02, 0.02), min_size=3 * m, max_size=3 * m))).reshape(m, 3)
+    points = np.cumsum(moves, axis=0) + [draw(st.floats(-5, 5)), draw(st.floats(-5, 5)), 0.05]
+    planted = np.array(draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    blend = draw(st.one_of(st.integers(0, 12), st.floats(0.0, 12.0)))
+    kind = draw(st.sampled_from(["none", "plane", "heights"]))
+    ground, clearance = None, 0.0
+    if kind == "plane":
+        ground = draw(st.floats(-0.05, 0.1))
+    elif kind == "heights":
+        ground = np.cumsum(np.array(draw(st.lists(st.floats(-0.005, 0.005), min_size=m, max_size=m))))
+    if kind != "none":
+        clearance = draw(st.one_of(st.floats(0.0, 0.04), st.just(np.linspace(0.0, 0.02, m))))
+    fps = draw(st.sampled_from([24.0, 30.0, 120.0]))
+    return points, planted, fps, blend, ground, clearance
+
+
+def _floor_under_input(points, ground, clearance):
+    m = len(points)
+    return np.broadcast_to(np.asarray(ground, dtype=float), (m,)) + np.broadcast_to(clearance, (m,))
+
+
+@given(case=plans())
+def test_property_each_contact_holds_its_first_frames_point(case):
+    points, planted, fps, blend, ground, clearance = case
+    result = plan(points, planted, fps, blend, ground, clearance)
+    assert [(h.start, h.end) for h in result.holds] == contact_runs(planted)
+    previous_end = None
+    for hold in result.holds:
+        held = result.target[hold.start : hold.end]
+        assert np.abs(held - hold.point).max() <= 1e-12 and np.array_equal(held[0], hold.point)
+        assert np.all(result.weight[hold.start : hold.end] == 1.0)
+        alone = previous_end is None or hold.start - (previous_end - 1) >= blend + 1
+        if alone:  # not within an earlier contact's ease: the input's point on the first frame
+            assert np.array_equal(hold.point[:2], points[hold.start, :2])
+            if ground is None:
+                assert hold.point[2] == points[hold.start, 2] and hold.snap == 0.0
+            else:
+                expected = _floor_under_input(points, ground, clearance)[hold.start]
+                assert hold.point[2] == pytest.approx(expected, abs=1e-12)
+        previous_end = hold.end
+
+
+@given(case=plans())
+def test_property_away_from_contacts_the_input_is_untouched(case):
+    """Frames beyond every contact's ease and before every snap's ease-in: the input bit for bit
+    (with a ground, where the input is above it); before a contact, horizontally on every frame."""
+    points, planted, fps, blend, ground, clearance = case
+    result = plan(points, planted, fps, blend, ground, clearance)
+    m = len(points)
+    near = planted.copy()
+    for hold in result.holds:
+        near[hold.start - hold.ease_in : min(m, hold.end + math.ceil(blend))] = True
+    assert np.all(result.weight[~near] == 0.0)
+    free = ~near & (points[:, 2] >= result.floor)
+    assert np.array_equal(result.target[free], points[free])
+    untouched = result.weight == 0.0
+    assert np.array_equal(result.target[untouched, :2], points[untouched, :2])  # no pull toward a landing
+    if ground is None:
+        assert np.array_equal(result.target[~near], points[~near])
+
+
+@given(case=plans())
+def test_property_the_target_never_jumps_beyond_the_bound(case):
+    """|t_i - t_(i-1)| <= |p_i - p_(i-1)| + 1.5/(blend+1) |p_(i-1) - a| + 1.5/(n+1) |snap| + |floor step|,
+    a the hold governing frame i - 1 (while its weight there is above 0), snap and n those of the
+    contact whose ease-in or first frame is frame i (the module's stated bound)."""
+    points, planted, fps, blend, ground, clearance = case
+    result = plan(points, planted, fps, blend, ground, clearance)
+    t, holds = result.target, result.holds
+    floor_step = np.zeros(len(t)) if ground is None else np.abs(np.diff(result.floor, prepend=result.floor[0]))
+    for i in range(1, len(t)):
+        bound = np.linalg.norm(points[i] - points[i - 1]) + floor_step[i]
+        governing = [h for h in holds if h.start <= i - 1]
+        if governing and result.weight[i - 1] > 0.0:
+            bound += STEEPEST / (blend + 1) * np.linalg.norm(points[i - 1] - governing[-1].point)
+        coming = [h for h in holds if h.start - h.ease_in <= i <= h.start]
+        if coming:
+            bound += STEEPEST / (coming[0].ease_in + 1) * abs(coming[0].snap)
+        assert np.linalg.norm(t[i] - t[i - 1]) <= bound + 1e-12, i
+
+
+@given(case=plans())
+def test_property_never_below_the_ground(case):
+    points, planted, fps, blend, ground, clearance = case
+    result = plan(points, planted, fps, blend, ground, clearance)
+    assert np.all(result.target[:, 2] >= result.floor)
+    if ground is not None:
+        assert np.all(result.floor >= result.ground + np.minimum.reduce(np.atleast_1d(clearance)) - 1e-12)
+        if np.ndim(ground) == 0:  # a plane: the ground under the target is the plane itself
+            assert np.allclose(result.ground, ground, rtol=0, atol=1e-12)
+            assert np.all(result.target[:, 2] >= ground + np.min(clearance) - 1e-12)
+
+
+@given(case=plans())
+def test_property_no_contacts_no_change(case):
+    points, _, fps, blend, ground, clearance = case
+    result = plan(points, np.zeros(len(points), dtype=bool), fps, blend, ground, clearance)
+    assert not result.weight.any() and result.holds == []
+    above = points[:, 2] >= result.floor
+    assert np.array_equal(result.target[above], points[above])
+    if ground is None:
+        assert np.array_equal(result.target, points) and not result.changed.any()
