@@ -51,6 +51,13 @@ and nothing is keyed. The foot's pitch follows the input: `head_targets` gives w
 bone's head (the ankle) must go so that the foot keeps its input world rotation and its tip lands
 on the target; the bones above the foot solve for that, the foot bone's world rotation is the
 input's. Heel rise and toe roll (the foot pitching about its planted tip) stay as captured.
+
+Which frames hold: the contact keys start at heel strike (either end of the foot plants), when
+the tip (the ball) is still coming down, 3-12 cm up on the shared CMU walks; held from there and
+put on the ground with the pitch kept, the ankle goes 5-31 mm below the ground. `tip_down` gives,
+within each contact, the frames from where the tip itself lands: planned on those, the ankle
+stays above the ground on the same clips (tests/blender/test_plant_mocap.py). Which flags the bake
+plans on is the caller's choice; `plan` holds on whatever it is given.
 """
 
 from __future__ import annotations
@@ -60,7 +67,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .contacts import SPEED_WINDOW, check_fps, check_points, contact_runs, ground_heights
+from .contacts import (
+    SPEED_WINDOW,
+    ContactSettings,
+    check_fps,
+    check_points,
+    contact_runs,
+    ground_heights,
+    window_speed,
+)
 from .foot_metrics import Slide, foot_slide, lowest_height
 
 BLEND_SECONDS = 0.15
@@ -200,6 +215,32 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
     else:
         under, floor = None, np.full(frames, -np.inf)
     return PlantPlan(target, weight, np.any(target != points, axis=1), floor, under, holds, blend)
+
+
+def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -> np.ndarray:
+    """(F,) bool: within each contact of `planted`, the frames from the first to the last on which
+    the tip itself is down: within `settings.height` of its lowest height in that contact (above
+    `ground`, as `plan` takes it) and slower than `settings.speed` (over `settings.window`). A
+    contact is keyed from either end of the foot, so it starts at heel strike, with the tip (the
+    ball) still coming down, often several cm up: held from there and put on the ground, the tip
+    would pull the ankle below the ground (the foot keeping its pitch). These flags hold the tip
+    from where it lands instead. A contact on which the tip is never down (the heel alone carries
+    it) is dropped."""
+    tip = check_points(tip, "planted points")
+    flags = _check_planted(planted, len(tip))
+    fps = check_fps(fps)
+    if not isinstance(settings, ContactSettings):
+        raise ValueError(f"settings must be ContactSettings, got {type(settings).__name__}")
+    settings.checked()
+    heights = tip[:, 2] - ground_heights(ground, len(tip), 1)[:, 0]
+    slow = window_speed(tip, fps, settings.window) <= settings.speed
+    down = np.zeros(len(tip), dtype=bool)
+    for start, end in contact_runs(flags):
+        low = heights[start:end] - heights[start:end].min() <= settings.height
+        frames = np.flatnonzero(low & slow[start:end])
+        if len(frames):
+            down[start + frames[0] : start + frames[-1] + 1] = True
+    return down
 
 
 def head_targets(target, head, tip) -> np.ndarray:

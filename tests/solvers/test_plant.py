@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers.contacts import contact_runs
-from solvers.plant import STEEPEST, default_blend, ease, head_targets, plan, plant_metrics, smooth
+from solvers.contacts import ContactSettings, contact_runs
+from solvers.plant import STEEPEST, default_blend, ease, head_targets, plan, plant_metrics, smooth, tip_down
 
 FPS = 120.0
 
@@ -155,6 +155,62 @@ def test_head_targets_keep_the_foots_pitch():
     assert np.allclose(ankle - target, head - tip, atol=1e-15)  # the foot's world vector, as captured
     with pytest.raises(ValueError, match="same frames"):
         head_targets(target, head[:5], tip)
+
+
+def heel_strike(m: int = 80, start: int = 10, landed: int = 24, end: int = 70):
+    """A foot (heel end 6 cm up, 20 cm long) that strikes with its heel at `start`, toes 25 degrees
+    up, and rolls down about the heel until its tip lands at `landed` (a smooth turn), flat to `end`.
+    Returns heel, tip, the foot's contact flags (from heel strike) and the tip's own."""
+    pitch = np.zeros(m)
+    i = np.arange(start, landed)
+    pitch[:start] = 0.44
+    pitch[start:landed] = 0.44 * (1.0 - smooth((i - start) / (landed - start)))
+    heel = np.tile([0.0, 0.0, 0.06], (m, 1))
+    heel[:start, 0] = -0.01 * (start - np.arange(start))  # arriving
+    tip = heel + np.stack([0.2 * np.cos(pitch), np.zeros(m), -0.04 + 0.2 * np.sin(pitch)], axis=1)
+    planted = np.zeros(m, dtype=bool)
+    planted[start:end] = True
+    own = np.zeros(m, dtype=bool)
+    own[landed:end] = True
+    return heel, tip, planted, own
+
+
+def test_tip_down_holds_the_tip_from_where_it_lands():
+    """A contact keyed from heel strike: held from there, the tip (8 cm up) is snapped 8 cm down and,
+    with the foot's pitch kept, the ankle goes below the ground; from where the tip lands, it is not."""
+    heel, tip, planted, own = heel_strike()
+    settings = ContactSettings.for_leg(0.9)
+    down = tip_down(planted, tip, FPS, settings, ground=0.0)
+    runs = contact_runs(down)
+    assert len(runs) == 1 and 10 < runs[0][0] <= 24 and runs[0][1] == 70
+    assert tip[runs[0][0], 2] - tip[10:70, 2].min() <= settings.height
+    early = plan(tip, planted, FPS, ground=0.0, clearance=0.02)
+    late = plan(tip, down, FPS, ground=0.0, clearance=0.02)
+    assert early.holds[0].snap < -0.08 and abs(late.holds[0].snap) <= settings.height
+    assert head_targets(early.target, heel, tip)[:, 2].min() < 0.0 < head_targets(late.target, heel, tip)[:, 2].min()
+    # Before the tip lands its target is the input (the foot turns about its heel, as captured).
+    assert np.array_equal(late.target[: runs[0][0] - late.holds[0].ease_in], tip[: runs[0][0] - late.holds[0].ease_in])
+    # A still tip is down for the whole contact; a contact it never touches down in is dropped.
+    still = np.repeat(tip[-1:], len(tip), axis=0)
+    assert np.array_equal(tip_down(planted, still, FPS, settings), planted)
+    flying = tip + np.stack([np.zeros(80), 0.02 * np.arange(80), np.zeros(80)], axis=1)  # 2.4 m/s
+    assert not tip_down(planted, flying, FPS, settings).any()
+    with pytest.raises(ValueError, match="settings must be"):
+        tip_down(planted, tip, FPS, None)
+
+
+@given(
+    flags=st.lists(st.booleans(), min_size=1, max_size=60),
+    moves=st.lists(st.floats(-0.01, 0.01), min_size=180, max_size=180),
+)
+def test_property_tip_down_lies_within_the_contacts(flags, moves):
+    planted = np.array(flags)
+    m = len(planted)
+    tip = np.cumsum(np.array(moves).reshape(60, 3)[:m], axis=0)
+    down = tip_down(planted, tip, FPS, ContactSettings.for_leg(0.9))
+    assert not np.any(down & ~planted)
+    for start, end in contact_runs(planted):
+        assert len(contact_runs(down[start:end])) <= 1  # one hold per contact at most
 
 
 def test_plant_metrics_before_and_after():
