@@ -75,7 +75,7 @@ class FrameChains:
         for unit in self.units:
             group = self.groups.get(unit.members[0])
             if group is not None:
-                if k:
+                if k and not group.stretched:  # a stretching group's read checks its unstretched pose
                     check_rigid_at(obj_eval, group.names, frame)
                 group.step(self, k, obj_eval, depsgraph, space)
                 continue
@@ -106,17 +106,25 @@ class FrameChains:
 
     def _first(self, obj_eval, depsgraph, space) -> None:
         scales = self.solved.scales
+        stretching = set()  # the chains of stretching groups: their group's read checks them
+        for group in self.groups.values():
+            if group.stretched:
+                stretching.update(s.tip for s in group.specs)
+                scales.update((name, np.empty(self.count)) for name in group.stretched)
         for spec, weights in zip(self.specs, self.stretches, strict=True):
             # Full read once: the rigidity checks and their messages (a stretching chain's: its own).
-            if weights is None:
-                first = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
+            if spec.tip in stretching:
+                names = rig.chain_bone_names(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
+            elif weights is None:
+                names = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits).names
             else:
                 goal = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 first, own = rig.stretch.read_stretched(
                     obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, space.to_local(goal)
                 )
+                names = first.names
                 scales.update((name, np.empty(self.count)) for name in own)
-            for name in first.names:
+            for name in names:
                 pbone = obj_eval.pose.bones[name]
                 self.state_v[name] = self.first[name] = modes.current_values(pbone)
                 self.state_q[name] = modes.current_quaternion(pbone)

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .. import solvers
+from .. import rig, solvers
 from ..rig import keys, modes, sampling, sequence, tree_write
 from ..rig.fk import PoseFK
 from .group_solve import group_effectors, group_notes, group_rig
@@ -50,9 +50,17 @@ class GroupFrames:
     def names(self) -> tuple[str, ...]:
         return self.layout.names
 
+    @property
+    def stretched(self) -> tuple[str, ...]:
+        """The bones whose Y scale this group's bake keys (IK stretch), else ()."""
+        w = self.rig.stretch_weights or ()
+        return tuple(n for n, wi in zip(self.names, w, strict=False) if wi > 0.0)
+
     def static_reason(self, obj, animated: set[str]) -> str:
         """Why this group needs each frame evaluated ('' when, the armature and targets being
         sampled without frame_set (rig.sampling), its first frame's reading serves every frame)."""
+        if self.rig.stretch_weights is not None:
+            return "IK stretch"  # each frame's bone lengths follow its targets
         # With Use Tail off a chain's tip bone rides on it and its head is the goal point.
         riding = [s.tip for s in self.specs if not s.use_tail]
         why = sequence.unsuitable(obj, (*self.names, *riding), animated)
@@ -77,6 +85,9 @@ class GroupFrames:
         """Frame `k`, evaluated: read, solve continuing frame k-1, keep its channel values."""
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
         effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
+        skeleton, stretched = self.rig.stretch(obj_eval, skeleton, local, effectors)
+        for name, y in rig.stretch.blend(obj_eval.pose.bones, stretched, self.lead.influence)[0].items():
+            state.solved.scales[name][k] = y
         start = time.perf_counter()
         previous = self.previous if k else None
         solution = solvers.solve_skeleton_next(

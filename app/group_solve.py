@@ -64,8 +64,12 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
             else e
             for e in effectors
         ]
+    skeleton, stretched = group.stretch(obj_eval, skeleton, local, effectors)
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
+    if stretched:
+        scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
+        whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
     if held:
         pins.remember(obj, names, skeleton, held, whole.values)
     _, heads_in, ends_in = skeleton.forward(local)
@@ -86,6 +90,8 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
             tuple(n for n in whole.locked if n in own),
             tuple(n for n in whole.constrained if n in own),
             {n: whole.before[n] for n in own},
+            {n: whole.scales[n] for n in own if n in whole.scales},
+            {n: whole.scales_before[n] for n in own if n in whole.scales_before},
         )
         rows = [where[n] for n in chain]
         points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
@@ -112,16 +118,31 @@ class GroupRig:
     specs: tuple[ChainSpec, ...]  # led by the first (groups.led_by)
     layout: tree.TreeLayout
     chain_bones: tuple[tuple[str, ...], ...]  # per chain, its bones root first
+    # IK stretch: per tree bone its ik_stretch where a chain with Stretch on holds it, else 0
+    # (None: nothing stretches), and whether it inherits its tree parent's Y scale.
+    stretch_weights: tuple[float, ...] | None = None
+    inherit: tuple[bool, ...] = ()
 
     def read(self, obj, obj_eval, space, fk=None) -> tuple:
         """(skeleton, input local rotations, bone names, tolerance in armature space) of the
-        evaluated pose (`fk`: see rig.tree.read_tree); the lead's Use Bone IK Limits applies."""
+        evaluated pose (`fk`: see rig.tree.read_tree), read unstretched when the group stretches
+        (rig.stretch); the lead's Use Bone IK Limits applies."""
         chains = [(s.tip, s.chain_length, s.use_tail) for s in self.specs]
+        if self.stretch_weights is not None:
+            fk = rig.stretch.unstretched(obj_eval, self.layout.names, self.stretch_weights, fk)
         skeleton, local, names = tree.read_tree(obj, obj_eval, chains, self.layout, fk)
         lead = self.specs[0]
         if not lead.use_limits and skeleton.limits is not None:
             skeleton = dataclasses.replace(skeleton, limits=None)
         return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
+
+    def stretch(self, obj_eval, skeleton, local, effectors) -> tuple:
+        """(the skeleton stretched toward the effectors, own Y channel per stretching bone) as a
+        chain alone stretches (rig.stretch.stretch_tree); the skeleton itself and {} without stretch."""
+        if self.stretch_weights is None:
+            return skeleton, {}
+        names, w = self.layout.names, self.stretch_weights
+        return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
 
 
 def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
@@ -129,8 +150,16 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
     its bones, a bone left stretched)."""
     layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
     check_group(obj, specs, layout.names)
-    check_no_stretch_scale(obj, layout.names)
-    return GroupRig(tuple(specs), layout, tuple(chain_names(obj, s) for s in specs))
+    chains = tuple(chain_names(obj, s) for s in specs)
+    # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
+    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch for n in chain}
+    pose = obj.pose.bones
+    w = tuple(float(pose[n].ik_stretch) if n in stretching else 0.0 for n in layout.names)
+    check_no_stretch_scale(obj, [n for n, wi in zip(layout.names, w, strict=True) if wi == 0.0])
+    if not any(wi > 0.0 for wi in w):
+        return GroupRig(tuple(specs), layout, chains)
+    inherit = tuple(rig.stretch.tree_inherit(obj, layout.names, layout.parents))
+    return GroupRig(tuple(specs), layout, chains, w, inherit)
 
 
 def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
@@ -206,7 +235,4 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     notes = []
     if solver_reason:
         notes.append(f"solver: {solver_reason}")
-    stretching = [n for n in names if obj.pose.bones[n].ik_stretch > 0.0]
-    if stretching and any(s.use_stretch for s in specs):
-        notes.append(f"IK stretch is not applied inside a group (bone '{stretching[0]}')")
     return "; ".join(notes)

@@ -313,8 +313,11 @@ def test_groups_follow_reparenting(rigify):
 
 
 def test_a_bone_left_stretched_is_named(rigify):
-    """A Y scale an earlier stretched solve of a chain alone left: named, not a generic shear error."""
+    """A Y scale an earlier stretched solve left on a bone that does not stretch now (its chain's
+    Stretch off; with it on, the group reads it divided out: tests/blender/test_group_stretch.py):
+    named, not a generic shear error."""
     obj = _rig(HANDS_HEAD[:2], np.random.default_rng(0))
+    obj.chain_ik.chains[0].use_stretch = False
     obj.pose.bones["upper_arm.L"].ik_stretch = 0.5
     obj.pose.bones["upper_arm.L"].scale = (1.0, 1.4, 1.0)
     with pytest.raises(RuntimeError, match="keeps the Y scale 1.4"):
