@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import rig, solvers
 from ..rig import keys, modes, read
-from . import bake_group, groups, solve
+from . import bake_group, groups
+from .goals import chain_goals
 from .spec import ChainSpec
 
 
@@ -153,11 +154,10 @@ class FrameChains:
         goal_chain = chain
         if spec.use_rotation and not spec.use_tail:
             goal_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail)
+        last = goal_chain.pose_matrices[-1]
+        goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
         solution = solvers.solve(
-            chain.chain,
-            target,
-            **spec.solver_arguments(spec.local_tolerance(space)),
-            **solve.goal_arguments(spec, depsgraph, obj_eval, space, goal_chain),
+            chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)), **goals.arguments()
         )
         if solution.reason:
             self.solver_reasons.setdefault(spec.tip, solution.reason)

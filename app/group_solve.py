@@ -20,28 +20,13 @@ from ..solvers.metrics import rotation_cost_rows
 from ..solvers.tree.pins import without_unheld
 from . import pins
 from .checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from .goals import chain_goals
 from .groups import chain_names, group_label, led_by
+from .outcome import ChainOutcome
 from .spec import ChainSpec
 
 
-@dataclass
-class MemberOutcome:
-    """One chain's part of a group solve (the same fields reports read from a ChainOutcome)."""
-
-    spec: ChainSpec
-    write: rig.PoseWrite  # the group's write, each bone given to the first chain that has it
-    names: tuple[str, ...]  # the chain's bones
-    error: float  # world-space tip error of the solution
-    cost: float  # degrees, over the chain's bones
-    time_ms: float  # the whole group's solve
-    iterations: int
-    reached: bool
-    reason: str
-    group: str  # the group's label
-    goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
-
-
-def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
+def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
     """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
     compute, don't write. One outcome per spec, in order."""
     start = time.perf_counter()
@@ -103,7 +88,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
         reason = "; ".join(filter(None, (own, notes)))
         outcomes.append(
-            MemberOutcome(
+            ChainOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
                 bool(solution.error[k] <= tolerance), reason, label, pinned,
             )
@@ -183,51 +168,15 @@ def group_effectors(obj_eval, space, specs: list[ChainSpec], bones, names, depsg
     `goals`: per chain (target, pole) world locations when already known (a bake sampling their
     curves), else they are read from the depsgraph."""
     goals = goals or [(None, None)] * len(specs)
-    return [
-        effector(obj_eval, space, spec, bone, names[bone], depsgraph, target, pole)
-        for spec, bone, (target, pole) in zip(specs, bones, goals, strict=True)
-    ]
-
-
-def effector(
-    obj_eval,
-    space,
-    spec: ChainSpec,
-    bone: int,
-    bone_name: str,
-    depsgraph,
-    target_world=None,
-    pole_world=None,
-) -> solvers.Effector:
-    """The solver's effector for one chain of a group (armature space). `target_world`,
-    `pole_world`: their locations when already known (a bake sampling their curves). A pin
-    holds above every target and every priority (solvers.skeleton.level); `solve_group` gives it
-    its point (app.pins), a bake each frame's input pose."""
-    position = pole = orientation = None
-    if spec.pin:  # solve_skeleton holds the bone's input end point and frame
-        return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
-    if target_world is None:
-        target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-    position = space.to_local(target_world)
-    if spec.pole is not None:
-        if pole_world is None:
-            pole_world = rig.target_world_location(rig.evaluated(spec.pole, depsgraph), spec.pole_bone)
-        pole = space.to_local(pole_world)
-    if spec.use_rotation and spec.rotation_weight > 0.0:
-        target_eval = rig.evaluated(spec.target, depsgraph)
-        world = rig.ik_settings.world_matrix(target_eval, spec.target_bone)
-        frame = rig.ik_settings.bone_goal_frame
-        orientation = frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, bone_name)
-    return solvers.Effector(
-        bone,
-        position,
-        pole=pole,
-        pole_angle=float(spec.pole_angle),
-        orientation=orientation,
-        rotation_weight=float(spec.rotation_weight),
-        weight=float(spec.weight),
-        priority=int(spec.priority),
-    )
+    pose = obj_eval.pose.bones
+    out = []
+    for spec, bone, (target, pole) in zip(specs, bones, goals, strict=True):
+        last = pose[names[bone]]
+        made = chain_goals(
+            obj_eval, space, spec, depsgraph, lambda b=last: b.matrix.to_quaternion().normalized(), target, pole
+        )
+        out.append(made.effector(bone))
+    return out
 
 
 def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from .. import rig, solvers
-from .solve import ChainOutcome
+from .outcome import ChainOutcome
 from .spec import ChainSpec
 
 
