@@ -21,6 +21,7 @@ import numpy as np
 from .. import rig, solvers
 from ..rig import keys, modes, sampling, sequence, tree_write
 from ..rig.fk import PoseFK
+from .bake_chain import check_rigid_at
 from .group_solve import group_effectors, group_notes, group_rig
 from .groups import group_label
 from .spec import ChainSpec
@@ -81,8 +82,10 @@ class GroupFrames:
             fk = PoseFK(obj_eval, solved) if solved else None
         return self.rig.read(self.obj, obj_eval, space, fk)
 
-    def step(self, state, k: int, obj_eval, depsgraph, space) -> None:
+    def step(self, state, k: int, frame, obj_eval, depsgraph, space) -> None:
         """Frame `k`, evaluated: read, solve continuing frame k-1, keep its channel values."""
+        if k and not self.stretched:  # a stretching group's read checks its unstretched pose
+            check_rigid_at(obj_eval, self.names, frame)
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
         effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
         skeleton, stretched = self.rig.stretch(obj_eval, skeleton, local, effectors)
