@@ -144,3 +144,23 @@ def test_group_stretch_below_a_stretched_bone(scene, inherit):
     assert error < TOL and items[0].result.error == pytest.approx(error, abs=1e-6)
     assert obj.pose.bones["a0"].scale[1] > 1.2
     assert all(s == (1.0, 1.0, 1.0) for n, s in _scales(obj).items() if n != "a0")
+
+
+def test_live_group_stretches_and_comes_back(scene, ext):
+    """A live chain in a group: its whole group solves on each target move, stretching the far
+    chain's bone and back; its own scale write is not a change of input (nothing solved again)."""
+    from chain_ik.app import live
+
+    obj = _tree()
+    ta, tb = add_empty("A", NEAR_A), add_empty("B", GOAL_B)
+    items = _chains(obj, ta, tb, "fabrik")
+    items[0].live = True
+    for location in (FAR_A, NEAR_A, FAR_A):
+        ta.location = location
+        bpy.context.view_layer.update()  # the handler solves
+        bpy.context.view_layer.update()  # the written pose evaluates
+        assert np.linalg.norm(world_point(obj, "a1") - np.array(location)) < TOL
+        assert np.linalg.norm(world_point(obj, "b1") - np.array(GOAL_B)) < TOL
+        assert (obj.pose.bones["a1"].scale[1] > 1.2) == (location == FAR_A)
+    assert live.solve_live(bpy.context.scene, bpy.context.evaluated_depsgraph_get()) == 0
+    items[0].live = False
