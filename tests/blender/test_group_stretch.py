@@ -48,7 +48,7 @@ def _scales(obj) -> dict[str, tuple]:
 
 @pytest.mark.parametrize("method", ["fabrik", "jacobian", "triangulation"])
 def test_group_solve_stretches_the_far_chain_only(scene, method):
-    from chain_ik.app import groups
+    from chain_ik.app.spec import groups
 
     obj = _tree()
     ta, tb = add_empty("A", FAR_A), add_empty("B", GOAL_B)

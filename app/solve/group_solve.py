@@ -1,4 +1,4 @@
-"""Solving a group: chains that share bones (app.groups) as one tree, every tip an effector of
+"""Solving a group: chains that share bones (app.spec.groups) as one tree, every tip an effector of
 one `solvers.solve_skeleton` call, written as one pose.
 
 The group's first chain leads: its solver, options, tolerance, iteration cap, limits, locks and
@@ -14,16 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import rig, solvers
-from ..rig import tree, tree_write
-from ..solvers.metrics import rotation_cost_rows
-from ..solvers.tree.pins import without_unheld
+from ... import rig, solvers
+from ...rig import tree, tree_write
+from ...solvers.metrics import rotation_cost_rows
+from ...solvers.tree.pins import without_unheld
+from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from ..spec import ChainSpec
+from ..spec.groups import chain_names, group_label, led_by
 from . import pins
-from .checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
 from .goals import chain_goals
-from .groups import chain_names, group_label, led_by
 from .outcome import ChainOutcome
-from .spec import ChainSpec
 
 
 def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
@@ -41,7 +41,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
     skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
     effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
     held = {}
-    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.pins)
+    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.solve.pins)
         held = pins.held_points(obj, names, skeleton, local, [e.bone for e in effectors if e.pin])
         effectors = [
             dataclasses.replace(e, position=held[e.bone][0], orientation=held[e.bone][1], rotation_weight=1.0)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Quaternion
 
-from .. import rig, solvers
-from .spec import ChainSpec
+from ... import rig, solvers
+from ..spec import ChainSpec
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The bake's per-frame kernel for a chain alone (`ChainFrames`; a group's is app.bake_group's
+"""The bake's per-frame kernel for a chain alone (`ChainFrames`; a group's is app.bake.bake_group's
 `GroupFrames`, with the same `step`): at each evaluated frame the chain is read on the previous
 frame's solution (rig.fk), or from its input pose with a pole, solved with `solvers.solve` and
 its channel values kept continuous with the previous frame's."""
@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 
-from .. import rig, solvers
-from ..rig import modes, read
-from .goals import chain_goals
-from .spec import ChainSpec
+from ... import rig, solvers
+from ...rig import modes, read
+from ..solve.goals import chain_goals
+from ..spec import ChainSpec
 
 
 def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
@@ -30,7 +30,7 @@ def check_rigid_at(obj_eval, names, frame) -> None:
 
 
 class ChainFrames:
-    """One chain's frames, written into the bake's shared state (`state`: app.bake_frames.FrameChains)."""
+    """One chain's frames, written into the bake's shared state (`state`: app.bake.bake_frames.FrameChains)."""
 
     def __init__(self, obj, spec: ChainSpec) -> None:
         self.obj, self.spec = obj, spec

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import rig, solvers
-from .spec import ChainSpec
+from ... import rig, solvers
+from ..spec import ChainSpec
 
 
 @dataclass
 class ChainOutcome:
-    spec: ChainSpec  # in a group: with the lead's solver settings (app.groups.led_by)
+    spec: ChainSpec  # in a group: with the lead's solver settings (app.spec.groups.led_by)
     write: rig.PoseWrite  # in a group: the group's write, each bone given to the first chain that has it
     names: tuple[str, ...]  # the chain's bones, root first
     error: float  # world-space tip error of the solution
@@ -21,7 +21,7 @@ class ChainOutcome:
     reached: bool
     # Why a faster kernel did not serve, and what the solve did not honour ('' when nothing).
     reason: str
-    group: str = ""  # the chains it was solved with (app.groups.group_label), '' when alone
+    group: str = ""  # the chains it was solved with (app.spec.groups.group_label), '' when alone
     goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
     rig: rig.RigChain | None = None  # a chain alone: its read (rig.read_chain and its forms)
     solution: solvers.Solution | None = None  # a chain alone: the solver's result

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import bpy
 
-from .. import rig, solvers
+from ... import rig, solvers
 
 if TYPE_CHECKING:
-    from .spec import ChainSpec
+    from ..spec import ChainSpec
 
 
 def check_spec(obj, spec: ChainSpec) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from .. import rig, solvers
+from ... import rig, solvers
+from ..spec import ChainSpec
 from .outcome import ChainOutcome
-from .spec import ChainSpec
 
 
 def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=None) -> None:

@@ -1,6 +1,6 @@
 """The bake's per-frame kernel (`FrameChains`): chains and groups that need Blender each frame,
 solved in order at every evaluated frame (a later chain reads the earlier ones' solution), and
-the bake's solved state they share (`Solved`). See app.bake_solve for which chains come here."""
+the bake's solved state they share (`Solved`). See app.bake.bake_solve for which chains come here."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import rig
-from ..rig import keys, modes
-from . import bake_group, groups
+from ... import rig
+from ...rig import keys, modes
+from ..spec import ChainSpec, groups
+from . import bake_group
 from .bake_chain import ChainFrames, check_rigid_at, stretch_weights  # noqa: F401 - bake_solve's names
-from .spec import ChainSpec
 
 
 @dataclass

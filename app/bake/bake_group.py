@@ -1,4 +1,4 @@
-"""The bake's kernel for a group (chains sharing bones, app.groups): every frame solved with all
+"""The bake's kernel for a group (chains sharing bones, app.spec.groups): every frame solved with all
 the group's tips as effectors, continuing the frame before it (solvers.skeleton_sequence: the
 last frame's solution moved toward this frame's goals by least-squares steps, then the lead's
 method; with a pole or an animated input pose, the frame's own solve from its input pose is kept
@@ -18,17 +18,17 @@ import time
 
 import numpy as np
 
-from .. import rig, solvers
-from ..rig import keys, modes, sampling, sequence, tree_write
-from ..rig.fk import PoseFK
+from ... import rig, solvers
+from ...rig import keys, modes, sampling, sequence, tree_write
+from ...rig.fk import PoseFK
+from ..solve.group_solve import group_effectors, group_notes, group_rig
+from ..spec import ChainSpec
+from ..spec.groups import group_label
 from .bake_chain import check_rigid_at
-from .group_solve import group_effectors, group_notes, group_rig
-from .groups import group_label
-from .spec import ChainSpec
 
 
 class GroupFrames:
-    """One group's frames, written into the bake's shared state (`state`: app.bake_frames.FrameChains)."""
+    """One group's frames, written into the bake's shared state (`state`: app.bake.bake_frames.FrameChains)."""
 
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs = obj, specs

@@ -1,9 +1,9 @@
-"""The one solve path of Solve, Live, Compare and cli.py: a unit (app.groups: a chain alone, or
-chains sharing bones) is read, its goals built once from the chain specs (app.goals), solved,
-its pose computed and written all-or-nothing; one outcome per chain (app.outcome.ChainOutcome).
+"""The one solve path of Solve, Live, Compare and cli.py: a unit (app.spec.groups: a chain alone, or
+chains sharing bones) is read, its goals built once from the chain specs (app.solve.goals), solved,
+its pose computed and written all-or-nothing; one outcome per chain (app.solve.outcome.ChainOutcome).
 
 Inside it, a chain alone takes the chain kernel (`solve_spec`: rig.read_chain, solvers.solve, the
-writer's quaternion kernel), a group or a pinned chain the tree (app.group_solve:
+writer's quaternion kernel), a group or a pinned chain the tree (app.solve.group_solve:
 solvers.solve_skeleton); the outcome's `reason` says where a faster kernel did not serve."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from .. import rig, solvers
-from . import group_solve, groups
-from .checks import check_in_view_layer, check_spec
+from ... import rig, solvers
+from ..checks import check_in_view_layer, check_spec
+from ..spec import ChainSpec, groups
+from . import group_solve
 from .goals import chain_goals
 from .outcome import ChainOutcome, chain_reason
-from .spec import ChainSpec
 
 
 def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome:
@@ -66,7 +66,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
 
 
 def solve_unit(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
-    """Solve one unit of `obj` (app.groups: `specs` share bones, or one chain alone) on the evaluated
+    """Solve one unit of `obj` (app.spec.groups: `specs` share bones, or one chain alone) on the evaluated
     pose; compute, don't write. One outcome per spec, in order (a group's: led by the first)."""
     if len(specs) == 1 and not specs[0].pin:
         return [solve_spec(obj, specs[0], depsgraph)]
@@ -76,7 +76,7 @@ def solve_unit(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
 def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
     """Solve and write chains; returns one ChainOutcome per spec, in order.
 
-    Chains that share bones are solved together as one group (app.groups); groups and single
+    Chains that share bones are solved together as one group (app.spec.groups); groups and single
     chains go in order of their top bone's depth, so one hanging below another sees its result.
     All-or-nothing: on any error, every bone written so far is restored and the
     ValueError propagates. `depsgraph_get()` returns an up-to-date evaluated

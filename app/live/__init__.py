@@ -24,11 +24,12 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from .. import properties, rig
-from ..rig import protected
-from ..rig.sampling import LIVE_HANDLER_MARK
-from . import groups, solve, spec
-from .result import measured_error, store_result
+from ... import properties, rig
+from ...rig import protected
+from ...rig.sampling import LIVE_HANDLER_MARK
+from .. import solve, spec
+from ..solve.result import measured_error, store_result
+from ..spec import groups
 
 # Per live unit: (armature, chain index) for a lone chain, (armature, member indices) for a group.
 _signatures: dict[tuple, tuple] = {}
@@ -119,7 +120,7 @@ def _live_armatures(scene) -> list:
 
 def solve_live(scene, depsgraph, errors: list | None = None) -> int:
     """Solve every live chain in `scene` whose inputs changed; returns how many were solved.
-    A live chain sharing bones with others is solved with its whole group (app.groups). A chain
+    A live chain sharing bones with others is solved with its whole group (app.spec.groups). A chain
     that cannot be solved is printed once, or, given `errors`, added there as (armature, chain
     names, why) for the caller to say."""
     solved = 0
@@ -129,7 +130,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             continue
         chains = obj.chain_ik.chains
         live_keys = set()
-        # In the units' order (app.groups): a chain hanging below a group sees this update's solve.
+        # In the units' order (app.spec.groups): a chain hanging below a group sees this update's solve.
         for members in groups.panel_units(obj):
             items = [chains[i] for i in members]
             if not any(item.live for item in items):
