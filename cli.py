@@ -91,7 +91,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
 
     baking = importlib.import_module(f"{package.__name__}.app.bake")
     job_specs = importlib.import_module(f"{package.__name__}.app.spec")
-    grouping = importlib.import_module(f"{package.__name__}.app.groups")
+    grouping = importlib.import_module(f"{package.__name__}.app.spec.groups")
     obj = bpy.data.objects.get(args.armature)
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         "solver_error": result.worst_error,
         "playback_error": playback,
         "playback_seconds": result.measure_seconds,
-        # app.bake_report.ChainReport, measured on playback, and the solver's own figure.
+        # app.bake.bake_report.ChainReport, measured on playback, and the solver's own figure.
         "per_chain": [
             {
                 **chain.as_dict(),
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
 
 
 def print_summary(summary: dict, chain_line) -> None:
-    """`chain_line(dict)`: app.bake_report.chain_line."""
+    """`chain_line(dict)`: app.bake.bake_report.chain_line."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
         f" in {summary['seconds']:.3f} s, {summary['keys']} keys written (of {summary['keys_before']} solved)"
@@ -236,7 +236,7 @@ def main(argv: list[str]) -> int:
         package, registered_here = extension_package()
         summary = {**run(args, checked, package), "libraries": libraries}
         unwritten = write_json(json_path, summary)
-        print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake_report").chain_line)
+        print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake.bake_report").chain_line)
         if summary["status"] == "missed":
             print(
                 f"cli.py: error: playback misses by {summary['playback_error']:.3g}, more than --max-error"

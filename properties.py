@@ -203,7 +203,7 @@ class ChainIKChain(bpy.types.PropertyGroup):
         min=0.0,
         max=1.0,
     )
-    # Chains that share bones are solved together as one group (app.groups); these rank this
+    # Chains that share bones are solved together as one group (app.spec.groups); these rank this
     # chain's tip among the group's. The group's first chain in the list sets its solver.
     weight: FloatProperty(
         name="Weight",
@@ -343,10 +343,10 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         poll=lambda _settings, obj: obj.type == "MESH",
     )
 
-    # The IK constraints Chains from IK Constraints switched off (app.adopt_records).
+    # The IK constraints Chains from IK Constraints switched off (app.spec.adopt_records).
     switched_off: CollectionProperty(type=ChainIKSwitchedOff, options={"HIDDEN"})
     # False in files adopted before `switched_off` existed: adopting them again recognises its own
-    # switch-off by the chain made from the constraint (app.adopt_records.legacy_switch_off).
+    # switch-off by the chain made from the constraint (app.spec.adopt_records.legacy_switch_off).
     switch_offs_recorded: BoolProperty(default=False, options={"HIDDEN"})
     scope: EnumProperty(
         name="Act On",

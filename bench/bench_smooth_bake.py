@@ -15,7 +15,7 @@ reachable; two paths:
   clear_constraints=True) on the tree's bones (bench_tree.bake_blender).
 - Chain IK: its own bake (app.bake.bake, what the Bake operator runs) of panel chains set as
   the constraints, tolerance 1e-5, per method; two routes through the group bake
-  (app.bake_group): "sampled" (nothing but the targets moves: every frame in one
+  (app.bake.bake_group): "sampled" (nothing but the targets moves: every frame in one
   solvers.solve_skeleton_many call) and "per frame" (a frame-change handler forces frame_set at
   every frame, as a rig with animated bones would).
 Measured on playback of the written keys, every frame: the largest per-frame joint turn (the
@@ -110,7 +110,7 @@ def bake_ours(ext, chains, motion, names, method: str, route: str) -> dict:
     finally:
         if route == "per frame":
             bpy.app.handlers.frame_change_post.remove(handler)
-    kernel = ext.app.bake_solve.PER_FRAME if route == "per frame" else ext.app.bake_solve.SAMPLED_GROUP
+    kernel = ext.app.bake.bake_solve.PER_FRAME if route == "per frame" else ext.app.bake.bake_solve.SAMPLED_GROUP
     went = {why.split(":")[0] for why in result.reasons.values()}
     assert went == {kernel}, (route, result.reasons)
     turn, where, error = playback(obj, chains, empties, names, frames)
@@ -191,7 +191,7 @@ def main(argv=None) -> None:
         args.frames, args.repeats = 24, 1
     import addon_utils
 
-    ext = load_extension("solvers", "rig.tree", "app.bake", "app.bake_solve", "app.spec")
+    ext = load_extension("solvers", "rig.tree", "app.bake", "app.bake.bake_solve", "app.spec")
     if not hasattr(bpy.types.Object, "chain_ik"):  # the bake reads panel chains (a test has registered it)
         ext.register()
     if args.methods is None:

@@ -227,7 +227,7 @@ def bake_blender(chains, motion, names) -> tuple[float, float, None]:
 
 def bake_ours(ext, chains, motion, method) -> tuple[float, float, float]:
     """(seconds per frame, worst playback error, seconds per frame solving): Chain IK's own bake of
-    the panel's chains (they share bones: one group, app.groups), as the Bake operator runs it."""
+    the panel's chains (they share bones: one group, app.spec.groups), as the Bake operator runs it."""
     obj = metarig()
     empties = keyed_targets(chains, motion)
     frames = len(motion)

@@ -7,7 +7,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import rig
 from ..app import bake as baking
-from ..app import bake_job, bake_report, groups
+from ..app.bake import bake_job, bake_report
+from ..app.spec import groups
 from ..properties import INTERPOLATION_ITEMS, REDUCE_MODE_ITEMS
 from .chain_args import SCRIPT_ONLY, ChainArguments
 from .solve import armature_poll

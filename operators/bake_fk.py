@@ -11,7 +11,7 @@ import bpy
 from bpy.props import StringProperty
 
 from ..app import bake as baking
-from ..app import fk_bake
+from ..app.bake import fk_bake
 from ..rig import fk_follow, selection
 from .bake import BakeRangeArguments, bake_options
 from .chain_args import SCRIPT_ONLY

@@ -9,7 +9,8 @@ from __future__ import annotations
 import bpy
 
 from .. import solvers
-from ..app import groups, scope, solve, spec
+from ..app import solve, spec
+from ..app.spec import groups, scope
 from .solve import armature_poll
 
 

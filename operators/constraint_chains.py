@@ -1,13 +1,13 @@
 """`chain_ik.chains_from_constraints` and `chain_ik.constraints_from_chains`: adopt a rig's IK
 constraints as chains, and write chains back as IK constraints (for rigs that must work without
-the extension). The work is app.adopt's; these report what it did."""
+the extension). The work is app.spec.adopt's; these report what it did."""
 
 from __future__ import annotations
 
 import bpy
 from bpy.props import BoolProperty
 
-from ..app import adopt
+from ..app.spec import adopt
 from .solve import armature_poll
 
 

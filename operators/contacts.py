@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import FloatProperty, IntProperty
 
-from ..app import contacts
+from ..app.spec import contacts
 from ..solvers.contacts import ContactSettings
 from .bake import bake_options
 from .chain_args import SCRIPT_ONLY

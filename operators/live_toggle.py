@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..app import scope
+from ..app.spec import scope
 from .solve import armature_poll
 
 

@@ -6,8 +6,10 @@ import bpy
 from bpy.props import IntProperty
 
 from .. import rig
-from ..app import groups, keying, result
 from ..app import solve as solving
+from ..app.checks import keying
+from ..app.solve import result
+from ..app.spec import groups
 from ..rig import protected
 from .chain_args import SCRIPT_ONLY, ChainArguments
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
-from .read import RigChain, assemble, chain_bone_names
+from .read import RigChain, assemble, chain_bone_names, check_rigid_pose
 
 
 class PoseFK:
@@ -76,6 +76,19 @@ class PoseFK:
                 m = bone.convert_local_to_pose(basis, bone.matrix_local)
         self._cache[name] = m
         return m
+
+    def check_rigid(self, names) -> None:
+        """The rigidity check of `read.read_chain` on this pose of `names` (IK stretch: on the pose
+        with the bones' own stretch divided out, where a stretched parent shears nothing)."""
+        for name in names:
+            pbone = self.obj.pose.bones[name]
+            q = self.rotations.get(name)
+            basis = Matrix.LocRotScale(
+                pbone.location,
+                pbone.matrix_basis.to_quaternion() if q is None else q,
+                self.scales.get(name, pbone.scale),
+            )
+            check_rigid_pose(pbone, self.matrix(name), basis)
 
 
 def read_chain_posed(

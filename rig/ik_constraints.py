@@ -1,4 +1,4 @@
-"""Blender's IK constraints <-> Chain IK chain settings (plain values; app.adopt fills the panel).
+"""Blender's IK constraints <-> Chain IK chain settings (plain values; app.spec.adopt fills the panel).
 
 What a chain cannot do that a constraint asks for is listed in `ConstraintChain.unsupported`
 (reports say it), never dropped silently. A constraint that poses nothing (Blender marks it

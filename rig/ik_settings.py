@@ -124,12 +124,6 @@ def tip_goal_rotation(obj_eval, space_inverse: Matrix, target_world: Matrix, rig
     return goal_frame(obj_eval, space_inverse, target_world, rig_chain.tip, rig_chain.use_tail, last)
 
 
-def bone_goal_frame(obj_eval, space_inverse: Matrix, target_world: Matrix, tip: str, use_tail: bool, bone: str):
-    """`goal_frame` for a chain whose last bone is `bone` of `obj_eval`, at its evaluated pose."""
-    last = obj_eval.pose.bones[bone].matrix.to_quaternion().normalized()
-    return goal_frame(obj_eval, space_inverse, target_world, tip, use_tail, last)
-
-
 def goal_frame(obj_eval, space_inverse: Matrix, target_world: Matrix, tip: str, use_tail: bool, last_now) -> np.ndarray:
     """The wanted armature-space frame (w, x, y, z) of a chain's last bone, whose current frame is
     `last_now` (a Quaternion): as Blender's IK "Rotation" option, the tip bone's orientation matches

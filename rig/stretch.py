@@ -31,6 +31,7 @@ from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import quat
 from ..solvers import stretch as plan_stretch
+from ..solvers.skeleton_stretch import stretch_skeleton
 from . import fk, read
 
 INHERITS_Y = ("FULL", "ALIGNED", "FIX_SHEAR")
@@ -166,3 +167,47 @@ def insert_keyframes(obj, names, frame: float) -> None:
     """Auto-keying: key the Y scale a Solve wrote (that channel only)."""
     for name in names:
         obj.pose.bones[name].keyframe_insert("scale", index=1, frame=frame, group=name)
+
+
+# Chains solved together (a tree, rig.tree): the stretch planned per effector's branch
+# (solvers.skeleton_stretch), read and written as for a chain alone.
+
+
+def tree_inherit(obj, names, parents) -> list[bool]:
+    """Per tree bone: it inherits its tree parent's Y scale (`parents` as rig.tree.TreeLayout's)."""
+    bones = obj.pose.bones
+    return [p != -1 and bones[n].bone.inherit_scale in INHERITS_Y for n, p in zip(names, parents, strict=True)]
+
+
+def unstretched(obj_eval, names, w, pose: fk.PoseFK | None = None) -> fk.PoseFK:
+    """The evaluated pose with the Y scale channel (Chain IK's) of each bone of `names` whose
+    weight in `w` is above 0 back at 1, and `pose`'s replaced rotations (a bake's bones above)."""
+    bones = obj_eval.pose.bones
+    scales = {}
+    for name, wi in zip(names, w, strict=True):
+        if wi > 0.0:
+            x, _, z = bones[name].scale
+            scales[name] = Vector((x, 1.0, z))
+    return fk.PoseFK(obj_eval, {} if pose is None else pose.rotations, scales)
+
+
+def stretch_tree(obj_eval, names, skeleton, local, effectors, w, inherit) -> tuple:
+    """(the skeleton stretched toward `effectors` (read unstretched: `unstretched`), own Y channel
+    per bone of `names` with a weight above 0), refusing a stretch the plan cannot follow."""
+    out = stretch_skeleton(skeleton, local, effectors, w, inherit)
+    bones = obj_eval.pose.bones
+    for i, p in enumerate(skeleton.parents):
+        if p == -1 or out.world[p] == 1.0:
+            continue
+        bone = bones[names[i]].bone
+        mode = bone.inherit_scale
+        if mode not in ("ALIGNED", "NONE", "NONE_LEGACY"):
+            # A chain alone is solved straight at full stretch, where Full follows (check_followed);
+            # a tree's branches are not held straight (solvers.skeleton_stretch.SLACK), so Blender
+            # would apply the parent's stretch across the bent bone.
+            raise ValueError(
+                f"IK stretch in a group: bone '{bone.name}' inherits the stretch of '{bone.parent.name}' with"
+                f" Inherit Scale '{mode}', which shears it when it turns: set its Inherit Scale to Aligned or"
+                " None, or IK Stretch to 0 above it"
+            )
+    return out.skeleton, {n: y for n, y, wi in zip(names, out.own, w, strict=True) if wi > 0.0}

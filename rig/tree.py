@@ -152,7 +152,10 @@ def read_tree(
     names = layout.names
     pose = obj_eval.pose.bones
     pbs = [pose[n] for n in names]
-    check_rigid_bones(obj_eval, names)
+    if fk is not None and fk.scales:  # IK stretch: checked with the bones' own stretch divided out
+        fk.check_rigid(names)
+    else:
+        check_rigid_bones(obj_eval, names)
     # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
     frames, heads, ends = [], [], []
     matrix = (lambda pb: pb.matrix) if fk is None else (lambda pb: fk.matrix(pb.name))

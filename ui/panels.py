@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 
 from .. import properties, rig, solvers
-from ..app import groups
+from ..app.spec import groups
 
 CATEGORY = "Chain IK"
 

@@ -321,8 +321,8 @@ def test_progress_line_in_background(scene, capsys):
 def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     """rig.sequence (parent-space state, vectorised conversion) against rig.fk + rig.write per frame,
     with the chain's parent bone and the armature object both animated."""
-    from chain_ik.app import bake_solve
     from chain_ik.app import spec as app_spec
+    from chain_ik.app.bake import bake_solve
 
     obj = _bent_rig(transform((0.2, 0.1, 0.0), (0.1, 0.0, 0.3), (1.1, 1.1, 1.1)))
     for n in ("upper", "fore", "hand"):
@@ -392,7 +392,7 @@ def test_channel_values_in_chunks_equal_one_pass(scene, monkeypatch):
 
 def frame_reasons(obj, specs) -> str:
     """Why bake_solve bakes these chains frame by frame, joined ('' : all on the sequence kernel)."""
-    from chain_ik.app import bake_solve
+    from chain_ik.app.bake import bake_solve
 
     return " ".join(bake_solve.frame_reasons(obj, specs))
 
@@ -571,8 +571,8 @@ def test_bake_honours_pole_and_ik_limits(scene):
 def test_pole_and_limits_on_the_sequence_kernel_equal_frame_by_frame(scene, monkeypatch, mode):
     """A bake with a pole target (animated) and knee limits stays on the sequence kernel, and its
     keys are those of the same chains solved frame by frame (each frame a Solve from the last)."""
-    from chain_ik.app import bake_solve
     from chain_ik.app import spec as app_spec
+    from chain_ik.app.bake import bake_solve
 
     obj = straight_chain(2, matrix_world=transform((0.3, 0.1, 0.0), (0.0, 0.0, 0.4), (1.2, 1.2, 1.2)))
     for name in ("b0", "b1"):

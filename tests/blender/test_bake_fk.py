@@ -358,7 +358,7 @@ def test_the_dependency_check_puts_the_channels_back_exactly_before_baking(scene
     # Nothing keyed on f1/f2 before; the check turns them, then the bake starts from them as they were.
     ext = __import__("chain_ik")
     plan = ext.rig.fk_follow.make_plan(rig, [("f1", "a1"), ("f2", "a2")])
-    ext.app.fk_bake.check_independent(bpy.context, rig, plan)
+    ext.app.bake.fk_bake.check_independent(bpy.context, rig, plan)
     assert channel_state(rig) == before
 
 

@@ -160,8 +160,9 @@ def test_stepped_bake_cancelled_leaves_everything_as_it_was(scene, monkeypatch, 
     stays on the sequence kernel, which a stepped bake calls a chunk of frames at a time (else Esc
     waits), with the keys of one blocking call."""
     from chain_ik.app import bake as bake_run
-    from chain_ik.app import bake_job, bake_solve, live
+    from chain_ik.app import live
     from chain_ik.app import spec as app_spec
+    from chain_ik.app.bake import bake_job, bake_solve
 
     monkeypatch.setattr(bake_solve, "CHUNK", 3)
 

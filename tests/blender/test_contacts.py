@@ -258,7 +258,7 @@ def _lock_contact_curve(obj) -> None:
 
 def test_the_report_counts_contacts_per_chain(leg, capsys):
     """Measured on the written keys: 4 contacts; the frames planted."""
-    from chain_ik.app import contacts
+    from chain_ik.app.spec import contacts
 
     result = contacts.detect(bpy.context, leg, FIRST, LAST)
     assert [(c.name, c.contacts, c.planted) for c in result.chains] == [("Foot", 4, len(built_frames(1)))]

@@ -35,7 +35,7 @@ def test_blenders_bvh_importer_loads_every_clip(scene):
 
 @pytest.mark.parametrize("name", [n for n, c in mocap_rigs.CLIPS.items() if c.kind == "walk"])
 def test_each_foot_has_several_contacts_in_the_walks(scene, name):
-    from chain_ik.app import contacts
+    from chain_ik.app.spec import contacts
     from chain_ik.rig import contacts as rig_contacts
     from chain_ik.solvers.contacts import contact_runs
 

@@ -57,7 +57,8 @@ def _rig(chains, method, rng=None, angle=0.4):
 
 
 def _tolerance(obj, item) -> float:
-    from chain_ik.app import result, spec
+    from chain_ik.app import spec
+    from chain_ik.app.solve import result
 
     return result.world_tolerance(obj, spec.spec_from_item(item))
 
@@ -157,7 +158,8 @@ def test_a_live_pin_holds_the_point_it_was_given(rigify, method):
     """100 Live updates, the head's target moving (partly out of reach): the pinned ankle stays within
     its tolerance of where it was pinned on every update, and the point the next solve holds is still
     exactly that one (it used to be re-read from the last result, creeping ~1.6e-6 per update)."""
-    from chain_ik.app import group_solve, spec
+    from chain_ik.app import spec
+    from chain_ik.app.solve import group_solve
 
     obj = _rig(LEGS_SPINE, method)
     left, held = _pin(obj, 0)

@@ -1,4 +1,4 @@
-"""Chains that share bones are solved together (app.groups) in real Blender: Rigify's human
+"""Chains that share bones are solved together (app.spec.groups) in real Blender: Rigify's human
 metarig with both hand chains (and the head) down the spine. Targets are made by a random FK pose
 of the group's bones, so they are jointly reachable; every figure is checked on the written pose."""
 
@@ -171,7 +171,7 @@ def test_live_solves_the_whole_group(rigify):
 
 
 def test_panel_shows_the_group(rigify):
-    from chain_ik.app import groups
+    from chain_ik.app.spec import groups
 
     obj = _rig(HANDS_HEAD + [("shin.L", 2)], np.random.default_rng(1))
     member = groups.membership(obj)
@@ -190,7 +190,8 @@ def _keys(obj) -> dict:
 def test_sampled_group_bake_equals_frame_by_frame(rigify):
     """With nothing but the targets moving the group bakes without frame_set (targets read from
     their curves); a frame change handler forces the frame-by-frame kernel: the same keys."""
-    from chain_ik.app import bake, bake_solve, spec
+    from chain_ik.app import bake, spec
+    from chain_ik.app.bake import bake_solve
 
     baked = []
     for forced in (False, True):
@@ -293,7 +294,7 @@ def test_a_target_riding_on_the_groups_bones_is_refused(rigify):
 
 
 def test_units_keep_list_order_unless_one_hangs_below_another(rigify):
-    from chain_ik.app import groups
+    from chain_ik.app.spec import groups
 
     obj = _rig([("hand.L", 2), ("spine.006", 2)], np.random.default_rng(0))
     assert [u.members for u in groups.units(obj, list(obj.chain_ik.chains))] == [(0,), (1,)]
@@ -302,7 +303,7 @@ def test_units_keep_list_order_unless_one_hangs_below_another(rigify):
 
 
 def test_groups_follow_reparenting(rigify):
-    from chain_ik.app import groups
+    from chain_ik.app.spec import groups
 
     obj = _rig([("hand.L", 4), ("hand.R", 4)], np.random.default_rng(0))
     assert groups.membership(obj) == {}
@@ -313,8 +314,11 @@ def test_groups_follow_reparenting(rigify):
 
 
 def test_a_bone_left_stretched_is_named(rigify):
-    """A Y scale an earlier stretched solve of a chain alone left: named, not a generic shear error."""
+    """A Y scale an earlier stretched solve left on a bone that does not stretch now (its chain's
+    Stretch off; with it on, the group reads it divided out: tests/blender/test_group_stretch.py):
+    named, not a generic shear error."""
     obj = _rig(HANDS_HEAD[:2], np.random.default_rng(0))
+    obj.chain_ik.chains[0].use_stretch = False
     obj.pose.bones["upper_arm.L"].ik_stretch = 0.5
     obj.pose.bones["upper_arm.L"].scale = (1.0, 1.4, 1.0)
     with pytest.raises(RuntimeError, match="keeps the Y scale 1.4"):

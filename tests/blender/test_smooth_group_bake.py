@@ -57,8 +57,9 @@ def _key_path(obj, frames: int, radius: float = 0.04) -> None:
 
 
 def _own_solves(obj, frames: int) -> list[dict]:
-    """Per frame, the channel values Solve computes there from the frame's input pose (app.group_solve)."""
-    from chain_ik.app import group_solve, spec
+    """Per frame, the channel values Solve computes there from the frame's input pose (app.solve.group_solve)."""
+    from chain_ik.app import spec
+    from chain_ik.app.solve import group_solve
 
     specs = [spec.spec_from_item(item) for item in obj.chain_ik.chains]
     out = []
@@ -154,7 +155,7 @@ def test_an_animated_input_pose_carries_into_the_bake(rigify, method):  # noqa: 
         forearm.rotation_quaternion = Quaternion((0.0, 1.0, 0.0), math.radians(twist))
         forearm.keyframe_insert("rotation_quaternion", frame=f)
     solves = _own_solves(obj, frames) if method == "jacobian" else None
-    from chain_ik.app import bake_solve
+    from chain_ik.app.bake import bake_solve
 
     reasons = _bake(obj, frames)  # an animated bone of the group: frame by frame
     assert all(why.startswith(bake_solve.PER_FRAME) for why in reasons.values()), reasons

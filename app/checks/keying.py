@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .. import rig
-from ..rig import protected
-from .spec import ChainSpec
+from ... import rig
+from ...rig import protected
+from ..spec import ChainSpec
 
 
 def check_keying(scene, obj, specs: list[ChainSpec]) -> rig.keying_set.AutoKeys:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import solvers
-from ..rig import modes
-from ..solvers import quat
+from ... import solvers
+from ...rig import modes
+from ...solvers import quat
 
 # (armature, the group's bones) -> ({pinned bone: (point, frame, its root's frame, its root's head)},
 # the channel values written per bone)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..headless.frame_limit import check_frames
-from ..rig import contacts as rig_contacts
-from ..rig import keys, protected
-from ..rig.ground import GroundProbe
-from ..solvers.contacts import ContactSettings, contact_runs, detect_contacts
+from ...headless.frame_limit import check_frames
+from ...rig import contacts as rig_contacts
+from ...rig import keys, protected
+from ...rig.ground import GroundProbe
+from ...solvers.contacts import ContactSettings, contact_runs, detect_contacts
 from .scope import scoped_items
 
 

@@ -1,4 +1,4 @@
-"""Solving a group: chains that share bones (app.groups) as one tree, every tip an effector of
+"""Solving a group: chains that share bones (app.spec.groups) as one tree, every tip an effector of
 one `solvers.solve_skeleton` call, written as one pose.
 
 The group's first chain leads: its solver, options, tolerance, iteration cap, limits, locks and
@@ -14,34 +14,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import rig, solvers
-from ..rig import tree, tree_write
-from ..solvers.metrics import rotation_cost_rows
-from ..solvers.tree.pins import without_unheld
+from ... import rig, solvers
+from ...rig import tree, tree_write
+from ...solvers.metrics import rotation_cost_rows
+from ...solvers.tree.pins import without_unheld
+from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from ..spec import ChainSpec
+from ..spec.groups import chain_names, group_label, led_by
 from . import pins
-from .checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
-from .groups import chain_names, group_label, led_by
-from .spec import ChainSpec
+from .goals import chain_goals
+from .outcome import ChainOutcome
 
 
-@dataclass
-class MemberOutcome:
-    """One chain's part of a group solve (the same fields reports read from a ChainOutcome)."""
-
-    spec: ChainSpec
-    write: rig.PoseWrite  # the group's write, each bone given to the first chain that has it
-    names: tuple[str, ...]  # the chain's bones
-    error: float  # world-space tip error of the solution
-    cost: float  # degrees, over the chain's bones
-    time_ms: float  # the whole group's solve
-    iterations: int
-    reached: bool
-    reason: str
-    group: str  # the group's label
-    goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
-
-
-def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
+def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
     """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
     compute, don't write. One outcome per spec, in order."""
     start = time.perf_counter()
@@ -56,7 +41,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
     skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
     effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
     held = {}
-    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.pins)
+    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.solve.pins)
         held = pins.held_points(obj, names, skeleton, local, [e.bone for e in effectors if e.pin])
         effectors = [
             dataclasses.replace(e, position=held[e.bone][0], orientation=held[e.bone][1], rotation_weight=1.0)
@@ -64,8 +49,12 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
             else e
             for e in effectors
         ]
+    skeleton, stretched = group.stretch(obj_eval, skeleton, local, effectors)
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
+    if stretched:
+        scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
+        whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
     if held:
         pins.remember(obj, names, skeleton, held, whole.values)
     _, heads_in, ends_in = skeleton.forward(local)
@@ -86,6 +75,8 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
             tuple(n for n in whole.locked if n in own),
             tuple(n for n in whole.constrained if n in own),
             {n: whole.before[n] for n in own},
+            {n: whole.scales[n] for n in own if n in whole.scales},
+            {n: whole.scales_before[n] for n in own if n in whole.scales_before},
         )
         rows = [where[n] for n in chain]
         points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
@@ -97,7 +88,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[MemberOutcome]:
         own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
         reason = "; ".join(filter(None, (own, notes)))
         outcomes.append(
-            MemberOutcome(
+            ChainOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
                 bool(solution.error[k] <= tolerance), reason, label, pinned,
             )
@@ -112,16 +103,31 @@ class GroupRig:
     specs: tuple[ChainSpec, ...]  # led by the first (groups.led_by)
     layout: tree.TreeLayout
     chain_bones: tuple[tuple[str, ...], ...]  # per chain, its bones root first
+    # IK stretch: per tree bone its ik_stretch where a chain with Stretch on holds it, else 0
+    # (None: nothing stretches), and whether it inherits its tree parent's Y scale.
+    stretch_weights: tuple[float, ...] | None = None
+    inherit: tuple[bool, ...] = ()
 
     def read(self, obj, obj_eval, space, fk=None) -> tuple:
         """(skeleton, input local rotations, bone names, tolerance in armature space) of the
-        evaluated pose (`fk`: see rig.tree.read_tree); the lead's Use Bone IK Limits applies."""
+        evaluated pose (`fk`: see rig.tree.read_tree), read unstretched when the group stretches
+        (rig.stretch); the lead's Use Bone IK Limits applies."""
         chains = [(s.tip, s.chain_length, s.use_tail) for s in self.specs]
+        if self.stretch_weights is not None:
+            fk = rig.stretch.unstretched(obj_eval, self.layout.names, self.stretch_weights, fk)
         skeleton, local, names = tree.read_tree(obj, obj_eval, chains, self.layout, fk)
         lead = self.specs[0]
         if not lead.use_limits and skeleton.limits is not None:
             skeleton = dataclasses.replace(skeleton, limits=None)
         return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
+
+    def stretch(self, obj_eval, skeleton, local, effectors) -> tuple:
+        """(the skeleton stretched toward the effectors, own Y channel per stretching bone) as a
+        chain alone stretches (rig.stretch.stretch_tree); the skeleton itself and {} without stretch."""
+        if self.stretch_weights is None:
+            return skeleton, {}
+        names, w = self.layout.names, self.stretch_weights
+        return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
 
 
 def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
@@ -129,8 +135,16 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
     its bones, a bone left stretched)."""
     layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
     check_group(obj, specs, layout.names)
-    check_no_stretch_scale(obj, layout.names)
-    return GroupRig(tuple(specs), layout, tuple(chain_names(obj, s) for s in specs))
+    chains = tuple(chain_names(obj, s) for s in specs)
+    # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
+    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch for n in chain}
+    pose = obj.pose.bones
+    w = tuple(float(pose[n].ik_stretch) if n in stretching else 0.0 for n in layout.names)
+    check_no_stretch_scale(obj, [n for n, wi in zip(layout.names, w, strict=True) if wi == 0.0])
+    if not any(wi > 0.0 for wi in w):
+        return GroupRig(tuple(specs), layout, chains)
+    inherit = tuple(rig.stretch.tree_inherit(obj, layout.names, layout.parents))
+    return GroupRig(tuple(specs), layout, chains, w, inherit)
 
 
 def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
@@ -154,51 +168,15 @@ def group_effectors(obj_eval, space, specs: list[ChainSpec], bones, names, depsg
     `goals`: per chain (target, pole) world locations when already known (a bake sampling their
     curves), else they are read from the depsgraph."""
     goals = goals or [(None, None)] * len(specs)
-    return [
-        effector(obj_eval, space, spec, bone, names[bone], depsgraph, target, pole)
-        for spec, bone, (target, pole) in zip(specs, bones, goals, strict=True)
-    ]
-
-
-def effector(
-    obj_eval,
-    space,
-    spec: ChainSpec,
-    bone: int,
-    bone_name: str,
-    depsgraph,
-    target_world=None,
-    pole_world=None,
-) -> solvers.Effector:
-    """The solver's effector for one chain of a group (armature space). `target_world`,
-    `pole_world`: their locations when already known (a bake sampling their curves). A pin
-    holds above every target and every priority (solvers.skeleton.level); `solve_group` gives it
-    its point (app.pins), a bake each frame's input pose."""
-    position = pole = orientation = None
-    if spec.pin:  # solve_skeleton holds the bone's input end point and frame
-        return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
-    if target_world is None:
-        target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-    position = space.to_local(target_world)
-    if spec.pole is not None:
-        if pole_world is None:
-            pole_world = rig.target_world_location(rig.evaluated(spec.pole, depsgraph), spec.pole_bone)
-        pole = space.to_local(pole_world)
-    if spec.use_rotation and spec.rotation_weight > 0.0:
-        target_eval = rig.evaluated(spec.target, depsgraph)
-        world = rig.ik_settings.world_matrix(target_eval, spec.target_bone)
-        frame = rig.ik_settings.bone_goal_frame
-        orientation = frame(obj_eval, space.inverse, world, spec.tip, spec.use_tail, bone_name)
-    return solvers.Effector(
-        bone,
-        position,
-        pole=pole,
-        pole_angle=float(spec.pole_angle),
-        orientation=orientation,
-        rotation_weight=float(spec.rotation_weight),
-        weight=float(spec.weight),
-        priority=int(spec.priority),
-    )
+    pose = obj_eval.pose.bones
+    out = []
+    for spec, bone, (target, pole) in zip(specs, bones, goals, strict=True):
+        last = pose[names[bone]]
+        made = chain_goals(
+            obj_eval, space, spec, depsgraph, lambda b=last: b.matrix.to_quaternion().normalized(), target, pole
+        )
+        out.append(made.effector(bone))
+    return out
 
 
 def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
@@ -206,7 +184,4 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     notes = []
     if solver_reason:
         notes.append(f"solver: {solver_reason}")
-    stretching = [n for n in names if obj.pose.bones[n].ik_stretch > 0.0]
-    if stretching and any(s.use_stretch for s in specs):
-        notes.append(f"IK stretch is not applied inside a group (bone '{stretching[0]}')")
     return "; ".join(notes)

@@ -1,5 +1,5 @@
 """Which chains are solved together: chains that share a bone form one group (transitively),
-solved as one tree (`app.group_solve`); a chain sharing none is solved alone.
+solved as one tree (`app.solve.group_solve`); a chain sharing none is solved alone.
 
 Blender's legacy IK merges only constraints whose chains end on the same root bone; here any
 shared bone joins chains, so two chains never pull one bone in turn. Units (groups, or single
@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .. import rig
-from .spec import ChainSpec
+from ... import rig
+from . import ChainSpec
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ _seen: dict[str, tuple[tuple, list]] = {}  # armature (name_full) -> (its chains
 
 
 def panel_units(obj) -> list[tuple[int, ...]]:
-    """The units (app.groups.units) of `obj`'s unmuted panel chains, as chain indices; a chain whose
+    """The units (app.spec.groups.units) of `obj`'s unmuted panel chains, as chain indices; a chain whose
     bones cannot be found stands alone (its own solve reports why). Cached until a chain's bones
     or mute change, or `forget` (Live's handler runs this on every update; the panel on every draw)."""
     chains = obj.chain_ik.chains

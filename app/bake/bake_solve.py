@@ -24,11 +24,10 @@ from collections.abc import Generator
 
 import numpy as np
 
-from .. import rig
-from ..rig import keys, sampling, sequence
-from . import groups
+from ... import rig
+from ...rig import keys, sampling, sequence
+from ..spec import ChainSpec, groups
 from .bake_frames import FrameChains, Solved, check_rigid_at, stretch_weights
-from .spec import ChainSpec
 
 PER_FRAME = "baked frame by frame"
 SAMPLED_GROUP = "baked as a tree from the first frame's pose, targets read from their curves"
@@ -57,7 +56,7 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
             if moving:
                 reason = f"bone '{moving[0]}' has animated rotation and the chain a pole target"
         reasons.append(reason)
-    # Chains sharing bones are solved together, as a group, frame by frame (app.bake_group).
+    # Chains sharing bones are solved together, as a group, frame by frame (app.bake.bake_group).
     for unit in groups.units(obj, specs):
         members = [specs[i] for i in unit.members]
         if unit.is_group or members[0].pin:

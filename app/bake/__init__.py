@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from .. import rig
-from ..headless.frame_limit import check_frames
-from ..rig import keys, protected, reduce
-from . import bake_report, bake_solve, groups, live, live_above, solve
-from .checks import changed_mid_bake
-from .spec import ChainSpec
+from ... import rig
+from ...headless.frame_limit import check_frames
+from ...rig import keys, protected, reduce
+from .. import live, solve
+from ..checks import changed_mid_bake
+from ..live import live_above
+from ..spec import ChainSpec, groups
+from . import bake_report, bake_solve
 
 
 @dataclass

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import bpy
 
-from .. import rig, solvers
+from ... import rig, solvers
 
 if TYPE_CHECKING:
-    from .spec import ChainSpec
+    from ..spec import ChainSpec
 
 
 def check_spec(obj, spec: ChainSpec) -> None:
@@ -158,15 +158,15 @@ def carried_by(starts) -> list[tuple[object, str]]:
 
 
 def check_no_stretch_scale(obj, bones) -> None:
-    """Chains solved together do not stretch; a bone still holding the Y scale an earlier stretched
-    solve of its chain alone gave it would shear the bones below it: say so, rather than the
-    generic non-uniform scale refusal."""
+    """`bones` do not stretch in this solve (no chain holding them has Stretch on); one still holding
+    the Y scale an earlier stretched solve gave it would shear the bones below it: say so, rather
+    than the generic non-uniform scale refusal."""
     for name in bones:
         pb = obj.pose.bones[name]
         if pb.ik_stretch > 0.0 and abs(pb.scale[1] - 1.0) > 1e-6 and pb.scale[0] == pb.scale[2] == 1.0:
             raise ValueError(
-                f"bone '{name}' keeps the Y scale {pb.scale[1]:.4g} an IK-stretched solve of its chain alone gave"
-                " it, and chains solved together do not stretch: set its Y scale back to 1, or solve that chain alone"
+                f"bone '{name}' keeps the Y scale {pb.scale[1]:.4g} an IK-stretched solve gave it, and no chain"
+                " solved with it stretches (Stretch off): set its Y scale back to 1, or turn its chain's Stretch on"
             )
 
 

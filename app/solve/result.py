@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from .. import rig, solvers
-from .solve import ChainOutcome
-from .spec import ChainSpec
+from ... import rig, solvers
+from ..spec import ChainSpec
+from .outcome import ChainOutcome
 
 
 def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=None) -> None:

@@ -4,7 +4,7 @@ return).
 
 Adopting is idempotent: a constraint already adopted is recognised by its chain (tip and
 constraint name) and updated, and the mute (or influence 0) an earlier adoption set on it is
-not read back as the rig's own setting: `app.adopt_records` keeps which one it set, with the
+not read back as the rig's own setting: `app.spec.adopt_records` keeps which one it set, with the
 constraint, so this holds with the chain removed too (files from before it: see there). A
 constraint that could never be solved is not adopted, and one that cannot be switched off for
 good (drivers or keys set both its mute and its influence) is not either: the report says which
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rig import ik_constraints
-from . import adopt_records, checks, groups
-from .spec import ChainSpec
+from ...rig import ik_constraints
+from .. import checks
+from . import ChainSpec, adopt_records, groups
 
 # Chain fields set from a ConstraintChain of the same name.
 FIELDS = (
@@ -225,7 +225,7 @@ def _write_problem(obj, item) -> str:
 
 def _constraint_weights(obj, items) -> list[float]:
     """Each chain's Weight as an IK constraint's position Weight (0.01-1): the chains solved
-    together (app.groups) scaled alike so the largest is at most 1, keeping their ratios (a
+    together (app.spec.groups) scaled alike so the largest is at most 1, keeping their ratios (a
     tree's targets share by ratio); below 0.01 raised to it."""
     try:
         found = [unit.members for unit in groups.units(obj, items)]

@@ -11,7 +11,7 @@ CollectionProperty moves in memory when the collection grows or shrinks.
 
 from __future__ import annotations
 
-from ..rig import ik_constraints
+from ...rig import ik_constraints
 
 PROPERTY = {"MUTE": "mute", "INFLUENCE": "influence"}
 

@@ -1,4 +1,4 @@
-"""The bake's kernel for a group (chains sharing bones, app.groups): every frame solved with all
+"""The bake's kernel for a group (chains sharing bones, app.spec.groups): every frame solved with all
 the group's tips as effectors, continuing the frame before it (solvers.skeleton_sequence: the
 last frame's solution moved toward this frame's goals by least-squares steps, then the lead's
 method; with a pole or an animated input pose, the frame's own solve from its input pose is kept
@@ -18,16 +18,17 @@ import time
 
 import numpy as np
 
-from .. import solvers
-from ..rig import keys, modes, sampling, sequence, tree_write
-from ..rig.fk import PoseFK
-from .group_solve import group_effectors, group_notes, group_rig
-from .groups import group_label
-from .spec import ChainSpec
+from ... import rig, solvers
+from ...rig import keys, modes, sampling, sequence, tree_write
+from ...rig.fk import PoseFK
+from ..solve.group_solve import group_effectors, group_notes, group_rig
+from ..spec import ChainSpec
+from ..spec.groups import group_label
+from .bake_chain import check_rigid_at
 
 
 class GroupFrames:
-    """One group's frames, written into the bake's shared state (`state`: app.bake_frames.FrameChains)."""
+    """One group's frames, written into the bake's shared state (`state`: app.bake.bake_frames.FrameChains)."""
 
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs = obj, specs
@@ -50,9 +51,17 @@ class GroupFrames:
     def names(self) -> tuple[str, ...]:
         return self.layout.names
 
+    @property
+    def stretched(self) -> tuple[str, ...]:
+        """The bones whose Y scale this group's bake keys (IK stretch), else ()."""
+        w = self.rig.stretch_weights or ()
+        return tuple(n for n, wi in zip(self.names, w, strict=False) if wi > 0.0)
+
     def static_reason(self, obj, animated: set[str]) -> str:
         """Why this group needs each frame evaluated ('' when, the armature and targets being
         sampled without frame_set (rig.sampling), its first frame's reading serves every frame)."""
+        if self.rig.stretch_weights is not None:
+            return "IK stretch"  # each frame's bone lengths follow its targets
         # With Use Tail off a chain's tip bone rides on it and its head is the goal point.
         riding = [s.tip for s in self.specs if not s.use_tail]
         why = sequence.unsuitable(obj, (*self.names, *riding), animated)
@@ -73,10 +82,15 @@ class GroupFrames:
             fk = PoseFK(obj_eval, solved) if solved else None
         return self.rig.read(self.obj, obj_eval, space, fk)
 
-    def step(self, state, k: int, obj_eval, depsgraph, space) -> None:
+    def step(self, state, k: int, frame, obj_eval, depsgraph, space) -> None:
         """Frame `k`, evaluated: read, solve continuing frame k-1, keep its channel values."""
+        if k and not self.stretched:  # a stretching group's read checks its unstretched pose
+            check_rigid_at(obj_eval, self.names, frame)
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
         effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
+        skeleton, stretched = self.rig.stretch(obj_eval, skeleton, local, effectors)
+        for name, y in rig.stretch.blend(obj_eval.pose.bones, stretched, self.lead.influence)[0].items():
+            state.solved.scales[name][k] = y
         start = time.perf_counter()
         previous = self.previous if k else None
         solution = solvers.solve_skeleton_next(

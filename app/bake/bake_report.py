@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .. import rig, solvers
-from ..solvers import quat
+from ... import rig, solvers
+from ...solvers import quat
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -36,7 +36,7 @@ class ChainReport:
     # Why the bake's fastest kernel did not serve this chain ('' when it did), e.g. "baked frame by
     # frame: bone 'x' has constraints" (bake_solve; BakeResult.reasons).
     path: str = ""
-    group: str = ""  # the chains it was solved with (app.groups), '' when alone
+    group: str = ""  # the chains it was solved with (app.spec.groups), '' when alone
     # A pinned chain: its "target" is the point it held on each frame, so `missed` counts the
     # frames where the pin did not hold (its tip farther than `tolerance` from that point).
     pinned: bool = False

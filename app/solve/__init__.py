@@ -1,53 +1,22 @@
-"""Solving one chain: spec -> rig read -> solver -> pose values, and writing them (shared by
-the Solve and Compare operators and the Live handler)."""
+"""The one solve path of Solve, Live, Compare and cli.py: a unit (app.spec.groups: a chain alone, or
+chains sharing bones) is read, its goals built once from the chain specs (app.solve.goals), solved,
+its pose computed and written all-or-nothing; one outcome per chain (app.solve.outcome.ChainOutcome).
+
+Inside it, a chain alone takes the chain kernel (`solve_spec`: rig.read_chain, solvers.solve, the
+writer's quaternion kernel), a group or a pinned chain the tree (app.solve.group_solve:
+solvers.solve_skeleton); the outcome's `reason` says where a faster kernel did not serve."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
 
-from .. import rig, solvers
-from . import group_solve, groups
-from .checks import check_in_view_layer, check_spec
-from .spec import ChainSpec
-
-
-@dataclass
-class ChainOutcome:
-    spec: ChainSpec
-    rig: rig.RigChain
-    solution: solvers.Solution
-    write: rig.PoseWrite
-    error: float  # world-space tip error of the solution
-    cost: float  # degrees
-    time_ms: float
-
-    @property
-    def iterations(self) -> int:
-        return self.solution.iterations
-
-    @property
-    def reached(self) -> bool:
-        return self.solution.reached
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return self.rig.names
-
-    group = ""  # solved alone (a group's chains have app.group_solve.MemberOutcome)
-    goal_world = None  # the target is the goal (a pin's held point is on MemberOutcome)
-
-    @property
-    def reason(self) -> str:
-        """Why a faster kernel did not serve this solve ('' when they all did): the solver's
-        plain-float kernel (solvers.Solution.reason) and the writer's quaternion kernel (rig.write)."""
-        parts = []
-        if self.solution.reason:
-            parts.append(f"general solver: {self.solution.reason}")
-        if isinstance(self.rig.pose_terms, str):
-            parts.append(f"general writer: {self.rig.pose_terms}")
-        return "; ".join(parts)
+from ... import rig, solvers
+from ..checks import check_in_view_layer, check_spec
+from ..spec import ChainSpec, groups
+from . import group_solve
+from .goals import chain_goals
+from .outcome import ChainOutcome, chain_reason
 
 
 def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> ChainOutcome:
@@ -77,11 +46,10 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         rig_chain, scales = rig.stretch.read_stretched(
             obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target, from_rest=from_rest
         )
+    last = rig_chain.pose_matrices[-1]
+    goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
     solution = solvers.solve(
-        rig_chain.chain,
-        target,
-        **spec.solver_arguments(spec.local_tolerance(space)),
-        **goal_arguments(spec, depsgraph, obj_eval, space, rig_chain),
+        rig_chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)), **goals.arguments()
     )
     points, rotations = solution.rows()  # floats: no array round trip
     write = rig.compute_pose(obj, rig_chain, rotations, spec.influence, use_locks=spec.use_locks)
@@ -90,28 +58,25 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
         write = dataclasses.replace(write, scales=values, scales_before=before)
     error = space.world_distance(points[-1], target_world)
     cost = solvers.rotation_cost_one(rig_chain.chain, points)
-    return ChainOutcome(spec, rig_chain, solution, write, error, cost, (time.perf_counter() - start) * 1e3)
+    elapsed = (time.perf_counter() - start) * 1e3
+    return ChainOutcome(
+        spec, write, rig_chain.names, error, cost, elapsed, solution.iterations, solution.reached,
+        chain_reason(solution, rig_chain), rig=rig_chain, solution=solution,
+    )  # fmt: skip
 
 
-def goal_arguments(spec: ChainSpec, depsgraph, obj_eval, space, rig_chain) -> dict:
-    """solvers.solve's pole and target_rotation arguments (armature space), only those in use."""
-    goals = {}
-    if spec.pole is not None:
-        pole_eval = rig.evaluated(spec.pole, depsgraph)
-        goals["pole"] = space.to_local(rig.target_world_location(pole_eval, spec.pole_bone))
-        goals["pole_angle"] = float(spec.pole_angle)
-    if spec.use_rotation and spec.rotation_weight > 0.0:
-        world = rig.ik_settings.world_matrix(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-        goals["target_rotation"] = rig.ik_settings.tip_goal_rotation(obj_eval, space.inverse, world, rig_chain)
-        goals["rotation_weight"] = float(spec.rotation_weight)
-    return goals
+def solve_unit(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
+    """Solve one unit of `obj` (app.spec.groups: `specs` share bones, or one chain alone) on the evaluated
+    pose; compute, don't write. One outcome per spec, in order (a group's: led by the first)."""
+    if len(specs) == 1 and not specs[0].pin:
+        return [solve_spec(obj, specs[0], depsgraph)]
+    return group_solve.solve_group(obj, specs, depsgraph)
 
 
 def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
-    """Solve and write chains; returns one outcome per spec, in order (a ChainOutcome, or a
-    group_solve.MemberOutcome for a chain solved in a group).
+    """Solve and write chains; returns one ChainOutcome per spec, in order.
 
-    Chains that share bones are solved together as one group (app.groups); groups and single
+    Chains that share bones are solved together as one group (app.spec.groups); groups and single
     chains go in order of their top bone's depth, so one hanging below another sees its result.
     All-or-nothing: on any error, every bone written so far is restored and the
     ValueError propagates. `depsgraph_get()` returns an up-to-date evaluated
@@ -124,11 +89,7 @@ def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
         for spec in specs:
             check_spec(obj, spec)
         for unit in groups.units(obj, specs):
-            members = [specs[i] for i in unit.members]
-            if unit.is_group or members[0].pin:
-                solved = group_solve.solve_group(obj, members, depsgraph_get())
-            else:
-                solved = [solve_spec(obj, members[0], depsgraph_get())]
+            solved = solve_unit(obj, [specs[i] for i in unit.members], depsgraph_get())
             for i, outcome in zip(unit.members, solved, strict=True):
                 for name, values in outcome.write.before.items():
                     saved.setdefault(name, values)

@@ -24,11 +24,12 @@ import sys
 import bpy
 from bpy.app.handlers import persistent
 
-from .. import properties, rig
-from ..rig import protected
-from ..rig.sampling import LIVE_HANDLER_MARK
-from . import group_solve, groups, solve, spec
-from .result import measured_error, store_result
+from ... import properties, rig
+from ...rig import protected
+from ...rig.sampling import LIVE_HANDLER_MARK
+from .. import solve, spec
+from ..solve.result import measured_error, store_result
+from ..spec import groups
 
 # Per live unit: (armature, chain index) for a lone chain, (armature, member indices) for a group.
 _signatures: dict[tuple, tuple] = {}
@@ -119,7 +120,7 @@ def _live_armatures(scene) -> list:
 
 def solve_live(scene, depsgraph, errors: list | None = None) -> int:
     """Solve every live chain in `scene` whose inputs changed; returns how many were solved.
-    A live chain sharing bones with others is solved with its whole group (app.groups). A chain
+    A live chain sharing bones with others is solved with its whole group (app.spec.groups). A chain
     that cannot be solved is printed once, or, given `errors`, added there as (armature, chain
     names, why) for the caller to say."""
     solved = 0
@@ -129,7 +130,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             continue
         chains = obj.chain_ik.chains
         live_keys = set()
-        # In the units' order (app.groups): a chain hanging below a group sees this update's solve.
+        # In the units' order (app.spec.groups): a chain hanging below a group sees this update's solve.
         for members in groups.panel_units(obj):
             items = [chains[i] for i in members]
             if not any(item.live for item in items):
@@ -140,10 +141,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             live_keys.add(key)
             what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"
             try:
-                if alone:
-                    count = _solve_item(obj, obj_eval, items[0], key, depsgraph)
-                else:
-                    count = _solve_group(obj, obj_eval, items, key, depsgraph)
+                count = _solve_unit(obj, obj_eval, items, alone, key, depsgraph)
             except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
                 if errors is None:
                     _report_once(key, obj, what, exc)
@@ -169,8 +167,8 @@ def _forget(which) -> None:
         _reported.pop(key, None)
 
 
-def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
-    """Solve one group with a live chain if its inputs changed; the number of chains solved."""
+def _group_signature(obj_eval, items, depsgraph) -> tuple:
+    """`_signature` of a group's chains, and of the pose it hangs from."""
     chains = [groups.chain_names(obj_eval, item) for item in items]
     names = dict.fromkeys(n for chain in chains for n in chain)
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
@@ -182,39 +180,32 @@ def _solve_group(obj, obj_eval, items, key, depsgraph) -> int:
     pose = obj_eval.pose.bones
     parents = {pose[n].parent.name for n in names if pose[n].parent is not None} - set(names)
     parts += [tuple(map(tuple, pose[p].matrix)) for p in sorted(parents)]
-    sig = tuple(parts)
+    return tuple(parts)
+
+
+def _solve_unit(obj, obj_eval, items, alone: bool, key, depsgraph) -> int:
+    """Solve one live unit (a chain alone, or a group with a live chain) if its inputs changed;
+    the number of chains solved."""
+    if alone:
+        target_eval = rig.evaluated(items[0].target, depsgraph) if items[0].target is not None else None
+        sig = _signature(obj_eval, items[0], target_eval, depsgraph)
+    else:
+        sig = _group_signature(obj_eval, items, depsgraph)
     if _signatures.get(key) == sig:
         return 0
-    _signatures[key] = sig
-    refusal = protected.pose_refusal(obj)
+    _signatures[key] = sig  # before solving: a failing unit is not retried until something changes
+    refusal = protected.pose_refusal(obj)  # a library file saved with Live on
     if refusal:
         raise ValueError(refusal)
-    outcomes = group_solve.solve_group(obj, [spec.spec_from_item(item) for item in items], depsgraph)
+    outcomes = solve.solve_unit(obj, [spec.spec_from_item(item) for item in items], depsgraph)
     for outcome in outcomes:
         solve.apply_write(obj, outcome.write)
+    # Measured on the written pose (locks, influence, constraints and drivers can make it differ from
+    # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
     depsgraph.update()
     for item, outcome in zip(items, outcomes, strict=True):
         store_result(item, outcome, measured_error(depsgraph, obj, outcome.spec, outcome.goal_world), obj)
     return len(items)
-
-
-def _solve_item(obj, obj_eval, item, key, depsgraph) -> int:
-    """Solve one live chain if its inputs changed; 1 when solved."""
-    target_eval = rig.evaluated(item.target, depsgraph) if item.target is not None else None
-    sig = _signature(obj_eval, item, target_eval, depsgraph)
-    if _signatures.get(key) == sig:
-        return 0
-    _signatures[key] = sig  # before solving: a failing chain is not retried until something changes
-    refusal = protected.pose_refusal(obj)  # a library file saved with Live on
-    if refusal:
-        raise ValueError(refusal)
-    outcome = solve.solve_spec(obj, spec.spec_from_item(item), depsgraph)
-    solve.apply_write(obj, outcome.write)
-    # Measured on the written pose (locks, influence, constraints and drivers can make it differ from
-    # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
-    depsgraph.update()
-    store_result(item, outcome, measured_error(depsgraph, obj, outcome.spec), obj)
-    return 1
 
 
 _reported: dict[tuple, str] = {}  # live unit (as `_signatures`) -> the error last printed for it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from . import bake
+from .. import bake
 
 
 class BakeJob:

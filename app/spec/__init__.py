@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import bpy
 
-from .. import properties
+from ... import properties
 from . import scope
 
 
@@ -37,7 +37,7 @@ class ChainSpec:
     use_locks: bool = True  # keep locked rotation channels (off: turn through them, as the IK constraint)
     use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
     name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
-    # In a group (chains sharing bones, app.groups): this chain's effector against the others.
+    # In a group (chains sharing bones, app.spec.groups): this chain's effector against the others.
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
     priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
     pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
@@ -109,7 +109,7 @@ def specs_from_arguments(
     - no `tip`, but a chain length, target or pole argument: the panel's active chain with
       those arguments over its settings.
     - only `method` (or nothing): the panel's chains in scope (all or the ticked ones, never
-      the muted ones; see app.scope) or the one at chain_index, with `method` over their
+      the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
     `pole_angle` None: not given (the panel's, or 0)."""
     settings = obj.chain_ik

@@ -6,8 +6,8 @@ frames (`live.set_busy`), so without care their pose would stay as it is while p
 
 from __future__ import annotations
 
-from .. import rig
-from . import checks
+from ... import rig
+from .. import checks
 
 
 def read_bones(starts) -> list[tuple[object, set[str]]]:

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import rig
-from ..rig import fk_follow, keys, modes, protected
-from . import bake, live, live_above, spec
+from ... import rig
+from ...rig import fk_follow, keys, modes, protected
+from .. import bake, live, spec
+from ..live import live_above
 
 # Worse than this on playback (degrees) and the FK bones do not follow. Blender's pose matrices
 # are float32: an FK bone re-posed exactly lands within about 3e-5 degrees of its partner (Rigify's

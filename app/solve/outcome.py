@@ -1,0 +1,38 @@
+"""One chain's solve, alone or in a group: the one outcome type Solve, Live, Compare, cli.py and
+the reports read (app.solve.solve_unit makes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import rig, solvers
+from ..spec import ChainSpec
+
+
+@dataclass
+class ChainOutcome:
+    spec: ChainSpec  # in a group: with the lead's solver settings (app.spec.groups.led_by)
+    write: rig.PoseWrite  # in a group: the group's write, each bone given to the first chain that has it
+    names: tuple[str, ...]  # the chain's bones, root first
+    error: float  # world-space tip error of the solution
+    cost: float  # degrees, over the chain's bones
+    time_ms: float  # in a group: the whole group's solve
+    iterations: int
+    reached: bool
+    # Why a faster kernel did not serve, and what the solve did not honour ('' when nothing).
+    reason: str
+    group: str = ""  # the chains it was solved with (app.spec.groups.group_label), '' when alone
+    goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
+    rig: rig.RigChain | None = None  # a chain alone: its read (rig.read_chain and its forms)
+    solution: solvers.Solution | None = None  # a chain alone: the solver's result
+
+
+def chain_reason(solution: solvers.Solution, rig_chain: rig.RigChain) -> str:
+    """Why a faster kernel did not serve a chain alone ('' when they all did): the solver's
+    plain-float kernel (solvers.Solution.reason) and the writer's quaternion kernel (rig.write)."""
+    parts = []
+    if solution.reason:
+        parts.append(f"general solver: {solution.reason}")
+    if isinstance(rig_chain.pose_terms, str):
+        parts.append(f"general writer: {rig_chain.pose_terms}")
+    return "; ".join(parts)
