@@ -36,10 +36,14 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
-from ..chain import Chain
+from ..chain import Chain, as_floats
+from ..goals import read_goals
+from ..kernels import one as float_one
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
 from ..tree import moved_bones
+from .kernels import shape_keeping_solver
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -63,8 +67,6 @@ def solve_tree(
     options: dict,
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
-    from ..api import solve
-
     bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton.merge_shared)
     plan = _segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
@@ -88,13 +90,11 @@ def solve_tree(
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
                 if effector.orientation is not None and effector.rotation_weight > 0.0:
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
-                sol = solve(chain, effector.position, method="triangulation", tolerance=tolerance, **goals, **options)
+                sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
                 under = [by_bone[b] for b in below]
                 position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short, weight)
-                sol = solve(
-                    chain, position, method="triangulation", tolerance=tolerance, target_rotation=rotation, **options
-                )
+                sol = _triangulate(chain, position, tolerance, options, target_rotation=rotation)
             _set_locals(skeleton, local, bones, frames, sol.frames(chain))
             frames, heads, ends = skeleton.forward(local)
         cost, last = _ranked(effectors, groups, ends, tolerance), cost
@@ -107,6 +107,32 @@ def solve_tree(
             break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
     return finish(skeleton, best, effectors, tolerance, passes, "triangulation")
+
+
+def _triangulate(
+    chain: Chain,
+    target,
+    tolerance: float,
+    options: dict,
+    pole=None,
+    pole_angle: float = 0.0,
+    target_rotation=None,
+    rotation_weight: float = 1.0,
+) -> Solution:
+    """The segment `chain` triangulated to `target` and its goals by the paper's pass, each rest
+    of it kept at its current span where a triangle allows (kernels.shape_keeping_solver; see
+    the module docstring); under joint limits the paper's limited passes (solvers.solve)."""
+    from ..api import solve
+
+    if float_one.reason(chain, options, None) is not None:
+        goals = {"pole": pole, "pole_angle": pole_angle, "target_rotation": target_rotation}
+        return solve(
+            chain, target, method="triangulation", tolerance=tolerance, rotation_weight=rotation_weight, **goals,
+            **options,
+        )  # fmt: skip
+    extra = read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
+    point = as_floats(target, "target")
+    return float_one.solve(chain, point, "triangulation", tolerance, shape_keeping_solver(options), extra)
 
 
 def _ranked(effectors: list[Effector], groups: list[list[int]], ends, tolerance: float) -> list[float]:
