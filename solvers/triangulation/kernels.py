@@ -1,7 +1,7 @@
 """Triangulation's kernels for the method registry (see solvers.registry for the interface).
 
 - `float_solver`: the one-target float solve (scalar.one_pass), run by solvers.kernels.one;
-  `shape_keeping_solver` the same pass keeping each rest's current span (a tree's segments).
+  `shape_keeping_solver` the same pass keeping the start's shape where it can (a tree's segments).
 - `batch`: the vectorised pass (batch.solve_many), or the limited passes (limited.solve_limited).
 - `sequence`: the plain-float pass carried from step to step (sequence.solve_steps); not for
   chains with joint limits.

@@ -65,13 +65,13 @@ def blended_reach(a, b, c, width):
 
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-SEARCH_STEPS = 48  # golden-section steps of least_turn_span: the interval shrinks to ~1e-10 of itself
+SEARCH_STEPS = 36  # golden-section steps of least_turn_span: the interval shrinks to ~3e-8 of itself
 
 
 def start_shape(joint: tuple, direction: tuple, nxt: tuple, tip: tuple, hole: float, l1: float, l2: float):
     """`keep`'s entry for a bone at `joint` with unit `direction`, its next joint `nxt`, the chain's
     `tip`, the rest's inner hole radius, and the rest as two links (its first bone l1, the bones
-    after it at full length l2): (hole, the angle to the tip line, the rest's bend, l1, l2);
+    after it at full length l2): (the angle to the tip line, hole, the rest's bend, l1, l2);
     None where the rest is one bone (its extent is fixed)."""
     if l2 <= 0.0:
         return None
@@ -95,6 +95,8 @@ def least_turn_span(a: float, c: float, low: float, high: float, shape: tuple) -
     a square root of the extent, so the bone turns instead, and where the bone lines up with the
     target line its angle is, so the rest bends instead. Golden-section search."""
     angle, _, bend, l1, l2 = shape
+    if not low < high:
+        return high
     two_ac = 2.0 * a * c
 
     def cost(span: float) -> float:

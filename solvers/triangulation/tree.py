@@ -3,8 +3,8 @@
 The paper solves one chain in one pass from the root; its future work asks for "several end
 effectors". Here the tree is cut into segments: a segment runs from a bone down to the next
 bone that carries an effector or splits into branches that lead to effectors (a sub-base).
-Segments are solved from the root down, each as a chain by the paper's pass (`solvers.solve`:
-limits, poles and tip rotations included):
+Segments are solved from the root down, each as a chain by the paper's pass (limits, poles and
+tip rotations included) from its start's shape (below):
 
 - a segment that ends on an effector's bone aims at that effector's goals;
 - a segment that ends on a sub-base is given a whole frame for its last bone: the one nearest
@@ -20,12 +20,23 @@ limits, poles and tip rotations included):
   put them.
 
 So the trunk moves first, and exactly as far as its branches need; each branch then moves as
-the paper's chain does. The full length is an upper bound of a branch's reach (limits, folds),
-so while an effector is short another pass runs, up to `max_iterations` passes, in which that
-branch is taken to reach, from where it starts, only as far as it got, until a pass changes no
-level's error; the pose that ranks best (level by level, a level met within the tolerance
-counting 0; the input pose included) is the one returned. Conflicting goals end at the
-weighted least-squares compromise of the trunk, each branch reaching toward its goal.
+the paper's chain does, but from its start's shape: where the paper takes the rest of a segment
+at its full length (its triangle's side b, so every joint below the first that bends ends
+straight), a segment takes the extent between the rest's inner hole and b that changes the
+joint's angle to the target line and the next joint's bend least (scalar.least_turn_span; a
+rest already straight stays straight: the paper's pose). A segment already at its goal then
+stays and one near it moves little, so a bake continuing its last frame
+(solvers.skeleton_sequence) keeps each frame's shape; with the paper's straight rests a start
+within the tolerance was kept and one just beyond it snapped to them, a pop (17.6 degrees on a
+forearm in bench/bench_smooth_bake.py's two hands). Under joint limits a segment takes the
+paper's limited passes (no float kernel).
+
+The full length is an upper bound of a branch's reach (limits, folds), so while an effector is
+short another pass runs, up to `max_iterations` passes, in which that branch is taken to reach,
+from where it starts, only as far as it got, until a pass changes no level's error; the pose
+that ranks best (level by level, a level met within the tolerance counting 0; the input pose
+included) is the one returned. Conflicting goals end at the weighted least-squares compromise of
+the trunk, each branch reaching toward its goal.
 """
 
 from __future__ import annotations
@@ -119,9 +130,9 @@ def _triangulate(
     target_rotation=None,
     rotation_weight: float = 1.0,
 ) -> Solution:
-    """The segment `chain` triangulated to `target` and its goals by the paper's pass, each rest
-    of it kept at its current span where a triangle allows (kernels.shape_keeping_solver; see
-    the module docstring); under joint limits the paper's limited passes (solvers.solve)."""
+    """The segment `chain` triangulated to `target` and its goals by the paper's pass from its
+    start's shape (kernels.shape_keeping_solver; see the module docstring); under joint limits
+    the paper's limited passes (solvers.solve: the float kernels do not take limits)."""
     from ..api import solve
 
     if float_one.reason(chain, options, None) is not None:
