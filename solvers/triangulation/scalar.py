@@ -64,6 +64,63 @@ def blended_reach(a, b, c, width):
     return (b + x * (x < 0.0)) - 0.25 * h * h * width
 
 
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+SEARCH_STEPS = 36  # golden-section steps of least_turn_span: the interval shrinks to ~3e-8 of itself
+
+
+def start_shape(joint: tuple, direction: tuple, nxt: tuple, tip: tuple, hole: float, l1: float, l2: float):
+    """`keep`'s entry for a bone at `joint` with unit `direction`, its next joint `nxt`, the chain's
+    `tip`, the rest's inner hole radius, and the rest as two links (its first bone l1, the bones
+    after it at full length l2): (the angle to the tip line, hole, the rest's bend, l1, l2);
+    None where the rest is one bone (its extent is fixed)."""
+    if l2 <= 0.0:
+        return None
+    v = (tip[0] - joint[0], tip[1] - joint[1], tip[2] - joint[2])
+    norm = math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+    cos_t = 1.0 if norm <= 0.0 else (direction[0] * v[0] + direction[1] * v[1] + direction[2] * v[2]) / norm
+    angle = math.acos(min(max(cos_t, -1.0), 1.0))
+    return (angle, hole, _bend(math.dist(nxt, tip), l1, l2), l1, l2)
+
+
+def _bend(span: float, l1: float, l2: float) -> float:
+    """The rest's bend at its first joint (0 straight) for an extent `span`, as two links."""
+    cos_i = (l1 * l1 + l2 * l2 - span * span) / (2.0 * l1 * l2)
+    return math.pi - math.acos(min(max(cos_i, -1.0), 1.0))
+
+
+def least_turn_span(a: float, c: float, low: float, high: float, shape: tuple) -> float:
+    """The rest's extent in [low, high] for a bone of length `a` whose joint is `c` from the target
+    that changes least, in the sum of squares, the bone's angle to the target line and the rest's
+    bend from the start's (`shape`, start_shape): where the rest is nearly straight its bend is
+    a square root of the extent, so the bone turns instead, and where the bone lines up with the
+    target line its angle is, so the rest bends instead. Golden-section search."""
+    angle, _, bend, l1, l2 = shape
+    if not low < high:
+        return high
+    two_ac = 2.0 * a * c
+
+    def cost(span: float) -> float:
+        cos_t = (a * a + c * c - span * span) / two_ac if two_ac > 0.0 else 1.0
+        turn = math.acos(min(max(cos_t, -1.0), 1.0)) - angle
+        flex = _bend(span, l1, l2) - bend
+        return turn * turn + flex * flex
+
+    lo, hi = low, high
+    x1, x2 = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
+    f1, f2 = cost(x1), cost(x2)
+    for _ in range(SEARCH_STEPS):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - GOLDEN * (hi - lo)
+            f1 = cost(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + GOLDEN * (hi - lo)
+            f2 = cost(x2)
+    best = min((cost(low), low), (f1, x1), (f2, x2), (cost(high), high))
+    return best[1]
+
+
 def one_pass(
     root: tuple,
     lengths: tuple,
@@ -77,6 +134,7 @@ def one_pass(
     fold: tuple[float, float],
     blend: tuple | None = None,
     carry: bool = False,
+    keep: tuple | None = None,
 ) -> tuple[list, list, list]:
     """(points, rotations, new directions) as lists of tuples (the directions with `carry` only).
 
@@ -94,6 +152,13 @@ def one_pass(
     direction and the parent straight or folded again, the bone's current
     direction is the parent's new one, so it needs no swing while it does the
     same: a long chain costs O(1) per such bone instead of the full step.
+
+    `keep` (a tree's segments, solvers.triangulation.tree; not with `carry`): per bone, its
+    start's shape (`start_shape`), or None. Where the paper's triangle takes the rest of the
+    chain at its full length b (or the smooth fold's blended b, or a + c for the 180° fold), the
+    rest takes the extent between its inner hole and b that changes this joint's angle to the
+    target line and the next joint's bend least (`least_turn_span`): a chain already at its
+    target stays, one near it moves little, and a straight rest stays straight (the paper's).
     """
     cos_fold, sin_fold = fold
     tx, ty, tz = target
@@ -156,18 +221,28 @@ def one_pass(
         else:
             wb = 0.0 if blend is None else blend[i]
             if wb > 0.0 and -wb < a + c - b < wb:
-                cos_d, sin_d = law_of_cosines(a, blended_reach(a, b, c, wb), c, math.sqrt)
+                side = blended_reach(a, b, c, wb)
+                cos_d, sin_d = law_of_cosines(a, side, c, math.sqrt)
             elif (a + c - b <= -wb) if wb > 0.0 else (c <= abs(a - b) + band):
                 # Fold (paper: delta_b = 180°). A smaller fold angle must still
                 # leave the next joint outside the rest's unreachable hole.
                 cos_d, sin_d = cos_fold, sin_fold
                 folded = fold_angle == 180.0
+                side = a + c if folded else -1.0  # (a narrower fold keeps the paper's angle)
                 if fold_angle != 180.0:
                     cos_r, sin_r = law_of_cosines(a, guard[i], c, math.sqrt)
                     if cos_r < cos_d:
                         cos_d, sin_d = cos_r, sin_r
             else:
+                side = b
                 cos_d, sin_d = law_of_cosines(a, b, c, math.sqrt)  # eq. 5
+            if keep is not None and keep[i] is not None and side > 0.0:
+                # The rest's extent that turns this joint and the next least, up to the paper's
+                # side (the search's top, so the two agree where the case changes: no pop).
+                span = least_turn_span(a, c, max(abs(a - c), keep[i][1]), side, keep[i])
+                if span < side:
+                    cos_d, sin_d = law_of_cosines(a, span, c, math.sqrt)
+                    folded = False
             # Unit vector in the bend plane, perpendicular to c, on a's side.
             dot = ax * cx + ay * cy + az * cz
             wx, wy, wz = ax - dot * cx, ay - dot * cy, az - dot * cz

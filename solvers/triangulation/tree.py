@@ -3,8 +3,8 @@
 The paper solves one chain in one pass from the root; its future work asks for "several end
 effectors". Here the tree is cut into segments: a segment runs from a bone down to the next
 bone that carries an effector or splits into branches that lead to effectors (a sub-base).
-Segments are solved from the root down, each as a chain by the paper's pass (`solvers.solve`:
-limits, poles and tip rotations included):
+Segments are solved from the root down, each as a chain by the paper's pass (limits, poles and
+tip rotations included) from its start's shape (below):
 
 - a segment that ends on an effector's bone aims at that effector's goals;
 - a segment that ends on a sub-base is given a whole frame for its last bone: the one nearest
@@ -20,12 +20,23 @@ limits, poles and tip rotations included):
   put them.
 
 So the trunk moves first, and exactly as far as its branches need; each branch then moves as
-the paper's chain does. The full length is an upper bound of a branch's reach (limits, folds),
-so while an effector is short another pass runs, up to `max_iterations` passes, in which that
-branch is taken to reach, from where it starts, only as far as it got, until a pass changes no
-level's error; the pose that ranks best (level by level, a level met within the tolerance
-counting 0; the input pose included) is the one returned. Conflicting goals end at the
-weighted least-squares compromise of the trunk, each branch reaching toward its goal.
+the paper's chain does, but from its start's shape: where the paper takes the rest of a segment
+at its full length (its triangle's side b, so every joint below the first that bends ends
+straight), a segment takes the extent between the rest's inner hole and b that changes the
+joint's angle to the target line and the next joint's bend least (scalar.least_turn_span; a
+rest already straight stays straight: the paper's pose). A segment already at its goal then
+stays and one near it moves little, so a bake continuing its last frame
+(solvers.skeleton_sequence) keeps each frame's shape; with the paper's straight rests a start
+within the tolerance was kept and one just beyond it snapped to them, a pop (17.6 degrees on a
+forearm in bench/bench_smooth_bake.py's two hands). Under joint limits a segment takes the
+paper's limited passes (no float kernel).
+
+The full length is an upper bound of a branch's reach (limits, folds), so while an effector is
+short another pass runs, up to `max_iterations` passes, in which that branch is taken to reach,
+from where it starts, only as far as it got, until a pass changes no level's error; the pose
+that ranks best (level by level, a level met within the tolerance counting 0; the input pose
+included) is the one returned. Conflicting goals end at the weighted least-squares compromise of
+the trunk, each branch reaching toward its goal.
 """
 
 from __future__ import annotations
@@ -36,10 +47,14 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
-from ..chain import Chain
+from ..chain import Chain, as_floats
+from ..goals import read_goals
+from ..kernels import one as float_one
 from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
 from ..tree import moved_bones
+from .kernels import shape_keeping_solver
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -63,8 +78,6 @@ def solve_tree(
     options: dict,
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
-    from ..api import solve
-
     bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton.merge_shared)
     plan = _segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
@@ -88,13 +101,11 @@ def solve_tree(
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
                 if effector.orientation is not None and effector.rotation_weight > 0.0:
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
-                sol = solve(chain, effector.position, method="triangulation", tolerance=tolerance, **goals, **options)
+                sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
                 under = [by_bone[b] for b in below]
                 position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short, weight)
-                sol = solve(
-                    chain, position, method="triangulation", tolerance=tolerance, target_rotation=rotation, **options
-                )
+                sol = _triangulate(chain, position, tolerance, options, target_rotation=rotation)
             _set_locals(skeleton, local, bones, frames, sol.frames(chain))
             frames, heads, ends = skeleton.forward(local)
         cost, last = _ranked(effectors, groups, ends, tolerance), cost
@@ -107,6 +118,32 @@ def solve_tree(
             break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
     return finish(skeleton, best, effectors, tolerance, passes, "triangulation")
+
+
+def _triangulate(
+    chain: Chain,
+    target,
+    tolerance: float,
+    options: dict,
+    pole=None,
+    pole_angle: float = 0.0,
+    target_rotation=None,
+    rotation_weight: float = 1.0,
+) -> Solution:
+    """The segment `chain` triangulated to `target` and its goals by the paper's pass from its
+    start's shape (kernels.shape_keeping_solver; see the module docstring); under joint limits
+    the paper's limited passes (solvers.solve: the float kernels do not take limits)."""
+    from ..api import solve
+
+    if float_one.reason(chain, options, None) is not None:
+        goals = {"pole": pole, "pole_angle": pole_angle, "target_rotation": target_rotation}
+        return solve(
+            chain, target, method="triangulation", tolerance=tolerance, rotation_weight=rotation_weight, **goals,
+            **options,
+        )  # fmt: skip
+    extra = read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
+    point = as_floats(target, "target")
+    return float_one.solve(chain, point, "triangulation", tolerance, shape_keeping_solver(options), extra)
 
 
 def _ranked(effectors: list[Effector], groups: list[list[int]], ends, tolerance: float) -> list[float]:

@@ -73,6 +73,29 @@ def test_the_trunk_stays_when_the_branches_reach_from_it():
     np.testing.assert_allclose(np.abs(sol.local[trunk, 0]), 1.0, atol=1e-9)
 
 
+def _largest_turn(a, b) -> float:
+    """The largest rotation angle (radians) between the local rotations a and b (n, 4)."""
+    return float(2.0 * np.arccos(np.clip(np.min(np.abs(np.sum(a * b, axis=-1))), 0.0, 1.0)))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_start_near_its_goals_moves_little(seed):
+    """Segments triangulate from their start's shape: from a pose with bent arms whose hands are
+    nudged three tolerances off, the solve turns no joint more than half a degree (the paper's
+    pass straightened every arm joint below the first that bends: 10-50 degrees on these poses,
+    a pop in a bake continuing its last frame), and a start at its goals is a fixed point."""
+    skeleton, local, index = tree_shapes.humanoid()
+    bones = [index[n] for n in HANDS]
+    targets, posed = tree_shapes.fk_targets(skeleton, local, bones, np.random.default_rng(seed))
+    tolerance = 1e-5
+    again = _solve(skeleton, posed, bones, targets, tolerance=tolerance)
+    assert again.reached and _largest_turn(posed, again.local) < 1e-6
+    nudged = targets + np.random.default_rng(seed + 100).normal(size=targets.shape) * 3.0 * tolerance
+    sol = _solve(skeleton, posed, bones, nudged, tolerance=tolerance)
+    assert sol.reached and sol.iterations == 1
+    assert np.degrees(_largest_turn(posed, sol.local)) < 0.5
+
+
 def test_limits_hold():
     skeleton, local, index = tree_shapes.humanoid()
     limits = solvers.make_limits(skeleton.n_bones, use_limit=[True, True, True], minimum=-0.4, maximum=0.4)
