@@ -36,10 +36,10 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
-from ..chain import Chain
-from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
-from ..tree import moved_bones
+from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..model.chain import Chain
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, moved_bones, ranked_weights
+from .chain import solve
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -63,8 +63,6 @@ def solve_tree(
     options: dict,
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
-    from ..api import solve
-
     bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton.merge_shared)
     plan = _segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
