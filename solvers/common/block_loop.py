@@ -166,10 +166,10 @@ def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
         if i == 0:  # the identity turns nothing (exactly, as the float kernel skips it)
             cur, axis = tuple(chain.directions[0].tolist()), tuple(chain.fallback_axes[0].tolist())
         else:
-            cur = rotate(q, chain.directions[i])
+            cur = vec.rotate(q, chain.directions[i])
 
             def axis(rows, q=q, i=i):  # only the rows past 90° need the turned tie-breaker
-                return rotate(tuple(c[rows] for c in q), chain.fallback_axes[i])
+                return vec.rotate(tuple(c[rows] for c in q), chain.fallback_axes[i])
 
         sw_, sx, sy, sz = vec.swing(cur, v, axis)
         qw, qx, qy, qz = q
@@ -184,13 +184,3 @@ def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(rots.transpose(2, 0, 1))
 
 
-def rotate(q, v):
-    """`floats.rotate` of a constant vector `v` (3 floats) by component quaternions `q`."""
-    qw, qx, qy, qz = q
-    vx, vy, vz = (float(c) for c in v)
-    tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
-    return (
-        vx + qw * tx + (qy * tz - qz * ty),
-        vy + qw * ty + (qz * tx - qx * tz),
-        vz + qw * tz + (qx * ty - qy * tx),
-    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate, unit
+from ..maths.floats import conjugate, from_rotation_vector, multiply, normalize4, rotate, unit
 from .goals import POLE_FADE
 
 # solve(terms, target) -> (points, rotations, iterations), as float tuples.
@@ -21,10 +21,6 @@ def _dot(u: tuple, v: tuple) -> float:
 
 def _length(v: tuple) -> float:
     return math.sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
-
-
-def _conjugate(q: tuple) -> tuple:
-    return (q[0], -q[1], -q[2], -q[3])
 
 
 def up_axis(frame: tuple, c: float, s: float) -> tuple:
@@ -186,7 +182,7 @@ def slerp(a: tuple, b: tuple, t: float) -> tuple:
     """`goals._slerp` for one pair."""
     if a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] < 0.0:
         b = (-b[0], -b[1], -b[2], -b[3])
-    x, y, z = _to_rotation_vector(multiply(b, _conjugate(a)))
+    x, y, z = _to_rotation_vector(multiply(b, conjugate(a)))
     return multiply(from_rotation_vector(t * x, t * y, t * z), a)
 
 
@@ -220,4 +216,4 @@ def solve(terms, target: tuple, solve_plain: Solve, pole, pole_angle: float, rot
         iterations += more
     hx, hy, hz = head_points[-1]
     tip = (hx + length * x, hy + length * y, hz + length * z)
-    return head_points + [tip], head_rotations + [multiply(wanted, _conjugate(tip_rest))], iterations
+    return head_points + [tip], head_rotations + [multiply(wanted, conjugate(tip_rest))], iterations

@@ -16,7 +16,7 @@ new parent and its child) goes to the point nearest its current position on
 the circle where the spheres about them (radii the two bone lengths) meet, so
 it keeps both lengths at once. Where the spheres only touch or miss, it goes
 to the point that circle shrinks to: on the line through the two neighbours,
-at its bone's length from the new one (`sphere_point`). Once one joint keeps
+at its bone's length from the new one (`quat.sphere_point`). Once one joint keeps
 both lengths, the old joints beyond it already fit, so a pass that meets the
 old chain anywhere ends reaching. Unreachable targets are answered straight,
 as for "line". Chains with joint limits iterate as above whatever the
@@ -39,36 +39,6 @@ def check_placement(placement: object) -> str:
     return placement
 
 
-def sphere_point(
-    a: np.ndarray, b: np.ndarray, ra: float, rb: float, near: np.ndarray, tie: np.ndarray, scale: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """The point at `ra` from `a` (all (k, 3)) best keeping `rb` from `b`:
-    where the spheres about `a` and `b` of radii `ra` and `rb` meet in a
-    circle, its point nearest `near` (the CGA step); where they only touch
-    or miss, the point of the first sphere nearest the second, on the line
-    through `a` and `b` (the point the circle shrinks to as the spheres part,
-    so the placement is continuous). With `near` on that line (within 1e-12
-    x `scale`) every circle point is as near: the circle is left in the
-    direction tie x (b - a), `tie` being the bone's tie-breaker axis. Also
-    returns a mask of where it is defined: `a` and `b` apart."""
-    ab = b - a
-    d = np.linalg.norm(ab, axis=1)
-    apart = d > 0.0
-    safe_d = np.where(apart, d, 1.0)
-    u = ab / safe_d[:, None]
-    along = (d * d + ra * ra - rb * rb) / (2.0 * safe_d)  # from a to the circle's plane
-    h = np.sqrt(np.maximum(ra * ra - along * along, 0.0))  # the circle's radius (0: touch or miss)
-    v = near - a
-    v = v - np.sum(v * u, axis=1, keepdims=True) * u  # from the line ab to `near`
-    off = np.linalg.norm(v, axis=1)
-    if np.any(off <= 1e-12 * scale):
-        w = np.cross(tie, u)
-        wn = np.linalg.norm(w, axis=1)
-        w = np.where((wn > 1e-6)[:, None], w / np.where(wn > 1e-6, wn, 1.0)[:, None], quat.any_perpendicular(u))
-        v = np.where((off > 1e-12 * scale)[:, None], v, w)
-        off = np.where(off > 1e-12 * scale, off, 1.0)
-    point = a + np.clip(along, -ra, ra)[:, None] * u + (h / off)[:, None] * v
-    return point, apart
 
 
 def make_step(chain: Chain, placement: str = "line"):
@@ -120,7 +90,7 @@ def make_step(chain: Chain, placement: str = "line"):
     def between(a: np.ndarray, b: np.ndarray, i: int, j: int, current: np.ndarray, fallback: np.ndarray):
         # Joint at bone i's length from `a` and, as near as may be, at bone
         # j's from `b`; where a and b coincide, on the line to `current`.
-        point, apart = sphere_point(a, b, lengths[i], lengths[j], current, ties[i], scale)
+        point, apart = quat.sphere_point(a, b, lengths[i], lengths[j], current, ties[i], scale)
         if np.all(apart):
             return point
         return np.where(apart[:, None], point, place(a, current, lengths[i], fallback))

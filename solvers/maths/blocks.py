@@ -39,6 +39,18 @@ def swing(u, v, fallback):
     return q
 
 
+def rotate(q, v):
+    """`floats.rotate` of a constant vector `v` (3 floats) by component quaternions `q`."""
+    qw, qx, qy, qz = q
+    vx, vy, vz = (float(c) for c in v)
+    tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+    return (
+        vx + qw * tx + (qy * tz - qz * ty),
+        vy + qw * ty + (qz * tx - qx * tz),
+        vz + qw * tz + (qx * ty - qy * tx),
+    )
+
+
 def _obtuse(u, v, cx, cy, cz, dot, fallback):
     """The dot < 0 branches of `floats.swing` (past 90°; near a half turn)."""
     ux, uy, uz = u

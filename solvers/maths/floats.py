@@ -140,7 +140,7 @@ def scaled(q: tuple, scale: float) -> tuple:
 
 
 def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tuple) -> tuple:
-    """solvers.fabrik.chain_numpy.sphere_point on floats: the point at `ra` from `a` best keeping `rb` from `b`,
+    """solvers.quat.sphere_point on floats: the point at `ra` from `a` best keeping `rb` from `b`,
     nearest `near` on the circle where the spheres meet (their touching point where they
     do not); with `near` on the line a-b, off it along tie x (b - a). `a` on `b`: the point
     at `ra` from `a` toward `near`."""
