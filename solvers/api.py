@@ -22,7 +22,6 @@ __all__ = ["DEFAULT_RELATIVE_TOLERANCE", "METHODS", "OPTIONS", "position_solver"
 
 # name -> one-line description (compatibility views of the registry; the UI reads `registry`).
 METHODS: dict[str, str] = {m.name: m.description for m in registry.METHOD_LIST}
-DEFAULT_MAX_ITERATIONS = {m.name: m.max_iterations for m in registry.METHOD_LIST}
 OPTIONS = {m.name: m.defaults for m in registry.METHOD_LIST}
 
 

@@ -20,8 +20,9 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat
-from .api import position_solver, settings, solve
+from .api import settings, solve
 from .common import goals
+from .common.chain_path import position_solver
 from .model.chain import Chain
 from .model.result import SequenceSolution
 

@@ -120,6 +120,8 @@ class Method:
 
 
 def real(what: str, low: float, high: float | None = None, strict: bool = False) -> Callable:
+    """An option check: a real number >= low (> low when `strict`), <= high when given."""
+
     def check(value: object) -> float:
         x = as_real(value, what)
         if x < low or (strict and x == low) or (high is not None and x > high):
@@ -131,6 +133,8 @@ def real(what: str, low: float, high: float | None = None, strict: bool = False)
 
 
 def choice(what: str, choices: tuple) -> Callable:
+    """An option check: one of the identifiers of `choices` ((identifier, label, description), ...)."""
+
     names = tuple(c[0] for c in choices)
 
     def check(value: object) -> str:
