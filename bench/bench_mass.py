@@ -1,5 +1,5 @@
 """Grassia's mass-matrix weighting against the plain damped least squares (issue 20 item 3), on reach
-sequences for a 3- and a 4-bone arm. Numpy only, standalone (solvers.mass's functions, not yet
+sequences for a 3- and a 4-bone arm. Numpy only, standalone (solvers.common.mass's functions, not yet
 wired into the solvers):
 
     python bench/bench_mass.py [--frames 120]
@@ -9,8 +9,8 @@ starts from the previous frame's pose and iterates q' = W J^T (J W J^T + lambda^
 joint's turn capped at 0.5 rad per iteration, lambda = 0.05 x the arm's length, as the solver's
 defaults) until the hand is within 1e-5 x the arm's length of the target or 200 iterations:
 - plain: W = I (today's weighting without stiffness);
-- mass:  W = M(q)^-1, M the arm's joint-space inertia (solvers.mass.chain_mass_matrix, capsules,
-         radii as given) scaled by solvers.mass.normalized (so lambda means the same), recomputed
+- mass:  W = M(q)^-1, M the arm's joint-space inertia (solvers.common.mass.chain_mass_matrix, capsules,
+         radii as given) scaled by solvers.common.mass.normalized (so lambda means the same), recomputed
          every iteration.
 Between frames each joint's world rotation vector q' (frame to frame, one frame = one time unit)
 gives the kinetic energy 1/2 q'^T M q' (M of the frame's start pose, unscaled, density 1); the
@@ -36,12 +36,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solvers import mass, quat  # noqa: E402
+from solvers import quat  # noqa: E402
+from solvers.common import mass  # noqa: E402
 
 MAX_STEP, DAMPING, TOLERANCE, CAP = 0.5, 0.05, 1e-5, 200
 UP = np.array([0.0, 1.0, 0.0])
 
-# (name, bone lengths, capsule radii; None: solvers.mass's default share of the length)
+# (name, bone lengths, capsule radii; None: solvers.common.mass's default share of the length)
 ARMS = (
     ("3-bone arm", [0.30, 0.27, 0.09], [0.05, 0.04, 0.03]),
     ("3-bone, default radii", [0.30, 0.27, 0.09], None),

@@ -70,7 +70,7 @@ class TreeLayout:
     root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
     limits: JointLimits | None
     # The skeleton read last through this layout: handed out again while the geometry stays the
-    # same, so the tree kernels' per-skeleton plans (solvers.tree.plan) carry from frame to frame.
+    # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
 
 

@@ -7,16 +7,17 @@ sol.points, sol.rotations, sol.error, sol.reached, sol.iterations
 """
 
 from .api import DEFAULT_RELATIVE_TOLERANCE, METHODS, OPTIONS, solve, solve_batch
-from .chain import Chain
-from .jacobian import VARIANTS as JACOBIAN_VARIANTS
+from .chain_sequence import solve_sequence
+from .jacobian.chain_numpy import VARIANTS as JACOBIAN_VARIANTS
 from .limits import JointLimits, make_limits
 from .metrics import rotation_cost, rotation_cost_one
+from .model.chain import Chain
+from .model.result import BatchSolution, SequenceSolution, Solution
 from .registry import REGISTRY, Method, Option
-from .result import BatchSolution, SequenceSolution, Solution
-from .sequence import solve_sequence
-from .skeleton import Effector, Skeleton, SkeletonSolution, solve_skeleton
-from .skeleton_many import SkeletonBatch, solve_skeleton_many
+from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution
+from .skeleton_many import solve_skeleton_many
 from .skeleton_sequence import solve_skeleton_next, solve_skeleton_sequence
+from .skeleton_solve import solve_skeleton
 
 __all__ = [
     "Chain",

@@ -1,56 +1,43 @@
-"""solve / solve_batch: validate input, run the method's kernels (solvers.registry), package the result.
+"""solve / solve_batch: the public entry points of one chain (the method looked up by name).
 
-One path: `solve` runs the method's one-target kernel where it has one, else its batch kernel
-on a single row; `solve_batch` its many-target kernel where it has one, else its batch kernel;
-when the faster kernel declines, its reason stays on the result (`Solution.reason`,
-`BatchSolution.reason`). Goals (pole, tip orientation) wrap the position solve (solvers.goals).
+One path (solvers.common.chain_path): `solve` runs the method's one-target kernel where it has
+one, else its batch kernel on a single row; `solve_batch` its many-target kernel where it has
+one, else its batch kernel; when the faster kernel declines, its reason stays on the result
+(`Solution.reason`, `BatchSolution.reason`). Goals (pole, tip orientation) wrap the position
+solve (solvers.common.goals).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
-
 import numpy as np
 
-from . import goals, registry
-from .chain import Chain, as_floats
-from .result import BatchSolution, Solution
+from . import registry
+from .common import chain_path, goals
+from .common.chain_path import DEFAULT_RELATIVE_TOLERANCE, position_solver
+from .model.chain import Chain
+from .model.method import Method
+from .model.result import BatchSolution, Solution
 
-# Default tolerance: this fraction of the chain's total length (1 m arm ->
-# 10 µm). Triangulation is exact anyway; this bounds the iterative methods.
-DEFAULT_RELATIVE_TOLERANCE = 1e-5
+__all__ = ["DEFAULT_RELATIVE_TOLERANCE", "METHODS", "OPTIONS", "position_solver", "settings", "solve", "solve_batch"]
 
 # name -> one-line description (compatibility views of the registry; the UI reads `registry`).
 METHODS: dict[str, str] = {m.name: m.description for m in registry.METHOD_LIST}
-DEFAULT_MAX_ITERATIONS = {m.name: m.max_iterations for m in registry.METHOD_LIST}
 OPTIONS = {m.name: m.defaults for m in registry.METHOD_LIST}
 
 
 def settings(
     chain: Chain, method: str, tolerance: float | None, max_iterations: int | None, options: dict
-) -> tuple[registry.Method, float, int, dict]:
+) -> tuple[Method, float, int, dict]:
     """(method entry, tolerance, iteration cap, complete checked options), or ValueError."""
-    if not isinstance(chain, Chain):
-        raise ValueError(f"expected a solvers.Chain, got {type(chain).__name__}")
+    chain_path.check_chain(chain)
     return method_settings(method, tolerance, max_iterations, options, chain.total_length)
 
 
 def method_settings(
     method: str, tolerance: float | None, max_iterations: int | None, options: dict, length: float
-) -> tuple[registry.Method, float, int, dict]:
+) -> tuple[Method, float, int, dict]:
     """`settings` for bones of total `length` (the default tolerance's scale), chain or tree."""
-    entry = registry.get(method)
-    options = entry.options_for(options)
-    if tolerance is None:
-        tolerance = DEFAULT_RELATIVE_TOLERANCE * length
-    elif not (isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance > 0):
-        raise ValueError(f"tolerance must be a positive distance, got {tolerance!r}")
-    if max_iterations is None:
-        max_iterations = entry.max_iterations
-    elif not (isinstance(max_iterations, (int, np.integer)) and max_iterations >= 1):
-        raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
-    return entry, float(tolerance), int(max_iterations), options
+    return chain_path.entry_settings(registry.get(method), tolerance, max_iterations, options, length)
 
 
 def solve(
@@ -78,24 +65,21 @@ def solve(
 
     Goals (need bone frames): `pole` (3,) with `pole_angle` (radians), as
     Blender's IK pole target; `target_rotation` (w, x, y, z), the tip bone's
-    wanted orientation, with `rotation_weight` 0..1 (see solvers.goals).
+    wanted orientation, with `rotation_weight` 0..1 (see solvers.common.goals).
     """
-    entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
-    t = as_floats(target, "target")
-    extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
-    if entry.one is None:
-        reason = registry.NO_FLOAT_KERNEL.format(name=entry.name)
-    else:
-        solved = entry.one(chain, t, tol, iters, options, extra)
-        if not isinstance(solved, str):
-            return solved
-        reason = solved
-    row = np.array([t])
-    if extra is not None:
-        solution = goals.solve_with_goals(chain, row, extra, position_solver(entry, tol, iters, options), tol)
-    else:
-        solution = position_solver(entry, tol, iters, options)(chain, row)
-    return solution[0].replace(reason=reason)
+    chain_path.check_chain(chain)
+    return chain_path.solve(
+        registry.get(method),
+        chain,
+        target,
+        tolerance,
+        max_iterations,
+        pole,
+        pole_angle,
+        target_rotation,
+        rotation_weight,
+        method_options,
+    )
 
 
 def solve_batch(
@@ -130,20 +114,3 @@ def solve_batch(
     if extra is not None:
         return goals.solve_with_goals(chain, t, extra, plain, tol)
     return plain(chain, t)
-
-
-def position_solver(entry: registry.Method, tol: float, iters: int, options: dict):
-    """The position-only batch solve for these settings: `(chain, targets (m, 3)) -> BatchSolution`;
-    the method's `many` kernel where it serves, else `batch` with the reason kept."""
-
-    def solve(chain: Chain, targets: np.ndarray) -> BatchSolution:
-        reason = ""
-        if entry.many is not None:
-            solved = entry.many(chain, targets, tol, iters, options)
-            if not isinstance(solved, str):
-                return solved
-            reason = solved
-        solution = entry.batch(chain, targets, tol, iters, options)
-        return replace(solution, reason=reason) if reason else solution
-
-    return solve

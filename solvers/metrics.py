@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .chain import Chain
+from .model.chain import Chain
 
 
 def rotation_cost(chain: Chain, points: np.ndarray) -> np.ndarray:

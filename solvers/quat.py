@@ -187,3 +187,35 @@ def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     each is the same rotation). From the relative rotation with atan2, exact near 0, where
     2 acos |a.b| keeps half the digits (float64: 3e-8 rad; float32: 7e-4 rad, 0.04 degrees)."""
     return angle(multiply(conjugate(a), b))
+
+
+def sphere_point(
+    a: np.ndarray, b: np.ndarray, ra: float, rb: float, near: np.ndarray, tie: np.ndarray, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The point at `ra` from `a` (all (k, 3)) best keeping `rb` from `b`:
+    where the spheres about `a` and `b` of radii `ra` and `rb` meet in a
+    circle, its point nearest `near` (the CGA step); where they only touch
+    or miss, the point of the first sphere nearest the second, on the line
+    through `a` and `b` (the point the circle shrinks to as the spheres part,
+    so the placement is continuous). With `near` on that line (within 1e-12
+    x `scale`) every circle point is as near: the circle is left in the
+    direction tie x (b - a), `tie` being the bone's tie-breaker axis. Also
+    returns a mask of where it is defined: `a` and `b` apart."""
+    ab = b - a
+    d = np.linalg.norm(ab, axis=1)
+    apart = d > 0.0
+    safe_d = np.where(apart, d, 1.0)
+    u = ab / safe_d[:, None]
+    along = (d * d + ra * ra - rb * rb) / (2.0 * safe_d)  # from a to the circle's plane
+    h = np.sqrt(np.maximum(ra * ra - along * along, 0.0))  # the circle's radius (0: touch or miss)
+    v = near - a
+    v = v - np.sum(v * u, axis=1, keepdims=True) * u  # from the line ab to `near`
+    off = np.linalg.norm(v, axis=1)
+    if np.any(off <= 1e-12 * scale):
+        w = np.cross(tie, u)
+        wn = np.linalg.norm(w, axis=1)
+        w = np.where((wn > 1e-6)[:, None], w / np.where(wn > 1e-6, wn, 1.0)[:, None], any_perpendicular(u))
+        v = np.where((off > 1e-12 * scale)[:, None], v, w)
+        off = np.where(off > 1e-12 * scale, off, 1.0)
+    point = a + np.clip(along, -ra, ra)[:, None] * u + (h / off)[:, None] * v
+    return point, apart

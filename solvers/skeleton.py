@@ -1,9 +1,9 @@
 """The skeleton model: a tree of bones, effectors with their goals, and a solution as local rotations.
 
 A `Skeleton` is what the solvers work on when several chains share bones (several
-effectors on one tree). `solve_skeleton` takes one effector on one branch through
-`solvers.solve` (a chain: the one solve path and its kernels); several effectors go to the
-method's tree kernel (`registry.Method.tree`), and a method without one is refused by name.
+effectors on one tree); `solvers.skeleton_solve.solve_skeleton` solves it. Here: the data,
+its forward kinematics (numpy and plain floats), the effectors' ranking (levels, weights),
+pins resolved, effectors sharing a bone merged, and `finish` (a solution measured on itself).
 
 Joint model (the same as `Chain`'s, see Chain._read_joints): bone i's world frame is
     F_i = F_parent(i) R_i L_i        (F_parent = `base_frame` for a root bone)
@@ -22,8 +22,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import quat
-from .chain import Chain, as_point, as_real
 from .limits import JointLimits
+from .maths.floats import conjugate, multiply, normalize4, rotate, side, swing
+from .model.chain import Chain, as_point, as_real
 
 
 @dataclass(frozen=True)
@@ -105,9 +106,7 @@ class Skeleton:
 
     def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(world frames (n, 4), heads (n, 3), end points (n, 3)) for local rotations (n, 4)."""
-        from .tree import forward, rows
-
-        # Bone by bone on plain floats (solvers.tree): numpy's per-call cost on one bone's
+        # Bone by bone on plain floats (solvers.skeleton): numpy's per-call cost on one bone's
         # (4,) arrays made this ~50x slower, and every tree solve measures its errors here.
         frames, heads = map(np.array, forward(self, rows(local)))
         ends = heads + self.lengths[:, None] * quat.rotate(frames, self.links)
@@ -201,65 +200,22 @@ class SkeletonSolution:
     iterations: int
     method: str
     reason: str = ""  # as Solution.reason; also a pin that could not hold
-    unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (tree.pins)
+    unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (common.pins)
 
 
-def solve_skeleton(
-    skeleton: Skeleton,
-    local: np.ndarray,
-    effectors: list[Effector],
-    *,
-    method: str,
-    tolerance: float | None = None,
-    max_iterations: int | None = None,
-    **options: object,
-) -> SkeletonSolution:
-    """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4).
 
-    One effector (not a pin) is a chain from its bone's root: it goes through `solvers.solve`,
-    the one solve path with its fast kernels. Several effectors go to the method's tree kernel,
-    `registry.Method.tree(skeleton, local, effectors, tolerance, max_iterations, options)`, with
-    pins resolved, effectors on one bone merged (`merge_shared`), options checked and the
-    tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the length of the bones the effectors
-    move) and iteration cap filled in; then any pin still off is held (`tree.pins.hold`, which
-    names one that cannot hold in the reason). Errors are each given effector's."""
-    from . import registry
-    from .api import method_settings
-    from .tree import moved_bones
-    from .tree.pins import hold
 
-    local = np.asarray(local, dtype=float)
-    if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
-        raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
-    if not effectors:
-        raise ValueError("no effectors to solve")
-    for effector in effectors:
-        if not 0 <= effector.bone < skeleton.n_bones:
-            raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
-    if len(effectors) == 1 and not effectors[0].pin:
-        return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, options)
-    entry = registry.get(method)
-    if entry.tree is None:
-        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
-        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
-    # The default tolerance's scale: the length of the bones the effectors move.
-    length = 0.0
-    if tolerance is None:
-        length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
-    if max_iterations is None and entry.tree_max_iterations:
-        max_iterations = entry.tree_max_iterations
-    _, tol, iters, checked = method_settings(method, tolerance, max_iterations, options, length)
-    resolved = resolve_pins(skeleton, local, effectors)
-    goals = merge_shared(resolved)
-    solved = entry.tree(skeleton, local, goals, tol, iters, checked)
-    if isinstance(solved, str):
-        raise ValueError(f"{method} cannot solve these effectors together: {solved}")
-    solved = hold(skeleton, local, solved, goals, tol)
-    if goals is resolved:
-        return solved
-    unheld = tuple(k for k, e in enumerate(resolved) if e.pin and any(goals[j].bone == e.bone for j in solved.unheld))
-    out = finish(skeleton, solved.local, resolved, tol, solved.iterations, solved.method, solved.reason)
-    return replace(out, unheld=unheld)
+@dataclass(frozen=True)
+class SkeletonBatch:
+    """Every frame's solution: SkeletonSolution's fields with a leading frame axis."""
+
+    local: np.ndarray  # (m, n, 4) every bone's local rotation per frame
+    error: np.ndarray  # (m, k) each effector's distance from its position, measured on `local`
+    reached: np.ndarray  # (m,) every effector within tolerance
+    iterations: np.ndarray  # (m,)
+    method: str
+    # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
+    reason: str = ""
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:
@@ -322,9 +278,7 @@ def finish(
 ) -> SkeletonSolution:
     """The SkeletonSolution of a tree kernel, its errors measured on `local` itself (forward
     kinematics of what is returned, so no kernel can report an error it did not reach)."""
-    from .tree import end_point, forward, rows
-
-    # Plain floats (solvers.tree): a tree kernel's whole solve is a few hundred microseconds.
+    # Plain floats (solvers.skeleton): a tree kernel's whole solve is a few hundred microseconds.
     frames, heads = forward(skeleton, rows(local))
     error = np.array(
         [math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) for e in effectors]
@@ -332,35 +286,99 @@ def finish(
     return SkeletonSolution(local, error, bool(np.all(error <= tolerance)), iterations, method, reason)
 
 
-def _solve_branch(
-    skeleton: Skeleton,
-    local: np.ndarray,
-    effector: Effector,
-    method: str,
-    tolerance: float | None,
-    max_iterations: int | None,
-    options: dict,
-) -> SkeletonSolution:
-    """One effector: its branch as a Chain through `solvers.solve`."""
-    from .api import solve
+# Forward kinematics on plain floats (lists of tuples), and back (`to_locals`): a character's tree
+# is 10-40 bones, where numpy's per-call cost on (4,) arrays dominates; every tree kernel and
+# Skeleton.forward use these.
 
-    bones = skeleton.branch(effector.bone)
-    frames, heads, ends = skeleton.forward(local)
-    chain = Chain(
-        np.concatenate((heads[bones], ends[bones[-1:]])),
-        frames[bones],
-        limits=None if skeleton.limits is None else skeleton.limits.subset(bones),
-        reference=skeleton.reference[bones],
-        base_frame=skeleton.base_frame,
-    )
-    goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
-    if effector.orientation is not None:
-        goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
-    sol = solve(
-        chain, effector.position, method=method, tolerance=tolerance, max_iterations=max_iterations, **goals, **options
-    )
-    solved = np.array(local, dtype=float)
-    new_frames = sol.frames(chain)
-    parents = np.concatenate((skeleton.base_frame[None], new_frames[:-1]))
-    solved[bones] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), new_frames)
-    return SkeletonSolution(solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason)
+
+def moved_bones(skeleton, bones) -> list[int]:
+    """Ascending: every bone on a branch from a root down to one of `bones`."""
+    moved: set[int] = set()
+    parents = skeleton.parents
+    for b in bones:
+        while b != -1 and b not in moved:
+            moved.add(b)
+            b = parents[b]
+    return sorted(moved)
+
+
+def rows(array: np.ndarray) -> list[tuple]:
+    return [tuple(r) for r in np.asarray(array, dtype=float).tolist()]
+
+
+def forward(skeleton, local: list[tuple], bones: list[int] | None = None, frames=None, heads=None):
+    """(world frames, heads) as lists of tuples for local rotations `local` (tuples).
+
+    With `bones` (ascending, each one's parent among them or in `frames`/`heads` already)
+    only those are recomputed, in the given lists."""
+    n = skeleton.n_bones
+    frames = [None] * n if frames is None else frames
+    heads = [None] * n if heads is None else heads
+    parents, reference, offsets = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "offsets")
+    base = tuple(skeleton.base_frame.tolist())
+    for i in range(n) if bones is None else bones:
+        p = parents[i]
+        if p == -1:
+            frames[i] = multiply(multiply(base, reference[i]), local[i])
+            heads[i] = offsets[i]
+        else:
+            fp = frames[p]
+            frames[i] = multiply(multiply(fp, reference[i]), local[i])
+            hx, hy, hz = heads[p]
+            ox, oy, oz = rotate(fp, offsets[i])
+            heads[i] = (hx + ox, hy + oy, hz + oz)
+    return frames, heads
+
+
+def end_point(skeleton, frames: list[tuple], heads: list[tuple], bone: int) -> tuple:
+    """Bone `bone`'s end point (head + length x its link)."""
+    x, y, z = rotate(frames[bone], cached_rows(skeleton, "reach")[bone])
+    hx, hy, hz = heads[bone]
+    return (hx + x, hy + y, hz + z)
+
+
+def to_locals(
+    skeleton, local: np.ndarray, frames: list[tuple], bones: list[int], swing_only: set[int] | frozenset = frozenset()
+) -> np.ndarray:
+    """Local rotations (n, 4): `local` (the input) with the bones `bones` (ascending) given
+    their solved world `frames` (a list over all bones; only `bones`' entries are read).
+
+    A bone in `swing_only` keeps only its solved link direction: its frame is the minimal
+    swing from its input local rotation under its solved parent onto that direction (pass the
+    bones whose twist moves nothing a goal sees: every moved child head on the link, no
+    orientation goal)."""
+    out = np.array(local, dtype=float)
+    n = skeleton.n_bones
+    inputs = rows(local)
+    parents, reference, links = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "links")
+    base = tuple(skeleton.base_frame.tolist())
+    solved = [None] * n
+    wanted = set(bones)
+    for i in range(n):
+        p = parents[i]
+        rest = multiply(base if p == -1 else solved[p], reference[i])
+        if i not in wanted:
+            solved[i] = multiply(rest, inputs[i])
+            continue
+        frame = frames[i]
+        if i in swing_only:
+            inherited = multiply(rest, inputs[i])
+            have, want = rotate(inherited, links[i]), rotate(frame, links[i])
+            frame = normalize4(multiply(swing(have, want, side(inherited, have)), inherited))
+        solved[i] = frame
+        out[i] = normalize4(multiply(conjugate(rest), frame))
+    return out
+
+
+def cached_rows(skeleton, name: str) -> list[tuple]:
+    """The skeleton's arrays as lists of tuples, built once per skeleton (it is frozen)."""
+    cache = skeleton.__dict__.get("_tree_rows")
+    if cache is None:
+        cache = {
+            "reference": rows(skeleton.reference),
+            "offsets": rows(skeleton.offsets),
+            "links": rows(skeleton.links),
+            "reach": rows(skeleton.lengths[:, None] * skeleton.links),
+        }
+        object.__setattr__(skeleton, "_tree_rows", cache)
+    return cache[name]

@@ -10,33 +10,27 @@ one with `solve_skeleton` and the result's `reason` says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from . import registry
+from .api import method_settings
+from .common.frames import frame_effectors, frame_rows, solve_frames
+from .common.pins import hold, off_frames
+from .common.tree_run_lanes import errors_many
 from .skeleton import (
     Effector,
     Skeleton,
+    SkeletonBatch,
     finish,
     merge_shared,
+    moved_bones,
     ranked_weights,
     resolve_pins,
     shared_bones,
-    solve_skeleton,
 )
-
-
-@dataclass(frozen=True)
-class SkeletonBatch:
-    """Every frame's solution: SkeletonSolution's fields with a leading frame axis."""
-
-    local: np.ndarray  # (m, n, 4) every bone's local rotation per frame
-    error: np.ndarray  # (m, k) each effector's distance from its position, measured on `local`
-    reached: np.ndarray  # (m,) every effector within tolerance
-    iterations: np.ndarray  # (m,)
-    method: str
-    # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
-    reason: str = ""
+from .skeleton_solve import solve_skeleton
 
 
 def solve_skeleton_many(
@@ -60,10 +54,6 @@ def solve_skeleton_many(
     Orientations, weights, priorities and the rest are the effectors' own on every frame.
     `tolerance` and `max_iterations` as `solve_skeleton`'s (the default tolerance from the bones
     the effectors move), the same on every frame."""
-    from . import registry
-    from .api import method_settings
-    from .tree import moved_bones
-
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
     k = len(effectors)
     entry = registry.get(method)
@@ -74,9 +64,6 @@ def solve_skeleton_many(
     _, tol, iters, checked = method_settings(method, tolerance, iterations_cap, options, length)
     if k == 1 and not effectors[0].pin:
         why = "one effector: a chain, solved by solvers.solve"
-    elif entry.tree is None:
-        several = ", ".join(m.name for m in registry.METHOD_LIST if m.tree is not None) or "none yet"
-        raise ValueError(f"{method} solves one chain at a time; for several effectors choose: {several}")
     elif entry.tree_many is None:
         why = f"{method} has no batch tree kernel"
     else:
@@ -86,54 +73,23 @@ def solve_skeleton_many(
         if not isinstance(solved, str):
             return _held(skeleton, local, solved, (goals, goal_positions), resolved, positions, tol, method)
         why = f"{method}'s batch tree kernel: {solved}"
-    return _frame_by_frame(
-        skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why
-    )
+
+    def frame(f: int):
+        return solve_skeleton(
+            skeleton,
+            local,
+            frame_effectors(effectors, positions, poles, f),
+            method=method,
+            tolerance=tolerance,
+            max_iterations=max_iterations,
+            **options,
+        )
+
+    return solve_frames(local, positions, method, frame, why)
 
 
-def frame_rows(skeleton: Skeleton, local, effectors: list[Effector], positions, poles) -> tuple:
-    """(local (n, 4), positions (m, k, 3), poles (m, k, 3)) checked as solve_skeleton_many states
-    them: a pin's rows hold its own pole (NaN: none), every frame's poles filled in."""
-    local = np.asarray(local, dtype=float)
-    n, k = skeleton.n_bones, len(effectors)
-    if local.shape != (n, 4) or not np.all(np.isfinite(local)):
-        raise ValueError(f"local rotations must be finite with shape ({n}, 4), got {local.shape}")
-    if not effectors:
-        raise ValueError("no effectors to solve")
-    for effector in effectors:
-        if not 0 <= effector.bone < n:
-            raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
-    positions = _rows(positions, k, "positions")
-    pins = np.array([e.pin for e in effectors])
-    if not np.all(np.isfinite(positions[:, ~pins])):
-        raise ValueError("positions must be finite (only a pin's rows may be left out)")
-    m = len(positions)
-    if poles is None:
-        poles = np.full((m, k, 3), np.nan)
-        for j, e in enumerate(effectors):
-            if e.pole is not None:
-                poles[:, j] = e.pole
-    else:
-        poles = _rows(poles, k, "poles")
-        if len(poles) != m:
-            raise ValueError(f"poles must have one row per frame of positions ({m}), got {len(poles)}")
-        finite = np.isfinite(poles)
-        if np.any(finite.any(axis=-1) != finite.all(axis=-1)):
-            raise ValueError("a pole row must be finite (a pole) or all NaN (no pole)")
-        for j, e in enumerate(effectors):
-            if e.pin:  # as its position: a pin keeps its own
-                poles[:, j] = np.nan if e.pole is None else e.pole
-    return local, positions, poles
 
 
-def frame_effectors(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray, f: int) -> list[Effector]:
-    """Frame f's effectors: each (not a pin) at its position and pole of that frame (frame_rows)."""
-    return [
-        e
-        if e.pin
-        else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
-        for j, e in enumerate(effectors)
-    ]
 
 
 def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray):
@@ -156,11 +112,8 @@ def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray)
 
 def _held(skeleton, local, solved, merged, effectors, positions, tol, method) -> SkeletonBatch:
     """The batch kernel's frames (`solved`: its rotations, errors and iterations) with their pins
-    held (tree.pins.hold, frame by frame where one is off) and every effector's error measured on
+    held (common.pins.hold, frame by frame where one is off) and every effector's error measured on
     them. `merged`: (the goals solved, their positions per frame)."""
-    from .tree.pins import hold, off_frames
-    from .tree.run_many import errors_many
-
     rotations, error, iterations = solved
     goals, goal_positions = merged
     off = np.flatnonzero(off_frames(skeleton, rotations, goals, tol))
@@ -171,7 +124,7 @@ def _held(skeleton, local, solved, merged, effectors, positions, tol, method) ->
     for f in off:
         frame = [e if e.pin else replace(e, position=goal_positions[f, j]) for j, e in enumerate(goals)]
         solution = finish(skeleton, rotations[f], frame, tol, int(iterations[f]), method)
-        kept = hold(skeleton, local, solution, frame, tol)
+        kept = hold(skeleton, local, solution, frame, tol, registry.LEAST_SQUARES)
         rotations[f] = kept.local
         if kept.reason:
             reasons.add(kept.reason)
@@ -181,36 +134,5 @@ def _held(skeleton, local, solved, merged, effectors, positions, tol, method) ->
     return SkeletonBatch(rotations, error, np.all(error <= tol, axis=1), iterations, method, "; ".join(sorted(reasons)))
 
 
-def _rows(value, k: int, what: str) -> np.ndarray:
-    try:
-        array = np.array(value, dtype=float)  # a copy: pins' rows are overwritten
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be numbers with shape (frames, {k}, 3)") from None
-    if array.ndim != 3 or array.shape[1:] != (k, 3) or len(array) == 0:
-        raise ValueError(f"{what} must have shape (frames >= 1, {k}, 3), got {array.shape}")
-    return array
 
 
-def _frame_by_frame(
-    skeleton, local, effectors, positions, poles, method, tolerance, max_iterations, options, why: str
-) -> SkeletonBatch:
-    """Each frame through solve_skeleton (the batch kernel's reason kept)."""
-    m, k = positions.shape[:2]
-    rotations = np.empty((m,) + local.shape)
-    error = np.empty((m, k))
-    reached = np.empty(m, dtype=bool)
-    iterations = np.empty(m, dtype=np.int64)
-    name = method
-    for f in range(m):
-        frame = frame_effectors(effectors, positions, poles, f)
-        sol = solve_skeleton(
-            skeleton, local, frame, method=method, tolerance=tolerance, max_iterations=max_iterations, **options
-        )
-        rotations[f], error[f], reached[f], iterations[f], name = (
-            sol.local,
-            sol.error,
-            sol.reached,
-            sol.iterations,
-            sol.method,
-        )
-    return SkeletonBatch(rotations, error, reached, iterations, name, why)

@@ -11,7 +11,7 @@ joint motion that follows the goals (`solve_skeleton_next`):
 
 - Frame f > 0 starts from frame f-1's solution, carried by the input pose's own change between
   the frames (an animated bone no goal holds still turns), moved toward frame f's goals by at
-  most PREDICT_STEPS least-squares steps (the Jacobian's, `registry.JACOBIAN`, stopped once every
+  most PREDICT_STEPS least-squares steps (the Jacobian's, `registry.LEAST_SQUARES`, stopped once every
   tip is within PREDICT_WITHIN tolerances; poles left to the method); the frame's method solves
   from there: its tolerance, pins, limits and poles decide the pose.
 - Frame 0 continues its input pose the same way (a frame's *own* solve). If its method misses a
@@ -37,9 +37,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import quat
-from .skeleton import Effector, Skeleton, SkeletonSolution, resolve_pins, solve_skeleton
-from .skeleton_many import SkeletonBatch, frame_effectors, frame_rows
+from . import quat, registry
+from .api import DEFAULT_RELATIVE_TOLERANCE
+from .common.frames import frame_effectors, frame_rows, solve_frames
+from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
+from .skeleton_solve import solve_skeleton
 
 PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
 PREDICT_WITHIN = 10.0  # ... stopping once every tip is within this many tolerances
@@ -96,11 +98,8 @@ def solve_skeleton_next(
 def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
     """The method from `start` moved toward the goals by at most `steps` least-squares steps
     (None: the Jacobian's own cap), with a reason on the result if no step could be taken."""
-    from . import registry
-    from .api import DEFAULT_RELATIVE_TOLERANCE
-    from .tree import moved_bones
-
-    if settings["method"] == registry.JACOBIAN.name:
+    steps_by = registry.LEAST_SQUARES
+    if registry.get(settings["method"]).least_squares:  # its own solve is the steps
         return solve_skeleton(skeleton, start, effectors, **settings)
     tolerance = settings["tolerance"]
     if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
@@ -111,7 +110,7 @@ def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: d
     reason = ""
     try:
         stepped = solve_skeleton(
-            skeleton, start, unpoled, method=registry.JACOBIAN.name, tolerance=within, max_iterations=steps
+            skeleton, start, unpoled, method=steps_by.name, tolerance=within, max_iterations=steps
         )
     except ValueError as exc:  # the method still solves, from the unmoved start: say so
         reason = f"no least-squares steps before the solve ({exc})"
@@ -142,17 +141,12 @@ def solve_skeleton_sequence(
     `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
-    m, k = positions.shape[:2]
-    rotations = np.empty((m,) + local.shape)
-    error = np.empty((m, k))
-    reached = np.empty(m, dtype=bool)
-    iterations = np.empty(m, dtype=np.int64)
-    previous, name, reasons = None, method, []
-    for f in range(m):
-        frame = frame_effectors(effectors, positions, poles, f)
-        sol = solve_skeleton_next(skeleton, local, frame, previous, **settings)
-        previous = rotations[f] = sol.local
-        error[f], reached[f], iterations[f], name = sol.error, sol.reached, sol.iterations, sol.method
-        if sol.reason and sol.reason not in reasons:
-            reasons.append(sol.reason)
-    return SkeletonBatch(rotations, error, reached, iterations, name, "; ".join(reasons))
+    previous = [None]
+
+    def frame(f: int) -> SkeletonSolution:
+        frame_goals = frame_effectors(effectors, positions, poles, f)
+        sol = solve_skeleton_next(skeleton, local, frame_goals, previous[0], **settings)
+        previous[0] = sol.local
+        return sol
+
+    return solve_frames(local, positions, method, frame)

@@ -16,8 +16,8 @@ import numpy as np
 
 from ... import rig, solvers
 from ...rig import tree, tree_write
+from ...solvers.common.pins import without_unheld
 from ...solvers.metrics import rotation_cost_rows
-from ...solvers.tree.pins import without_unheld
 from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
 from ..spec import ChainSpec
 from ..spec.groups import chain_names, group_label, led_by

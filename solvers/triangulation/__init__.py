@@ -1,11 +1,14 @@
 """Triangulation IK (Mueller-Cajar & Mukundan 2007), one pass root to tip.
 
-Modules: `scalar` (the pass on plain floats), `batch` (vectorised over targets),
-`limited` (with joint limits, §3.1.3), `sequence` (the plain-float pass carried
-through a sequence of targets), `checks` (options, boundary band) and `kernels`
-(the entry points the method registry calls).
+Modules: `chain_floats` (the pass on plain floats), `chain_numpy` (vectorised over targets),
+`chain_limits` (with joint limits, §3.1.3), `chain_steps` (the plain-float pass carried
+through a sequence of targets), `checks` (options, boundary band), `chain` (the chain kernels,
+the declaration and the chain solve path) and `tree` (several effectors: segment by segment).
 """
 
-from .checks import BAND, check_fold_angle, check_smooth_fold
+from dataclasses import replace
 
-__all__ = ["BAND", "check_fold_angle", "check_smooth_fold"]
+from .chain import CHAIN
+from .tree import solve_tree
+
+METHOD = replace(CHAIN, tree=solve_tree, tree_max_iterations=8)

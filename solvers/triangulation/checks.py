@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..chain import as_real
+from ..model.chain import as_real
 
 BAND = 1e-12
 
@@ -18,7 +18,7 @@ def check_fold_angle(fold_angle: float) -> float:
 
 
 def check_smooth_fold(smooth_fold: float, fold_angle: float) -> float:
-    """The smooth-fold amount, 0 (the paper's sharp fold) to 1 (see scalar.fold_blend)."""
+    """The smooth-fold amount, 0 (the paper's sharp fold) to 1 (see chain_floats.fold_blend)."""
     smooth = as_real(smooth_fold, "smooth_fold")
     if not 0.0 <= smooth <= 1.0:
         raise ValueError(f"smooth_fold must be between 0 and 1, got {smooth_fold!r}")

@@ -23,7 +23,7 @@ So the trunk moves first, and exactly as far as its branches need; each branch t
 the paper's chain does, but from its start's shape: where the paper takes the rest of a segment
 at its full length (its triangle's side b, so every joint below the first that bends ends
 straight), a segment takes the extent between the rest's inner hole and b that changes the
-joint's angle to the target line and the next joint's bend least (scalar.least_turn_span; a
+joint's angle to the target line and the next joint's bend least (chain_floats.least_turn_span; a
 rest already straight stays straight: the paper's pose). A segment already at its goal then
 stays and one near it moves little, so a bake continuing its last frame
 (solvers.skeleton_sequence) keeps each frame's shape; with the paper's straight rests a start
@@ -47,14 +47,13 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
-from ..chain import Chain, as_floats
-from ..goals import read_goals
-from ..kernels import one as float_one
-from ..kernels.floats import from_rotation_vector, multiply, normalize4, rotate
-from ..result import Solution
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
-from ..tree import moved_bones
-from .kernels import shape_keeping_solver
+from ..common import float_solve as float_one
+from ..common.goals import read_goals
+from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..model.chain import Chain, as_floats
+from ..model.result import Solution
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, moved_bones, ranked_weights
+from .chain import shape_keeping_solver, solve
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -131,10 +130,8 @@ def _triangulate(
     rotation_weight: float = 1.0,
 ) -> Solution:
     """The segment `chain` triangulated to `target` and its goals by the paper's pass from its
-    start's shape (kernels.shape_keeping_solver; see the module docstring); under joint limits
-    the paper's limited passes (solvers.solve: the float kernels do not take limits)."""
-    from ..api import solve
-
+    start's shape (chain.shape_keeping_solver; see the module docstring); under joint limits
+    the paper's limited passes (the method's chain solve: the float kernels do not take limits)."""
     if float_one.reason(chain, options, None) is not None:
         goals = {"pole": pole, "pole_angle": pole_angle, "target_rotation": target_rotation}
         return solve(

@@ -126,7 +126,7 @@ def test_limited_chains_keep_the_general_code_with_the_reason(method):
 
 
 def test_chunks_of_targets_join_seamlessly(monkeypatch):
-    from solvers.soa import many
+    from solvers.common import block_solve as many
 
     chain = solvers.Chain([[0, 0, 0], [0, 2, 0], [1, 3, 0], [1, 4, 1]])
     targets = np.random.default_rng(9).uniform(-4.0, 4.0, size=(50, 3))

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
-from solvers.fabrik import sphere_point
+from solvers.quat import sphere_point
 
 SPHERE = ("fabrik", {"placement": "sphere"})
 

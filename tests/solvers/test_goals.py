@@ -412,7 +412,8 @@ def test_goals_on_limited_chains_never_violate_limits(config, chain, seed, weigh
 def test_limits_below_a_free_root_solve_poles_as_one_batch(method, seed):
     """Hinge knees under a free root: the pole's pre-turn goes through the one equivariant batch,
     with the points of each target solved from its own pre-turned chain (the limited route)."""
-    from solvers import api, goals
+    from solvers import api
+    from solvers.common import goals
 
     chain = bent_chain([1.0, 1.0, 0.6], [0.4, 0.5], knee_hinges=True)
     pairs = pole_targets(chain, 12, seed=seed)

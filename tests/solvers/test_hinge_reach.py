@@ -16,7 +16,7 @@ import pytest
 import solvers
 from solvers import limits as joint_limits
 from solvers import quat
-from solvers import twist as twist_mod
+from solvers.common import twist as twist_mod
 
 
 def hinge_chain(lengths, hinges, rolls, bends, *, root_twist=None, wrist=None):

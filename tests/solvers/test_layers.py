@@ -1,8 +1,13 @@
 """The extension's import direction (DEVELOPERS.md): ui/operators -> app -> properties -> rig ->
 solvers, and no import circles. Read from the source with `ast` (no bpy). The direction holds for
 every import, those inside functions too; circles are looked for among the imports that run when a
-module is imported (an import inside a function runs on call, after every module is loaded: the
-accepted way to reach a module that imports this one, as solvers.skeleton does with solvers.api)."""
+module is imported, and inside solvers/ among all its imports (a function-local import there is no
+way around a circle: solvers/ has none).
+
+Inside solvers/ the layers go (docs/design.md, "The solver core"): maths -> model -> common ->
+the method folders -> registry -> the entry points and tools, each importing only its own layer
+and those below it; a method folder imports no other method's; no solvers module imports another
+module's private (_underscore) name."""
 
 from __future__ import annotations
 
@@ -109,7 +114,8 @@ def test_the_graph_sees_the_layers():
     assert "app.solve" in GRAPH["operators.compare"]
     assert "solvers" in GRAPH["rig.read"]
     assert "properties" in LOAD_GRAPH["app.spec"] and "solvers" in LOAD_GRAPH["properties"]
-    assert "solvers.api" in GRAPH["solvers.skeleton"] and "solvers.api" not in LOAD_GRAPH["solvers.skeleton"]
+    assert "solvers.registry" in LOAD_GRAPH["solvers.api"] and "solvers.fabrik" in LOAD_GRAPH["solvers.registry"]
+    assert "solvers.fabrik.tree" in LOAD_GRAPH["solvers.fabrik"] and "solvers.skeleton" in GRAPH["solvers.fabrik.tree"]
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
@@ -157,4 +163,128 @@ def test_no_import_circles():
     for module in sorted(GRAPH):
         if module not in state:
             visit(module)
+    assert not circles, circles
+
+
+def _solvers_layer(module: str) -> int:
+    """The layer of a solvers module (see the module doc): a folder other than maths, model and
+    common is a method's, so a new method needs no entry here."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and FILES[module].name == "__init__.py"):
+        return SOLVERS_FOLDERS.get(parts[1], METHODS_LAYER)
+    return SOLVERS_MODULES[module]
+
+
+SOLVERS_ORDER = ("maths", "model", "common", "methods", "registry", "entry")
+METHODS_LAYER = SOLVERS_ORDER.index("methods")
+SOLVERS_FOLDERS = {"maths": 0, "model": 1, "common": 2}
+# Modules at the top of solvers/: quat, limits, skeleton and stretch keep the paths the Blender side
+# imports them by; their layers are maths, model, model and common.
+SOLVERS_MODULES = {
+    "solvers.quat": 0,
+    "solvers.limits": 1,
+    "solvers.skeleton": 1,
+    "solvers.stretch": 2,
+    "solvers.skeleton_stretch": 2,
+    "solvers.registry": 4,
+    **{
+        f"solvers.{name}": 5
+        for name in (
+            "api",
+            "chain_sequence",
+            "skeleton_solve",
+            "skeleton_many",
+            "skeleton_sequence",
+            "contacts",
+            "foot_metrics",
+            "keyfit",
+            "metrics",
+            "plant",
+        )
+    },
+    "solvers": 5,
+}
+SOLVERS = sorted(m for m in FILES if _layer(m) == "solvers")
+
+
+def test_every_solvers_module_has_a_layer():
+    top = [m for m in SOLVERS if len(m.split(".")) <= 2 and FILES[m].name != "__init__.py"]
+    unknown = [m for m in top if m not in SOLVERS_MODULES]
+    assert not unknown, f"give these a layer in SOLVERS_MODULES: {unknown}"
+
+
+def test_solvers_layers_point_down():
+    """Every import (those inside functions too) goes to the same layer or one below it."""
+    wrong = [
+        f"{module} ({SOLVERS_ORDER[_solvers_layer(module)]}) imports {target} ({SOLVERS_ORDER[_solvers_layer(target)]})"
+        for module in SOLVERS
+        for target in sorted(GRAPH[module])
+        if _solvers_layer(target) > _solvers_layer(module)
+    ]
+    assert not wrong, wrong
+
+
+def test_methods_import_no_other_method():
+    def method_of(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and _solvers_layer(module) == METHODS_LAYER else None
+
+    wrong = [
+        f"{module} imports {target}"
+        for module in SOLVERS
+        if method_of(module)
+        for target in sorted(GRAPH[module])
+        if method_of(target) not in (None, method_of(module))
+    ]
+    assert not wrong, wrong
+
+
+def test_solvers_import_inside_no_function():
+    """No function-local import of the extension's own modules in solvers/ (the workaround for a
+    circle, which solvers/ has not)."""
+    wrong = []
+    for module in SOLVERS:
+        tree = ast.parse(FILES[module].read_text())
+        loaded = _import_time_nodes(tree)
+        wrong += [
+            f"{module}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level > 0 and id(node) not in loaded
+        ]
+    assert not wrong, wrong
+
+
+def test_solvers_import_no_private_names():
+    wrong = [
+        f"{module}:{node.lineno} imports {alias.name}"
+        for module in SOLVERS
+        for node in ast.walk(ast.parse(FILES[module].read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not wrong, wrong
+
+
+def test_no_import_circles_in_solvers_at_all():
+    """Among every import of solvers/ (function-local ones too): no circle."""
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(GRAPH[module]):
+            if _layer(target) != "solvers":
+                continue
+            if state.get(target) == 1:
+                circles.append(" -> ".join([*stack[stack.index(target) :], target]))
+            elif target not in state:
+                visit(target, stack)
+        stack.pop()
+        state[module] = 2
+
+    for module in SOLVERS:
+        if module not in state:
+            visit(module, [])
     assert not circles, circles

@@ -1,4 +1,4 @@
-"""solvers.mass: the joint-space inertia matrix and the mass-weighted step (issue 20 item 3)."""
+"""solvers.common.mass: the joint-space inertia matrix and the mass-weighted step (issue 20 item 3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers import mass, quat
+from solvers import quat
+from solvers.common import mass
 
 
 def analytic_capsule(length: float, radius: float, density: float) -> tuple[float, float, float]:
@@ -186,7 +187,7 @@ def test_world_axis_columns_are_solvers_jacobian_motion(n, seed):
 
 def tree_pose(parents, offsets, lengths, locals_, turn):
     """Heads, tails, frames of a skeleton (solvers.skeleton's model, references identity) with each
-    local rotation L_i followed by exp(turn_i) in the bone's own frame (solvers.tree.jacobian's step)."""
+    local rotation L_i followed by exp(turn_i) in the bone's own frame (solvers.jacobian.tree's step)."""
     n = len(parents)
     heads, tails, frames = np.zeros((n, 3)), np.zeros((n, 3)), np.zeros((n, 3, 3))
     for i, p in enumerate(parents):
@@ -264,7 +265,7 @@ def test_with_the_identity_the_weighted_step_is_plain_dls(rows, cols, damping, s
 
 @given(trees(max_bones=5), st.floats(0.0, 1.0), st.integers(0, 2**32 - 1))
 def test_the_weighted_step_through_whitening(tree, damping, seed):
-    """weighted_step = T (the plain DLS step of J T) with T T^T = M^-1 (how solvers.tree.jacobian
+    """weighted_step = T (the plain DLS step of J T) with T T^T = M^-1 (how solvers.jacobian.tree
     would use it); undamped it meets J q' = e with the least energy of all steps that do."""
     parents, heads, tails, radii = tree
     n = len(parents)

@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 
 import solvers
-from solvers import ccd, quat, registry, sequence
+from solvers import chain_sequence as sequence
 from solvers import limits as joint_limits
-from solvers.kernels import ccd as ccd_floats
+from solvers import quat, registry
+from solvers.ccd import chain_floats as ccd_floats
+from solvers.ccd import chain_numpy as ccd
 
 _goals_path = Path(__file__).with_name("test_goals.py")
 _spec = importlib.util.spec_from_file_location("_goal_chains", _goals_path)

@@ -134,7 +134,7 @@ def test_bad_input_names_the_problem(targets, kwargs, match):
 @given(case=chain_with_frames_and_path())
 def test_chunks_join_seamlessly(case):
     """Long sequences are converted in chunks; a chunk of 2 steps must change nothing."""
-    from solvers.triangulation import sequence
+    from solvers.triangulation import chain_steps as sequence
 
     chain, targets = case
     whole = solvers.solve_sequence(chain, targets, method="triangulation", smooth_fold=0.5)

@@ -1,4 +1,4 @@
-"""solvers.soft: soft IK (Nicholas' formula) and its combination with IK stretch (issue 20 item 2)."""
+"""solvers.common.soft: soft IK (Nicholas' formula) and its combination with IK stretch (issue 20 item 2)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers import soft
+from solvers.common import soft
 
 reaches = st.floats(1e-3, 1e3)
 shares = st.floats(1e-4, 0.99)

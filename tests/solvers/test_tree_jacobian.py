@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import solvers
 from solvers import limits as joint_limits
 from solvers import quat
-from solvers.tree import jacobian as tree_jacobian
+from solvers.jacobian import tree as tree_jacobian
 
 SETS = {
     2: ["forearm.L", "forearm.R"],
@@ -246,7 +246,7 @@ def test_a_pole_spins_its_effectors_own_segment_as_blenders_does_a_chain(seed, p
 
 
 def goal_fade():
-    from solvers import goals
+    from solvers.common import goals
 
     return goals.POLE_FADE
 

@@ -12,7 +12,7 @@ from test_tree_solvers import trees
 
 import solvers
 from solvers import quat
-from solvers.tree import run_many
+from solvers.common import tree_run_lanes as run_many
 
 
 @pytest.fixture(params=[0, None], ids=["lanes", "tail"])

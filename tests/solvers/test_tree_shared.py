@@ -5,7 +5,9 @@ import tree_shapes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers import quat, tree
+from solvers import quat
+from solvers import skeleton as tree
+from solvers.maths import floats
 
 
 @given(st.integers(0, 2**32 - 1))
@@ -43,7 +45,7 @@ def test_best_rotation_solves_wahba(k, seed, noisy):
     a = rng.normal(size=(k, 3))
     w = rng.uniform(0.1, 2.0, size=k)
     b = quat.rotate(q, a) + (0.3 * rng.normal(size=(k, 3)) if noisy else 0.0)
-    r = np.array(tree.best_rotation(tree.rows(a), tree.rows(b), w.tolist()))
+    r = np.array(floats.best_rotation(tree.rows(a), tree.rows(b), w.tolist()))
 
     def cost(rot):
         return float(np.sum(w * np.sum((quat.rotate(rot, a) - b) ** 2, axis=1)))
@@ -59,6 +61,6 @@ def test_best_rotation_solves_wahba(k, seed, noisy):
 def test_best_rotation_on_one_line_is_the_minimal_swing():
     a = [(0.0, 0.0, 1.0), (0.0, 0.0, 2.5)]
     b = [(0.0, 0.3, 0.0), (0.0, 1.0, 0.0)]
-    r = tree.best_rotation(a, b, [1.0, 2.0])
+    r = floats.best_rotation(a, b, [1.0, 2.0])
     want = quat.swing(np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0]))
     np.testing.assert_allclose(r, want, atol=1e-7)

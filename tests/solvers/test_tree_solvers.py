@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import solvers
 from solvers import limits as joint_limits
-from solvers import quat, registry, tree
+from solvers import quat, registry
+from solvers import skeleton as tree
 
 _spec = importlib.util.spec_from_file_location("_goal_chains", Path(__file__).with_name("test_goals.py"))
 goal_chains = importlib.util.module_from_spec(_spec)
@@ -242,7 +243,7 @@ def test_sphere_placement_is_refused_by_name_on_trees():
 @pytest.mark.parametrize("method", TREE_METHODS)
 def test_a_cached_plan_solves_as_a_fresh_one(method):
     """Plans are cached by skeleton and effector structure; targets and orientations are each call's."""
-    from solvers.tree import plan
+    from solvers.common import tree_plan as plan
 
     skeleton, local, names = tree_shapes.humanoid()
     bones = [names["forearm.L"], names["head"]]

@@ -1,0 +1,79 @@
+"""The iteration loop shared by the tree kernels: start, iterate a step, stop, finish."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import limits as joint_limits
+from ..skeleton import end_point, finish, forward, rows, to_locals
+from .tree_plan import Plan
+from .tree_poles import apply_poles
+
+# An iteration moving no effector end more than this fraction of the moved bones' length has
+# stalled (as iterate.STALL for chains), and one moving none a hundredth of the tolerance has
+# settled on the compromise of conflicting goals.
+STALL = 1e-12
+# Settled too: at every priority level, the weighted sum of squared errors changing by less than
+# this fraction of itself in an iteration, or every goal of the level met (conflicting goals
+# approach their compromise slowly; reachable ones shrink it by a steady factor, far from 1; a
+# lower level goes on improving in what a met higher one leaves free).
+SETTLE = 1e-4
+
+
+def level_costs(plan: Plan, errors: list[float]) -> list[float]:
+    """Per priority level (plan.levels), the weighted sum of squared errors."""
+    weights = plan.weights
+    return [sum(weights[k] * errors[k] * errors[k] for k in group) for group in plan.levels]
+
+
+def settled(plan: Plan, errors: list[float], costs: list[float], last: list[float], tolerance: float) -> bool:
+    """Every level's cost steady (within SETTLE of itself) or its goals all met."""
+    return all(
+        abs(before - cost) <= SETTLE * cost or max(errors[k] for k in group) <= tolerance
+        for group, cost, before in zip(plan.levels, costs, last, strict=True)
+    )
+
+
+def run(
+    skeleton,
+    local: np.ndarray,
+    effectors,
+    plan: Plan,
+    step: Callable,
+    tolerance: float,
+    max_iterations: int,
+    method: str,
+    free_twist: set[int],
+):
+    """Iterate `step(local, frames, heads)` (lists of tuples, in place) from `local` clamped into
+    the limits until every effector is within `tolerance`, the cap, or it settles; then the local
+    rotations (`free_twist` bones as minimal swings, see skeleton.to_locals), poles, and the result
+    measured by skeleton.finish."""
+    limits = skeleton.limits
+    start = np.array(local, dtype=float)
+    if limits is not None:
+        start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
+    current = rows(start)
+    frames, heads = forward(skeleton, current)
+    bones = [e.bone for e in effectors]
+    ends = [end_point(skeleton, frames, heads, b) for b in bones]
+    errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
+    costs = level_costs(plan, errors)
+    stall = max(STALL * plan.length, 0.01 * tolerance)
+    iterations = 0
+    while iterations < max_iterations and max(errors) > tolerance:
+        step(current, frames, heads)
+        iterations += 1
+        new_ends = [end_point(skeleton, frames, heads, b) for b in bones]
+        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
+        ends = new_ends
+        errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
+        costs, last = level_costs(plan, errors), costs
+        if moved <= stall or settled(plan, errors, costs, last, tolerance):
+            break
+    solved = to_locals(skeleton, start, frames, plan.moved, set() if limits is not None else free_twist)
+    solved = apply_poles(skeleton, solved, effectors, plan)
+    return finish(skeleton, solved, effectors, tolerance, iterations, method)

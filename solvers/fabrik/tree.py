@@ -1,0 +1,310 @@
+"""FABRIK on a tree: several end effectors (Aristidou & Lasenby 2011, §4.1 "multiple end effectors").
+
+Each iteration is two passes over the moved bones (solvers.common.tree_plan):
+
+- backward, tips to root: every goal point of a bone (its effector's end, or a moved child's
+  head) asks for the bone's head where FABRIK puts it for that point alone: on the line from
+  the point's target (the effector's position, or the child's new head) toward the head's
+  current place, at the point's distance from the head. A bone with several goal points is a
+  sub-base: its head goes to their weighted centroid (weights: the ranked weights of the
+  effectors below each point, solvers.common.tree_plan: a higher priority level, pins first,
+  dominates). Nested sub-bases follow, as the pass is children first.
+- forward, root to tips: each bone hangs from its parent's new frame (a root's head stays) and
+  turns to send its goal points toward their targets: the backward pass's child heads and
+  the effector positions. One point is FABRIK's line (the minimal swing); several take the
+  weighted least-squares rotation (solvers.maths.floats.best_rotation). Then, as in chain FABRIK
+  with limits, the turn is scaled by 1 - the bone's mean stiffness and its local rotation
+  clamped into its limits, so every iteration ends in an allowed pose.
+
+An effector with an orientation turns its bone toward it by its rotation weight in both
+passes (a pin's is 1: its bone holds its input frame). After the iterations, unlimited bones
+whose twist no goal sees are given the minimal swing from their input rotation (as chain
+FABRIK's swing_rotations), and each effector with a pole spins its own branch segment below
+its sub-base (solvers.common.tree_poles).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import limits as joint_limits
+from ..common.tree_plan import free_twist, make_plan
+from ..common.tree_run import run
+from ..maths.floats import (
+    IDENTITY,
+    X_AXIS,
+    best_rotation,
+    conjugate,
+    multiply,
+    normalize4,
+    rotate,
+    scaled,
+    side,
+    slerp,
+    sphere_point,
+    swing,
+    unit,
+)
+from ..skeleton import rows
+
+# Chain passes per iteration on each segment of a tree with sub-bases.
+INNER = 8
+SHELL_MARGIN = 1e-2
+# The weight left to a branch that reaches as things stand when its sub-base is placed: it lets
+# the branches that cannot reach move the sub-base nearly as far as they need.
+HOLD = 0.1
+
+
+def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
+    """The registry's `tree` kernel for FABRIK (solvers.registry)."""
+    if options.get("placement", "line") != "line":
+        return "the tree passes place joints on lines (placement 'line'); sphere placement is for chains"
+    plan = make_plan(skeleton, effectors)
+    step = plan.steps.get(("fabrik", tolerance))
+    if step is None:
+        step = plan.steps[("fabrik", tolerance)] = make_step(skeleton, plan, tolerance)
+    free = plan.steps.get("free")
+    if free is None:
+        free = plan.steps["free"] = free_twist(skeleton, plan)
+    return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "fabrik", free)
+
+
+
+
+
+
+def make_step(skeleton, plan, tolerance: float):
+    """step(local, frames, heads): one iteration, in place on lists of tuples."""
+    parents = skeleton.parents
+    reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
+    base = tuple(skeleton.base_frame.tolist())
+    limits = skeleton.limits
+    clamped = set() if limits is None else {i for i in plan.moved if limits.active[i]}
+    keep = {i: 1.0 for i in plan.moved}
+    if limits is not None:
+        for i in plan.moved:
+            keep[i] = 1.0 - float(np.mean(limits.stiffness[i]))
+    order = plan.moved
+    reverse = [i for i in reversed(order) if parents[i] != -1]  # a root's head never moves
+    targets, points, orientation = plan.targets, plan.points, plan.orientation
+    segments = chain_segments(parents, plan) if any(len(points[i]) > 1 for i in order) else []
+    tops = {seg[0]: seg for seg in segments}
+    schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
+    spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
+    reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
+    # Segments whose chain passes may be the article's spheres, and the shells they reach from.
+    shells = {}
+    for seg in segments:
+        if seg[-1] in orientation or any(i in clamped for i in seg):
+            continue
+        outer = sum(spans[seg[0]])
+        inner = max(0.0, 2.0 * max(spans[seg[0]]) - outer)
+        margin = min(SHELL_MARGIN * outer, 0.5 * (outer - inner))  # FABRIK creeps held at full reach
+        shells[seg[0]] = (inner + margin, outer - margin)
+    holding: set[int] = set()
+    # Unlimited bones without an orientation goal estimate their heads with the article's
+    # spheres (at its offset from the parent's head as well as at its span from the target).
+    # (A tree without sub-bases is one chain: the chain's line passes, as fabrik.chain_numpy.)
+    pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
+    pivots = pivots if segments else {}
+    pivots = {i: r for i, r in pivots.items() if r > 0.0}
+
+    def goal(i: int, new_heads: dict) -> tuple:
+        """Where bone i's only goal point is to go."""
+        _, effector, child, _ = points[i][0]
+        return targets[effector] if child == -1 else new_heads[child]
+
+    def far_end(i: int, frames: list, heads: list) -> tuple:
+        x, y, z = rotate(frames[i], points[i][0][0])
+        hx, hy, hz = heads[i]
+        return (hx + x, hy + y, hz + z)
+
+    def estimate(i: int, new_heads: dict, frames: list, heads: list) -> None:
+        """Backward: bone i's head where its goal points put it (their weighted centroid)."""
+        hx, hy, hz = heads[i]
+        sx = sy = sz = total = 0.0
+        for vec, effector, child, w in points[i]:
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            if child in holding:
+                w *= HOLD
+            if child == -1 and i in orientation:
+                # The bone turned about its end toward its old head, then toward the wanted frame.
+                have = rotate(frames[i], vec)
+                back = unit((-have[0], -have[1], -have[2]))
+                turn = swing(back, unit((hx - tx, hy - ty, hz - tz)), side(frames[i], back))
+                wanted, weight = orientation[i]
+                ox, oy, oz = rotate(slerp(multiply(turn, frames[i]), wanted, weight), vec)
+                ex, ey, ez = tx - ox, ty - oy, tz - oz
+            else:
+                dx, dy, dz = hx - tx, hy - ty, hz - tz
+                r = math.sqrt(dx * dx + dy * dy + dz * dz)
+                d = math.sqrt(vec[0] * vec[0] + vec[1] * vec[1] + vec[2] * vec[2])
+                if i in pivots:
+                    # The article's spheres: at d from the target and its offset from its
+                    # parent's head as it stands, nearest where it is.
+                    p = parents[i]
+                    ex, ey, ez = sphere_point((tx, ty, tz), heads[p], d, pivots[i], heads[i], rotate(frames[i], X_AXIS))
+                elif r > 1e-300:
+                    ex, ey, ez = tx + d * dx / r, ty + d * dy / r, tz + d * dz / r
+                else:  # target on the head: keep the bone's direction
+                    vx, vy, vz = rotate(frames[i], vec)
+                    ex, ey, ez = tx - vx, ty - vy, tz - vz
+            sx += w * ex
+            sy += w * ey
+            sz += w * ez
+            total += w
+        new_heads[i] = (sx / total, sy / total, sz / total)
+
+    def hold(seg: list, new_heads: dict, frames: list, heads: list) -> None:
+        """A segment asks its sub-base to move only as far as it must: not at all when its goal
+        is within its reach from where its top head is, else (shells) onto the nearest head from
+        which it reaches. (FABRIK's own estimate pulls a sub-base even when every branch
+        reaches, each branch differently, so the trunk would drift for many iterations.)"""
+        top = seg[0]
+        here = heads[top]
+        if top not in shells:
+            if math.dist(far_end(seg[-1], frames, heads), goal(seg[-1], new_heads)) <= tolerance:
+                new_heads[top] = here
+                holding.add(top)
+            return
+        inner, outer = shells[top]
+        tx, ty, tz = goal(seg[-1], new_heads)
+        dx, dy, dz = here[0] - tx, here[1] - ty, here[2] - tz
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if inner <= r <= outer or r <= 0.0:
+            new_heads[top] = here
+            holding.add(top)
+            return
+        radius = outer if r > outer else inner
+        new_heads[top] = (tx + radius * dx / r, ty + radius * dy / r, tz + radius * dz / r)
+
+    def place(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """Forward: bone i hung from its parent, turned to send its goal points to their targets."""
+        p = parents[i]
+        if p == -1:
+            parent, head = base, offsets[i]
+        else:
+            parent = frames[p]
+            ox, oy, oz = rotate(parent, offsets[i])
+            hx, hy, hz = heads[p]
+            head = (hx + ox, hy + oy, hz + oz)
+        rest = multiply(parent, reference[i])
+        inherited = multiply(rest, local[i])
+        hx, hy, hz = head
+        if len(points[i]) == 1:
+            tx, ty, tz = goal(i, new_heads)
+            ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
+            if ub == (0.0, 0.0, 0.0):
+                turn = IDENTITY
+            else:  # (the tie-breaker axis only matters near a half turn)
+                near_half = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2] < -0.5
+                turn = swing(ua, ub, side(inherited, ua) if near_half else X_AXIS)
+        else:
+            have, want, weights = [], [], []
+            for vec, effector, child, w in points[i]:
+                tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+                have.append(rotate(inherited, vec))
+                want.append((tx - hx, ty - hy, tz - hz))
+                weights.append(w)
+            turn = best_rotation(have, want, weights)
+        if keep[i] != 1.0:
+            turn = scaled(turn, keep[i])
+        frame = multiply(turn, inherited)
+        if i in orientation:
+            wanted, weight = orientation[i]
+            frame = slerp(frame, wanted, weight)
+        new_local = normalize4(multiply(conjugate(rest), frame))
+        if i in clamped:
+            new_local = tuple(joint_limits.clamp(limits, i, np.array(new_local)).tolist())
+            frame = multiply(rest, new_local)
+        local[i], frames[i], heads[i] = new_local, frame, head
+
+    def spheres(seg: list, new_heads: dict, frames: list, heads: list) -> None:
+        """The article's CGA passes (fabrik.chain_numpy, placement "sphere") on an unlimited
+        segment: each joint where the spheres about its two neighbours meet, nearest where it
+        is. A near-straight segment (a leg reaching far) then reaches in a pass or two, where
+        line passes creep."""
+        lengths = spans[seg[0]]
+        n = len(seg)
+        p = [heads[i] for i in seg]
+        p.append(goal(seg[-1], new_heads))
+        ties = [rotate(frames[i], X_AXIS) for i in seg]
+        for j in range(n - 1, 0, -1):
+            p[j] = sphere_point(p[j + 1], p[j - 1], lengths[j], lengths[j - 1], p[j], ties[j])
+        for j in range(n - 1):
+            p[j + 1] = sphere_point(p[j], p[j + 2], lengths[j], lengths[j + 1], p[j + 1], ties[j])
+        for j in range(1, n):
+            new_heads[seg[j]] = p[j]
+
+    def chain(seg: list, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """A segment placed from its (placed) parent, then up to INNER chain passes toward its
+        goal: its effector's position, or the head its sub-base child is to take."""
+        for i in seg:
+            place(i, new_heads, local, frames, heads)
+        top = heads[seg[0]]
+        gx, gy, gz = goal(seg[-1], new_heads)
+        dx, dy, dz = gx - top[0], gy - top[1], gz - top[2]
+        r = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if r >= reach_of[seg[0]] - tolerance and r > 0.0:
+            # Beyond reach: straight toward the goal at once (the chain's far answer).
+            along = 0.0
+            for j in range(1, len(seg)):
+                along += spans[seg[0]][j - 1] / r
+                new_heads[seg[j]] = (top[0] + along * dx, top[1] + along * dy, top[2] + along * dz)
+            for i in seg:
+                place(i, new_heads, local, frames, heads)
+            return
+        inner = seg[1:][::-1]
+        end = far_end(seg[-1], frames, heads)
+        for _ in range(INNER):
+            if math.dist(end, goal(seg[-1], new_heads)) <= tolerance:
+                break
+            if seg[0] in shells:
+                spheres(seg, new_heads, frames, heads)
+            else:
+                for i in inner:
+                    estimate(i, new_heads, frames, heads)
+            for i in seg:
+                place(i, new_heads, local, frames, heads)
+            last, end = end, far_end(seg[-1], frames, heads)
+            if math.dist(last, end) <= 0.01 * tolerance:
+                break  # as near as it gets (a goal beyond reach)
+
+    def step(local: list, frames: list, heads: list) -> None:
+        new_heads: dict = {}
+        holding.clear()
+        for i in reverse:
+            estimate(i, new_heads, frames, heads)
+            if i in tops:
+                hold(tops[i], new_heads, frames, heads)
+        for i in schedule:
+            if i in tops:
+                chain(tops[i], new_heads, local, frames, heads)
+            else:
+                place(i, new_heads, local, frames, heads)
+
+    return step
+
+
+def chain_segments(parents, plan) -> list[list[int]]:
+    """Maximal runs of moved bones with one goal point each, top first: chains between
+    sub-bases (or a root, or an effector)."""
+    points = plan.points
+    single = {i for i in plan.moved if len(points[i]) == 1}
+    segments = []
+    for i in plan.moved:
+        if i not in single or (parents[i] != -1 and parents[i] in single):
+            continue
+        seg = [i]
+        while points[seg[-1]][0][2] in single:
+            seg.append(points[seg[-1]][0][2])
+        segments.append(seg)
+    return segments
+
+
+
+
+
+

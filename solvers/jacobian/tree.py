@@ -1,0 +1,568 @@
+"""Jacobian IK on a skeleton: every effector's rows stacked in one Jacobian (registry.Method.tree).
+
+Unknowns: each moved bone's ball joint as a rotation vector d_i in its own frame (L_i <- L_i exp(d_i)
+as jacobian.chain_numpy's limited chains, taken to first order: L_i (1, d_i/2) normalised); a locked axis
+has no column. Joint i's axis a, u = F_i e_a in world space, has the column u x (end_e - head_i) in
+effector e's position rows when bone i is on e's branch (zero otherwise), and u in its rotation rows.
+
+Rows: 3 per position goal, 3 more per orientation goal (the world rotation vector from the bone's
+frame to the wanted one) scaled by rotation_weight x the effector's branch length, so a radian counts
+as an arc of the branch. An effector's rows are scaled by sqrt(weight / the mean weight of its
+priority level): goals that conflict settle where sum(weight |error|^2) is least.
+
+Per-joint weights, Grassia's mass-matrix form: with W = diag(1 - stiffness) the step is
+q' = W J^T (J W J^T)^-1 e, solved as the plain problem in y = W^-1/2 q' with J~ = J W^1/2.
+
+Priority levels (solvers.skeleton.level: every pin first, then priority 0, 1, ...), task-priority
+recursion: y = y_1 + (J_2 N_1)^+ (e_2 - J_2 y_1), ...,
+N_{k+1} = N_k - (J_k N_k)^+ (J_k N_k), each inverse damped (DLS) as the variant says, the projectors
+N exact (rank-thresholded SVD), so a lower level never moves a higher one to first order.
+
+Nullspace secondary task (Parent eq. 5.28, with the sign that lowers H):
+y += N (-gain grad H), H = 1/2 sum_i |log(A_i^-1 L_i)|^2 over the moved bones, A the attractor pose
+(the rest pose or the input pose). -grad H is exactly the direction that turns each joint toward A.
+
+A solve stops when every goal is within the tolerance, or when no level's weighted error has dropped
+for PATIENCE iterations (conflicting goals: the weighted least-squares compromise), and returns the
+best pose it met."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import limits as joint_limits
+from .. import quat
+from ..common import goals
+from ..model.chain import Chain
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
+
+RESOLVES = 2  # re-solves per iteration after locking clamped axes (as jacobian.chain_numpy)
+CORRECTIONS = 3  # Newton steps per iteration taking back what a lower level's step cost the met levels
+PATIENCE = 4  # iterations without progress before a solve stops
+PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
+SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
+# Kept steps in a row after a refused one before the turn widens and the damping drops again:
+# widening at once overshoots again (conflicting goals alternated kept and refused steps).
+CALM = 5
+LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
+# The damping's least share of the option's: while every step is kept (reachable goals: a nearly
+# undamped Newton step converges in fewer iterations: five from the hips on the metarig, 8.6 -> 7.8
+# on average), and once one was refused (nonlinear or conflicting goals settle as before).
+LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
+DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
+RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
+_STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
+_CACHE_SIZE = 32
+_NO_ROWS = np.zeros((0, 3))
+# The factorisation itself, the gufunc np.linalg.cholesky wraps: its checks and error-state
+# handling cost more than the 30 x 30 factorisation (every block here is positive definite).
+_cholesky = getattr(getattr(np.linalg, "_umath_linalg", None), "cholesky_lo", np.linalg.cholesky)
+_BLOCKS: dict[int, np.ndarray] = {}  # rows -> _inverse_root's block with its constant lower-left identity
+# r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
+_SKEW = np.zeros((3, 9))
+_SKEW[2, 1] = _SKEW[0, 5] = _SKEW[1, 6] = 1.0
+_SKEW[1, 2] = _SKEW[2, 3] = _SKEW[0, 7] = -1.0
+
+
+def _bilinear(product) -> np.ndarray:
+    """(16, k): `product` of two quaternions as one matrix product of their outer product (a_i b_j)."""
+    eye = np.eye(4)
+    return np.array([product(eye[i], eye[j]) for i in range(4) for j in range(4)])
+
+
+# Rotation matrices of unit quaternions and Hamilton products, each one matrix product (few numpy calls
+# per iteration: the solve's cost is their count, not their size).
+_TO_MATRIX = _bilinear(
+    lambda a, b: np.array(
+        [
+            [
+                a[0] * b[0] + a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+                2 * (a[1] * b[2] - a[0] * b[3]),
+                2 * (a[1] * b[3] + a[0] * b[2]),
+            ],
+            [
+                2 * (a[1] * b[2] + a[0] * b[3]),
+                a[0] * b[0] - a[1] * b[1] + a[2] * b[2] - a[3] * b[3],
+                2 * (a[2] * b[3] - a[0] * b[1]),
+            ],
+            [
+                2 * (a[1] * b[3] - a[0] * b[2]),
+                2 * (a[2] * b[3] + a[0] * b[1]),
+                a[0] * b[0] - a[1] * b[1] - a[2] * b[2] + a[3] * b[3],
+            ],
+        ]
+    ).ravel()
+)
+_MULTIPLY = _bilinear(quat.multiply)
+
+
+def _matrices(q: np.ndarray) -> np.ndarray:
+    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ _TO_MATRIX).reshape(-1, 3, 3)
+
+
+def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _MULTIPLY
+
+
+class Structure:
+    """What a solve needs of the skeleton and the effectors' layout (bones, priorities, which have an
+    orientation goal): built once, reused by later solves of the same layout (a Live session, a bake)."""
+
+    def __init__(
+        self, skeleton: Skeleton, bones: tuple, priority: tuple, turned: tuple, frozen: frozenset = frozenset()
+    ) -> None:
+        branches = [skeleton.branch(b) for b in bones]
+        moved = sorted({b for branch in branches for b in branch})
+        index = {b: k for k, b in enumerate(moved)}
+        m = len(moved)
+        self.moved, self.m = np.array(moved), m
+        self.parent = np.array([index.get(skeleton.parents[b], m) for b in moved])  # m: the base frame
+        self.root = self.parent == m
+        ancestors = np.eye(m)  # row k: k and its ancestors (a head is the sum of their world offsets)
+        for k in range(m):
+            if not self.root[k]:
+                ancestors[k] += ancestors[self.parent[k]]
+        # Frames by pointer jumping (each round doubles the stretch of ancestors a bone's product
+        # covers): log2 of the depth batched products instead of one per depth level. Index m is
+        # the identity above every root; the base frame is folded into the roots' references.
+        self.jumps, up = [], np.append(self.parent, m)
+        while np.any(up[:m] != m):
+            self.jumps.append(up[:m].copy())
+            up = up[up]
+        reference = quat.to_matrix(skeleton.reference[moved])
+        reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
+        # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
+        self.turn = np.einsum("irs,ksc->ikrc", reference, _TO_MATRIX.reshape(16, 3, 3)).reshape(m, 16, 9)
+        self.frame_start = np.empty((m + 1, 3, 3))
+        self.frame_start[m] = np.eye(3)
+        self.limits = None if skeleton.limits is None else skeleton.limits.subset(moved)
+        self.limited = np.flatnonzero(self.limits.active) if self.limits is not None else np.arange(0)
+        weight = (
+            np.ones((m, 3)) if self.limits is None else np.where(self.limits.lock, 0.0, 1.0 - self.limits.stiffness)
+        )
+        weight[[index[b] for b in frozen if b in index]] = 0.0  # bones held as they are: no columns
+        self.cols = np.flatnonzero(weight.ravel() > 0.0)
+        self.col_scale = np.sqrt(weight.ravel()[self.cols])
+        # Shortcuts of the common case (every axis free, no stiffness): no column picking or scaling.
+        self.every_col = len(self.cols) == 3 * m
+        self.unit_cols = bool(np.all(self.col_scale == 1.0))
+        self.bones = np.array([index[b] for b in bones])
+        # The heads and the effectors' ends at once: each end a point below its bone (offset: the
+        # bone's link), every point the sum of its ancestors' world offsets.
+        count = len(bones)
+        self.point_parent = np.concatenate((self.parent, self.bones))
+        self.point_offsets = np.concatenate(
+            (skeleton.offsets[moved], skeleton.lengths[list(bones), None] * skeleton.links[list(bones)])
+        )[:, :, None]
+        self.ancestors = np.zeros((m + count, m + count))
+        self.ancestors[:m, :m] = ancestors
+        self.ancestors[m:, :m] = ancestors[self.bones]
+        self.ancestors[m:, m:] = np.eye(count)
+        self.mask = np.zeros((len(bones), m))
+        for e, branch in enumerate(branches):
+            self.mask[e, [index[b] for b in branch]] = 1.0
+        self.mask3 = self.mask[:, :, None]
+        self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in branches])
+        self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
+        self.priority = np.array(priority)
+        self.turned = np.flatnonzero(turned)
+        row_priority = np.concatenate((np.repeat(self.priority, 3), np.repeat(self.priority[self.turned], 3)))
+        self.row_levels = [np.flatnonzero(row_priority == p) for p in np.unique(self.priority)]
+        self.effector_levels = [np.flatnonzero(self.priority == p) for p in np.unique(self.priority)]
+        # The relative weight of each effector within its level (for the row scales): by the weights.
+        self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
+
+
+class Tree:
+    """A solve's structure (shared) and goals: targets, wanted orientations, row scales."""
+
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> None:
+        bones = tuple(e.bone for e in effectors)
+        priority = tuple(level(e) for e in effectors)  # pins above every target
+        turned = tuple(e.orientation is not None and e.rotation_weight > 0.0 for e in effectors)
+        key = (id(skeleton), bones, priority, turned, frozen)
+        held = _STRUCTURES.get(key)
+        if held is None or held[0] is not skeleton:
+            if len(_STRUCTURES) >= _CACHE_SIZE:
+                _STRUCTURES.clear()
+            held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned, frozen))
+        self.__dict__.update(held[1].__dict__)
+        self.targets = np.array([e.position for e in effectors])
+        weights = [float(e.weight) for e in effectors]
+        if len(self.turned) or len(set(weights)) > 1:
+            self.wanted = _matrices(np.array([effectors[k].orientation for k in self.turned]).reshape(-1, 4))
+            means = [np.mean([weights[k] for k in level]) for level in self.effector_levels]
+            scale = np.sqrt([w / means[level] for w, level in zip(weights, self.level_of, strict=True)])
+            rotation = np.array([effectors[k].rotation_weight for k in self.turned]) * self.span[self.turned]
+            self.row_scale = np.concatenate((np.repeat(scale, 3), np.repeat(scale[self.turned] * rotation, 3)))
+        else:  # equal weights, positions only: every row as it is (relative to its level's mean, 1)
+            self.row_scale = None
+
+    def forward(self, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(frames (m, 3, 3), heads (m, 3), effector ends (E, 3)) of the moved bones' locals (m, 4)."""
+        m = self.m
+        frames = self.frame_start.copy()
+        frames[:m] = ((local[:, :, None] * local[:, None, :]).reshape(m, 1, 16) @ self.turn).reshape(m, 3, 3)
+        for up in self.jumps:
+            frames[:m] = frames[up] @ frames[:m]
+        points = self.ancestors @ (frames[self.point_parent] @ self.point_offsets)[:, :, 0]
+        return frames[:m], points[:m], points[m:]
+
+    def residual(self, frames: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position errors (E, 3), rotation errors (turned, 3), the scaled error rows (R,))."""
+        position = self.targets - ends
+        if self.row_scale is None:
+            return position, _NO_ROWS, position.ravel()
+        if not len(self.turned):
+            return position, _NO_ROWS, position.ravel() * self.row_scale
+        rotation = _log(self.wanted @ frames[self.bones[self.turned]].transpose(0, 2, 1))
+        return position, rotation, np.concatenate((position.ravel(), rotation.ravel())) * self.row_scale
+
+    def jacobian(self, frames: np.ndarray, heads: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """The stacked, row-scaled Jacobian (R, free columns), no joint weights yet."""
+        m, count = self.m, len(self.bones)
+        arms = (ends[:, None, :] - heads) * self.mask3  # (E, m, 3)
+        # u x r = -[r]x u for every axis u (the columns of F_i): one batched product per effector
+        skew = (arms.reshape(-1, 3) @ _SKEW).reshape(count, m, 3, 3)  # -[r]x
+        position = (skew @ frames).transpose(0, 2, 1, 3).reshape(3 * count, 3 * m)
+        if len(self.turned):
+            turned = self.mask[self.turned][:, None, :, None] * frames.transpose(1, 0, 2)[None]
+            position = np.concatenate((position, turned.reshape(3 * len(self.turned), 3 * m)))
+        if not self.every_col:
+            position = position[:, self.cols]
+        return position if self.row_scale is None else position * self.row_scale[:, None]
+
+    def state(self, frames: np.ndarray, ends: np.ndarray, tolerance: float):
+        """(the scaled error rows (R,), each level's weighted squared error (0 where met), which levels
+        have every goal within the tolerance: distance, and rotation as an arc of the branch)."""
+        position, rotation, error = self.residual(frames, ends)
+        if len(self.effector_levels) == 1 and not len(self.turned):  # the common case, in fewer steps
+            cost, bound = float(error @ error), tolerance * tolerance
+            if self.row_scale is None:  # cost: the plain sum of squared distances
+                # Every goal met when the sum is within one tolerance; not all when it exceeds one for
+                # each goal (the largest is at least the mean); in between, each is looked at.
+                done = cost <= bound or (
+                    cost <= len(position) * bound and float(np.einsum("ij,ij->i", position, position).max()) <= bound
+                )
+            else:
+                done = float(np.einsum("ij,ij->i", position, position).max()) <= bound
+            return error, [0.0 if done else cost], (done,)
+        met = np.einsum("ij,ij->i", position, position) <= tolerance * tolerance
+        if len(self.turned):
+            met[self.turned] &= quat.norm(rotation) * self.span[self.turned] <= tolerance
+        done = tuple(bool(met[level].all()) for level in self.effector_levels)
+        levels = zip(done, self.row_levels, strict=True)
+        costs = [0.0 if ok else float(error[rows] @ error[rows]) for ok, rows in levels]
+        return error, costs, done
+
+
+def solve(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    tolerance: float,
+    max_iterations: int,
+    options: dict,
+    frozen: frozenset = frozenset(),
+) -> SkeletonSolution | str:
+    """`registry.Method.tree` for the Jacobian family (module doc). `frozen`: bones kept as they
+    are (no columns; solvers.common.pins holds pins with only some bones free)."""
+    tree = Tree(skeleton, effectors, frozen)
+    segments = _pole_segments(skeleton, tree, effectors)
+    if isinstance(segments, str):
+        return segments
+    variant, gain = options["variant"], float(options["nullspace_gain"])
+    lam2 = (options["damping"] * tree.mean_span) ** 2
+    lam2_base = lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * tree.mean_span) ** 2
+    lam2_floor = LM_FLOOR * lam2_base
+    if variant == "dls" and lam2 == 0.0:
+        variant = "pseudoinverse"
+    if variant != "dls":
+        lam2 = 0.0  # the pseudoinverse is undamped until a step is refused, the transpose never damped
+    start = np.array(local[tree.moved], dtype=float)
+    if tree.limits is not None:
+        start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+    attractor = np.array([1.0, 0.0, 0.0, 0.0]) if options["attractor"] == "rest" else start.copy()
+    settle = SETTLED * tolerance / tree.max_span
+    current = start
+    frames, heads, ends = tree.forward(current)
+    error, costs, done = tree.state(frames, ends, tolerance)
+    ranked = _with_pull(costs, current, attractor, gain)
+    radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
+    while iterations < max_iterations and not (gain == 0.0 and all(done)):
+        pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
+        mode = "dls" if variant == "pseudoinverse" and lam2 > 0.0 else variant
+        if jac is None:  # the Jacobian of the current pose (a refused step keeps the pose, and it)
+            jac = tree.jacobian(frames, heads, ends)
+        trial = _advance(tree, current, jac, error, pull, mode, lam2, radius, done, settle)
+        iterations += 1
+        trial_frames, trial_heads, trial_ends = tree.forward(trial)
+        trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
+        for _ in range(CORRECTIONS if len(done) > 1 else 0):
+            # A lower level's step moves the met levels above it to second order (pins above all: a
+            # planted foot drifts off as the spine turns): Newton steps on those levels' goals alone
+            # take it back before the step is judged (a second-order correction).
+            met = [rows for k, rows in enumerate(tree.row_levels) if done[k]]
+            if not met or all(trial_done[k] for k in range(len(done)) if done[k]):
+                break
+            trial = _correct(tree, trial, trial_frames, trial_heads, trial_ends, trial_error, np.concatenate(met))
+            trial_frames, trial_heads, trial_ends = tree.forward(trial)
+            trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
+        trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
+        # Trust region: keep a step that lowers the ranked error and widen the next one (up to max_step;
+        # after a refusal only once CALM steps in a row were kept); refuse one that does not and halve
+        # the turn. Conflicting goals then settle instead of oscillating, and PATIENCE refusals in a
+        # row end the solve: progress has stalled.
+        verdict = _compare(trial_ranked, ranked)
+        if verdict >= 0:
+            current, frames, heads, ends, jac = trial, trial_frames, trial_heads, trial_ends, None
+            error, done, ranked = trial_error, trial_done, trial_ranked
+            kept += 1
+            if kept > CALM:
+                radius = min(2.0 * radius, float(options["max_step"]))
+                lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
+        else:  # refused: a shorter turn, and (Levenberg-Marquardt) more damping
+            radius *= 0.5
+            lam2_floor = LM_FLOOR_REFUSED * lam2_base
+            lam2 = LM_UP * max(lam2, lam2_floor)
+            kept = 0
+        stale = 0 if verdict > 0 else stale + 1
+        if stale >= PATIENCE:
+            break
+    out = np.array(local, dtype=float)
+    out[tree.moved] = current
+    for effector, segment in segments:
+        out = _spin_to_pole(skeleton, out, effector, segment)
+    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian")
+
+
+def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) -> list | str:
+    """(effector, its segment: the bones only it moves, top first) for each effector with a pole, or
+    the reason a pole cannot act: its bone also moves another effector, or it has an orientation goal
+    (the spin would turn the bone away from it)."""
+    out: list = []
+    if all(effector.pole is None for effector in effectors):
+        return out
+    shared = tree.mask.sum(axis=0) > 1.0  # moved bones on several effectors' branches
+    for effector in effectors:
+        if effector.pole is None:
+            continue
+        branch = skeleton.branch(effector.bone)
+        own = [b for b in branch if not shared[np.searchsorted(tree.moved, b)]]
+        if effector.bone not in own or effector.orientation is not None:
+            why = "an orientation goal" if effector.orientation is not None else "bones other effectors also move"
+            return f"a pole on effector bone {effector.bone}: its segment has {why} (a pole spins the segment)"
+        out.append((effector, branch[branch.index(own[0]) :]))
+    return out
+
+
+def _spin_to_pole(skeleton: Skeleton, local: np.ndarray, effector: Effector, segment: list[int]) -> np.ndarray:
+    """Blender's pole on the effector's own segment: the segment turned rigidly about its top head
+    (solvers.common.goals.pole_spin on the segment as a chain), only the top bone's local rotation changed,
+    kept in its limits. The segment's end stays where it is when it is on its target."""
+    frames, heads, ends = skeleton.forward(local)
+    top = segment[0]
+    parent = skeleton.base_frame if skeleton.parents[top] == -1 else frames[skeleton.parents[top]]
+    chain = Chain(
+        np.concatenate((heads[segment], ends[segment[-1:]])),
+        frames[segment],
+        reference=skeleton.reference[segment],
+        base_frame=parent,
+    )
+    tip, top_frame = chain.points[-1][None], chain.frames[:1]
+    spin = goals.pole_spin(chain, tip, top_frame, effector.position[None], effector.pole[None], effector.pole_angle)[0]
+    rest = quat.multiply(parent, skeleton.reference[top])
+    turned = quat.multiply(quat.conjugate(rest), quat.multiply(spin, frames[top]))
+    if skeleton.limits is not None:
+        turned = joint_limits.clamp(skeleton.limits, top, turned)
+    out = np.array(local)
+    out[top] = quat.normalize(turned)
+    return out
+
+
+def _away(local: np.ndarray, attractor: np.ndarray) -> np.ndarray:
+    """Each joint's rotation vector (m, 3) from the attractor: grad H, H = 1/2 sum |log(A^-1 L)|^2
+    (turning L by -t x it, L <- L exp(-t v), lowers H by exactly (2t - t^2) H for t in 0..1)."""
+    return quat.to_rotation_vector(quat.multiply(quat.conjugate(attractor), local))
+
+
+def _with_pull(costs: list, local: np.ndarray, attractor: np.ndarray, gain: float) -> list:
+    """The level costs, and H last when there is a pull (it ranks below every goal)."""
+    if gain == 0.0:
+        return costs
+    return [*costs, 0.5 * float(np.sum(_away(local, attractor) ** 2))]
+
+
+def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done, settle):
+    """One iteration's new locals (m, 4): the step, each joint clamped into its limits; where a joint
+    had to be clamped its clamped axes are locked and the step solved again (RESOLVES times).
+
+    A level's step (and the pull, below them all) joins only when every level above is settled:
+    its goals met (`done`) or its own step turns no joint more than `settle` (it is as near as it
+    gets). A lower level's step moves the higher goals to second order; they take that back before
+    the lower level moves again. A lower level also gets only the turn that max_step leaves."""
+    scale = None if tree.unit_cols else tree.col_scale
+    m = tree.m
+    for attempt in range(RESOLVES + 1):
+        parts = _priority_steps(
+            jac if scale is None else jac * scale,
+            error,
+            tree.row_levels,
+            variant,
+            lam2,
+            pull if pull is None or scale is None else pull * scale,
+        )
+        step = None
+        budget = max_step
+        for k, y in enumerate(parts):  # the highest level first
+            if scale is not None:
+                y = scale * y
+            if tree.every_col:
+                part = y.reshape(m, 3)
+            else:
+                part = np.zeros(3 * m)
+                part[tree.cols] = y
+                part = part.reshape(m, 3)
+            biggest = math.sqrt(float(np.einsum("ij,ij->i", part, part).max()))
+            if biggest > budget:
+                part = part * (budget / biggest)
+            step = part if step is None else step + part
+            budget -= min(biggest, budget)
+            if budget <= 0.0 or (k < len(done) and not (done[k] or biggest <= settle)):
+                break
+        # L (1, d/2) normalised: exp(d) to first order (Newton's convergence is the same), and
+        # a turn of 2 atan(|d|/2) <= |d| (within max_step), in a few numpy calls.
+        turn = np.empty((m, 4))
+        turn[:, 0] = 1.0
+        turn[:, 1:] = 0.5 * step
+        wanted = _multiply(local, turn)
+        wanted /= np.sqrt(np.einsum("ij,ij->i", wanted, wanted))[:, None]
+        if tree.limits is None or not len(tree.limited):
+            return wanted
+        bones = tree.limited
+        clamped = np.array(wanted)
+        clamped[bones] = joint_limits.clamp(tree.limits, bones, wanted[bones])
+        over = quat.angle(quat.multiply(clamped[bones], quat.conjugate(wanted[bones])))
+        if attempt == RESOLVES or not np.any(over > 1e-12):
+            return clamped
+        hit = bones[over > 1e-12]
+        tw, sx, sz = joint_limits.twist_swing(wanted[hit])
+        cw, cx, cz = joint_limits.twist_swing(clamped[hit])
+        changed = np.stack((np.abs(sx - cx) > 1e-12, np.abs(tw - cw) > 1e-12, np.abs(sz - cz) > 1e-12), axis=1)
+        lock = np.zeros((m, 3), dtype=bool)
+        lock[hit] = changed
+        scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
+    return clamped
+
+
+def _correct(tree: Tree, local, frames, heads, ends, error, rows) -> np.ndarray:
+    """`local` (m, 4) after one Gauss-Newton step on the error rows `rows` alone (the least joint
+    motion; the pseudoinverse up to its ridge), each joint clamped into its limits."""
+    jac = tree.jacobian(frames, heads, ends)[rows]
+    scale = None if tree.unit_cols else tree.col_scale
+    y = _inverse(jac if scale is None else jac * scale, error[rows], "pseudoinverse", 0.0)
+    if scale is not None:
+        y = scale * y
+    step = np.zeros(3 * tree.m)
+    step[tree.cols] = y
+    turn = np.empty((tree.m, 4))
+    turn[:, 0] = 1.0
+    turn[:, 1:] = 0.5 * step.reshape(tree.m, 3)
+    out = _multiply(local, turn)
+    out /= np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]
+    if tree.limits is not None and len(tree.limited):
+        out[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, out[tree.limited])
+    return out
+
+
+def _priority_steps(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull):
+    """The scaled joint steps y of each priority level (a generator: a caller stops when it needs no
+    more), highest first, each solved in the nullspace of the ones above for the error they leave;
+    then the pull (the secondary task) projected into the nullspace of them all."""
+    if len(levels) == 1 and pull is None:
+        yield _inverse(jac, error, variant, lam2)
+        return
+    y = np.zeros(jac.shape[1])
+    null = None  # the projector onto what the levels so far leave free (None: everything)
+    for k, rows in enumerate(levels):
+        part = jac[rows] if null is None else jac[rows] @ null
+        step = _inverse(part, error[rows] - jac[rows] @ y, variant, lam2)
+        yield step
+        y = y + step
+        if k + 1 < len(levels) or pull is not None:
+            null = _shrink(null, part)
+    if pull is not None:
+        yield null @ pull
+
+
+def _priority_step(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull) -> np.ndarray:
+    """The whole scaled joint step (the sum of `_priority_steps`)."""
+    return np.sum(list(_priority_steps(jac, error, levels, variant, lam2, pull)), axis=0)
+
+
+def _inverse(jac: np.ndarray, error: np.ndarray, variant: str, lam2: float) -> np.ndarray:
+    """The joint step for `error` through `jac` (R, C): DLS J^T (J J^T + lam2 I)^-1 e, the
+    pseudoinverse (the same, with only a RIDGE against rounding) or the transpose (Buss's length)."""
+    if variant == "transpose":
+        direction = jac.T @ error
+        moved = jac @ direction
+        return (error @ moved) / max(moved @ moved, 1e-300) * direction
+    root = _inverse_root(jac, lam2 if variant == "dls" else 0.0)
+    return jac.T @ (root @ (error @ root))
+
+
+def _inverse_root(jac: np.ndarray, lam2: float) -> np.ndarray:
+    """W = L^-T with L L^T = J J^T + lam2 I (lam2 at least RIDGE), so (J J^T + lam2 I)^-1 = W W^T.
+
+    One Cholesky factorisation of [[J J^T + lam2 I, .], [I, c I]], whose lower-left block is L^-T
+    (c only keeps the whole positive definite): np.linalg.solve, svd and the like go through
+    OpenBLAS's threaded LAPACK, and on a busy machine one 15 x 15 solve then takes milliseconds."""
+    rows = jac.shape[0]
+    square = jac @ jac.T
+    lam2 = max(lam2, RIDGE * float(square.trace()) / max(rows, 1), 1e-100)
+    template = _BLOCKS.get(rows)
+    if template is None:
+        template = _BLOCKS[rows] = np.zeros((2 * rows, 2 * rows))
+        template[rows:, :rows] = np.eye(rows)
+    block = template.copy()
+    block[:rows, :rows] = square
+    diagonal = block.reshape(-1)[:: 2 * rows + 1]  # a view: the diagonal
+    diagonal[:rows] += lam2
+    diagonal[rows:] = 2.0 / lam2  # > the largest eigenvalue of (J J^T + lam2 I)^-1
+    return _cholesky(block)[rows:, :rows]
+
+
+def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    """N - part^+ part: the projector `null` without the row space of `part` (= jac N)."""
+    z = part.T @ _inverse_root(part, 0.0)
+    start = np.eye(part.shape[1]) if null is None else null
+    return start - z @ z.T
+
+
+def _compare(costs: list, best: list) -> int:
+    """1 if the ranked costs beat `best` by more than PROGRESS, 0 if by less, -1 if not at all: the
+    first entry that differs decides (a met level costs 0)."""
+    for new, old in zip(costs, best, strict=True):
+        if new < old:
+            return 1 if new < old * (1.0 - PROGRESS) else 0
+        if new > old:
+            return -1
+    return -1
+
+
+def _log(rotation: np.ndarray) -> np.ndarray:
+    """Rotation vectors (k, 3) of rotation matrices (k, 3, 3) (angles below a half turn)."""
+    v = 0.5 * np.stack(
+        (
+            rotation[:, 2, 1] - rotation[:, 1, 2],
+            rotation[:, 0, 2] - rotation[:, 2, 0],
+            rotation[:, 1, 0] - rotation[:, 0, 1],
+        ),
+        axis=-1,
+    )
+    s = quat.norm(v)
+    c = 0.5 * (np.trace(rotation, axis1=1, axis2=2) - 1.0)
+    angle = np.arctan2(s, c)
+    return v * np.where(s > 1e-300, angle / np.where(s > 1e-300, s, 1.0), 1.0)[:, None]
