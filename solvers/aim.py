@@ -18,7 +18,9 @@ The turn is shared over the chain's bones (FinalIK's AimIK, weighted cyclic desc
   every bone: a look to the side is a yaw of every neck bone, not a tilt). Were all heads on
   the turn's axis, one pass would give bone j exactly f_j of the total. The turned local
   rotation is clamped into the bone's joint limits (`limits.clamp`, as CCD does); a clamped
-  turn that would leave the ray farther from the target than before is not made.
+  turn that would leave the ray farther from the target than before is not made. A bone its
+  limits stopped drops out of the sums of the bones before it in the next pass, so they take
+  over its part in the ratio of their own shares (instead of creeping up on it pass by pass).
 - Passes repeat until the angle is within `tolerance` (radians), a pass gains nothing
   (joint limits block the aim: `reason` says so; `angle` is what is left) or `max_iterations`.
   A free tip bone ends every pass on the target, so an unlimited chain takes one pass.
@@ -295,9 +297,8 @@ class _Pose:
         self.local[rows, j] = local
         self.frames[rows, j:] = quat.normalize(quat.multiply(spin, self.frames[rows, j:]))
         self.rotations[rows, j:] = quat.normalize(quat.multiply(spin, self.rotations[rows, j:]))
-        for k in range(j, chain.n_bones):
-            link = quat.rotate(self.frames[rows, k], np.broadcast_to(chain.link_local[k], (rows.size, 3)))
-            self.points[rows, k + 1] = self.points[rows, k] + chain.lengths[k] * link
+        links = quat.rotate(self.frames[rows, j:], chain.link_local[j:]) * chain.lengths[j:, None]
+        self.points[rows, j + 1 :] = self.points[rows, j, None] + np.cumsum(links, axis=1)
 
 
 def _aim_state(pose: _Pose, rows: np.ndarray, axis: np.ndarray, targets: np.ndarray):
@@ -310,38 +311,41 @@ def _aim_state(pose: _Pose, rows: np.ndarray, axis: np.ndarray, targets: np.ndar
     return a, d, dist, angle
 
 
-def _pass(pose, rows, axis, side, targets, gains) -> None:
-    """One root-to-tip pass over `rows`: bone j turns gains[j] of the remaining angle."""
+def _pass(pose: _Pose, rows: np.ndarray, axis, side, targets, shares, blocked) -> None:
+    """One root-to-tip pass over `rows`: bone j turns g = f_j / (f_j + the shares of the later
+    bones not `blocked`) of the remaining angle; `blocked` (m, n): bones their limits stopped
+    last time (their share goes to the bones before them), updated here."""
     chain = pose.chain
     n = chain.n_bones
+    limited = chain.limits is not None
     for j in range(n):
-        g = gains[j]
-        if g == 0.0:
+        if shares[j] == 0.0:
             continue
+        # (The free later shares summed, not all minus the blocked: no cancellation, g <= 1.)
+        later = ~blocked[rows, j + 1 :] @ shares[j + 1 :] if limited else shares[j + 1 :].sum()
+        g = np.minimum(shares[j] / (shares[j] + later), 1.0)
         a, d, dist, before = _aim_state(pose, rows, axis, targets)
-        ok = dist > AT_HEAD * chain.total_length
-        d = np.where(ok[:, None], d, a)
+        d = np.where((dist > AT_HEAD * chain.total_length)[:, None], d, a)
         # Past a half turn the swing's axis is the tip bone's own `side` axis (a head looking
         # behind turns about its Y, up the neck: a yaw), made perpendicular to the aim axis.
         fallback = quat.rotate(pose.frames[rows, n - 1], np.broadcast_to(side, (rows.size, 3)))
-        turn = quat.swing(a, quat.normalize(d), fallback)
-        if g != 1.0:
-            turn = quat.from_rotation_vector(g * quat.to_rotation_vector(turn))
-        rest = pose.rest(rows, j)
-        wanted = quat.multiply(quat.multiply(quat.conjugate(rest), turn), pose.frames[rows, j])
-        local = wanted if chain.limits is None else clamp(chain.limits, j, wanted)
+        spin = quat.swing(a, quat.normalize(d), fallback)
+        if np.any(g != 1.0):
+            spin = quat.from_rotation_vector(np.reshape(g, (-1, 1)) * quat.to_rotation_vector(spin))
+        wanted = quat.multiply(quat.multiply(quat.conjugate(pose.rest(rows, j)), spin), pose.frames[rows, j])
+        if not limited:
+            pose.turn(rows, j, wanted)
+            continue
+        local = clamp(chain.limits, j, wanted)
+        blocked[rows, j] = quat.angle(quat.multiply(local, quat.conjugate(wanted))) > 1e-12
         saved = (pose.local[rows], pose.frames[rows], pose.points[rows], pose.rotations[rows])
         pose.turn(rows, j, local)
-        if chain.limits is not None:
-            # A clamped turn that leaves the ray farther off is taken back (the pass then
-            # never loses ground, so a stalled pass means the limits block).
-            after = _aim_state(pose, rows, axis, targets)[3]
-            worse = rows[after > before + STALL]
-            if worse.size:
-                keep = np.isin(rows, worse)
-                pose.local[worse], pose.frames[worse], pose.points[worse], pose.rotations[worse] = (
-                    s[keep] for s in saved
-                )
+        # A clamped turn that leaves the ray farther off is taken back (a pass then never
+        # loses ground, so a pass that gains nothing means the limits block).
+        worse = (_aim_state(pose, rows, axis, targets)[3] > before + STALL) & blocked[rows, j]
+        if np.any(worse):
+            back = rows[worse]
+            pose.local[back], pose.frames[back], pose.points[back], pose.rotations[back] = (x[worse] for x in saved)
 
 
 def _run(chain: Chain, targets: np.ndarray, axis: np.ndarray, shares: np.ndarray, tol: float, cap: int) -> AimBatch:
@@ -355,11 +359,10 @@ def _run(chain: Chain, targets: np.ndarray, axis: np.ndarray, shares: np.ndarray
         outside = quat.angle(quat.multiply(inside, quat.conjugate(chain.input_locals))) > 1e-12
         for j in np.flatnonzero(outside):
             pose.turn(everyone, int(j), np.broadcast_to(inside[j], (m, 4)))
-    rest_total = np.cumsum(shares[::-1])[::-1]  # f_j + ... + f_tip
-    gains = np.divide(shares, rest_total, out=np.zeros(n), where=rest_total > 0.0)
+    blocked = np.zeros((m, n), dtype=bool)
     side = np.array([1.0, 0.0, 0.0]) if abs(axis[1]) == 1.0 else np.array([0.0, 1.0, 0.0])
-    angle = _aim_state(pose, everyone, axis, targets)[3]
-    at_head = _aim_state(pose, everyone, axis, targets)[2] <= AT_HEAD * chain.total_length
+    _, _, dist, angle = _aim_state(pose, everyone, axis, targets)
+    at_head = dist <= AT_HEAD * chain.total_length
     reasons = np.full(m, "", dtype=object)
     reasons[at_head] = AT_TIP_HEAD
     angle[at_head] = np.nan
@@ -372,7 +375,7 @@ def _run(chain: Chain, targets: np.ndarray, axis: np.ndarray, shares: np.ndarray
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
-        _pass(pose, rows, axis, side, targets, gains)
+        _pass(pose, rows, axis, side, targets, shares, blocked)
         iterations[rows] += 1
         _, _, dist, now = _aim_state(pose, rows, axis, targets)
         head = dist <= AT_HEAD * chain.total_length
