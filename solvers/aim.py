@@ -21,18 +21,23 @@ The turn is shared over the chain's bones (FinalIK's AimIK, weighted cyclic desc
   turn that would leave the ray farther from the target than before is not made. A bone its
   limits stopped drops out of the sums of the bones before it in the next pass, so they take
   over its part in the ratio of their own shares (instead of creeping up on it pass by pass).
-- Passes repeat until the angle is within `tolerance` (radians), a pass gains nothing
-  (joint limits block the aim: `reason` says so; `angle` is what is left) or `max_iterations`.
+- Passes repeat until the angle is within `tolerance` (radians), a pass gains nothing (less
+  than STALL, or 1e-9 of the angle: on a limited chain the limits block the aim, and `reason`
+  says so; `angle` is what is left) or `max_iterations` (`reason` says that too). A pass that
+  ends farther off than it began (bones turning about heads too near the target) is taken
+  back: the pose returned is the best found.
   A free tip bone ends every pass on the target, so an unlimited chain takes one pass.
 - A target on the tip bone's head leaves the direction undefined: nothing turns, the angle is
-  NaN, `reason` says why. A bone with no share is never touched: its rotation and every point
-  up to its tail stay bit for bit as given.
+  NaN, `reason` says why. A bone with no share is never turned itself: its local rotation stays
+  bit for bit as given, and above the first bone that turns, its rotation (identity) and its
+  points too. (A limited chain starts, as every solver does, from its input pose clamped into
+  the limits: only a bone found outside them is turned there.)
 
 An aim goal in a tree beside reaching chains (a head aiming while both hands reach) follows one
 rule: reaching comes first, the aim turns only bones no reaching effector depends on.
 1. The reach goals (targets and pins) are solved as today, without the aim goal.
-2. The aim pass then runs from that solved pose on the aim chain's bones that are not an
-   ancestor of (or) any reaching effector's bone (`free_bones`): turning one of those moves
+2. The aim pass then runs from that solved pose on the aim chain's bones that are neither a
+   reaching effector's bone nor an ancestor of one (`free_bones`): turning one of those moves
    no effector, so every reach result stays exactly as solved. The other aim bones keep the
    reach solve's rotation (share 0); the free ones share the whole turn by the rule above.
 3. With no free bone left the aim is not attempted, and `reason` says so.
@@ -72,6 +77,7 @@ STALL = 1e-12
 AT_HEAD = 1e-12
 BLOCKED = "joint limits block the aim"
 NOT_FREE = "no bone of the aim chain is free to turn"
+STALLED = "the bones free to turn get the axis no closer to the target"
 AT_TIP_HEAD = "the target is at the tip bone's head: no direction to aim along"
 CAPPED = "stopped at the iteration cap"
 
@@ -287,6 +293,14 @@ class _Pose:
         parent = self.frames[rows, j - 1] if j > 0 else np.broadcast_to(self.chain.base_frame, (rows.size, 4))
         return quat.multiply(parent, self.chain.reference[j])
 
+    def take(self, rows: np.ndarray) -> tuple:
+        """A copy of `rows`' poses (for `put`)."""
+        return self.local[rows], self.frames[rows], self.points[rows], self.rotations[rows]
+
+    def put(self, rows: np.ndarray, saved: tuple) -> None:
+        """Give `rows` the poses `saved` (`take`'s, indexed alike)."""
+        self.local[rows], self.frames[rows], self.points[rows], self.rotations[rows] = saved
+
     def turn(self, rows: np.ndarray, j: int, local: np.ndarray) -> None:
         """Give bone j the local rotation `local` in `rows`: it and its descendants turn rigidly
         about its head (their own locals unchanged), the points below it follow."""
@@ -338,14 +352,12 @@ def _pass(pose: _Pose, rows: np.ndarray, axis, side, targets, shares, blocked) -
             continue
         local = clamp(chain.limits, j, wanted)
         blocked[rows, j] = quat.angle(quat.multiply(local, quat.conjugate(wanted))) > 1e-12
-        saved = (pose.local[rows], pose.frames[rows], pose.points[rows], pose.rotations[rows])
+        saved = pose.take(rows)
         pose.turn(rows, j, local)
-        # A clamped turn that leaves the ray farther off is taken back (a pass then never
-        # loses ground, so a pass that gains nothing means the limits block).
+        # A clamped turn that leaves the ray farther off is taken back.
         worse = (_aim_state(pose, rows, axis, targets)[3] > before + STALL) & blocked[rows, j]
         if np.any(worse):
-            back = rows[worse]
-            pose.local[back], pose.frames[back], pose.points[back], pose.rotations[back] = (x[worse] for x in saved)
+            pose.put(rows[worse], tuple(x[worse] for x in saved))
 
 
 def _run(chain: Chain, targets: np.ndarray, axis: np.ndarray, shares: np.ndarray, tol: float, cap: int) -> AimBatch:
@@ -375,14 +387,21 @@ def _run(chain: Chain, targets: np.ndarray, axis: np.ndarray, shares: np.ndarray
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
+        saved = pose.take(rows)
         _pass(pose, rows, axis, side, targets, shares, blocked)
         iterations[rows] += 1
         _, _, dist, now = _aim_state(pose, rows, axis, targets)
+        # A pass that ends farther off (the ray swung past a target too near the bones that
+        # turned) is taken back: the pose returned is the best one found.
+        worse = now > angle[rows] + STALL
+        if np.any(worse):
+            pose.put(rows[worse], tuple(x[worse] for x in saved))
+            now, dist = np.where(worse, angle[rows], now), np.where(worse, np.inf, dist)
         head = dist <= AT_HEAD * chain.total_length
         stalled = ~head & (now > tol) & (angle[rows] - now <= np.maximum(STALL, 1e-9 * angle[rows]))
         angle[rows] = np.where(head, np.nan, now)
         reasons[rows[head]] = AT_TIP_HEAD
-        reasons[rows[stalled]] = BLOCKED if chain.limits is not None else NOT_FREE
+        reasons[rows[stalled]] = BLOCKED if chain.limits is not None else STALLED
         active[rows] = ~head & ~stalled & (now > tol)
     reasons[active] = CAPPED
     reached = angle <= tol  # NaN compares False

@@ -233,6 +233,21 @@ def test_target_on_the_tip_head_turns_nothing():
     np.testing.assert_array_equal(solution.rotations, np.tile(IDENTITY, (3, 1)))
 
 
+def test_a_target_the_free_bones_cannot_aim_at_is_reported():
+    """Only the neck may turn and the target is nearer its head than the head bone's ray ever
+    passes: the pose returned is the best found (no pass that ends farther off is kept), the
+    angle is honest and the reason says the free bones get no closer."""
+    chain = neck((0.3, 0.2))
+    for target in ((0.0, -0.05, 1.55), (0.0, -0.1, 1.6), (0.05, 0.0, 1.5)):
+        start = aim.solve_aim(chain, target, "+Z", movable=np.zeros(2, dtype=bool)).angle
+        solution = aim.solve_aim(chain, target, "+Z", movable=np.array([True, False]))
+        assert not solution.reached and solution.reason == aim.STALLED
+        assert solution.angle <= start
+        assert math.isclose(solution.angle, measured_angle(chain, solution, target, "+Z"), abs_tol=1e-12)
+    near = aim.solve_aim(chain, (0.3, -0.2, 1.6), "+Z", movable=np.array([True, False]))
+    assert near.reached and near.iterations > 1
+
+
 def test_no_movable_bone_is_reported():
     solution = aim.solve_aim(neck(), look(neck(), 45.0), "+Z", movable=np.zeros(3, dtype=bool))
     assert not solution.reached and solution.reason == aim.NOT_FREE and solution.iterations == 0
