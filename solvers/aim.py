@@ -49,16 +49,13 @@ Jacobian, weighed against the reaching rows) is a later step, not this rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import quat
 from .chain import Chain, as_point, as_real
 from .limits import clamp
-
-if TYPE_CHECKING:
-    from .skeleton import Skeleton
+from .skeleton import Skeleton
 
 AIM_AXES = {
     "+X": (1.0, 0.0, 0.0),
