@@ -298,12 +298,13 @@ class _Pose:
         """Give `rows` the poses `saved` (`take`'s, indexed alike)."""
         self.local[rows], self.frames[rows], self.points[rows], self.rotations[rows] = saved
 
-    def turn(self, rows: np.ndarray, j: int, local: np.ndarray) -> None:
-        """Give bone j the local rotation `local` in `rows`: it and its descendants turn rigidly
-        about its head (their own locals unchanged), the points below it follow."""
+    def turn(self, rows: np.ndarray, j: int, local: np.ndarray, rest: np.ndarray | None = None) -> None:
+        """Give bone j the local rotation `local` in `rows` (`rest`: its rest frame there, if at
+        hand): it and its descendants turn rigidly about its head (their own locals unchanged),
+        the points below it follow."""
         chain = self.chain
         old = self.frames[rows, j]
-        new = quat.normalize(quat.multiply(self.rest(rows, j), local))
+        new = quat.normalize(quat.multiply(self.rest(rows, j) if rest is None else rest, local))
         spin = quat.multiply(new, quat.conjugate(old))[:, None]
         self.local[rows, j] = local
         self.frames[rows, j:] = quat.normalize(quat.multiply(spin, self.frames[rows, j:]))
@@ -343,14 +344,15 @@ def _pass(pose: _Pose, rows: np.ndarray, axis, side, targets, shares, blocked) -
         spin = quat.swing(a, quat.normalize(d), fallback)
         if np.any(g != 1.0):
             spin = quat.from_rotation_vector(np.reshape(g, (-1, 1)) * quat.to_rotation_vector(spin))
-        wanted = quat.multiply(quat.multiply(quat.conjugate(pose.rest(rows, j)), spin), pose.frames[rows, j])
+        rest = pose.rest(rows, j)
+        wanted = quat.multiply(quat.multiply(quat.conjugate(rest), spin), pose.frames[rows, j])
         if not limited:
-            pose.turn(rows, j, wanted)
+            pose.turn(rows, j, wanted, rest)
             continue
         local = clamp(chain.limits, j, wanted)
         blocked[rows, j] = quat.angle(quat.multiply(local, quat.conjugate(wanted))) > 1e-12
         saved = pose.take(rows)
-        pose.turn(rows, j, local)
+        pose.turn(rows, j, local, rest)
         # A clamped turn that leaves the ray farther off is taken back.
         worse = (_aim_state(pose, rows, axis, targets)[3] > before + STALL) & blocked[rows, j]
         if np.any(worse):
