@@ -1,4 +1,4 @@
-"""Aim chains (solvers.aim): the tip bone's axis ends on the target, the turn shared over the
+"""Aim chains (solvers.common.aim): the tip bone's axis ends on the target, the turn shared over the
 bones by aim_spread and stiffness, limits never exceeded, the angle left reported honestly, the
 batch form equal to single solves, the tree rule (aim after reach, on free bones only), bad input."""
 
@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
-from solvers import aim, quat
+from solvers import quat
+from solvers.common import aim
 from solvers import limits as joint_limits
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])

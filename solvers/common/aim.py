@@ -52,10 +52,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat
-from .chain import Chain, as_point, as_real
-from .limits import clamp
-from .skeleton import Skeleton
+from .. import quat
+from ..model.chain import Chain, as_point, as_real
+from ..limits import clamp
+from ..skeleton import Skeleton
 
 AIM_AXES = {
     "+X": (1.0, 0.0, 0.0),
