@@ -53,8 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quat
-from ..model.chain import Chain, as_point, as_real
 from ..limits import clamp
+from ..model.chain import Chain, as_point, as_real
 from ..skeleton import Skeleton
 
 AIM_AXES = {

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
+from solvers import limits as joint_limits
 from solvers import quat
 from solvers.common import aim
-from solvers import limits as joint_limits
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 # A bone along world +Z with Blender's roll 0: its Y up the bone, its Z facing world -Y (the
