@@ -101,6 +101,12 @@ def framed_chain_and_goals(draw):
     return framed, target, kw
 
 
+def _straight(chain) -> bool:
+    """Every bone along the first (within 1e-6 rad): the pole's bend plane is undefined."""
+    d = chain.directions
+    return bool(np.all(np.abs(np.cross(d[:1], d)) < 1e-6))
+
+
 @pytest.mark.parametrize("config", GOAL_CONFIGS, ids=GOAL_IDS)
 @settings(max_examples=40, deadline=None)
 @given(case=framed_chain_and_goals())
@@ -113,6 +119,12 @@ def test_kernel_goals_match_numpy_goals(config, case):
     # Triangulation's scalar and vectorised passes differ by up to 2e-8 x length on nearly
     # flat triangles (see test_batch); the iterative kernels mirror their numpy steps closer.
     scale = (2e-8 if method == "triangulation" else 1e-9) * chain.total_length
+    if kw.get("pole") is not None and _straight(chain):
+        # A straight start has no bend plane for the pole to turn: which perpendicular each kernel
+        # takes differs in the last bits, and an iterative method amplifies that into another (as
+        # good) pose. Both must still reach where the target is reachable.
+        assert fast.reached == general.reached
+        return
     assert fast.iterations == general.iterations
     assert fast.error == pytest.approx(general.error, rel=0, abs=scale)
     if general.reached:
