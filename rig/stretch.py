@@ -66,10 +66,13 @@ def read_stretched(
     target,
     rotations=None,
     from_rest: bool = False,
+    softness: float = 0.0,
 ):
     """(RigChain with the planned stretch applied, own Y channel per stretchable bone name).
 
-    `target`: the goal in armature space. `rotations` (bone -> local Quaternion): a bake's
+    `target`: the goal in armature space; `softness` (soft IK): planned for the soft stretch
+    (solvers.stretch.stretch_points), after which a chain that stretched (`stretched`) is solved
+    to the target itself. `rotations` (bone -> local Quaternion): a bake's
     previous solution replacing those bones' evaluated rotations (see rig.fk); `from_rest`: the
     chain bones at their rest rotations (Compare Solvers). Raises ValueError as
     read.read_chain does."""
@@ -100,7 +103,7 @@ def read_stretched(
     # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).
     frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
     goal = tuple(map(float, target))
-    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal)
+    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal, softness)
     check_followed(bones, links, world)
     new_mats = tuple(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)) for m, c in zip(mats, world, strict=True))
     parent = bones[0].parent
@@ -109,6 +112,12 @@ def read_stretched(
     rig_chain = read.assemble(names, tip, use_tail, bones, new_mats, new_points, parent_matrix, use_limits, why)
     scales = {n: y for n, y, wi in zip(names, channels, w, strict=True) if wi > 0.0}
     return rig_chain, scales
+
+
+def stretched(scales: dict[str, float]) -> bool:
+    """Whether `read_stretched`'s own Y channels lengthen anything (soft IK then solves the target
+    itself: the soft stretch already bends the chain as the soft chain bends)."""
+    return any(y != 1.0 for y in scales.values())
 
 
 def check_followed(bones, links, world) -> None:
@@ -193,7 +202,8 @@ def unstretched(obj_eval, names, w, pose: fk.PoseFK | None = None) -> fk.PoseFK:
 
 def stretch_tree(obj_eval, names, skeleton, local, effectors, w, inherit) -> tuple:
     """(the skeleton stretched toward `effectors` (read unstretched: `unstretched`), own Y channel
-    per bone of `names` with a weight above 0), refusing a stretch the plan cannot follow."""
+    per bone of `names` with a weight above 0, the effectors to solve it toward: soft IK's cleared
+    where their branch stretched, solvers.skeleton_stretch), refusing a stretch the plan cannot follow."""
     out = stretch_skeleton(skeleton, local, effectors, w, inherit)
     bones = obj_eval.pose.bones
     for i, p in enumerate(skeleton.parents):
@@ -210,4 +220,4 @@ def stretch_tree(obj_eval, names, skeleton, local, effectors, w, inherit) -> tup
                 f" Inherit Scale '{mode}', which shears it when it turns: set its Inherit Scale to Aligned or"
                 " None, or IK Stretch to 0 above it"
             )
-    return out.skeleton, {n: y for n, y, wi in zip(names, out.own, w, strict=True) if wi > 0.0}
+    return out.skeleton, {n: y for n, y, wi in zip(names, out.own, w, strict=True) if wi > 0.0}, list(out.effectors)
