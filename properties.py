@@ -186,7 +186,8 @@ class ChainIKChain(bpy.types.PropertyGroup):
         " stretches to reach, softened below it",
         default=0.0,
         min=0.0,
-        max=0.5,
+        max=0.99,
+        soft_max=0.5,
         subtype="FACTOR",
     )
     # Blender's IK constraint convention: the root bone's X axis turned by the pole

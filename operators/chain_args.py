@@ -47,9 +47,7 @@ class ChainArguments:
     softness: FloatProperty(
         name="Softness",
         description="Soft IK, a share of the chain's reach (unset: each chain's own, or 0 with a Tip Bone;"
-        " alone: over every chain's, as Solver)",
-        min=0.0,
-        max=0.5,
+        " alone: over every chain's, as Solver); refused outside 0..1 (below 1), never clamped",
         options=SCRIPT_ONLY,
     )
 

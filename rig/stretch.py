@@ -104,7 +104,7 @@ def read_stretched(
     frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
     goal = tuple(map(float, target))
     links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal, softness)
-    check_followed(bones, links, world)
+    check_followed(bones, links, world, bent=bool(softness))
     new_mats = tuple(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)) for m, c in zip(mats, world, strict=True))
     parent = bones[0].parent
     parent_matrix = None if parent is None else pose.matrix(parent.name)
@@ -120,13 +120,14 @@ def stretched(scales: dict[str, float]) -> bool:
     return any(y != 1.0 for y in scales.values())
 
 
-def check_followed(bones, links, world) -> None:
+def check_followed(bones, links, world, bent: bool = False) -> None:
     """Refuse a stretch the plan cannot follow: the plan scales a bone that inherits its stretched
     parent's Y scale along its own Y axis (solvers.stretch), which is what Blender does for Inherit
     Scale Aligned, and for Full (and Fix Shear, from a rest pose along the parent) while the bone
     stays along its parent's Y axis, as the straight chain at full stretch keeps it when every link
     runs along its bone. Otherwise Blender shears or scales the bone (Average: uniformly) and the
-    tip misses by up to the stretch (0.5 on a 3-unit chain)."""
+    tip misses by up to the stretch (0.5 on a 3-unit chain). `bent`: soft IK's stretch, which
+    lengthens the chain while it still bends (solvers.common.soft), so Full and Fix Shear shear."""
     for i in range(1, len(bones)):
         if world[i - 1] == 1.0:
             continue  # the parent is not stretched
@@ -134,7 +135,7 @@ def check_followed(bones, links, world) -> None:
         mode = bone.inherit_scale
         if mode in ("ALIGNED", "NONE", "NONE_LEGACY"):
             continue
-        straight = plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
+        straight = not bent and plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
         if mode == "FULL" and straight:
             continue
         if mode == "FIX_SHEAR" and straight and _rest_along_parent(bone):
@@ -143,9 +144,12 @@ def check_followed(bones, links, world) -> None:
             "AVERAGE": "scales it uniformly",
             "FULL": "shears it: its link or its parent's does not run along the bone",
         }
+        reason = why.get(mode, "shears it: it does not rest along its parent")
+        if bent and mode != "AVERAGE":
+            reason = "shears it: with Softness the chain stretches while it still bends"
         raise ValueError(
             f"IK stretch: bone '{bone.name}' inherits the stretch of '{bone.parent.name}' with Inherit Scale "
-            f"'{mode}', which {why.get(mode, 'shears it: it does not rest along its parent')}; "
+            f"'{mode}', which {reason}; "
             f"set its Inherit Scale to Aligned or None, or IK Stretch to 0 above it"
         )
 
