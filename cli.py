@@ -23,7 +23,9 @@ the file is opened; once it is open, before anything is baked, --output,
 links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
 (a number that is not finite too), 3 playback missed by more than --max-error
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
-lengthen to reach (Y scale keys on them) unless --no-stretch.
+lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
+the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
+every panel chain's Softness).
 """
 
 from __future__ import annotations
@@ -128,6 +130,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
                 pole=c["pole"],
                 pole_bone=c["pole_bone"],
                 pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
+                softness=c["softness"],
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]

@@ -179,6 +179,17 @@ class ChainIKChain(bpy.types.PropertyGroup):
         " beyond the chain's reach, as the IK constraint's Stretch",
         default=True,
     )
+    softness: FloatProperty(
+        name="Softness",
+        description="Soft IK against the knee (elbow) pop: near full reach the tip eases toward the target instead"
+        " of snapping the chain straight (a share of the chain's reach; 0: exact). With Stretch the chain"
+        " stretches to reach, softened below it",
+        default=0.0,
+        min=0.0,
+        max=0.99,
+        soft_max=0.5,
+        subtype="FACTOR",
+    )
     # Blender's IK constraint convention: the root bone's X axis turned by the pole
     # angle about its Y axis points toward the pole.
     pole_target: PointerProperty(

@@ -16,7 +16,8 @@ from .method_names import METHOD_NAMES
 from .output_paths import check_output, same_file
 
 INTERPOLATIONS = ("BEZIER", "LINEAR", "CONSTANT")
-CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "method")
+CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method")
+NUMBER_OPTIONS = ("pole_angle", "softness")  # None when not given (the panel's); the others ''
 
 
 class CliError(Exception):
@@ -32,6 +33,14 @@ def finite(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """argparse type: soft IK's softness, a share of the chain's reach in [0, 1)."""
+    value = finite(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share of the chain's reach within 0..1 (below 1), got {text!r}")
     return value
 
 
@@ -52,6 +61,14 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     p.add_argument("--pole", action="append", help="pole target object name (with --chain)")
     p.add_argument("--pole-bone", action="append", help="bone of an armature pole target")
     p.add_argument("--pole-angle", action="append", type=finite, metavar="DEG", help="pole angle in degrees")
+    p.add_argument(
+        "--softness",
+        action="append",
+        type=share,
+        metavar="SHARE",
+        help="soft IK against the knee pop: a share of the chain's reach, 0 exact (default: the panel's;"
+        " without --chain: over every chain's)",
+    )
     p.add_argument("--method", action="append", help=f"solver: {', '.join(METHOD_NAMES)} (default: the panel's)")
     p.add_argument(
         "--no-stretch",
@@ -139,7 +156,7 @@ def chain_arguments(args: argparse.Namespace) -> list[dict]:
             raise CliError(f"{flag} is given {len(given)} times for {len(chains)} --chain: give it once, or once each")
         for i, chain in enumerate(chains):
             value = given[i if len(given) > 1 else 0] if given else None
-            chain[option] = value if option == "pole_angle" else value or ""
+            chain[option] = value if option in NUMBER_OPTIONS else value or ""
     return chains
 
 

@@ -44,6 +44,12 @@ class ChainArguments:
         subtype="ANGLE",
         options=SCRIPT_ONLY,
     )
+    softness: FloatProperty(
+        name="Softness",
+        description="Soft IK, a share of the chain's reach (unset: each chain's own, or 0 with a Tip Bone;"
+        " alone: over every chain's, as Solver); refused outside 0..1 (below 1), never clamped",
+        options=SCRIPT_ONLY,
+    )
 
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
@@ -52,6 +58,7 @@ class ChainArguments:
         `self.<name>` goes through bpy's Python-level attribute lookup (~1 µs)."""
         props = self.properties
         angle = props.pole_angle if props.is_property_set("pole_angle") else None
+        softness = props.softness if props.is_property_set("softness") else None
         return spec.specs_from_arguments(
             obj,
             props.tip,
@@ -63,4 +70,5 @@ class ChainArguments:
             pole=props.pole,
             pole_bone=props.pole_bone,
             pole_angle=angle,
+            softness=softness,
         )

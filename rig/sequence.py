@@ -190,7 +190,7 @@ class ChainTrack:
         start_chain = self.chain
         for start in range(0, self.count, chunk):
             stop = min(start + chunk, self.count)
-            goals = {}
+            goals = {"softness": float(spec.softness)} if spec.softness else {}  # as app.solve.goals
             if self.poles is not None:
                 goals.update(pole=self.poles[start:stop], pole_angle=float(spec.pole_angle))
             if self.rotations is not None:

@@ -66,10 +66,13 @@ def read_stretched(
     target,
     rotations=None,
     from_rest: bool = False,
+    softness: float = 0.0,
 ):
     """(RigChain with the planned stretch applied, own Y channel per stretchable bone name).
 
-    `target`: the goal in armature space. `rotations` (bone -> local Quaternion): a bake's
+    `target`: the goal in armature space; `softness` (soft IK): planned for the soft stretch
+    (solvers.stretch.stretch_points), after which a chain that stretched (`stretched`) is solved
+    to the target itself. `rotations` (bone -> local Quaternion): a bake's
     previous solution replacing those bones' evaluated rotations (see rig.fk); `from_rest`: the
     chain bones at their rest rotations (Compare Solvers). Raises ValueError as
     read.read_chain does."""
@@ -100,8 +103,8 @@ def read_stretched(
     # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).
     frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
     goal = tuple(map(float, target))
-    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal)
-    check_followed(bones, links, world)
+    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal, softness)
+    check_followed(bones, links, world, bent=bool(softness))
     new_mats = tuple(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)) for m, c in zip(mats, world, strict=True))
     parent = bones[0].parent
     parent_matrix = None if parent is None else pose.matrix(parent.name)
@@ -111,13 +114,20 @@ def read_stretched(
     return rig_chain, scales
 
 
-def check_followed(bones, links, world) -> None:
+def stretched(scales: dict[str, float]) -> bool:
+    """Whether `read_stretched`'s own Y channels lengthen anything (soft IK then solves the target
+    itself: the soft stretch already bends the chain as the soft chain bends)."""
+    return any(y != 1.0 for y in scales.values())
+
+
+def check_followed(bones, links, world, bent: bool = False) -> None:
     """Refuse a stretch the plan cannot follow: the plan scales a bone that inherits its stretched
     parent's Y scale along its own Y axis (solvers.stretch), which is what Blender does for Inherit
     Scale Aligned, and for Full (and Fix Shear, from a rest pose along the parent) while the bone
     stays along its parent's Y axis, as the straight chain at full stretch keeps it when every link
     runs along its bone. Otherwise Blender shears or scales the bone (Average: uniformly) and the
-    tip misses by up to the stretch (0.5 on a 3-unit chain)."""
+    tip misses by up to the stretch (0.5 on a 3-unit chain). `bent`: soft IK's stretch, which
+    lengthens the chain while it still bends (solvers.common.soft), so Full and Fix Shear shear."""
     for i in range(1, len(bones)):
         if world[i - 1] == 1.0:
             continue  # the parent is not stretched
@@ -125,7 +135,7 @@ def check_followed(bones, links, world) -> None:
         mode = bone.inherit_scale
         if mode in ("ALIGNED", "NONE", "NONE_LEGACY"):
             continue
-        straight = plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
+        straight = not bent and plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
         if mode == "FULL" and straight:
             continue
         if mode == "FIX_SHEAR" and straight and _rest_along_parent(bone):
@@ -134,9 +144,12 @@ def check_followed(bones, links, world) -> None:
             "AVERAGE": "scales it uniformly",
             "FULL": "shears it: its link or its parent's does not run along the bone",
         }
+        reason = why.get(mode, "shears it: it does not rest along its parent")
+        if bent and mode != "AVERAGE":
+            reason = "shears it: with Softness the chain stretches while it still bends"
         raise ValueError(
             f"IK stretch: bone '{bone.name}' inherits the stretch of '{bone.parent.name}' with Inherit Scale "
-            f"'{mode}', which {why.get(mode, 'shears it: it does not rest along its parent')}; "
+            f"'{mode}', which {reason}; "
             f"set its Inherit Scale to Aligned or None, or IK Stretch to 0 above it"
         )
 
@@ -193,7 +206,8 @@ def unstretched(obj_eval, names, w, pose: fk.PoseFK | None = None) -> fk.PoseFK:
 
 def stretch_tree(obj_eval, names, skeleton, local, effectors, w, inherit) -> tuple:
     """(the skeleton stretched toward `effectors` (read unstretched: `unstretched`), own Y channel
-    per bone of `names` with a weight above 0), refusing a stretch the plan cannot follow."""
+    per bone of `names` with a weight above 0, the effectors to solve it toward: soft IK's cleared
+    where their branch stretched, solvers.skeleton_stretch), refusing a stretch the plan cannot follow."""
     out = stretch_skeleton(skeleton, local, effectors, w, inherit)
     bones = obj_eval.pose.bones
     for i, p in enumerate(skeleton.parents):
@@ -210,4 +224,4 @@ def stretch_tree(obj_eval, names, skeleton, local, effectors, w, inherit) -> tup
                 f" Inherit Scale '{mode}', which shears it when it turns: set its Inherit Scale to Aligned or"
                 " None, or IK Stretch to 0 above it"
             )
-    return out.skeleton, {n: y for n, y, wi in zip(names, out.own, w, strict=True) if wi > 0.0}
+    return out.skeleton, {n: y for n, y, wi in zip(names, out.own, w, strict=True) if wi > 0.0}, list(out.effectors)

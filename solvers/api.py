@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
-from .common import chain_path, goals
+from .common import chain_path, goals, soft
 from .common.chain_path import DEFAULT_RELATIVE_TOLERANCE, position_solver
 from .model.chain import Chain
 from .model.method import Method
@@ -51,6 +51,7 @@ def solve(
     pole_angle: float = 0.0,
     target_rotation: object = None,
     rotation_weight: float = 1.0,
+    softness: float = 0.0,
     **method_options: object,
 ) -> Solution:
     """Solve one target (3,) from the chain's current pose.
@@ -66,8 +67,14 @@ def solve(
     Goals (need bone frames): `pole` (3,) with `pole_angle` (radians), as
     Blender's IK pole target; `target_rotation` (w, x, y, z), the tip bone's
     wanted orientation, with `rotation_weight` 0..1 (see solvers.common.goals).
+
+    `softness` (soft IK, a share of the chain's reach in [0, 1); 0: the exact solve, to the
+    bit): the target is first brought in by Nicholas' formula (solvers.common.soft), measured
+    from the chain's root with its reach `chain.total_length`; the result's error and `reached`
+    are the soft target's.
     """
     chain_path.check_chain(chain)
+    share = soft.check_softness(softness)
     return chain_path.solve(
         registry.get(method),
         chain,
@@ -79,6 +86,7 @@ def solve(
         target_rotation,
         rotation_weight,
         method_options,
+        share,
     )
 
 
@@ -93,11 +101,13 @@ def solve_batch(
     pole_angle: float = 0.0,
     target_rotation: object = None,
     rotation_weight: float = 1.0,
+    softness: float = 0.0,
     **method_options: object,
 ) -> BatchSolution:
     """Solve each of (m, 3) targets independently from the chain's pose.
     Goals as in `solve`; `pole` and `target_rotation` may be one for all
-    targets or one per target ((m, 3), (m, 4))."""
+    targets or one per target ((m, 3), (m, 4)). `softness` as in `solve`, for every target."""
+    share = soft.check_softness(softness)
     entry, tol, iters, options = settings(chain, method, tolerance, max_iterations, method_options)
     try:
         t = np.array(targets, dtype=float)
@@ -109,6 +119,8 @@ def solve_batch(
     if not np.all(finite):
         bad = int(np.flatnonzero(~finite)[0])
         raise ValueError(f"target {bad} is not finite: {t[bad].tolist()}")
+    if share:
+        t = soft.soften_targets(chain.root, t, chain.total_length, share)
     extra = goals.read_goals(chain, t.shape[0], pole, pole_angle, target_rotation, rotation_weight)
     plain = position_solver(entry, tol, iters, options)
     if extra is not None:

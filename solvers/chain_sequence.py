@@ -21,7 +21,7 @@ import numpy as np
 
 from . import quat
 from .api import settings, solve
-from .common import goals
+from .common import goals, soft
 from .common.chain_path import position_solver
 from .model.chain import Chain
 from .model.result import SequenceSolution
@@ -67,6 +67,7 @@ def solve_sequence(
     pole_angle: float = 0.0,
     target_rotation: object = None,
     rotation_weight: float = 1.0,
+    softness: float = 0.0,
     **method_options: object,
 ) -> SequenceSolution:
     """Solve (m, 3) targets one after another, step k from step k-1's solution (with a pole:
@@ -77,8 +78,12 @@ def solve_sequence(
     step and the last (steps are cheap: a call per step would show). Joint limits, reference
     pose and base frame of `chain` carry through every step. `keep_points`
     False keeps only the tips (a bake needs the frames and the tips). Goals as in `solve`;
-    `pole` and `target_rotation` may be one for all steps or one per step ((m, 3), (m, 4))."""
+    `pole` and `target_rotation` may be one for all steps or one per step ((m, 3), (m, 4)).
+    `softness` as in `solve`: every target softened once, here, from the chain's root."""
+    share = soft.check_softness(softness)
     t = _targets(targets)
+    if share:
+        t = soft.soften_targets(chain.root, t, chain.total_length, share)
     scalar_tol, per_step = _tolerances(chain, tolerance, len(t))
     entry, tol, iters, options = settings(chain, method, scalar_tol, max_iterations, method_options)
     tols = np.full(len(t), tol) if per_step is None else per_step

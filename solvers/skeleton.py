@@ -127,7 +127,14 @@ class Effector:
     level above every target whatever its priority (`level`): give no position, and
     `solve_skeleton` fills both in before the method runs (`resolve_pins`); one given its
     position holds that. Effectors on one bone are solved as one at their weighted mean
-    (`merge_shared`)."""
+    (`merge_shared`).
+
+    `softness` (soft IK, solvers.common.soft; a share of the reach in [0, 1), 0: exact): the
+    position is brought in by Nicholas' formula once, where `solve_skeleton` (and
+    `solve_skeleton_many`) read the goals (solvers.common.soft_goals): measured from the head of the
+    skeleton's root bone above this bone (the group's root, which the effector's bones hang from)
+    with the reach of that whole branch (`branch_reach`). A lone chain is a one-branch skeleton:
+    the same as `solvers.solve`'s softness. Pins ignore it."""
 
     bone: int
     position: np.ndarray | None = None
@@ -138,8 +145,14 @@ class Effector:
     weight: float = 1.0
     priority: int = 0
     pin: bool = False
+    softness: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.softness != 0.0 or type(self.softness) is not float:  # as solvers.common.soft.check_softness
+            share = as_real(self.softness, "effector softness")
+            if not 0.0 <= share < 1.0:
+                raise ValueError(f"effector softness must be a share of the reach in [0, 1), got {self.softness!r}")
+            object.__setattr__(self, "softness", share)
         if self.position is not None:
             object.__setattr__(self, "position", as_point(self.position, "effector position"))
         elif not self.pin:
@@ -201,8 +214,6 @@ class SkeletonSolution:
     method: str
     reason: str = ""  # as Solution.reason; also a pin that could not hold
     unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (common.pins)
-
-
 
 
 @dataclass(frozen=True)
@@ -280,9 +291,7 @@ def finish(
     kinematics of what is returned, so no kernel can report an error it did not reach)."""
     # Plain floats (solvers.skeleton): a tree kernel's whole solve is a few hundred microseconds.
     frames, heads = forward(skeleton, rows(local))
-    error = np.array(
-        [math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) for e in effectors]
-    )
+    error = np.array([math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) for e in effectors])
     return SkeletonSolution(local, error, bool(np.all(error <= tolerance)), iterations, method, reason)
 
 

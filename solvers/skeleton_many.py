@@ -18,6 +18,7 @@ from . import registry
 from .api import method_settings
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.pins import hold, off_frames
+from .common.soft_goals import soften_positions
 from .common.tree_run_lanes import errors_many
 from .skeleton import (
     Effector,
@@ -53,8 +54,10 @@ def solve_skeleton_many(
     else every frame takes the effectors' own.
     Orientations, weights, priorities and the rest are the effectors' own on every frame.
     `tolerance` and `max_iterations` as `solve_skeleton`'s (the default tolerance from the bones
-    the effectors move), the same on every frame."""
+    the effectors move), the same on every frame. An effector's `softness` softens its positions
+    on every frame (common.soft_goals), once, here."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    positions, effectors = soften_positions(skeleton, effectors, positions)
     k = len(effectors)
     entry = registry.get(method)
     length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
@@ -86,10 +89,6 @@ def solve_skeleton_many(
         )
 
     return solve_frames(local, positions, method, frame, why)
-
-
-
-
 
 
 def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray):
@@ -132,7 +131,3 @@ def _held(skeleton, local, solved, merged, effectors, positions, tol, method) ->
     fixed = np.array([e.position if e.pin else np.zeros(3) for e in effectors])
     error = errors_many(skeleton, rotations, effectors, np.where(pins[None, :, None], fixed[None], positions))
     return SkeletonBatch(rotations, error, np.all(error <= tol, axis=1), iterations, method, "; ".join(sorted(reasons)))
-
-
-
-

@@ -16,6 +16,7 @@ import numpy as np
 from . import quat, registry
 from .api import method_settings, solve
 from .common.pins import hold
+from .common.soft_goals import soften_effectors
 from .model.chain import Chain
 from .model.method import Method
 from .skeleton import Effector, Skeleton, SkeletonSolution, finish, merge_shared, moved_bones, resolve_pins
@@ -48,7 +49,8 @@ def solve_skeleton(
     pins resolved, effectors on one bone merged (`merge_shared`), options checked and the
     tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the length of the bones the effectors
     move) and iteration cap filled in; then any pin still off is held (`common.pins.hold`, which
-    names one that cannot hold in the reason). Errors are each given effector's."""
+    names one that cannot hold in the reason). Errors are each given effector's (an effector with
+    `softness`: from its soft position, common.soft_goals)."""
     local = np.asarray(local, dtype=float)
     if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
@@ -57,6 +59,7 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, options)
     entry = registry.get(method)

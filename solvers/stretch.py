@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from .common.soft import soft_stretch
+
 Link = tuple[float, float, float]
 
 
@@ -97,11 +99,18 @@ def along_y(link: Link) -> bool:
 
 
 def stretch_points(
-    points: Rows, frames: Sequence[Rows], weights: Sequence[float], inherit: Sequence[bool], target: Sequence[float]
+    points: Rows,
+    frames: Sequence[Rows],
+    weights: Sequence[float],
+    inherit: Sequence[bool],
+    target: Sequence[float],
+    softness: float = 0.0,
 ) -> tuple[list[Link], list[float], list[float], list[tuple[float, float, float]]]:
     """(links, armature-space Y factors, own Y channels, stretched points (n+1)) for the chain at
     `points` (joints and end, unstretched) with bone rotations `frames` (3x3 rows, orthonormal),
-    stretched toward `target` as `plan` decides.
+    stretched toward `target` as `plan` decides. With `softness` (soft IK) the plan is for
+    Nicholas' soft stretch (solvers.common.soft.soft_stretch); a chain it stretched is then solved
+    to the target itself (no soft target: the stretch already bends it as the soft chain bends).
 
     Everything in float64 from the given numbers: the stretched links then sum to the root-target
     distance to float64 rounding, and the target is at the chain's full reach, where the only pose
@@ -114,7 +123,10 @@ def stretch_points(
     for i, f in enumerate(frames):
         d = [points[i + 1][j] - points[i][j] for j in range(3)]
         links.append(tuple(math.fsum(f[j][k] * d[j] for j in range(3)) for k in range(3)))  # f^T d
-    _, world, own = plan(links, weights, inherit, math.dist(target, points[0]))
+    distance = math.dist(target, points[0])
+    if softness:
+        distance = soft_stretch(distance, reach(links, [1.0] * len(links)), softness)
+    _, world, own = plan(links, weights, inherit, distance)
     out = [tuple(map(float, points[0]))]
     for f, (x, y, z), c in zip(frames, links, world, strict=True):
         v = (x, y * c, z)

@@ -154,7 +154,9 @@ def _draw_limits(layout, obj, item) -> None:
     """Whether the bones' own IK limits apply, and which are set on this chain's bones."""
     layout.prop(item, "use_limits")
     layout.prop(item, "use_locks")
-    layout.prop(item, "use_stretch")
+    row = layout.row(align=True)
+    row.prop(item, "use_stretch")
+    row.prop(item, "softness", slider=True)
     lines = rig.read.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
     col = layout.column(align=True)
     col.active = item.use_limits

@@ -88,7 +88,7 @@ class GroupFrames:
             check_rigid_at(obj_eval, self.names, frame)
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
         effectors = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph)
-        skeleton, stretched = self.rig.stretch(obj_eval, skeleton, local, effectors)
+        skeleton, stretched, effectors = self.rig.stretch(obj_eval, skeleton, local, effectors)
         for name, y in rig.stretch.blend(obj_eval.pose.bones, stretched, self.lead.influence)[0].items():
             state.solved.scales[name][k] = y
         start = time.perf_counter()

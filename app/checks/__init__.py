@@ -26,6 +26,8 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"the reach tolerance must be a finite distance >= 0 (0: the default), got {spec.tolerance:g}")
     if not 0.0 <= spec.rotation_weight <= 1.0:
         raise ValueError(f"the rotation weight must be within 0..1, got {spec.rotation_weight:g}")
+    if not 0.0 <= spec.softness < 1.0:  # the core's range (solvers.common.soft); NaN too
+        raise ValueError(f"softness must be a share of the chain's reach within 0..1 (below 1), got {spec.softness:g}")
     if not (math.isfinite(spec.weight) and spec.weight > 0.0):
         raise ValueError(f"the chain's weight must be a finite number > 0, got {spec.weight:g}")
     if spec.max_iterations < 0:

@@ -55,7 +55,7 @@ def _goal_parts(item, target_eval, depsgraph) -> list:
     # The solver's options as the registry declares them: a new method's options are watched too.
     parts.append((item.tolerance, item.max_iterations, tuple(spec.method_options(item, item.method).items())))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
-    parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin))
+    parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin, item.softness))
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))

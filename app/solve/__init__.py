@@ -44,12 +44,14 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
     target = space.to_local_point(target_world)
     if stretch is not None:  # read unstretched, stretched to the target as planned (rig.stretch)
         rig_chain, scales = rig.stretch.read_stretched(
-            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target, from_rest=from_rest
+            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, stretch, target, from_rest=from_rest,
+            softness=spec.softness,
         )
     last = rig_chain.pose_matrices[-1]
     goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
     solution = solvers.solve(
-        rig_chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)), **goals.arguments()
+        rig_chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)),
+        **goals.arguments(rig.stretch.stretched(scales)),
     )
     points, rotations = solution.rows()  # floats: no array round trip
     write = rig.compute_pose(obj, rig_chain, rotations, spec.influence, use_locks=spec.use_locks)

@@ -1,4 +1,4 @@
-"""A chain's goals (target, pole, tip orientation; in a group its weight, priority, pin), read
+"""A chain's goals (target, pole, tip orientation, softness; in a group its weight, priority, pin), read
 from its spec once, in armature space: the chain kernel's `solvers.solve` keywords and the tree's
 `solvers.Effector` are both made from them."""
 
@@ -21,9 +21,13 @@ class Goals:
     pole: np.ndarray | None = None
     orientation: np.ndarray | None = None  # the last bone's wanted frame (w, x, y, z)
 
-    def arguments(self) -> dict:
-        """solvers.solve's pole and target_rotation keywords, only those in use."""
+    def arguments(self, stretched: bool = False) -> dict:
+        """solvers.solve's pole, target_rotation and softness keywords, only those in use.
+        `stretched`: the chain was stretched for soft IK (rig.stretch: Nicholas' soft stretch), so
+        the target itself is solved: no softness."""
         out = {}
+        if self.spec.softness and not stretched:
+            out["softness"] = float(self.spec.softness)
         if self.pole is not None:
             out["pole"] = self.pole
             out["pole_angle"] = float(self.spec.pole_angle)
@@ -47,6 +51,7 @@ class Goals:
             rotation_weight=float(spec.rotation_weight),
             weight=float(spec.weight),
             priority=int(spec.priority),
+            softness=float(spec.softness),
         )
 
 

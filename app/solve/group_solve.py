@@ -49,7 +49,7 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             else e
             for e in effectors
         ]
-    skeleton, stretched = group.stretch(obj_eval, skeleton, local, effectors)
+    skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     if stretched:
@@ -122,10 +122,11 @@ class GroupRig:
         return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
 
     def stretch(self, obj_eval, skeleton, local, effectors) -> tuple:
-        """(the skeleton stretched toward the effectors, own Y channel per stretching bone) as a
-        chain alone stretches (rig.stretch.stretch_tree); the skeleton itself and {} without stretch."""
+        """(the skeleton stretched toward the effectors, own Y channel per stretching bone, the
+        effectors to solve toward) as a chain alone stretches (rig.stretch.stretch_tree); the
+        skeleton itself, {} and the effectors without stretch."""
         if self.stretch_weights is None:
-            return skeleton, {}
+            return skeleton, {}, effectors
         names, w = self.layout.names, self.stretch_weights
         return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
 

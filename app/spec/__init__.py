@@ -36,6 +36,7 @@ class ChainSpec:
     rotation_weight: float = 1.0
     use_locks: bool = True  # keep locked rotation channels (off: turn through them, as the IK constraint)
     use_stretch: bool = True  # bones with ik_stretch > 0 lengthen to reach (the IK constraint's Stretch)
+    softness: float = 0.0  # soft IK (solvers.common.soft): a share of the chain's reach, 0 exact
     name: str = ""  # the panel chain's name (reports); '' for a chain given by script arguments
     # In a group (chains sharing bones, app.spec.groups): this chain's effector against the others.
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
@@ -80,6 +81,7 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         rotation_weight=item.rotation_weight,
         use_locks=item.use_locks,
         use_stretch=item.use_stretch,
+        softness=item.softness,
         name=item.name,
         weight=item.weight,
         priority=item.priority,
@@ -100,6 +102,7 @@ def specs_from_arguments(
     pole: str = "",
     pole_bone: str = "",
     pole_angle: float | None = None,
+    softness: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -111,9 +114,11 @@ def specs_from_arguments(
     - only `method` (or nothing): the panel's chains in scope (all or the ticked ones, never
       the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
-    `pole_angle` None: not given (the panel's, or 0)."""
+    `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
+    `pole_angle`, `softness` None: not given (the panel's, or 0)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
+    overrides["softness"] = softness
     if tip:
         if not target:
             raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
@@ -136,7 +141,7 @@ def specs_from_arguments(
         scope.check_not_muted(items[0])
     else:
         items = scope.scoped_items(settings)
-    return [(item, spec_from_item(item, method=method or None)) for item in items]
+    return [(item, spec_from_item(item, method=method or None, softness=softness)) for item in items]
 
 
 def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:

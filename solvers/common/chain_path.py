@@ -18,7 +18,7 @@ import numpy as np
 from ..model.chain import Chain, as_floats
 from ..model.method import Method
 from ..model.result import BatchSolution, Solution
-from . import goals
+from . import goals, soft
 
 # Default tolerance: this fraction of the chain's total length (1 m arm ->
 # 10 µm). Triangulation is exact anyway; this bounds the iterative methods.
@@ -59,10 +59,14 @@ def solve(
     target_rotation: object = None,
     rotation_weight: float = 1.0,
     options: dict | None = None,
+    softness: float = 0.0,
 ) -> Solution:
-    """`solvers.solve` with the method's declaration `entry` (the chain already checked)."""
+    """`solvers.solve` with the method's declaration `entry` (the chain already checked;
+    `softness` a checked share, common.soft: the target softened once here, before any kernel)."""
     entry, tol, iters, options = entry_settings(entry, tolerance, max_iterations, options, chain.total_length)
     t = as_floats(target, "target")
+    if softness:
+        t = soft.soften_target(chain.root, t, chain.total_length, softness)
     extra = goals.read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
     if entry.one is None:
         reason = NO_FLOAT_KERNEL.format(name=entry.name)

@@ -339,6 +339,8 @@ def test_cli_json_into_missing_folders_makes_them_as_output_does(blend, tmp_path
         (["--max-error", "nan"], "argument --max-error: must be a finite number, got 'nan'"),
         (["--max-error=-inf"], "argument --max-error: must be a finite number, got '-inf'"),
         (["--pole-angle", "nan"], "argument --pole-angle: must be a finite number, got 'nan'"),
+        (["--softness", "nan"], "argument --softness: must be a finite number, got 'nan'"),
+        (["--softness", "1"], "argument --softness: must be a share of the chain's reach within 0..1"),
         (["--reduce", "x"], "argument --reduce: not a number: 'x'"),
         (["--max-error", "-1"], "--max-error must be a distance >= 0, got -1"),
     ],
@@ -348,6 +350,17 @@ def test_cli_numbers_that_are_not_finite_are_refused(blend, tmp_path, args, mess
     run = _cli(blend, "--", *ARM, *args, "--output", out)
     assert run.returncode != 0 and message in run.stderr, run.stderr
     assert "Traceback" not in run.stderr and "Chain IK bake" not in run.stdout and not out.exists()
+
+
+def test_cli_softness_draws_the_tip_in_by_the_formula(blend, tmp_path):
+    """--softness (soft IK): the circling target is 2.236 from the root of a 3-unit arm, beyond
+    D_s = 2.1 at softness 0.3, so every frame's tip stays short by Nicholas' gap (0.0100)."""
+    summary = tmp_path / "s.json"
+    run = _cli(blend, "--", *ARM, "--softness", "0.3", "--json", summary)
+    assert run.returncode == 0, run.stderr
+    d, reach, s = math.sqrt(5.0), 3.0, 0.9
+    gap = d - (reach - s + s * (1.0 - math.exp(-(d - (reach - s)) / s)))
+    assert json.loads(summary.read_text())["playback_error"] == pytest.approx(gap, abs=1e-4)
 
 
 def test_cli_never_writes_over_its_inputs(blend, tmp_path):

@@ -222,7 +222,7 @@ def test_a_file_that_cannot_be_read_is_a_clear_error(show):
     assert "not valid TOML" in _problems(show / "bad.toml")
 
 
-NUMBERS = [("reduce", None), ("max_error", None), ("pole_angle", "chain 1")]
+NUMBERS = [("reduce", None), ("max_error", None), ("pole_angle", "chain 1"), ("softness", "chain 1")]
 
 
 NOT_FINITE = [float("nan"), float("inf"), float("-inf"), 10**400]  # the last: an integer no float holds
@@ -373,3 +373,31 @@ def test_frames_beyond_blenders_limit_are_refused_by_the_check(show, frames):
     edge = write_list(show / "edge.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
                                             "frames": "-1048574-1048574"}])  # fmt: skip
     assert shot_list.load(edge)[0].frames == (-1048574, 1048574)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1, 1.5])
+def test_softness_outside_its_range_is_refused(show, value):
+    shot = {"name": "sh", "blend": "sh010.blend", "output": "baked/a.blend",
+            "chains": [{"chain": "hand:2", "target": "Goal", "softness": value}]}  # fmt: skip
+    listed = write_list(show / "shots.toml", [shot])
+    expected = f"shot 1 ('sh'), chain 1: 'softness' must be a share of the reach within 0..1 (below 1), got {value!r}"
+    assert expected in _problems(listed)
+
+
+def test_softness_reaches_cli_py_per_chain(show):
+    """A chain's softness goes to cli.py as --softness, once per chain (0 where a chain has none)."""
+    from headless import cli_arguments
+
+    chains = [{"chain": "shin.L:2", "target": "Foot.L", "softness": 0.05}, {"chain": "shin.R:2", "target": "Foot.R"}]
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "armature": "Rig", "chains": chains}])  # fmt: skip
+    (shot,) = shot_list.load(listed)
+    args = cli_arguments.parser(True).parse_args([str(shot.blend), *shot_list.cli_arguments(shot)])
+    assert args.softness == [0.05, 0.0]
+    checked = cli_arguments.check_arguments(args, None)
+    assert [c["softness"] for c in checked.chains] == [0.05, 0.0]
+    bare = cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig"])
+    assert cli_arguments.check_arguments(bare, None).chains[0]["softness"] is None  # the panel's
+    for bad in ("-0.1", "1", "nan"):
+        with pytest.raises(SystemExit):
+            cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig", f"--softness={bad}"])
