@@ -141,7 +141,17 @@ def read_tree(
     obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None
 ) -> tuple[Skeleton, np.ndarray, tuple[str, ...]]:
     """(the skeleton of the chains' bones, their local rotations (n, 4), their names) from the
-    evaluated object; `obj` (the original) gives the bone structure.
+    evaluated object: `read_tree_pose` without the pose."""
+    return read_tree_pose(obj, obj_eval, chains, layout, fk)[:3]
+
+
+def read_tree_pose(
+    obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None
+) -> tuple[Skeleton, np.ndarray, tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(the skeleton of the chains' bones, their local rotations (n, 4), their names, the pose as
+    read: world frames (n, 4), heads (n, 3), end points (n, 3)) from the evaluated object; `obj`
+    (the original) gives the bone structure. The pose is what `solvers.solve_skeleton` builds a
+    one-effector branch's chain from (`pose=`): the numbers rig.read_chain reads for that chain.
 
     chains: [(tip bone name, chain_count, use_tail)]. Each chain's effector bone is its last
     bone (`end_bones`, `TreeLayout.effectors`); its end point is the tip's tail (use_tail) or the
@@ -203,11 +213,12 @@ def read_tree(
                 parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
     local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
+    pose = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
-        return layout.last[0], local, names
+        return layout.last[0], local, names, pose
     skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
     layout.last[:] = [skeleton]
-    return skeleton, local, names
+    return skeleton, local, names, pose
 
 
 # Geometry read from float32 pose data differs by rounding from frame to frame (~1e-7 of a bone's

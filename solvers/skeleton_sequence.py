@@ -28,6 +28,14 @@ steps are its own solve: it solves from the start directly.
 
 `solve_skeleton_sequence` runs `solve_skeleton_next` over many frames of one reading (the bake's
 sampled route): the same poses as frame by frame.
+
+One effector (not a pin) is a chain, and continues as a chain does (`solvers.solve_sequence`,
+one warm start in the core): each frame from the last frame's solution, with a pole from the
+input pose (Blender's IK starts every frame there). `solve_skeleton_next` then solves the branch
+from that start (`solve_skeleton`'s chain route), and `solve_skeleton_sequence` hands all frames
+to `solve_sequence` on the branch's chain (its sequence kernel inside), so a lone chain's bake
+is the chain kernel's to the bit; a pole on some frames only is solved frame by frame, and the
+reason says so.
 """
 
 from __future__ import annotations
@@ -39,15 +47,17 @@ import numpy as np
 
 from . import quat, registry
 from .api import DEFAULT_RELATIVE_TOLERANCE
+from .chain_sequence import solve_sequence
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
-from .skeleton_solve import solve_skeleton
+from .skeleton_solve import Pose, branch_chain, branch_locals, effector_goals, solve_skeleton
 
 PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
 PREDICT_WITHIN = 10.0  # ... stopping once every tip is within this many tolerances
 POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued one's turn pops
 POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
 CHANGED = 1e-6  # radians: an input pose turning a bone further than this since the last frame changed
+SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 
 
 def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
@@ -66,14 +76,19 @@ def solve_skeleton_next(
     method: str,
     tolerance: float | None = None,
     max_iterations: int | None = None,
+    pose: Pose | None = None,
     **options: object,
 ) -> SkeletonSolution:
     """One frame of a bake: `effectors` on `skeleton` with the frame's input local rotations
     `local` (n, 4), continuing `previous` (the last frame's solution; None on the first frame)
     whose input pose was `previous_input` (None: `local`, an input that did not move). Settings
-    as solve_skeleton's; see the module doc for which start is kept."""
+    as solve_skeleton's; see the module doc for which start is kept. One effector (not a pin):
+    a chain's start (module doc); `pose`, the pose of that start as read (solve_skeleton's)."""
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     local = np.asarray(local, dtype=float)
+    if len(effectors) == 1 and not effectors[0].pin:  # a chain: from the last solution, with a pole from its input
+        start = local if previous is None or effectors[0].pole is not None else previous
+        return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
     effectors = resolve_pins(skeleton, local, effectors)  # a pin holds where this frame's input has it
     if previous is None:  # frame 0 continues its input pose; from far off, a method may need more
         first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS)
@@ -109,9 +124,7 @@ def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: d
     unpoled = [replace(e, pole=None) for e in effectors]
     reason = ""
     try:
-        stepped = solve_skeleton(
-            skeleton, start, unpoled, method=steps_by.name, tolerance=within, max_iterations=steps
-        )
+        stepped = solve_skeleton(skeleton, start, unpoled, method=steps_by.name, tolerance=within, max_iterations=steps)
     except ValueError as exc:  # the method still solves, from the unmoved start: say so
         reason = f"no least-squares steps before the solve ({exc})"
     else:
@@ -134,13 +147,22 @@ def solve_skeleton_sequence(
     tolerance: float | None = None,
     max_iterations: int | None = None,
     poles: np.ndarray | None = None,
+    pose: Pose | None = None,
     **options: object,
 ) -> SkeletonBatch:
     """Solve `effectors` at m frames in order, every frame with the same input pose `local` (n, 4),
     each continuing the last (`solve_skeleton_next`). `positions`, `poles`, `tolerance` and
-    `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons."""
+    `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons.
+    One effector (not a pin): the branch's chain through `solve_sequence` (`pose`: the input pose
+    as read, see `solve_skeleton`)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
+    reason = ""
+    if len(effectors) == 1 and not effectors[0].pin:
+        posed = np.isfinite(poles[:, 0, 0])
+        if posed.all() or not posed.any():
+            return _chain_sequence(skeleton, local, effectors[0], positions, poles, pose, settings)
+        reason = SOME_POLES
     previous = [None]
 
     def frame(f: int) -> SkeletonSolution:
@@ -149,4 +171,14 @@ def solve_skeleton_sequence(
         previous[0] = sol.local
         return sol
 
-    return solve_frames(local, positions, method, frame)
+    return solve_frames(local, positions, method, frame, reason)
+
+
+def _chain_sequence(skeleton, local, effector: Effector, positions, poles, pose, settings: dict) -> SkeletonBatch:
+    """One effector's frames: its branch's chain through `solve_sequence`."""
+    chain, bones = branch_chain(skeleton, local, effector.bone, pose)
+    goals = effector_goals(effector)
+    goals["pole"] = poles[:, 0] if np.isfinite(poles[0, 0, 0]) else None
+    steps = solve_sequence(chain, positions[:, 0], keep_points=False, **goals, **settings)
+    rotations = branch_locals(skeleton, local, bones, steps.frames)
+    return SkeletonBatch(rotations, steps.error[:, None], steps.reached, steps.iterations, steps.method, steps.reason)

@@ -1,10 +1,11 @@
 """solve_skeleton: several effectors on one skeleton, or one on a branch (the public entry point).
 
 One effector (not a pin) on one branch is a chain: it goes through `solvers.solve`, the one
-solve path with its fast kernels. Several go to the method's tree kernel
-(`registry.Method.tree`); a method without one is solved by the least-squares method's tree
-kernel (`registry.LEAST_SQUARES`) and the result's reason says so (`tree_kernel`). Then any
-pin still off is held (common.pins.hold).
+solve path with its fast kernels, with the very chain a chain solve of those bones gets
+(`branch_chain`: built from the pose as read, not re-derived by forward kinematics). Several
+go to the method's tree kernel (`registry.Method.tree`); a method without one is solved by the
+least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's reason says so
+(`tree_kernel`). Then any pin still off is held (common.pins.hold).
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ def solve_skeleton(
     method: str,
     tolerance: float | None = None,
     max_iterations: int | None = None,
+    pose: Pose | None = None,
     **options: object,
 ) -> SkeletonSolution:
     """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4).
 
     One effector (not a pin) is a chain from its bone's root: it goes through `solvers.solve`,
-    the one solve path with its fast kernels. Several effectors go to the method's tree kernel,
+    the one solve path with its fast kernels, on `branch_chain(skeleton, local, bone, pose)`
+    (`pose`: the input pose as read, see `branch_chain`). Several effectors go to the method's tree kernel,
     `registry.Method.tree(skeleton, local, effectors, tolerance, max_iterations, options)`
     (a method without one: `tree_kernel`), with
     pins resolved, effectors on one bone merged (`merge_shared`), options checked and the
@@ -61,7 +64,7 @@ def solve_skeleton(
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
     effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     if len(effectors) == 1 and not effectors[0].pin:
-        return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, options)
+        return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
     entry = registry.get(method)
     runs, reason = tree_kernel(entry)
     # The default tolerance's scale: the length of the bones the effectors move.
@@ -88,6 +91,61 @@ def solve_skeleton(
     return replace(out, unheld=unheld)
 
 
+# The input pose as read: world frames (n, 4), heads (n, 3), end points (n, 3) (Skeleton.forward's layout).
+Pose = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def chain_pose(chain: Chain) -> Pose:
+    """A chain's own pose in `Pose`'s layout (for `Skeleton.from_chain(chain)`): solving its
+    skeleton with it gives `solve(chain)`'s numbers to the bit."""
+    points = chain.points
+    return chain.frames, points[:-1], points[1:]
+
+
+def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | None = None) -> tuple[Chain, list[int]]:
+    """(the branch from a root down to `bone` as a Chain, its bones): the chain a chain solve of
+    those bones gets (rig.read builds it the same way from the same reading).
+
+    Points and frames come from `pose` (world frames, heads, end points: the input pose as read,
+    which `local` poses; default `skeleton.forward(local)`). Forward kinematics rounds otherwise
+    than the reading (rotations composed from rests and channels against the evaluated matrices):
+    the chain then differs in the last bits (~1e-16 relative), and so may the solve; pass the pose
+    as read for the chain's numbers. Joint limits come with the skeleton's rest (`reference`,
+    `base_frame`) when it has limits; without limits the chain has no rest of its own and takes
+    its input pose (as a chain read without limits: a pole near the root-target line turns toward
+    the root's input up, `common.goals`)."""
+    bones = skeleton.branch(bone)
+    frames, heads, ends = skeleton.forward(local) if pose is None else (np.asarray(a, dtype=float) for a in pose)
+    joints = {}
+    if skeleton.limits is not None:
+        joints = {
+            "limits": skeleton.limits.subset(bones),
+            "reference": skeleton.reference[bones],
+            "base_frame": skeleton.base_frame,
+        }
+    chain = Chain(np.concatenate((heads[bones], ends[bones[-1:]])), frames[bones], **joints)
+    return chain, bones
+
+
+def branch_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frames: np.ndarray) -> np.ndarray:
+    """Every bone's local rotation (..., n, 4) with `bones` turned to the world `frames`
+    (..., len(bones), 4) (one frame or many), the others kept from `local` (n, 4)."""
+    frames = np.asarray(frames, dtype=float)
+    solved = np.array(np.broadcast_to(local, frames.shape[:-2] + local.shape), dtype=float)
+    base = np.broadcast_to(skeleton.base_frame, frames.shape[:-2] + (1, 4))
+    parents = np.concatenate((base, frames[..., :-1, :]), axis=-2)
+    solved[..., bones, :] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), frames)
+    return solved
+
+
+def effector_goals(effector: Effector) -> dict:
+    """The chain solve's goal keywords for one effector (its pole, tip orientation)."""
+    goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
+    if effector.orientation is not None:
+        goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
+    return goals
+
+
 def _solve_branch(
     skeleton: Skeleton,
     local: np.ndarray,
@@ -95,26 +153,19 @@ def _solve_branch(
     method: str,
     tolerance: float | None,
     max_iterations: int | None,
+    pose: Pose | None,
     options: dict,
 ) -> SkeletonSolution:
     """One effector: its branch as a Chain through `solvers.solve`."""
-    bones = skeleton.branch(effector.bone)
-    frames, heads, ends = skeleton.forward(local)
-    chain = Chain(
-        np.concatenate((heads[bones], ends[bones[-1:]])),
-        frames[bones],
-        limits=None if skeleton.limits is None else skeleton.limits.subset(bones),
-        reference=skeleton.reference[bones],
-        base_frame=skeleton.base_frame,
-    )
-    goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
-    if effector.orientation is not None:
-        goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
+    chain, bones = branch_chain(skeleton, local, effector.bone, pose)
     sol = solve(
-        chain, effector.position, method=method, tolerance=tolerance, max_iterations=max_iterations, **goals, **options
+        chain,
+        effector.position,
+        method=method,
+        tolerance=tolerance,
+        max_iterations=max_iterations,
+        **effector_goals(effector),
+        **options,
     )
-    solved = np.array(local, dtype=float)
-    new_frames = sol.frames(chain)
-    parents = np.concatenate((skeleton.base_frame[None], new_frames[:-1]))
-    solved[bones] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), new_frames)
+    solved = branch_locals(skeleton, local, bones, sol.frames(chain))
     return SkeletonSolution(solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason)
