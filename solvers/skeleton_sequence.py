@@ -49,6 +49,7 @@ from . import quat, registry
 from .api import DEFAULT_RELATIVE_TOLERANCE
 from .chain_sequence import solve_sequence
 from .common.frames import frame_effectors, frame_rows, solve_frames
+from .common.soft_goals import soften_positions
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
 from .skeleton_solve import Pose, branch_chain, branch_locals, effector_goals, solve_skeleton
 
@@ -156,6 +157,7 @@ def solve_skeleton_sequence(
     One effector (not a pin): the branch's chain through `solve_sequence` (`pose`: the input pose
     as read, see `solve_skeleton`)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    positions, effectors = soften_positions(skeleton, effectors, positions)  # soft IK: once, here
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     reason = ""
     if len(effectors) == 1 and not effectors[0].pin:

@@ -117,6 +117,13 @@ def test_softness_puts_the_tip_at_the_soft_distance(method, data):
     if tree.reached:
         end = skeleton.forward(tree.local)[2][-1]
         assert abs(float(np.linalg.norm(end - chain.root)) - want[0]) <= tol * 1.0001
+    # A lone chain's bake: one effector's frames go to solve_sequence, softened once on the way.
+    effector = solvers.Effector(chain.n_bones - 1, t[0], softness=share)
+    frames = solvers.solve_skeleton_sequence(skeleton, local, [effector], t[:, None], method=method)
+    for k in range(3):
+        if frames.reached[k]:
+            end = skeleton.forward(frames.local[k])[2][-1]
+            assert abs(float(np.linalg.norm(end - chain.root)) - want[k]) <= tol * 1.0001
 
 
 def test_triangulation_reaches_every_soft_target_exactly():
