@@ -115,6 +115,14 @@ def make_step(
     return step
 
 
+def _relative_damping(lam2: float, jac: np.ndarray, weighted: np.ndarray) -> np.ndarray:
+    """lambda^2 (k, 1, 1) scaled by tr(J W J^T) / tr(J J^T): the damping keeps its size relative to
+    the weighted system. W = M^-1 is small on the heavy proximal joints; when limits leave only those
+    free, a fixed lambda would swamp J W J^T and the chain would crawl toward its target."""
+    ratio = np.einsum("kij,kij->k", weighted, weighted) / np.maximum(np.einsum("kij,kij->k", jac, jac), 1e-300)
+    return lam2 * ratio[:, None, None]
+
+
 def _rebuild(points: np.ndarray, lengths: np.ndarray, omega: np.ndarray) -> np.ndarray:
     """The chain's points (k, n+1, 3) after turning bone i by the joints 0..i's rotation vectors."""
     turn = quat.from_rotation_vector(np.cumsum(omega, axis=1))
@@ -138,7 +146,8 @@ def _mass_step(chain: Chain, variant: str, lam2: float, max_step: float, radii: 
         eye = np.broadcast_to(np.eye(3), (k, n, 3, 3))
         jac = np.cross(eye, arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(k, 3, 3 * n)
         whiten = mass.whitening(mass.normalized(mass.chain_mass_matrix(points, radii)))
-        y = _joint_step(jac @ whiten, targets - tip, variant, lam2)
+        weighted = jac @ whiten
+        y = _joint_step(weighted, targets - tip, variant, _relative_damping(lam2, jac, weighted))
         omega = _clamp_turns((whiten @ y[:, :, None])[:, :, 0].reshape(k, n, 3), max_step)
         return _rebuild(points, lengths, omega), None
 
@@ -166,7 +175,8 @@ def _limited_step(chain: Chain, variant: str, lam2: float, max_step: float, radi
             jac = np.cross(axes, arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(k, 3, 3 * n)
             inertia = mass.normalized(mass.chain_mass_matrix(p, radii, axes=axes.transpose(0, 1, 3, 2)))
             whiten = mass.weighted_whitening(inertia, weight.reshape(k, 3 * n))
-            y = _joint_step(jac @ whiten, targets - tip, variant, lam2)
+            weighted = jac @ whiten
+            y = _joint_step(weighted, targets - tip, variant, _relative_damping(lam2, jac, weighted))
             dtheta = (whiten @ y[:, :, None])[:, :, 0].reshape(k, n, 3)
         omega = _clamp_turns(np.einsum("kna,knac->knc", dtheta, axes), max_step)
         new_frames = quat.multiply(quat.from_rotation_vector(np.cumsum(omega, axis=1)), frames)
