@@ -27,6 +27,11 @@ root 2-18% where the plain step gives it 28-44%; it turns about twice as much in
 swings). The energy is lower in 14 of the 16 rows (0.28-0.98 of the plain step's) and higher on the
 4-bone arm's sweep (1.14-1.16): each iteration takes the least-energy step from where it is, which
 does not make the whole motion the least-energy one. No joint limits here.
+
+With --solver (2026-11-25, --frames 60; the wired option, each frame from the previous one's pose):
+the same picture, hand 40-60% of the turning (plain 10-16%), root 2-18% (plain 22-41%), energy
+0.29-0.98 of the plain step's on 14 of 16 rows and 1.14-1.16 on the 4-bone sweep. The warm start is
+what this loop did already, so it is not the fix for the sweep.
 """
 
 from __future__ import annotations
