@@ -24,7 +24,7 @@ import numpy as np
 from . import quat
 from .limits import JointLimits
 from .maths.floats import conjugate, multiply, normalize4, rotate, side, swing
-from .model.chain import Chain, as_point, as_real
+from .model.chain import Chain, as_point, as_real, check_radii
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class Skeleton:
     reference: np.ndarray  # (n, 4) rest orientation in the parent's frame
     base_frame: np.ndarray  # (4,) the frame root bones hang from
     limits: JointLimits | None = None
+    # (n,) each bone's capsule radius for the Jacobian's mass weighting (solvers.common.mass);
+    # None: DEFAULT_RADIUS_SHARE of its length
+    radii: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.parents)
@@ -51,6 +54,8 @@ class Skeleton:
             raise ValueError("every bone needs a positive length")
         if self.limits is not None and self.limits.n_bones != n:
             raise ValueError(f"limits must be JointLimits for {n} bones")
+        if self.radii is not None:
+            object.__setattr__(self, "radii", check_radii(self.radii, n))
 
     @property
     def n_bones(self) -> int:
@@ -67,7 +72,9 @@ class Skeleton:
         offsets[0] = chain.root
         offsets[1:] = chain.lengths[:-1, None] * links[:-1]
         parents = tuple(range(-1, n - 1))
-        skeleton = cls(parents, offsets, links, chain.lengths.copy(), chain.reference, chain.base_frame, chain.limits)
+        skeleton = cls(
+            parents, offsets, links, chain.lengths.copy(), chain.reference, chain.base_frame, chain.limits, chain.radii
+        )
         return skeleton, chain.input_locals
 
     @classmethod

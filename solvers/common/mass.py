@@ -319,3 +319,18 @@ def weighted_step(jacobian: object, error: object, mass: object, damping: float)
     except np.linalg.LinAlgError as exc:
         raise ValueError("J M^-1 J^T is singular: give a damping > 0") from exc
     return (weighted @ beta)[..., 0]
+
+
+def weighted_whitening(mass: object, weights: object) -> np.ndarray:
+    """T (..., c, c) for the mass weighting with per-column joint weights w (..., c) in 0..1
+    (1 - stiffness; 0: a locked axis): T T^T = S^1/2 (M_ff)^-1 S^1/2 on the free columns f (w > 0;
+    M_ff the principal submatrix: the inertia with the locked axes held still), zero rows and
+    columns on the locked ones, S = diag(w). Substituting q' = T y in the plain problem of J T
+    gives the M^-1 step with the stiffness on top (solvers.jacobian's limited chain and tree)."""
+    m = np.asarray(mass, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    free = w > 0.0
+    # Locked columns decoupled (identity rows and columns): (M')^-1 is (M_ff)^-1 on the free block.
+    held = ~(free[..., :, None] & free[..., None, :])
+    decoupled = np.where(held, np.where(np.eye(m.shape[-1], dtype=bool), 1.0, 0.0), m)
+    return np.sqrt(np.where(free, w, 0.0))[..., :, None] * whitening(decoupled)

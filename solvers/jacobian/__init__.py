@@ -15,6 +15,19 @@ ATTRACTOR_CHOICES = (
     ("rest", "Rest Pose", "Toward the rest pose (every joint's rotation channels at zero)"),
     ("input", "Input Pose", "Toward the pose the solve starts from: move as little as the goals allow"),
 )
+WEIGHTING_CHOICES = (
+    (
+        "STIFFNESS",
+        "Stiffness",
+        "Each joint weighted by 1 - its stiffness: a radian of the shoulder counts as one of the wrist",
+    ),
+    (
+        "MASS",
+        "Mass",
+        "Grassia's mass matrix: the joint motion with the least kinetic energy, each bone a capsule of its"
+        " length and radius (its B-Bone size), stiffness on top; the light distal joints move more",
+    ),
+)
 VARIANT_CHOICES = (
     ("dls", "DLS", "Damped least squares: stable near singular poses"),
     ("pseudoinverse", "Pseudoinverse", "Moore-Penrose pseudoinverse: fast, can jump near singular poses"),
@@ -75,6 +88,14 @@ METHOD = Method(
             choice("attractor", ATTRACTOR_CHOICES),
             ATTRACTOR_CHOICES,
             active=lambda options: options.get("nullspace_gain", 0.0) > 0.0,
+        ),
+        Option(
+            "joint_weighting",
+            "STIFFNESS",
+            "Joint Weighting",
+            "How the joints share the motion: by stiffness alone, or by the bones' mass (least kinetic energy)",
+            choice("joint_weighting", WEIGHTING_CHOICES),
+            WEIGHTING_CHOICES,
         ),
     ),
     max_iterations=200,

@@ -11,6 +11,10 @@ from ..common.float_loop import Solve, iterated
 
 def declines(options: dict, kernel: str) -> str | None:
     """Why the Jacobian's float (or block) kernel cannot serve these checked options (None: it can)."""
+    if options.get("joint_weighting", "STIFFNESS") == "MASS":
+        # The float and block kernels solve J J^T as one 3x3 sum; W = M(q)^-1 couples every joint
+        # (a 3n x 3n Cholesky per step): numpy only, where it is one batched factorisation.
+        return f"the Jacobian's mass weighting has no {kernel}"
     if options["variant"] != "dls":
         # The transpose converges linearly through near-singular poses, where rounding
         # differences grow past 1e-9 x length over a hundred iterations: numpy only.

@@ -12,6 +12,9 @@ priority level): goals that conflict settle where sum(weight |error|^2) is least
 
 Per-joint weights, Grassia's mass-matrix form: with W = diag(1 - stiffness) the step is
 q' = W J^T (J W J^T)^-1 e, solved as the plain problem in y = W^-1/2 q' with J~ = J W^1/2.
+With `joint_weighting` "MASS", W = S^1/2 M_ff(q)^-1 S^1/2 (M the moved bones' joint-space inertia in
+their own axes, solvers.common.mass; S the stiffness weights, f the free axes): q' = T y with
+T T^T = W (mass.weighted_whitening), J~ = J T, the pull under the same change of variables (T^T pull).
 
 Priority levels (solvers.skeleton.level: every pin first, then priority 0, 1, ...), task-priority
 recursion: y = y_1 + (J_2 N_1)^+ (e_2 - J_2 y_1), ...,
@@ -34,7 +37,7 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
-from ..common import goals
+from ..common import goals, mass
 from ..model.chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
 
@@ -149,6 +152,13 @@ class Structure:
         self.every_col = len(self.cols) == 3 * m
         self.unit_cols = bool(np.all(self.col_scale == 1.0))
         self.bones = np.array([index[b] for b in bones])
+        # The mass weighting's terms (mass.mass_matrix over the moved bones): parents among them, each
+        # bone's link as a vector in its own frame (its tail is head + frame @ link), capsule radii.
+        self.mass_parents = tuple(-1 if r else int(p) for r, p in zip(self.root, self.parent, strict=True))
+        self.mass_links = skeleton.lengths[moved, None] * skeleton.links[moved]
+        self.mass_radii = (
+            mass.default_radii(skeleton.lengths[moved]) if skeleton.radii is None else skeleton.radii[moved]
+        )
         # The heads and the effectors' ends at once: each end a point below its bone (offset: the
         # bone's link), every point the sum of its ancestors' world offsets.
         count = len(bones)
@@ -234,6 +244,12 @@ class Tree:
             position = position[:, self.cols]
         return position if self.row_scale is None else position * self.row_scale[:, None]
 
+    def inertia(self, frames: np.ndarray, heads: np.ndarray) -> np.ndarray:
+        """M(q) (free columns, free columns) of the moved bones in their own axes, normalized."""
+        tails = heads + (frames @ self.mass_links[:, :, None])[:, :, 0]
+        full = mass.mass_matrix(heads, tails, self.mass_parents, self.mass_radii, axes=frames)
+        return mass.normalized(full if self.every_col else full[np.ix_(self.cols, self.cols)])
+
     def state(self, frames: np.ndarray, ends: np.ndarray, tolerance: float):
         """(the scaled error rows (R,), each level's weighted squared error (0 where met), which levels
         have every goal within the tolerance: distance, and rotation as an arc of the branch)."""
@@ -274,6 +290,7 @@ def solve(
     if isinstance(segments, str):
         return segments
     variant, gain = options["variant"], float(options["nullspace_gain"])
+    by_mass = options.get("joint_weighting", "STIFFNESS") == "MASS"
     lam2 = (options["damping"] * tree.mean_span) ** 2
     lam2_base = lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * tree.mean_span) ** 2
     lam2_floor = LM_FLOOR * lam2_base
@@ -291,12 +308,14 @@ def solve(
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
     radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
+    inertia = None
     while iterations < max_iterations and not (gain == 0.0 and all(done)):
         pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
         mode = "dls" if variant == "pseudoinverse" and lam2 > 0.0 else variant
         if jac is None:  # the Jacobian of the current pose (a refused step keeps the pose, and it)
             jac = tree.jacobian(frames, heads, ends)
-        trial = _advance(tree, current, jac, error, pull, mode, lam2, radius, done, settle)
+            inertia = tree.inertia(frames, heads) if by_mass else None
+        trial = _advance(tree, current, jac, error, pull, mode, lam2, radius, done, settle, inertia)
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
@@ -307,7 +326,9 @@ def solve(
             met = [rows for k, rows in enumerate(tree.row_levels) if done[k]]
             if not met or all(trial_done[k] for k in range(len(done)) if done[k]):
                 break
-            trial = _correct(tree, trial, trial_frames, trial_heads, trial_ends, trial_error, np.concatenate(met))
+            trial = _correct(
+                tree, trial, trial_frames, trial_heads, trial_ends, trial_error, np.concatenate(met), by_mass
+            )
             trial_frames, trial_heads, trial_ends = tree.forward(trial)
             trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
         trial_ranked = _with_pull(trial_costs, trial, attractor, gain)
@@ -395,7 +416,33 @@ def _with_pull(costs: list, local: np.ndarray, attractor: np.ndarray, gain: floa
     return [*costs, 0.5 * float(np.sum(_away(local, attractor) ** 2))]
 
 
-def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done, settle):
+def _weights(tree: Tree, inertia: np.ndarray | None, weights: np.ndarray | None):
+    """The change of variables q' = T y of the joint weights: None (every weight 1), the column scales
+    (n,) (W diagonal) or, with the mass weighting's `inertia`, the matrix T (mass.weighted_whitening).
+    `weights` (free columns, the mass weighting's): 1 - stiffness, 0 where a resolve locked an axis
+    (None: the structure's)."""
+    if inertia is not None:
+        return mass.weighted_whitening(inertia, tree.col_scale**2 if weights is None else weights)
+    return None if tree.unit_cols else tree.col_scale
+
+
+def _into(scale, jac: np.ndarray, pull):
+    """(J~, the pull in y) for the change of variables `scale` (`_weights`)."""
+    if scale is None:
+        return jac, pull
+    if scale.ndim == 2:
+        return jac @ scale, None if pull is None else scale.T @ pull
+    return jac * scale, None if pull is None else pull * scale
+
+
+def _back(scale, y: np.ndarray) -> np.ndarray:
+    """q' = T y for the change of variables `scale` (`_weights`)."""
+    if scale is None:
+        return y
+    return scale @ y if scale.ndim == 2 else scale * y
+
+
+def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done, settle, inertia=None):
     """One iteration's new locals (m, 4): the step, each joint clamped into its limits; where a joint
     had to be clamped its clamped axes are locked and the step solved again (RESOLVES times).
 
@@ -403,22 +450,16 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
     its goals met (`done`) or its own step turns no joint more than `settle` (it is as near as it
     gets). A lower level's step moves the higher goals to second order; they take that back before
     the lower level moves again. A lower level also gets only the turn that max_step leaves."""
-    scale = None if tree.unit_cols else tree.col_scale
+    scale = _weights(tree, inertia, None)
+    weights = None
     m = tree.m
     for attempt in range(RESOLVES + 1):
-        parts = _priority_steps(
-            jac if scale is None else jac * scale,
-            error,
-            tree.row_levels,
-            variant,
-            lam2,
-            pull if pull is None or scale is None else pull * scale,
-        )
+        weighted, weighted_pull = _into(scale, jac, pull)
+        parts = _priority_steps(weighted, error, tree.row_levels, variant, lam2, weighted_pull)
         step = None
         budget = max_step
         for k, y in enumerate(parts):  # the highest level first
-            if scale is not None:
-                y = scale * y
+            y = _back(scale, y)
             if tree.every_col:
                 part = y.reshape(m, 3)
             else:
@@ -453,18 +494,21 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
         changed = np.stack((np.abs(sx - cx) > 1e-12, np.abs(tw - cw) > 1e-12, np.abs(sz - cz) > 1e-12), axis=1)
         lock = np.zeros((m, 3), dtype=bool)
         lock[hit] = changed
-        scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
+        if inertia is None:
+            scale = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale if scale is None else scale)
+        else:
+            weights = np.where(lock.ravel()[tree.cols], 0.0, tree.col_scale**2 if weights is None else weights)
+            scale = _weights(tree, inertia, weights)
     return clamped
 
 
-def _correct(tree: Tree, local, frames, heads, ends, error, rows) -> np.ndarray:
+def _correct(tree: Tree, local, frames, heads, ends, error, rows, by_mass: bool = False) -> np.ndarray:
     """`local` (m, 4) after one Gauss-Newton step on the error rows `rows` alone (the least joint
-    motion; the pseudoinverse up to its ridge), each joint clamped into its limits."""
+    motion, or the least kinetic energy `by_mass`; the pseudoinverse up to its ridge), each joint
+    clamped into its limits."""
     jac = tree.jacobian(frames, heads, ends)[rows]
-    scale = None if tree.unit_cols else tree.col_scale
-    y = _inverse(jac if scale is None else jac * scale, error[rows], "pseudoinverse", 0.0)
-    if scale is not None:
-        y = scale * y
+    scale = _weights(tree, tree.inertia(frames, heads) if by_mass else None, None)
+    y = _back(scale, _inverse(_into(scale, jac, None)[0], error[rows], "pseudoinverse", 0.0))
     step = np.zeros(3 * tree.m)
     step[tree.cols] = y
     turn = np.empty((tree.m, 4))

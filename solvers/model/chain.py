@@ -71,6 +71,19 @@ def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
 
 
 
+def check_radii(radii: object, n: int) -> np.ndarray:
+    """`radii` as n positive finite numbers (read-only), or ValueError: each bone's capsule radius
+    for the Jacobian's mass weighting (solvers.common.mass)."""
+    try:
+        r = np.array(radii, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"radii must be {n} positive numbers: {exc}") from exc
+    if r.shape != (n,) or not np.all(np.isfinite(r) & (r > 0.0)):
+        raise ValueError(f"radii must be {n} positive finite numbers, got {radii!r}")
+    r.setflags(write=False)
+    return r
+
+
 def link_terms(rows) -> tuple[list[float], list[tuple], float]:
     """(bone lengths, unit bone directions, total length) of joint rows (n+1 triples of floats).
 
@@ -201,6 +214,8 @@ class Chain:
     quaternions (w, x, y, z) or (n, 3, 3) rotation matrices. Solvers carry
     them through (`Solution.frames`), so bone roll/twist survives a solve, and
     a bone's frame X axis is the tie-breaker when a rotation axis is undefined.
+    `radii` (optional, (n,)): each bone's capsule radius, read only by the Jacobian's
+    mass weighting (solvers.common.mass; default: a share of the bone's length).
     """
 
     def __init__(
@@ -211,13 +226,14 @@ class Chain:
         limits: JointLimits | None = None,
         reference: object | None = None,
         base_frame: object | None = None,
+        radii: object | None = None,
     ) -> None:
         # Plain Python floats throughout: chains are short, and the rig builds one per solve, where
         # numpy's per-call cost on tiny arrays dominates. The numpy views are built on first use.
         rows = _float_rows(points, 3)
         if rows is None or len(rows) < 2:
             rows = self._read_points(points)
-        self._build(rows, frames, False, limits, reference, base_frame)
+        self._build(rows, frames, False, limits, reference, base_frame, radii)
 
     @classmethod
     def from_float_rows(
@@ -228,6 +244,7 @@ class Chain:
         limits: JointLimits | None = None,
         reference: object | None = None,
         base_frame: object | None = None,
+        radii: object | None = None,
     ) -> Chain:
         """`Chain(rows, frames, ...)` for rows its caller built as tuples of Python floats (n+1 of
         3, frames n of 4), as the rig reads them: their types are not checked again; every check
@@ -235,10 +252,10 @@ class Chain:
         chain = cls.__new__(cls)
         if len(rows) < 2:
             rows = cls._read_points(rows)  # raises, naming the problem
-        chain._build(rows, frames, True, limits, reference, base_frame)
+        chain._build(rows, frames, True, limits, reference, base_frame, radii)
         return chain
 
-    def _build(self, rows, frames, float_frames: bool, limits, reference, base_frame) -> None:
+    def _build(self, rows, frames, float_frames: bool, limits, reference, base_frame, radii=None) -> None:
         """The chain's terms from checked rows of floats; `frames` read and checked (`float_frames`:
         n rows of 4 Python floats already)."""
         # One sum first (overflow only sends a finite chain to the row-by-row look).
@@ -253,6 +270,7 @@ class Chain:
             raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
         self._n = n
         self.total_length = total
+        self.radii = None if radii is None else check_radii(radii, n)
         if frames is None:
             self._frame_rows = None
         elif float_frames and len(frames) == n:

@@ -20,6 +20,7 @@ SAVED_NAMES = {
     "max_step": ("jacobian", "max_step"),
     "nullspace_gain": ("jacobian", "nullspace_gain"),
     "attractor": ("jacobian", "attractor"),
+    "joint_weighting": ("jacobian", "joint_weighting"),  # issue 20 item 3 (new: saved under its own name)
 }
 # A value other than the default for each.
 CHANGED = {
@@ -31,6 +32,7 @@ CHANGED = {
     "max_step": 0.3,
     "nullspace_gain": 0.4,
     "attractor": "input",
+    "joint_weighting": "MASS",
 }
 
 
