@@ -2,8 +2,8 @@
 
 Modules: `chain_floats` (the pass on plain floats), `chain_numpy` (vectorised over targets),
 `chain_limits` (with joint limits, §3.1.3), `chain_steps` (the plain-float pass carried
-through a sequence of targets), `checks` (options, boundary band), `chain` (the chain kernels,
-the declaration and the chain solve path) and `tree` (several effectors: segment by segment).
+through a sequence of targets), `checks` (options, boundary band), `chain` (the chain kernels
+and the declaration) and `tree` (several effectors: segment by segment).
 """
 
 from dataclasses import replace

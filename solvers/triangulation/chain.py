@@ -1,4 +1,4 @@
-"""Triangulation on one chain: its kernels, its declaration (`CHAIN`) and its one solve path (`solve`).
+"""Triangulation on one chain: its kernels and its declaration (`CHAIN`).
 
 - `float_solver`: the one-target float solve (chain_floats.one_pass), run by common.float_solve.
   `shape_keeping_solver` the same pass keeping the start's shape where it can (a tree's segments).
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common import chain_path
 from ..common.make_kernels import floats
 from ..model.chain import Chain
 from ..model.method import Method, Option, real
-from ..model.result import BatchSolution, SequenceSolution, Solution
+from ..model.result import BatchSolution, SequenceSolution
 from .chain_floats import fold_blend, fold_terms, one_pass, start_shape
 from .chain_limits import solve_limited
 from .chain_numpy import solve_many
@@ -129,24 +128,3 @@ CHAIN = Method(
     sequence=sequence,
     check=_check,
 )
-
-
-def solve(
-    chain: Chain,
-    target: object,
-    *,
-    method: str,
-    tolerance: float | None = None,
-    max_iterations: int | None = None,
-    pole: object = None,
-    pole_angle: float = 0.0,
-    target_rotation: object = None,
-    rotation_weight: float = 1.0,
-    **options: object,
-) -> Solution:
-    """`solvers.solve` for triangulation (`method` must name it): the one solve path with `CHAIN`."""
-    if method != CHAIN.name:
-        raise ValueError(f"triangulation's chain solve cannot run {method!r}")
-    return chain_path.solve(
-        CHAIN, chain, target, tolerance, max_iterations, pole, pole_angle, target_rotation, rotation_weight, options
-    )

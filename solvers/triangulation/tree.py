@@ -47,13 +47,14 @@ import numpy as np
 
 from .. import limits as joint_limits
 from .. import quat
+from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
 from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, moved_bones, ranked_weights
-from .chain import shape_keeping_solver, solve
+from .chain import CHAIN, shape_keeping_solver
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -133,11 +134,9 @@ def _triangulate(
     start's shape (chain.shape_keeping_solver; see the module docstring); under joint limits
     the paper's limited passes (the method's chain solve: the float kernels do not take limits)."""
     if float_one.reason(chain, options, None) is not None:
-        goals = {"pole": pole, "pole_angle": pole_angle, "target_rotation": target_rotation}
-        return solve(
-            chain, target, method="triangulation", tolerance=tolerance, rotation_weight=rotation_weight, **goals,
-            **options,
-        )  # fmt: skip
+        return chain_path.solve(
+            CHAIN, chain, target, tolerance, None, pole, pole_angle, target_rotation, rotation_weight, options
+        )
     extra = read_goals(chain, 1, pole, pole_angle, target_rotation, rotation_weight)
     point = as_floats(target, "target")
     return float_one.solve(chain, point, "triangulation", tolerance, shape_keeping_solver(options), extra)
