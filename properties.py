@@ -259,6 +259,8 @@ class ChainIKChain(bpy.types.PropertyGroup):
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)
+    # The last bake's contact figures for this chain (measured on playback), shown in the Contacts panel.
+    contact_figures: StringProperty(name="Contact Figures", options={"HIDDEN"})
 
 
 SWITCH_OFF_ITEMS = [
@@ -352,6 +354,15 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         " none: above each foot's own lowest height",
         type=bpy.types.Object,
         poll=lambda _settings, obj: obj.type == "MESH",
+    )
+    # Issue 21 item 2: how a bake that honours contacts eases a planted foot back to its input pose.
+    contact_blend: IntProperty(
+        name="Blend Frames",
+        description="Frames over which a foot eases back to its motion after a contact, in a bake;"
+        " -1: about 0.15 s at the scene's frame rate",
+        default=-1,
+        min=-1,
+        soft_max=60,
     )
 
     # The IK constraints Chains from IK Constraints switched off (app.spec.adopt_records).

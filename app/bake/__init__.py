@@ -25,7 +25,8 @@ from .. import live, solve
 from ..checks import changed_mid_bake
 from ..live import live_above
 from ..spec import ChainSpec, groups
-from . import bake_report, bake_solve
+from . import bake_report, bake_solve, contact_targets
+from .bake_frames import Solved
 
 
 @dataclass
@@ -178,6 +179,7 @@ def bake_steps(
     frames = bake_frames(options)
     if not specs:
         raise ValueError("no chains to bake")
+    specs = contact_targets.as_planted(specs)  # a chain with contacts needs no target (issue 21)
     refusal = keys.tweak_refusal(obj)
     if refusal:
         raise ValueError(refusal)
@@ -191,6 +193,7 @@ def bake_steps(
         weights = stretch_weights(obj, spec)
         stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
     _refuse_live_above(obj, specs, names)
+    contact_targets.check_alone(obj, specs)
     specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
     if stretched:
@@ -204,17 +207,29 @@ def bake_steps(
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     try:
-        solved = yield from bake_solve.solve_frames(context, obj, specs, frames, progress, stepwise)
+        plants = contact_targets.solve(context, obj, specs, frames, progress)
+        yield "solve"
+        others = [s for s in specs if not s.contacts]
+        solved = Solved({}, {}, seconds={})
+        if others:
+            solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise)
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in specs]
+    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in others]
     values = solved.values
     curves = key_curves(obj, frames, values, options, chains, solved.scales)
     bone_keys = write_curves(obj, curves, options)
+    # Chains with contacts: their changed frames only (app.bake.contact_targets).
+    bone_keys.update(contact_targets.write(obj, plants, frames, options.interpolation))
+    for planted in plants.chains:
+        label, tip = planted.spec.label, planted.spec.tip
+        values.update(zip(planted.leg.names, planted.values, strict=True))
+        solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
+        solved.held[label], solved.reasons[label] = planted.held, contact_targets.PLANTED
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -227,12 +242,17 @@ def bake_steps(
     if options.measure:
         for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held):
             yield "measure"
+        contact_targets.measure(context, obj, plants, frames)
     measure_seconds = time.perf_counter() - measure_start
     reasons = {label: why for label, why in solved.reasons.items() if why}
     for report in reports:
         report.path = reasons.get(report.name, "")
     for report, label in zip(reports, groups.labels(obj, specs), strict=False):
         report.group = label
+    figures = {c.spec.label: c.figures for c in plants.chains if c.figures is not None}
+    for report in reports:
+        if report.name in figures:
+            report.contacts = figures[report.name].as_dict()
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(

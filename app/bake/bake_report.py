@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ... import rig, solvers
 from ...solvers import quat
+from .contact_targets import ContactFigures, Slide
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -40,6 +41,8 @@ class ChainReport:
     # A pinned chain: its "target" is the point it held on each frame, so `missed` counts the
     # frames where the pin did not hold (its tip farther than `tolerance` from that point).
     pinned: bool = False
+    # A chain with contacts (issue 21): app.bake.contact_targets.ContactFigures as a dict, else {}.
+    contacts: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -142,7 +145,16 @@ def chain_line(chain: dict) -> str:
         + f"): {chain['frames']} frame(s){missed}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
         f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
+        + (f"; contacts: {contact_line(chain['contacts'])}" if chain.get("contacts") else "")
     )
+
+
+def contact_line(figures: dict) -> str:
+    """A chain's contact figures (ContactFigures.as_dict) as one line."""
+    values = dict(figures)
+    for key in ("slide_before", "slide_after"):
+        values[key] = Slide(**values[key])
+    return ContactFigures(**values).line()
 
 
 def missed_warning(reports: list[ChainReport]) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import bpy
 
 from ... import properties
+from ...rig import contacts as rig_contacts
 from . import scope
 
 
@@ -42,6 +43,9 @@ class ChainSpec:
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
     priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
     pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
+    # The data path of the chain's keyed Contact (issue 21) when it has contacts, else '': a bake
+    # then plants its foot on the contacts (app.bake.contact_targets) and needs no target.
+    contacts: str = ""
 
     @property
     def label(self) -> str:
@@ -86,6 +90,7 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         weight=item.weight,
         priority=item.priority,
         pin=item.pin,
+        contacts=contact_channel(item),
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
     return ChainSpec(**fields)
@@ -174,3 +179,13 @@ class _PanelDefaults:
 def method_options(item, method: str) -> dict:
     """See properties.method_options (the solver registry's options from a chain item)."""
     return properties.method_options(item, method)
+
+
+def contact_channel(item) -> str:
+    """The data path of chain `item`'s Contact when it has contacts (keys, or Contact on), else ''."""
+    obj = item.id_data
+    if getattr(obj, "type", None) != "ARMATURE":
+        return ""
+    if rig_contacts.contact_curve(obj, item) is not None or item.contact:
+        return rig_contacts.contact_path(item)
+    return ""

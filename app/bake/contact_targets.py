@@ -1,0 +1,339 @@
+"""A bake that honours contacts (issue 21 items 2-4): chains with Contact keys plant their foot.
+
+For each chain with contacts (`ChainSpec.contacts`; it needs no target), over the bake's frames:
+1. its input pose is read in one pass (rig.plant_read: one `frame_set` per frame for all legs);
+2. its planted frames: the Contact keys as they play, narrowed to where the tip itself is down
+   (solvers.plant.tip_down: a contact keyed from heel strike would pull the ankle below the ground);
+3. the tip's target per frame (solvers.plant.plan): held where it is on a contact's first frame
+   (on the ground's surface when the armature has a ground: a raycast on its evaluated mesh,
+   rig.ground), eased back to the input over `contact_blend` frames after, never ahead of the
+   input before, clamped above the ground on every frame;
+4. the ankle's goal: the foot keeps its input world rotation (pitch: heel rise, toe roll) and
+   its tip lands on the target (solvers.plant.head_targets); thigh and shin reach it by the
+   analytic two-bone leg (solvers.plant_legs, the input's knee swivel kept; the chain's
+   `softness` against the knee pop beyond reach), every frame independently, all at once;
+5. keys on the frames that changed only (and the frame either side, at its input value, which
+   bounds the new keys' interpolation), in each channel's spans (rig.plant_keys): every other
+   key, bone and channel as it was.
+
+The hips are not moved: a planted foot beyond the leg's reach is reached as far as the leg
+allows (`unreached` frames in the figures). Moving the root (issue 20's `move_root`) would
+enter at `hip_offsets` below: the hips' per-frame offset, applied to the input pose before the
+legs are solved; none until that lands.
+
+The figures (`ContactFigures`) are measured on the written keys as they play back.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from ...rig import keys, plant_keys, plant_read
+from ...rig.ground import GroundProbe
+from ...rig.read import chain_pose_bones
+from ...solvers import foot_metrics, plant, plant_legs
+from ...solvers.contacts import ContactSettings, contact_runs
+from ..spec import ChainSpec
+
+PLANTED = (
+    "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg; the chain's solver is not used)"
+)
+
+
+@dataclass
+class Slide:
+    mean: float
+    median: float
+    largest: float
+
+
+@dataclass
+class ContactFigures:
+    """One chain's figures (world units; speeds per second): the input's (before) and the
+    played-back bake's (after)."""
+
+    contacts: int  # contact runs in the keys
+    planted_frames: int  # frames the tip was held (on the ground, with one)
+    slide_before: Slide  # the planted end's slide per 1/30 s during contacts
+    slide_after: Slide
+    lowest_before: float | None  # the tip's lowest height above the ground (None: no ground)
+    lowest_after: float | None
+    angular_before: float  # largest joint angular speed of the chain's bones, radians per second
+    angular_after: float
+    root_moved: float  # how far the hips were moved (0: move_root is not there yet)
+    unreached: int  # frames where the leg could not reach the planted point
+    ground: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        """The figures as one line (the bake report, the panel, cli.py)."""
+        low = ""
+        if self.lowest_after is not None:
+            low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
+        miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
+        return (
+            f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
+            f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
+            f"{1000 * self.slide_after.largest:.2f} mm{low}; largest joint speed "
+            f"{math.degrees(self.angular_before):.0f} -> {math.degrees(self.angular_after):.0f} °/s;"
+            f" root moved {1000 * self.root_moved:.1f} mm{miss}"
+        )
+
+
+@dataclass
+class PlantedChain:
+    """One chain's planted bake, solved, before any key is written."""
+
+    spec: ChainSpec
+    leg: plant_read.LegFrames
+    contacts: np.ndarray  # (F,) the Contact keys as they play
+    plan: plant.PlantPlan
+    keyed: np.ndarray  # (F,) frames keyed: those that changed and the frame either side
+    values: list[np.ndarray]  # per bone (F, channels), the input's where nothing changed
+    errors: np.ndarray  # (F,) world distance of the ankle from its goal
+    probe: GroundProbe | None
+    figures: ContactFigures | None = None
+    keys: int = 0
+
+    @property
+    def held(self) -> np.ndarray:
+        """(F, 3) the tip's planned world position (the pin it holds, for the playback report)."""
+        return self.plan.target
+
+
+@dataclass
+class Plants:
+    chains: list[PlantedChain] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def as_planted(specs: list[ChainSpec]) -> list[ChainSpec]:
+    """The specs with each chain with contacts as a pin (no target needed; the report measures its
+    tip against the point it holds)."""
+    return [replace(s, pin=True) if s.contacts else s for s in specs]
+
+
+def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
+    """The chain's thigh, shin and foot (its tip bone), or ValueError naming the chain."""
+    try:
+        bones, end = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
+    except ValueError as exc:
+        raise ValueError(f"chain '{spec.label}' has contacts but {exc}; nothing was keyed") from None
+    names = [b.name for b in bones]
+    if end.name not in names:
+        names.append(end.name)
+    try:
+        plant_read.check_leg(obj, names)
+    except ValueError as exc:
+        raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
+    return tuple(names)
+
+
+def check_alone(obj, specs: list[ChainSpec]) -> None:
+    """Refuse a chain with contacts sharing bones with another chain of the bake (it is solved alone)."""
+    owner = {}
+    for spec in specs:
+        if spec.contacts:
+            for name in leg_bones(obj, spec):
+                owner[name] = spec.label
+    for spec in specs:
+        if spec.contacts:
+            continue
+        bones, end = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
+        for bone in bones:
+            if bone.name in owner:
+                raise ValueError(
+                    f"chain '{spec.label}' shares bone '{bone.name}' with chain '{owner[bone.name]}', which has"
+                    " contacts (a planted leg is baked alone); nothing was keyed"
+                )
+
+
+def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
+    """(F,) the Contact at `path` as it plays at scene `frames` (keys, else its value)."""
+    curve = next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+    if curve is None:
+        return np.full(len(frames), bool(obj.path_resolve(path)))
+    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+
+
+def blend_frames(obj, fps: float) -> float:
+    blend = obj.chain_ik.contact_blend
+    return float(plant.default_blend(fps)) if blend < 0 else float(blend)
+
+
+def leg_length(obj, names) -> float:
+    m3 = obj.matrix_world.to_3x3()
+    bones = obj.data.bones
+    return float(sum((m3 @ (bones[n].tail_local - bones[n].head_local)).length for n in names))
+
+
+def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float):
+    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
+    if probe is None:
+        return None
+    heights = probe.heights_below(points, reach)
+    missing = np.flatnonzero(np.isnan(heights))
+    if len(missing):
+        raise ValueError(
+            f"the foot of chain '{spec.label}' is not above the ground '{probe.name}' at frame"
+            f" {int(frames[missing[0]])} ({len(missing)} frame(s) in all): extend the ground under it, or pick"
+            " none; nothing was keyed"
+        )
+    return heights
+
+
+def hip_offsets(obj, legs: list[plant_read.LegFrames]) -> None:
+    """Where moving the root (issue 20's `move_root`) will enter: the hips' per-frame offset that
+    brings every planted ankle within reach, added to the legs' input before they are solved.
+    None: the root is not moved (not available yet)."""
+    return None
+
+
+# A held ankle stays within this share of the leg's reach from the hip on every frame of its
+# contact: the knee never quite straightens (its angle changes fastest there).
+REACH_SHARE = 0.995
+
+
+def _lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, heel: np.ndarray, toe: np.ndarray) -> np.ndarray:
+    """(F,) the clearance above the ground each hold needs (on its first frame) for the leg to reach
+    it on all its frames (solvers.plant_legs.reach_lift); 0 elsewhere."""
+    heads = leg.heads[0]
+    scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
+    reach = REACH_SHARE * scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
+    hips = leg.to_world(leg.heads[:, 0])
+    lifts = np.zeros(len(toe))
+    for hold in plan.holds:
+        frames = slice(hold.start, hold.end)
+        lifts[hold.start] = plant_legs.reach_lift(hold.point, (heel - toe)[frames], hips[frames], reach)
+    return lifts
+
+
+def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None) -> Plants:
+    """Plan and solve every chain with contacts in `specs` (nothing is written)."""
+    start = time.perf_counter()
+    planted_specs = [s for s in specs if s.contacts]
+    legs = [leg_bones(obj, s) for s in planted_specs]
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    blend = blend_frames(obj, fps)
+    ground = obj.chain_ik.ground
+    probe = None
+    if ground is not None:
+        frame0, subframe0 = scene.frame_current, scene.frame_subframe
+        scene.frame_set(int(frames[0]))  # the ground as it is on the range's first frame
+        try:
+            probe = GroundProbe(context, ground)
+        finally:
+            scene.frame_set(frame0, subframe=subframe0)
+    flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
+    sampled = plant_read.sample_legs(context, obj, legs, frames, progress)
+    out = Plants()
+    for spec, names, leg, contacts in zip(planted_specs, legs, sampled, flags, strict=True):
+        length = leg_length(obj, names)
+        toe, heel = leg.toe_world, leg.heel_world
+        under = ground_under(probe, spec, toe, frames, length)
+        settings = ContactSettings.for_leg(length)
+        down = plant.tip_down(contacts, toe, fps, settings, under)
+        plan = plant.plan(toe, down, fps, blend, ground=under)
+        if under is not None:  # held as low as the leg reaches (the hips are not moved: see hip_offsets)
+            plan = plant.plan(toe, down, fps, blend, ground=under, clearance=_lifts(plan, leg, heel, toe))
+        goal = leg.to_local(plant.head_targets(plan.target, heel, toe))
+        turns = plant_legs.leg_turns(leg.heads[:, 0], leg.heads[:, 1], leg.heads[:, 2], goal, spec.softness)
+        basis = [
+            plant_legs.basis_after(leg.basis[:, 0], leg.rotations[:, 0], None, turns.thigh),
+            plant_legs.basis_after(leg.basis[:, 1], leg.rotations[:, 1], turns.thigh, turns.shin),
+            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, None),
+        ]
+        changed = plan.changed
+        keyed = changed.copy()
+        keyed[1:] |= changed[:-1]
+        keyed[:-1] |= changed[1:]
+        values = []
+        for b in range(3):
+            table = leg.values[b].copy()
+            for first, end in contact_runs(keyed):
+                run = slice(first, end)
+                new = plant_read.channel_values(obj, leg, b, basis[b][run], leg.values[b][first])
+                keep = ~changed[run]  # unchanged frames keep their input values exactly
+                new[keep] = leg.values[b][run][keep]
+                table[run] = new
+            if not np.all(np.isfinite(table)):
+                raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
+            values.append(table)
+        scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
+        errors = np.where(changed, np.linalg.norm(turns.ankle - goal, axis=1) * scale, 0.0)
+        out.chains.append(PlantedChain(spec, leg, contacts, plan, keyed, values, errors, probe))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[str, int]:
+    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone."""
+    action_frames = keys.action_frames(obj, frames)
+    fcurves = keys.FCurves(obj)
+    per_bone = {}
+    for chain in plants.chains:
+        runs = plant_keys.spans(action_frames, chain.keyed)
+        at = action_frames[chain.keyed]
+        for name, table in zip(chain.leg.names, chain.values, strict=True):
+            path = plant_read.rotation_path(obj, name)
+            written = 0
+            for index in range(table.shape[1]):
+                fc = fcurves.ensure(path, index, name)
+                written += plant_keys.write_in_spans(fc, at, table[chain.keyed, index], runs, interpolation)
+            per_bone[name] = written
+        chain.keys = sum(per_bone[n] for n in chain.leg.names)
+    return per_bone
+
+
+def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
+    """Each chain's figures, before (its input) and after (the written keys, played back)."""
+    if not plants.chains:
+        return
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
+    for chain, played in zip(plants.chains, after, strict=True):
+        chain.figures = figures(chain, played, fps, frames)
+
+
+def _slide(heel, toe, planted, fps) -> Slide:
+    s = foot_metrics.foot_slide(heel, toe, planted, fps)
+    return Slide(s.mean, s.median, s.largest)
+
+
+def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    if chain.probe is None:
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe, frames, reach)
+    return float(np.min(toe[:, 2] - under))
+
+
+def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames) -> ContactFigures:
+    before, leg = chain.leg, played
+    return ContactFigures(
+        contacts=len(contact_runs(chain.contacts)),
+        planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
+        slide_before=_slide(before.heel_world, before.toe_world, chain.contacts, fps),
+        slide_after=_slide(leg.heel_world, leg.toe_world, chain.contacts, fps),
+        lowest_before=_lowest(chain, before.toe_world, frames),
+        lowest_after=_lowest(chain, leg.toe_world, frames),
+        angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
+        angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
+        root_moved=0.0,
+        unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
+        ground=chain.probe.name if chain.probe is not None else "",
+    )
+
+
+def leg_reach(chain: PlantedChain) -> float:
+    heads = chain.leg.heads[0]
+    return float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
