@@ -258,6 +258,14 @@ class VIEW3D_PT_chain_ik_contacts(_ChainIKPanel, bpy.types.Panel):
             row = layout.row()
             row.use_property_decorate = True
             row.prop(item, "contact", text=f"Contact ({item.name})")
+        # A bake honours the contacts (app.bake.contact_targets): its ease and its last figures.
+        layout.prop(settings, "contact_blend")
+        for chain in settings.chains:
+            if chain.contact_figures:
+                box = layout.box()
+                box.label(text=f"{chain.name}: last bake")
+                for part in chain.contact_figures.split("; "):
+                    box.label(text=part)
 
 
 CLASSES = (
