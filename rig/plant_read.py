@@ -43,6 +43,11 @@ class LegFrames:
         inverse = np.linalg.inv(self.world)
         return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
 
+    def world_rotations(self, bone: int) -> np.ndarray:
+        """(F, 4) bone `bone`'s world rotation (the armature's rotation, scale off, times its own)."""
+        three = self.world[:, :3, :3] / np.linalg.norm(self.world[:, :3, :3], axis=-2, keepdims=True)
+        return quat.normalize(quat.multiply(quat.from_matrix(three), self.rotations[:, bone]))
+
     @property
     def heel_world(self) -> np.ndarray:
         return self.to_world(self.heads[:, 2])
@@ -52,7 +57,8 @@ class LegFrames:
         return self.to_world(self.toe)
 
 
-def _rotation_mode_values(mode: str) -> tuple[str, int]:
+def rotation_channels(mode: str) -> tuple[str, int]:
+    """(the pose bone's rotation property in `mode`, its channels)."""
     return CHANNELS.get(mode, ("rotation_euler", 3))
 
 
@@ -79,7 +85,7 @@ def sample_legs(
     order = {b.name: i for i, b in enumerate(pose)}
     count, m = len(pose), len(frames)
     mode_of = {name: pose[name].rotation_mode for leg in legs for name in leg}
-    wanted = {_rotation_mode_values(mode) for mode in mode_of.values()}
+    wanted = {rotation_channels(mode) for mode in mode_of.values()}
     matrices, heads, tails = (np.empty((m, count * k), dtype=np.float32) for k in (16, 3, 3))
     basis = np.empty((m, count * 16), dtype=np.float32)
     channels = {path: np.empty((m, count * width), dtype=np.float32) for path, width in wanted}
@@ -110,7 +116,7 @@ def sample_legs(
         rows = [order[n] for n in leg]
         values = []
         for name in leg:
-            path, width = _rotation_mode_values(mode_of[name])
+            path, width = rotation_channels(mode_of[name])
             values.append(channels[path].reshape(m, count, width)[:, order[name]].astype(float))
         out.append(
             LegFrames(

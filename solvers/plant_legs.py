@@ -53,9 +53,28 @@ def _checked(points, frames: int, what: str) -> np.ndarray:
     return array
 
 
-def leg_turns(hip, knee, ankle, goal, softness: float = 0.0) -> LegTurns:
+def swivel(hip, knee, ankle, window: int = 0, forward=None) -> np.ndarray:
+    """(F, 3) the side the knee bends to on each frame: the input knee's offset from its hip-ankle
+    line, summed over `window` frames either side (unnormalised, so bent frames outweigh nearly
+    straight ones, whose offset is capture noise: a straight input leg bent by a plant would
+    otherwise swivel its knee from frame to frame), plus `forward` (F, 3) (e.g. the foot's toe
+    direction) times 1e-3 of the thigh for a leg straight over the whole window."""
+    hip, knee, ankle = (np.asarray(a, dtype=float) for a in (hip, knee, ankle))
+    upper = knee - hip
+    line = quat.normalize(ankle - hip)
+    offset = upper - np.sum(upper * line, axis=1, keepdims=True) * line
+    if window > 0:
+        kernel = np.ones(2 * window + 1)
+        offset = np.stack([np.convolve(offset[:, j], kernel, mode="same") for j in range(3)], axis=1)
+    if forward is not None:
+        offset = offset + 1e-3 * quat.norm(upper)[:, None] * quat.normalize(np.asarray(forward, dtype=float))
+    return offset
+
+
+def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTurns:
     """World turns of thigh and shin taking the input leg (hip, knee and ankle joints, (F, 3) each,
-    one space) to an ankle at `goal` (F, 3), keeping the input's swivel (module docstring)."""
+    one space) to an ankle at `goal` (F, 3), keeping the input's swivel (module docstring), or
+    bending the knee toward `pole` (F, 3) directions (`swivel`) where given."""
     hip = check_points(hip, "hip positions")
     frames = len(hip)
     knee, ankle = _checked(knee, frames, "knee positions"), _checked(ankle, frames, "ankle positions")
@@ -82,7 +101,8 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0) -> LegTurns:
     d = np.clip(distance, inner + margin, reach - margin)
     # The swivel: the input knee's offset across the line (the input's own line where the leg
     # is straight along the new one: then the input leg plane's normal decides).
-    across = upper - np.sum(upper * line, axis=1, keepdims=True) * line
+    side = upper if pole is None else _checked(pole, frames, "knee directions")
+    across = side - np.sum(side * line, axis=1, keepdims=True) * line
     flat = quat.norm(across) <= 1e-9 * reach
     if np.any(flat):
         normal = quat.cross(upper, lower)
@@ -137,3 +157,38 @@ def reach_lift(held, offsets, hips, reach: float) -> float:
     # The ankle's lowest reachable height on each frame: the hip's minus the vertical room.
     lowest = hips[ok, 2] - np.sqrt(room[ok])
     return float(max(0.0, np.max(lowest - ankle[ok, 2])))
+
+
+def slerp_identity(q: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(k, 4) the rotations `q` (k, 4) scaled by `weight` (k,) along their shortest arc (1: q, 0: none)."""
+    q = np.where(np.asarray(q)[:, :1] < 0.0, -np.asarray(q), np.asarray(q))
+    return quat.from_rotation_vector(quat.to_rotation_vector(q) * np.asarray(weight, dtype=float)[:, None])
+
+
+def faded(basis, correction, weight) -> np.ndarray:
+    """(k, 4) local rotations `basis` (k, 4) with a correction (4,) (new basis x input basis^-1 of
+    the frame the plant ends or starts on) applied to the parent's side by `weight` (k,): the
+    ease of a plant in joint space. The joints then move at most |correction| x the ease's slope
+    faster than the input's, whatever the leg's reach (an ease of the foot's position through IK
+    would turn a nearly straight knee far faster)."""
+    k = len(basis)
+    step = slerp_identity(np.broadcast_to(np.asarray(correction, dtype=float), (k, 4)), weight)
+    return quat.normalize(quat.multiply(step, np.asarray(basis, dtype=float)))
+
+
+def leg_points(hip, knee, ankle, toe, world, basis, new_basis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(knee, ankle, toe) (F, 3) once the leg's three local rotations `basis` (F, 3, 4) become
+    `new_basis`: `world` (F, 3, 4) their input armature-space rotations (forward kinematics of the
+    changes only: each bone's world turn is its parent's times world basis^-1 basis' world^-1)."""
+    turn = None
+    points = []
+    joints = (hip, knee, ankle, toe)
+    for b in range(3):
+        own = quat.multiply(
+            quat.multiply(world[:, b], quat.conjugate(basis[:, b])),
+            quat.multiply(new_basis[:, b], quat.conjugate(world[:, b])),
+        )
+        turn = own if turn is None else quat.multiply(turn, own)
+        base = joints[0] if b == 0 else points[-1]
+        points.append(base + quat.rotate(turn, joints[b + 1] - joints[b]))
+    return points[0], points[1], points[2]

@@ -229,7 +229,7 @@ def bake_steps(
         label, tip = planted.spec.label, planted.spec.tip
         values.update(zip(planted.leg.names, planted.values, strict=True))
         solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
-        solved.held[label], solved.reasons[label] = planted.held, contact_targets.PLANTED
+        solved.held[label], solved.reasons[label] = planted.held, plants.reason
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)

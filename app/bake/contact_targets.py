@@ -33,16 +33,16 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ...rig import keys, plant_keys, plant_read
+from ...rig import keys, plant_curves, plant_keys, plant_read
 from ...rig.ground import GroundProbe
 from ...rig.read import chain_pose_bones
-from ...solvers import foot_metrics, plant, plant_legs
+from ...solvers import foot_metrics, plant, plant_legs, quat
 from ...solvers.contacts import ContactSettings, contact_runs
 from ..spec import ChainSpec
 
-PLANTED = (
-    "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg; the chain's solver is not used)"
-)
+PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
+FROM_CURVES = "legs read from the action's curves"
+FRAME_BY_FRAME = "legs read frame by frame"
 
 
 @dataclass
@@ -66,6 +66,7 @@ class ContactFigures:
     angular_before: float  # largest joint angular speed of the chain's bones, radians per second
     angular_after: float
     root_moved: float  # how far the hips were moved (0: move_root is not there yet)
+    float_largest: float | None  # the held tip's largest height above the ground during holds (None: no ground)
     unreached: int  # frames where the leg could not reach the planted point
     ground: str = ""
 
@@ -78,6 +79,8 @@ class ContactFigures:
         if self.lowest_after is not None:
             low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
         miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
+        if self.float_largest is not None and self.float_largest > 1e-4:
+            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (the hips not lowered)"
         return (
             f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
             f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
@@ -99,19 +102,27 @@ class PlantedChain:
     values: list[np.ndarray]  # per bone (F, channels), the input's where nothing changed
     errors: np.ndarray  # (F,) world distance of the ankle from its goal
     probe: GroundProbe | None
+    basis: np.ndarray | None = None  # (F, 3, 4) the solved local rotations (the input's where unchanged)
+    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world)
     figures: ContactFigures | None = None
     keys: int = 0
 
     @property
     def held(self) -> np.ndarray:
-        """(F, 3) the tip's planned world position (the pin it holds, for the playback report)."""
-        return self.plan.target
+        """(F, 3) where the tip must be on playback (the report's pin): the planned point on hold
+        frames, where the solve put it on the others (eases and clamps are not positional goals)."""
+        return np.where((self.plan.weight == 1.0)[:, None], self.plan.target, self.tips)
 
 
 @dataclass
 class Plants:
     chains: list[PlantedChain] = field(default_factory=list)
     seconds: float = 0.0
+    reading: str = FROM_CURVES  # how the legs' input was read (and why not from the curves)
+
+    @property
+    def reason(self) -> str:
+        return f"{PLANTED}; {self.reading}"
 
 
 def as_planted(specs: list[ChainSpec]) -> list[ChainSpec]:
@@ -199,20 +210,142 @@ def hip_offsets(obj, legs: list[plant_read.LegFrames]) -> None:
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
 # contact: the knee never quite straightens (its angle changes fastest there).
 REACH_SHARE = 0.995
+# The knee's swivel is the input's summed over this long either side of a frame (plant_legs.swivel).
+SWIVEL_SECONDS = 0.1
 
 
-def _lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, heel: np.ndarray, toe: np.ndarray) -> np.ndarray:
+def _frames(seconds: float, fps: float) -> int:
+    return max(1, int(round(seconds * fps)))
+
+
+def _lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) -> np.ndarray:
     """(F,) the clearance above the ground each hold needs (on its first frame) for the leg to reach
-    it on all its frames (solvers.plant_legs.reach_lift); 0 elsewhere."""
+    it on all its frames within REACH_SHARE (solvers.plant_legs.reach_lift; `ankles` (F, 3) the
+    ankle's offset from the held point per frame); 0 elsewhere. The hips do not move (see
+    hip_offsets), so where a capture's foot slid forward during its contact and the leg is nearly
+    straight, holding the foot where it landed means holding it above the ground: the figures give
+    by how much (`float_largest`). A hold that let the leg straighten instead would miss its point
+    and pop the knee."""
     heads = leg.heads[0]
     scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
     reach = REACH_SHARE * scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
     hips = leg.to_world(leg.heads[:, 0])
-    lifts = np.zeros(len(toe))
+    lifts = np.zeros(len(ankles))
     for hold in plan.holds:
         frames = slice(hold.start, hold.end)
-        lifts[hold.start] = plant_legs.reach_lift(hold.point, (heel - toe)[frames], hips[frames], reach)
+        lifts[hold.start] = plant_legs.reach_lift(hold.point, ankles[frames], hips[frames], reach)
     return lifts
+
+
+def _positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float) -> tuple:
+    """The leg's local rotations (F, 3, 4) with its tip on world `target` (F, 3), the foot keeping
+    its input world rotation, and the ankle's world distance from its goal per frame."""
+    heads = leg.heads
+    goal = leg.to_local(plant.head_targets(target, leg.heel_world, leg.toe_world))
+    pole = plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
+    turns = plant_legs.leg_turns(heads[:, 0], heads[:, 1], heads[:, 2], goal, softness, pole)
+    basis = np.stack(
+        [
+            plant_legs.basis_after(leg.basis[:, 0], leg.rotations[:, 0], None, turns.thigh),
+            plant_legs.basis_after(leg.basis[:, 1], leg.rotations[:, 1], turns.thigh, turns.shin),
+            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, None),
+        ],
+        axis=1,
+    )
+    scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
+    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
+
+
+# An ease-out lasts at least the contact blend, and long enough that its correction adds at most
+# this share of the input's largest joint angular speed (the pop the figures measure).
+EASE_SHARE = 0.08
+
+
+def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, fps: float) -> tuple:
+    """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
+    target) on hold and clamp frames; after a hold, the input's with the correction of its last
+    frame faded out (solvers.plant_legs.faded) over at least `plan.blend` frames, longer where the
+    correction is large (EASE_SHARE), never into the next hold; before it, the ground snap's
+    correction of its first frame faded in over the plan's ease-in frames."""
+    out = np.where(plan.changed[:, None, None], solved, inputs)
+    changed = plan.changed.copy()
+    frames = len(inputs)
+    speed = foot_metrics.largest_angular_speed(inputs, fps)
+    eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
+    starts = [h.start for h in plan.holds[1:]] + [frames]
+    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
+    for hold, following in zip(plan.holds, starts, strict=True):
+        last = hold.end - 1
+        corrections = [quat.multiply(solved[last, b], quat.conjugate(inputs[last, b])) for b in range(3)]
+        turn = max(float(quat.angle(c)) for c in corrections)
+        length = plan.blend
+        if speed > 0.0:
+            length = max(length, plant.STEEPEST * turn / (EASE_SHARE * speed) * fps - 1.0)
+        end = hold.end + int(math.ceil(length)) + 1
+        ease_in = 0 if crossed else hold.ease_in
+        crossed = end > following < frames
+        if crossed:  # fade from this hold's correction into the next one's over the gap
+            after = np.arange(hold.end, following)
+            weight = plant.smooth((after - last) / float(following - last))
+            for b in range(3):
+                target = quat.multiply(solved[following, b], quat.conjugate(inputs[following, b]))
+                step = plant_legs.slerp_identity(
+                    np.broadcast_to(quat.multiply(quat.conjugate(corrections[b]), target), (len(after), 4)), weight
+                )
+                out[after, b] = quat.normalize(quat.multiply(quat.multiply(corrections[b], step), inputs[after, b]))
+        else:
+            after = np.arange(hold.end, min(end, frames))
+            weight = plant.ease(after - last, length)
+            for b in range(3):
+                out[after, b] = plant_legs.faded(inputs[after, b], corrections[b], weight)
+        eased[after] = changed[after] = True
+        if ease_in:
+            before = hold.start - np.arange(1, ease_in + 1)
+            weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
+            base = np.where(eased[before, None, None], out[before], inputs[before])
+            for b in range(3):
+                correction = quat.multiply(solved[hold.start, b], quat.conjugate(inputs[hold.start, b]))
+                out[before, b] = plant_legs.faded(base[:, b], correction, weight)
+    return out, changed
+
+
+def solve_leg(leg: plant_read.LegFrames, plan: plant.PlantPlan, softness: float, fps: float) -> tuple:
+    """(the leg's local rotations (F, 3, 4), the ankle's world distance from its goal on hold and
+    clamp frames (F,), the frames changed (F,), where the tip then is (F, 3) world): holds solved
+    for the planned tip, eases in joint space, and then, on any frame where that leaves the tip
+    below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve)."""
+    solved, errors = _positional(leg, plan.target, softness, fps)
+    out, changed = _joint_eases(plan, leg.basis, solved, fps)
+    errors = np.where(plan.weight == 1.0, errors, 0.0)
+    heads = leg.heads
+    points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
+    toe = leg.to_world(points[2])
+    low = toe[:, 2] < plan.floor
+    if np.any(low):
+        lifted = toe.copy()
+        lifted[:, 2] = np.maximum(toe[:, 2], plan.floor)
+        clamped, missed = _positional(leg, lifted, softness, fps)
+        out[low], errors[low], toe[low] = clamped[low], missed[low], lifted[low]
+        changed |= low
+    return out, errors, changed, toe
+
+
+def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> tuple[list, str]:
+    """The legs' input pose at `frames`, from the action's curves where that is provably the pose
+    (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame;
+    and how it was read."""
+    why = plant_curves.curves_reason(obj, legs) if legs else ""
+    if not why and legs:
+        sampled = plant_curves.sample_legs(obj, legs, frames)
+        rows = np.unique([0, len(frames) // 2, len(frames) - 1])
+        check = plant_read.sample_legs(context, obj, legs, frames[rows])
+        off = plant_curves.mismatch(sampled, check, rows)
+        if off <= plant_curves.MATCH:
+            if progress is not None:
+                progress(1.0, int(frames[-1]))
+            return sampled, FROM_CURVES
+        why = f"the curves' pose differs from the evaluated one by {off:.2g} of the leg"
+    return plant_read.sample_legs(context, obj, legs, frames, progress), f"{FRAME_BY_FRAME}: {why}"
 
 
 def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None) -> Plants:
@@ -233,25 +366,22 @@ def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Ca
         finally:
             scene.frame_set(frame0, subframe=subframe0)
     flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
-    sampled = plant_read.sample_legs(context, obj, legs, frames, progress)
-    out = Plants()
+    sampled, reading = read_legs(context, obj, legs, frames, progress)
+    out = Plants(reading=reading)
     for spec, names, leg, contacts in zip(planted_specs, legs, sampled, flags, strict=True):
         length = leg_length(obj, names)
         toe, heel = leg.toe_world, leg.heel_world
         under = ground_under(probe, spec, toe, frames, length)
         settings = ContactSettings.for_leg(length)
         down = plant.tip_down(contacts, toe, fps, settings, under)
-        plan = plant.plan(toe, down, fps, blend, ground=under)
+        first = plant.heel_first(toe, heel, leg.world_rotations(2), contacts, down)
+        plan = plant.plan(first.points, first.planted, fps, blend, ground=under)
         if under is not None:  # held as low as the leg reaches (the hips are not moved: see hip_offsets)
-            plan = plant.plan(toe, down, fps, blend, ground=under, clearance=_lifts(plan, leg, heel, toe))
-        goal = leg.to_local(plant.head_targets(plan.target, heel, toe))
-        turns = plant_legs.leg_turns(leg.heads[:, 0], leg.heads[:, 1], leg.heads[:, 2], goal, spec.softness)
-        basis = [
-            plant_legs.basis_after(leg.basis[:, 0], leg.rotations[:, 0], None, turns.thigh),
-            plant_legs.basis_after(leg.basis[:, 1], leg.rotations[:, 1], turns.thigh, turns.shin),
-            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, None),
-        ]
-        changed = plan.changed
+            lifts = _lifts(plan, leg, first.offset + heel - toe)
+            plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
+        offset = np.any(first.offset != 0.0, axis=1)
+        plan = replace(plan, target=plan.target + first.offset, changed=plan.changed | offset)
+        solved, errors, changed, tips = solve_leg(leg, plan, spec.softness, fps)
         keyed = changed.copy()
         keyed[1:] |= changed[:-1]
         keyed[:-1] |= changed[1:]
@@ -260,16 +390,14 @@ def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Ca
             table = leg.values[b].copy()
             for first, end in contact_runs(keyed):
                 run = slice(first, end)
-                new = plant_read.channel_values(obj, leg, b, basis[b][run], leg.values[b][first])
+                new = plant_read.channel_values(obj, leg, b, solved[run, b], leg.values[b][first])
                 keep = ~changed[run]  # unchanged frames keep their input values exactly
                 new[keep] = leg.values[b][run][keep]
                 table[run] = new
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
             values.append(table)
-        scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
-        errors = np.where(changed, np.linalg.norm(turns.ankle - goal, axis=1) * scale, 0.0)
-        out.chains.append(PlantedChain(spec, leg, contacts, plan, keyed, values, errors, probe))
+        out.chains.append(PlantedChain(spec, leg, contacts, plan, keyed, values, errors, probe, solved, tips))
     out.seconds = time.perf_counter() - start
     return out
 
@@ -329,9 +457,20 @@ def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frame
         angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
         angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
         root_moved=0.0,
+        float_largest=_float(chain, leg.toe_world, frames),
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
     )
+
+
+def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    """The tip's largest height above the ground on the frames it is held (None without ground)."""
+    held = np.flatnonzero(chain.plan.weight == 1.0)
+    if chain.probe is None or not len(held):
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe[held], frames[held], reach)
+    return float(np.max(toe[held, 2] - under))
 
 
 def leg_reach(chain: PlantedChain) -> float:

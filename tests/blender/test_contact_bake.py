@@ -103,23 +103,26 @@ def test_a_planted_foot_holds_while_the_hips_move_then_eases_back(scene):
         np.linalg.norm(before - before[s - FIRST], axis=1)[s - FIRST : e - FIRST + blend + 2].max() for s, e in CONTACTS
     )
     assert np.all(steps <= input_steps + STEEPEST / (blend + 1) * offset + 1e-5)
-    free = np.ones(len(FRAMES), dtype=bool)
-    for start, end in CONTACTS:
-        free[start - FIRST : end - FIRST + blend + 1] = False
-    assert np.allclose(after[free], before[free], atol=1e-6)
-    # Keys: the hips' and spine's curves untouched; the leg's only within the changed spans.
+    # Keys: the hips' and spine's curves untouched; the leg keyed only on frames its pose changed
+    # (and the frame either side, at its input value), and the input played on every other frame.
     keys_after = fcurve_state(obj)
     for path, co in keys_before.items():
         if "contact" in path[0] or "hips" in path[0] or "spine" in path[0]:
             assert np.array_equal(keys_after[path], co), path
+    moved = np.linalg.norm(after - before, axis=1) > 1e-7
+    near = moved.copy()
+    for _ in range(2):  # an ease's last frames move the foot by less than float32 shows
+        near[1:] |= near[:-1].copy()
+        near[:-1] |= near[1:].copy()
     leg = [p for p in keys_after if any(f'"{b}"' in p[0] for b in ("thigh", "shin", "foot"))]
     assert leg
+    keyed = np.zeros(len(FRAMES), dtype=bool)
     for path in leg:
-        frames = keys_after[path][:, 0]
-        inside = np.zeros(len(frames), dtype=bool)
-        for start, end in CONTACTS:
-            inside |= (frames >= start - 1) & (frames <= end + blend + 1)
-        assert inside.all(), (path, frames[~inside])
+        frames = keys_after[path][:, 0].astype(int)
+        assert near[frames - FIRST].all(), (path, frames[~near[frames - FIRST]])
+        keyed[frames - FIRST] = True
+    assert not keyed[: CONTACTS[0][0] - FIRST - 1].any()  # no ground: no snap to ease in before it
+    assert np.allclose(after[~keyed], before[~keyed], atol=1e-6)
     assert not [p for p in keys_after if "spine" in p[0] and "rotation_quaternion" in p[0]]
 
 
