@@ -25,7 +25,9 @@ links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
 lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
-every panel chain's Softness).
+every panel chain's Softness). --contacts: Detect Contacts on the panel chains first (their feet's
+Contact keyed from the motion, above the armature's Ground), then the bake plants the feet on them;
+the per-chain summary gains the contact figures.
 """
 
 from __future__ import annotations
@@ -107,6 +109,17 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         bpy.ops.object.mode_set(mode="OBJECT")
     chains = checked.chains
     start, end = checked.frames or (scene.frame_start, scene.frame_end)
+    detected = {}
+    if args.contacts:  # Detect Contacts on the panel chains in scope, then the bake honours them
+        if args.chain:
+            raise CliError("--contacts keys the panel chains' Contact: leave --chain out")
+        found = importlib.import_module(f"{package.__name__}.app.spec.contacts")
+        try:
+            result = found.detect(context, obj, start, end)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        detected = {c.name: {"contacts": c.contacts, "planted_frames": c.planted} for c in result.chains}
+        print("Chain IK contacts: " + ", ".join(f"'{n}' {d['contacts']}" for n, d in detected.items()))
     options = baking.BakeOptions(
         frame_start=start,
         frame_end=end,
@@ -162,6 +175,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             for spec, chain in zip(specs, result.chains, strict=True)
         ],
         "live_off": list(result.live_off),
+        "detected": detected,  # --contacts: per chain, the contacts Detect Contacts keyed
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:

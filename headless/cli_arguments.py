@@ -89,6 +89,11 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         "--max-error", type=finite, metavar="E", help="exit with status 3, not saving, when playback misses by more"
     )
     p.add_argument("--json", metavar="PATH", help="also write the summary to this JSON file")
+    p.add_argument(
+        "--contacts",
+        action="store_true",
+        help="key the panel chains' foot contacts from the motion (Detect Contacts), then bake honouring them",
+    )
     return p
 
 

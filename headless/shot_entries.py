@@ -16,12 +16,13 @@ from .shot_files import ListedFile
 
 SHOT_KEYS = {
     "name", "blend", "output", "armature", "frames", "step", "interpolation", "reduce", "max_error", "chains",
+    "contacts",
 }  # fmt: skip
 CHAIN_KEYS = {"chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method"}
 # Keys that name something: never empty. The others may be "" (as if left out): target_bone,
 # pole, pole_bone.
 NAMING_KEYS = {"name", "blend", "output", "armature", "interpolation", "chain", "target", "method"}
-KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Shot:
     max_error: float | None = None  # None: the run's bound, if any
     chains: list[dict] = field(default_factory=list)  # empty: the armature's chains from the panel
     label: str = ""  # "shot 2 ('sh020')": how problems name it
+    contacts: bool = False  # detect the feet's contacts, then bake honouring them (cli.py --contacts)
 
 
 def _finite(value: float) -> bool:
@@ -156,7 +158,8 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
             problems.append(f"{where}: '{key}' is required")
     values = {}
     for key, kinds in (("name", str), ("blend", str), ("output", str), ("armature", str), ("step", int),
-                       ("interpolation", str), ("reduce", (int, float)), ("max_error", (int, float))):  # fmt: skip
+                       ("interpolation", str), ("reduce", (int, float)), ("max_error", (int, float)),
+                       ("contacts", bool)):  # fmt: skip
         if key in entry and _check_type(where, key, entry[key], kinds, problems):
             values[key] = entry[key]
     blend, output = _paths(where, values, base, problems, files)
@@ -189,4 +192,5 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
         max_error=None if "max_error" not in values else float(values["max_error"]),
         chains=chains,
         label=f"shot {index} ('{shot_name}')",
+        contacts=bool(values.get("contacts", False)),
     )

@@ -11,7 +11,7 @@ attribute and frame): a leg's bones read per attribute would cost more than the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class LegFrames:
     rotations: np.ndarray  # (F, 3, 4) armature-space rotations of the three bones
     basis: np.ndarray  # (F, 3, 4) their local (basis) rotations
     values: list[np.ndarray]  # per bone (F, channels): its rotation channels as played
+    _inverse: np.ndarray | None = field(default=None, repr=False)
 
     def to_world(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) armature-space points, one per frame, in world space."""
@@ -40,7 +41,13 @@ class LegFrames:
 
     def to_local(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) world points, one per frame, in armature space."""
-        inverse = np.linalg.inv(self.world)
+        if self._inverse is None:
+            # Read from the curves the armature stands still: one inverse serves every frame.
+            still = np.all(self.world == self.world[:1])
+            self._inverse = (
+                np.broadcast_to(np.linalg.inv(self.world[0]), self.world.shape) if still else np.linalg.inv(self.world)
+            )
+        inverse = self._inverse
         return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
 
     def world_rotations(self, bone: int) -> np.ndarray:

@@ -219,3 +219,33 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
     assert after.keys() == state.keys()
     assert all(np.array_equal(after[k], state[k]) for k in state)
     assert bpy.context.scene.frame_current == FIRST
+
+
+def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    obj = built_walk(ground=0.0)
+    item = obj.chain_ik.chains[0]
+    from chain_ik.rig import contacts as rig_contacts
+
+    rig_contacts.clear_contacts(obj, item)  # cli.py --contacts keys them from the motion
+    blend, out, summary = tmp_path / "walk.blend", tmp_path / "baked.blend", tmp_path / "bake.json"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    cli = Path(__file__).resolve().parents[2] / "cli.py"
+    args = [blend, "--", "--armature", "Rig", "--contacts", "--output", out, "--json", summary]
+    run = subprocess.run([sys.executable, str(cli), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(summary.read_text())
+    assert data["detected"]["Foot"]["contacts"] >= 1
+    (chain,) = data["per_chain"]
+    assert chain["contacts"]["contacts"] == data["detected"]["Foot"]["contacts"]
+    assert chain["contacts"]["slide_after"]["mean"] <= chain["contacts"]["slide_before"]["mean"]
+    assert "contacts:" in run.stdout
+    refused = subprocess.run(
+        [sys.executable, str(cli), blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "leave --chain out" in refused.stderr
