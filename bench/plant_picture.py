@@ -15,6 +15,7 @@ COLOURS = {  # (before, after) per foot
     1: ((240, 170, 140), (190, 50, 20)),
 }
 GROUND = (90, 90, 90)
+LATERAL = 4.0
 
 
 def write_png(path: str, pixels: np.ndarray) -> None:
@@ -62,11 +63,12 @@ def draw(path: str, before, after, floor: float, fps: float) -> None:
     # From above: the longer horizontal extent across the box.
     along = int(np.argmax(hi - lo))
     across = 1 - along
+    # Across the walk at LATERAL times the scale along it: the feet's sideways drift shows.
     bounds_top = (
         centre[along] - span,
         centre[along] + span,
-        centre[across] - span / aspect,
-        centre[across] + span / aspect,
+        centre[across] - span / aspect / LATERAL,
+        centre[across] + span / aspect / LATERAL,
     )
     heights = [t.toe[:, 2] - floor for t in (*before, *after)]
     top_height = max(float(np.max(h)) for h in heights)

@@ -177,6 +177,8 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
             problems.append(f"{where}: '{key}' must be >= 0, got {values[key]}")
     frames = _frames(where, entry["frames"], problems) if "frames" in entry else None
     chains = _chains(where, entry["chains"], problems) if "chains" in entry else []
+    if values.get("contacts") and "chains" in entry:
+        problems.append(f"{where}: 'contacts' keys the armature's panel chains' Contact: leave 'chains' out")
     if len(problems) > before:
         return None
     shot_name = values.get("name") or blend.stem

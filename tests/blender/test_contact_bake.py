@@ -244,8 +244,6 @@ def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
     assert chain["contacts"]["contacts"] == data["detected"]["Foot"]["contacts"]
     assert chain["contacts"]["slide_after"]["mean"] <= chain["contacts"]["slide_before"]["mean"]
     assert "contacts:" in run.stdout
-    refused = subprocess.run(
-        [sys.executable, str(cli), blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    both = [blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"]
+    refused = subprocess.run([sys.executable, str(cli), *map(str, both)], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 1 and "leave --chain out" in refused.stderr

@@ -401,3 +401,21 @@ def test_softness_reaches_cli_py_per_chain(show):
     for bad in ("-0.1", "1", "nan"):
         with pytest.raises(SystemExit):
             cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig", f"--softness={bad}"])
+
+
+def test_contacts_reach_cli_py_and_must_be_true_or_false(show):
+    """`contacts = true`: cli.py detects the feet's contacts, then bakes honouring them (--contacts)."""
+    from headless import cli_arguments
+
+    shots = [
+        {"name": "a", "blend": "sh010.blend", "output": "a.blend", "armature": "Rig", "contacts": True},
+        {"name": "b", "blend": "sh020.blend", "output": "b.blend", "armature": "Rig"},
+    ]
+    a, b = shot_list.load(write_list(show / "shots.toml", shots))
+    assert a.contacts and not b.contacts
+    assert "--contacts" in shot_list.cli_arguments(a) and "--contacts" not in shot_list.cli_arguments(b)
+    assert cli_arguments.parser(True).parse_args([str(a.blend), *shot_list.cli_arguments(a)]).contacts
+    bad = write_list(show / "bad.toml", [{**shots[0], "contacts": 1}])
+    assert "shot 1 ('a'): 'contacts' must be true or false, got 1" in _problems(bad)
+    both = write_list(show / "both.toml", [{**shots[0], "chains": [{"chain": "shin.L:2", "target": "Foot.L"}]}])
+    assert "shot 1 ('a'): 'contacts' keys the armature's panel chains' Contact: leave 'chains' out" in _problems(both)
