@@ -10,7 +10,7 @@ attribute and frame): a leg's bones read per attribute would cost more than the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +87,19 @@ def sample_legs(
     context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray, progress: Callable | None = None
 ) -> list[LegFrames]:
     """Each leg's input pose at every frame of `frames` (scene frames); the frame is put back."""
+    steps = legs_in_steps(context, obj, legs, frames, progress)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def legs_in_steps(
+    context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray, progress: Callable | None = None
+) -> Generator[None, None, list[LegFrames]]:
+    """`sample_legs` yielding after every frame (a modal bake reads Esc between them; closed, it
+    puts the frame back)."""
     scene = context.scene
     pose = obj.pose.bones
     order = {b.name: i for i, b in enumerate(pose)}
@@ -112,6 +125,7 @@ def sample_legs(
                 bones.foreach_get(path, array[k])
             if progress is not None:
                 progress((k + 1) / m, int(frame))
+            yield
     finally:
         scene.frame_set(frame0, subframe=subframe0)
     # foreach_get gives matrices column by column.

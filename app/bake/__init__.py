@@ -207,8 +207,7 @@ def bake_steps(
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     try:
-        plants = contact_targets.solve(context, obj, specs, frames, progress)
-        yield "solve"
+        plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
         others = [s for s in specs if not s.contacts]
         solved = Solved({}, {}, seconds={})
         if others:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -330,10 +330,10 @@ def solve_leg(leg: plant_read.LegFrames, plan: plant.PlantPlan, softness: float,
     return out, errors, changed, toe
 
 
-def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> tuple[list, str]:
+def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generator[str, None, tuple[list, str]]:
     """The legs' input pose at `frames`, from the action's curves where that is provably the pose
-    (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame;
-    and how it was read."""
+    (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame
+    (yielding 'solve' after each frame); and how it was read."""
     why = plant_curves.curves_reason(obj, legs) if legs else ""
     if not why and legs:
         sampled = plant_curves.sample_legs(obj, legs, frames)
@@ -345,10 +345,35 @@ def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> tuple[li
                 progress(1.0, int(frames[-1]))
             return sampled, FROM_CURVES
         why = f"the curves' pose differs from the evaluated one by {off:.2g} of the leg"
-    return plant_read.sample_legs(context, obj, legs, frames, progress), f"{FRAME_BY_FRAME}: {why}"
+    sampled = yield from _each_frame(plant_read.legs_in_steps(context, obj, legs, frames, progress))
+    return sampled, f"{FRAME_BY_FRAME}: {why}"
+
+
+def _each_frame(steps) -> Generator[str, None, list]:
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        yield "solve"
 
 
 def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None) -> Plants:
+    """`solve_steps` run to its end."""
+    return _each_frame_value(solve_steps(context, obj, specs, frames, progress))
+
+
+def _each_frame_value(steps):
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def solve_steps(
+    context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None
+) -> Generator[str, None, Plants]:
     """Plan and solve every chain with contacts in `specs` (nothing is written)."""
     start = time.perf_counter()
     planted_specs = [s for s in specs if s.contacts]
@@ -366,7 +391,7 @@ def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Ca
         finally:
             scene.frame_set(frame0, subframe=subframe0)
     flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
-    sampled, reading = read_legs(context, obj, legs, frames, progress)
+    sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
     out = Plants(reading=reading)
     for spec, names, leg, contacts in zip(planted_specs, legs, sampled, flags, strict=True):
         length = leg_length(obj, names)

@@ -247,3 +247,34 @@ def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
     both = [blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"]
     refused = subprocess.run([sys.executable, str(cli), *map(str, both)], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 1 and "leave --chain out" in refused.stderr
+
+
+def test_frame_by_frame_reading_holds_too_and_esc_cancels_it(scene):
+    """An animated armature object cannot be read from the bones' curves alone: the legs are read
+    frame by frame (the report says why), hold the same, and a modal bake cancelled during that
+    reading keys nothing and puts the frame back."""
+    from chain_ik.app import bake as baking
+    from chain_ik.app.bake import bake_job
+    from chain_ik.app.spec import spec_from_item
+
+    obj = built_walk()
+    for frame in (FIRST, LAST):
+        obj.location = (0.0, 0.0, 0.001 * frame)
+        obj.keyframe_insert("location", frame=frame)
+    state = fcurve_state(obj)
+    specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+    job = bake_job.BakeJob(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    assert not job.step(0.0) and job.phase == "solve"
+    assert job.cancel()
+    job.end()
+    after = fcurve_state(obj)
+    assert after.keys() == state.keys() and all(np.array_equal(after[k], state[k]) for k in state)
+    assert bpy.context.scene.frame_current == FIRST
+    before = toe_track(obj, FRAMES)
+    result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    assert "legs read frame by frame: the armature object is animated" in result.reasons["Foot"]
+    played = toe_track(obj, FRAMES)
+    for start, end in CONTACTS:
+        held = played[start - FIRST : end - FIRST + 1]
+        assert np.linalg.norm(before[end - FIRST] - before[start - FIRST]) > 0.09
+        assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
