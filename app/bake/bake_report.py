@@ -144,7 +144,8 @@ def chain_line(chain: dict) -> str:
         + (f", group {chain['group']}" if chain.get("group") else "")
         + f"): {chain['frames']} frame(s){missed}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
-        f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
+        f" (frame {chain['jump_frame']})"
+        + (f"; {chain['path']}" if chain.get("path") else "")
         + (f"; contacts: {contact_line(chain['contacts'])}" if chain.get("contacts") else "")
     )
 
