@@ -150,6 +150,8 @@ def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
 
 def check_alone(obj, specs: list[ChainSpec]) -> None:
     """Refuse a chain with contacts sharing bones with another chain of the bake (it is solved alone)."""
+    if not any(spec.contacts for spec in specs):
+        return
     owner = {}
     for spec in specs:
         if spec.contacts:
@@ -255,6 +257,8 @@ def solve_steps(
     """Plan and solve every chain with contacts in `specs` (nothing is written)."""
     start = time.perf_counter()
     planted_specs = [s for s in specs if s.contacts]
+    if not planted_specs:  # a bake without contacts: nothing to read or plan
+        return Plants(seconds=time.perf_counter() - start)
     legs = [leg_bones(obj, s) for s in planted_specs]
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
