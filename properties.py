@@ -364,6 +364,12 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         min=-1,
         soft_max=60,
     )
+    contact_align: BoolProperty(
+        name="Align to Ground",
+        description="In a bake, a planted foot tilts with the ground's surface under it (its normal), on top of its"
+        " motion's pitch; off: only its motion's rotation",
+        default=False,
+    )
 
     # The IK constraints Chains from IK Constraints switched off (app.spec.adopt_records).
     switched_off: CollectionProperty(type=ChainIKSwitchedOff, options={"HIDDEN"})

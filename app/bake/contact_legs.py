@@ -41,23 +41,52 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     return lifts
 
 
-def _positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float) -> tuple:
+def _positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
     """The leg's local rotations (F, 3, 4) with its tip on world `target` (F, 3), the foot keeping
-    its input world rotation, and the ankle's world distance from its goal per frame."""
+    its input world rotation (turned by `tilt` (F, 4), world, where given: the ground's slope),
+    and the ankle's world distance from its goal per frame."""
     heads = leg.heads
-    goal = leg.to_local(plant.head_targets(target, leg.heel_world, leg.toe_world))
+    foot = leg.heel_world - leg.toe_world
+    own = None
+    if tilt is not None:
+        foot = quat.rotate(tilt, foot)
+        own = _to_armature(leg, tilt)
+    goal = leg.to_local(target + foot)
     pole = plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
     turns = plant_legs.leg_turns(heads[:, 0], heads[:, 1], heads[:, 2], goal, softness, pole)
     basis = np.stack(
         [
             plant_legs.basis_after(leg.basis[:, 0], leg.rotations[:, 0], None, turns.thigh),
             plant_legs.basis_after(leg.basis[:, 1], leg.rotations[:, 1], turns.thigh, turns.shin),
-            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, None),
+            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, own),
         ],
         axis=1,
     )
     scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
     return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
+
+
+def _to_armature(leg: plant_read.LegFrames, turns: np.ndarray) -> np.ndarray:
+    """(F, 4) world turns as turns in armature space (the armature's rotation, scale off)."""
+    three = leg.world[:, :3, :3] / np.linalg.norm(leg.world[:, :3, :3], axis=-2, keepdims=True)
+    rotation = quat.from_matrix(three)
+    return quat.multiply(quat.multiply(quat.conjugate(rotation), turns), rotation)
+
+
+def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
+    """(F, 4) world turns tilting a held foot with the ground: on each hold's frames the shortest
+    turn from world up to the normal under its point (`normals`: one per hold), elsewhere none
+    (the eases fade the hold's correction, tilt included)."""
+    tilt = np.zeros((len(plan.weight), 4))
+    tilt[:, 0] = 1.0
+    up = np.array([0.0, 0.0, 1.0])
+    for hold, normal in zip(plan.holds, normals, strict=True):
+        if np.all(np.isfinite(normal)):
+            tilt[hold.start : hold.end] = quat.swing(up, normal, np.array([1.0, 0.0, 0.0]))
+    return tilt
+
+
+CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding, not a crossing
 
 
 # An ease-out lasts at least the contact blend, and long enough that its correction adds at most
@@ -113,21 +142,29 @@ def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, 
     return out, changed
 
 
-def solve_leg(leg: plant_read.LegFrames, plan: plant.PlantPlan, softness: float, fps: float) -> tuple:
+def solve_leg(
+    leg: plant_read.LegFrames, plan: plant.PlantPlan, softness: float, fps: float, tilt=None, ground_at=None
+) -> tuple:
     """(the leg's local rotations (F, 3, 4), the ankle's world distance from its goal on hold and
     clamp frames (F,), the frames changed (F,), where the tip then is (F, 3) world): holds solved
     for the planned tip, eases in joint space, and then, on any frame where that leaves the tip
-    below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve)."""
-    solved, errors = _positional(leg, plan.target, softness, fps)
+    below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
+    `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
+    `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground)."""
+    solved, errors = _positional(leg, plan.target, softness, fps, tilt)
     out, changed = _joint_eases(plan, leg.basis, solved, fps)
     errors = np.where(plan.weight == 1.0, errors, 0.0)
     heads = leg.heads
     points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
     toe = leg.to_world(points[2])
-    low = toe[:, 2] < plan.floor
+    floor = plan.floor
+    if ground_at is not None:  # the ground under where the tip is now (plan.floor: under the input's)
+        floor = np.maximum(floor, np.where(np.isinf(floor), floor, ground_at(toe)))
+    # Holds sit on their floor by construction (rounding aside); eases and swings are clamped.
+    low = (toe[:, 2] < floor - CLAMP_SLACK) & (plan.weight < 1.0)
     if np.any(low):
         lifted = toe.copy()
-        lifted[:, 2] = np.maximum(toe[:, 2], plan.floor)
+        lifted[:, 2] = np.maximum(toe[:, 2], floor)
         clamped, missed = _positional(leg, lifted, softness, fps)
         out[low], errors[low], toe[low] = clamped[low], missed[low], lifted[low]
         changed |= low

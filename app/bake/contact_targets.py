@@ -288,7 +288,17 @@ def solve_steps(
             plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
         offset = np.any(first.offset != 0.0, axis=1)
         plan = replace(plan, target=plan.target + first.offset, changed=plan.changed | offset)
-        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps)
+        tilt = None
+        if probe is not None and obj.chain_ik.contact_align and plan.holds:
+            points = np.array([hold.point for hold in plan.holds])
+            tilt = contact_legs.ground_tilts(plan, probe.normals_below(points, length))
+        ground_at = None
+        if probe is not None:
+
+            def ground_at(points, spec=spec, length=length):
+                return ground_under(probe, spec, points, frames, length)
+
+        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
         keyed = changed.copy()
         keyed[1:] |= changed[:-1]
         keyed[:-1] |= changed[1:]

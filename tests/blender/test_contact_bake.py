@@ -278,3 +278,39 @@ def test_frame_by_frame_reading_holds_too_and_esc_cancels_it(scene):
         held = played[start - FIRST : end - FIRST + 1]
         assert np.linalg.norm(before[end - FIRST] - before[start - FIRST]) > 0.09
         assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+
+
+def test_align_to_ground_tilts_a_planted_foot_with_the_slope(scene):
+    import math
+
+    from mathutils import Matrix
+
+    obj = built_walk(ground=0.0)
+    ground = obj.chain_ik.ground
+    ground.rotation_euler = (math.radians(10.0), 0.0, 0.0)  # a slope along the walk
+    obj.chain_ik.contact_align = True
+    bpy.context.view_layer.update()
+
+    def foot_rotations():
+        scene = bpy.context.scene
+        out = []
+        for frame in FRAMES:
+            scene.frame_set(int(frame))
+            ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            out.append((ev.matrix_world @ ev.pose.bones["foot"].matrix).to_quaternion())
+        scene.frame_set(FIRST)
+        return out
+
+    before = foot_rotations()
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after, tips = foot_rotations(), toe_track(obj, FRAMES)
+    slope = Matrix.Rotation(math.radians(10.0), 3, "X").to_quaternion()
+    for start, end in CONTACTS:
+        for frame in range(start, end + 1):
+            k = frame - FIRST
+            turn = after[k] @ before[k].inverted()  # the hold's tilt, on top of the motion's rotation
+            assert turn.rotation_difference(slope).angle < 1e-3, frame
+        held = tips[start - FIRST : end - FIRST + 1]
+        assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+        # On the slope's surface: z = y tan(10°) (the plane turns about the world X axis).
+        assert abs(held[0][2] - held[0][1] * math.tan(math.radians(10.0))) < 1e-4
