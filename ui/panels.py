@@ -260,6 +260,7 @@ class VIEW3D_PT_chain_ik_contacts(_ChainIKPanel, bpy.types.Panel):
             row.prop(item, "contact", text=f"Contact ({item.name})")
         # A bake honours the contacts (app.bake.contact_targets): its ease and its last figures.
         layout.prop(settings, "contact_blend")
+        layout.prop(settings, "contact_align")
         for chain in settings.chains:
             if chain.contact_figures:
                 box = layout.box()
