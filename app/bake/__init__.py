@@ -127,7 +127,9 @@ class Progress:
         self.end()  # the window's progress bar never outlives the work, failed or not
 
 
-def bake(context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None) -> BakeResult:
+def bake(
+    context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None
+) -> BakeResult:
     """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
     steps = bake_steps(context, obj, specs, options, progress)
     while True:
