@@ -16,6 +16,7 @@ import numpy as np
 
 from . import quat, registry
 from .api import method_settings, solve
+from .common.aim_goals import after_reach, aiming
 from .common.pins import hold
 from .common.soft_goals import soften_effectors
 from .model.chain import Chain
@@ -62,6 +63,14 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    if aiming(effectors):  # aims after the reach, on the bones it leaves free (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)  # the settings checked all the same
+        reach = [e for e in effectors if not e.aim_axis]
+        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+        solved = None
+        if reach:
+            solved = solve_skeleton(skeleton, local, reach, method=method, pose=pose, **limits, **options)
+        return after_reach(skeleton, local, effectors, solved, **limits, method=method)
     effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
