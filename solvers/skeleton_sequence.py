@@ -89,7 +89,9 @@ def solve_skeleton_next(
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     local = np.asarray(local, dtype=float)
     reach = [e for e in effectors if not e.aim_axis]
-    if reach and len(reach) < len(effectors):  # aims after the reach (common.aim_goals); alone: solve_skeleton's
+    if len(reach) < len(effectors):  # aims after the reach, each from this frame's input (common.aim_goals)
+        if not reach:
+            return solve_skeleton(skeleton, local, effectors, pose=pose, **settings)
         solved = solve_skeleton_next(skeleton, local, reach, previous, previous_input, pose=pose, **settings)
         return after_reach(skeleton, local, effectors, solved, **_aim_settings(settings))
     if len(effectors) == 1 and not effectors[0].pin:  # a chain: from the last solution, with a pole from its input
