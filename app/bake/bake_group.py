@@ -117,11 +117,11 @@ class GroupFrames:
                 rows.append(_to_local(inverse, sampling.target_positions(spec.target, frames)))
         positions = np.stack(rows, axis=1)
         poles = None
-        if any(s.pole is not None for s in self.specs):
+        if any(s.pole is not None and not s.aims for s in self.specs):
             poles = np.stack(
                 [
                     np.full((len(frames), 3), np.nan)
-                    if s.pole is None
+                    if s.pole is None or s.aims  # an aim has no pole (app.solve.goals)
                     else _to_local(inverse, sampling.target_positions(s.pole, frames))
                     for s in self.specs
                 ],

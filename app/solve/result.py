@@ -103,11 +103,15 @@ def measured_aim(depsgraph, obj, spec: ChainSpec) -> tuple[float, float]:
     """An aiming chain on the written pose: (degrees between its tip bone's aim axis and the line
     from the bone's head to the target, the world distance by which that ray misses the target:
     the error "reached" compares with the tolerance, solvers.common.aim_goals)."""
-    obj_eval = obj.evaluated_get(depsgraph)
+    target = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+    return aim_figures(obj.evaluated_get(depsgraph), spec, target)
+
+
+def aim_figures(obj_eval, spec: ChainSpec, target_world) -> tuple[float, float]:
+    """`measured_aim`'s figures on the evaluated armature `obj_eval`, the target at `target_world`."""
     matrix = obj_eval.matrix_world @ obj_eval.pose.bones[spec.tip].matrix
     axis = matrix.to_3x3() @ Vector(AIM_AXES[spec.aim_axis])
-    target = Vector(rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone))
-    to_target = target - matrix.translation
+    to_target = Vector(tuple(map(float, target_world))) - matrix.translation
     if to_target.length == 0.0 or axis.length == 0.0:
         return math.nan, to_target.length
     angle = axis.angle(to_target)

@@ -214,3 +214,12 @@ def test_aim_tolerance_and_miss():
     assert aim_goals.aim_tolerance(0.01, 1.0) == pytest.approx(math.asin(0.01))
     assert aim_goals.aim_miss(math.asin(0.01), 1.0) == pytest.approx(0.01)
     assert aim_goals.aim_miss(2.0, 1.5) == 1.5
+
+
+def test_the_headless_names_are_the_cores():
+    """cli.py and the shot list check aim axes without numpy (headless/aim_axis_names.py)."""
+    from headless import aim_axis_names
+    from solvers.model import aim_axis
+
+    assert aim_axis_names.AIM_AXIS_NAMES == (aim_axis.NO_AIM, *aim_axis.AIM_AXES)
+    assert aim_axis_names.DEFAULT_AIM_SPREAD == aim_axis.DEFAULT_SPREAD
