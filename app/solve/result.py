@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from mathutils import Vector
+import numpy as np
 
 from ... import rig, solvers
 from ...solvers.common.aim_goals import aim_miss
@@ -108,14 +108,14 @@ def measured_aim(depsgraph, obj, spec: ChainSpec) -> tuple[float, float]:
 
 
 def aim_figures(obj_eval, spec: ChainSpec, target_world) -> tuple[float, float]:
-    """`measured_aim`'s figures on the evaluated armature `obj_eval`, the target at `target_world`."""
-    matrix = obj_eval.matrix_world @ obj_eval.pose.bones[spec.tip].matrix
-    axis = matrix.to_3x3() @ Vector(AIM_AXES[spec.aim_axis])
-    to_target = Vector(tuple(map(float, target_world))) - matrix.translation
-    if to_target.length == 0.0 or axis.length == 0.0:
-        return math.nan, to_target.length
-    angle = axis.angle(to_target)
-    return math.degrees(angle), aim_miss(angle, to_target.length)
+    """`measured_aim`'s figures on the evaluated armature `obj_eval`, the target at `target_world`
+    (in float64, atan2: mathutils' single-precision acos reads 0 below ~0.03 degrees)."""
+    matrix = np.array(obj_eval.matrix_world @ obj_eval.pose.bones[spec.tip].matrix, dtype=float)
+    axis = matrix[:3, :3] @ np.array(AIM_AXES[spec.aim_axis])
+    to_target = np.asarray(target_world, dtype=float) - matrix[:3, 3]
+    dist = float(np.linalg.norm(to_target))
+    angle = math.atan2(float(np.linalg.norm(np.cross(axis, to_target))), float(axis @ to_target))
+    return math.degrees(angle), aim_miss(angle, dist)
 
 
 def measured_angle(depsgraph, obj, spec: ChainSpec) -> float | None:

@@ -15,7 +15,8 @@ head along the aim axis passes within the distance tolerance of the target (the 
 tolerance; default DEFAULT_RELATIVE_TOLERANCE x the length of the aim's branch): its remaining
 angle is within asin(tolerance / d), d the distance from the tip bone's head to the target. The
 solution's `error` for an aim is that miss distance (`aim_miss`), `angles` the remaining angle.
-A target on the tip bone's head is refused (ValueError): there is no direction to aim along.
+A target on the tip bone's head (within the tolerance of it) is refused (ValueError): there is no
+direction to aim along.
 """
 
 from __future__ import annotations
@@ -93,8 +94,11 @@ def after_reach(
         pose[free] = np.asarray(local, dtype=float)[free]  # from the frame's input (module doc)
         tol = tolerance if tolerance is not None else DEFAULT_RELATIVE_TOLERANCE * float(skeleton.lengths[bones].sum())
         angle, dist = measure(skeleton, pose, e)
-        if not dist > aim.AT_HEAD * float(skeleton.lengths[bones].sum()):
-            raise ValueError(f"the aim target of the effector on bone {e.bone} is at its tip bone's head: no direction")
+        if not dist > max(tol, aim.AT_HEAD * float(skeleton.lengths[bones].sum())):  # within the tolerance: on it
+            raise ValueError(
+                f"the aim target of the effector on bone {e.bone} is at its tip bone's head (within the tolerance,"
+                f" {tol:.3g}): there is no direction to aim along"
+            )
         # The tip bone's head moves at most the branch's head-to-head reach from the branch's first
         # head (which the aim does not move): the angle that keeps the ray within `tol` anywhere there.
         top = skeleton.forward(pose)[1][bones[0]]

@@ -1,0 +1,258 @@
+"""Aim chains (issue 20 item 4) in Blender: a chain's Aim Axis and Aim Spread through Solve, the
+Result box, Bake and its report, the script arguments and cli.py; Rigify's metarig turning its
+head while both hands reach (every method), a built neck for each axis, spread and limits."""
+
+from __future__ import annotations
+
+import math
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, channel_state, make_armature, random_pose, restore_channels, world_point
+from mathutils import Vector
+from test_bake import keyed
+
+METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
+AXES = ["+X", "-X", "+Y", "-Y", "+Z", "-Z"]
+NECK = ("n1", "n2", "head")
+TOL = 1e-5  # the chains' tolerance (world distance): an aim is reached when its ray passes this near
+
+
+def _neck(name: str = "Rig"):
+    """Two neck bones and a head, upright (roll 0: each bone's +Z faces -Y, the metarig's front)."""
+    bones = [
+        ("n1", (0, 0, 1.5), (0, 0, 1.55), None, False, 0.0),
+        ("n2", (0, 0, 1.55), (0, 0, 1.6), "n1", True, 0.0),
+        ("head", (0, 0, 1.6), (0, 0, 1.8), "n2", True, 0.0),
+    ]
+    obj = make_armature(bones, name)
+    for n in NECK:
+        obj.pose.bones[n].rotation_mode = "QUATERNION"
+    return obj
+
+
+def _aim(obj, target, tip="head", length=3, axis="+Z", spread=0.7, method="triangulation", name="Head"):
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length, item.target, item.method = name, tip, length, target, method
+    item.aim_axis, item.aim_spread, item.tolerance, item.max_iterations = axis, spread, TOL, 2000
+    return item
+
+
+def _measured(obj, tip: str, axis: str, target) -> tuple[float, float]:
+    """(degrees between the tip bone's axis and its head-to-target line, the ray's miss), from the
+    evaluated pose alone."""
+    bpy.context.view_layer.update()
+    m = obj.matrix_world @ obj.pose.bones[tip].matrix
+    column = {"X": 0, "Y": 1, "Z": 2}[axis[1]]
+    a = np.array(m.col[column][:3]) * (1.0 if axis[0] == "+" else -1.0)
+    d = np.asarray(target, dtype=float) - np.array(m.translation[:])
+    angle = math.atan2(float(np.linalg.norm(np.cross(a, d))), float(a @ d))
+    return math.degrees(angle), float(np.linalg.norm(d)) * math.sin(angle)
+
+
+def _turn(obj, name: str) -> float:
+    """Degrees bone `name` turned from its rest (its local rotation)."""
+    return math.degrees(obj.pose.bones[name].matrix_basis.to_quaternion().angle)
+
+
+# --------------------------------------------------------------------------- Rigify's metarig
+
+
+@pytest.fixture(scope="module")
+def rigify(ext):
+    addon_utils.enable("rigify", default_set=True)
+    yield
+    addon_utils.disable("rigify", default_set=True)
+
+
+def _metarig():
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    obj.rotation_euler = (0.0, 0.0, 0.6)
+    obj.location = (1.0, -2.0, 0.3)
+    obj.scale = (1.3, 1.3, 1.3)
+    bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
+def _hand_target(obj, side: str, rng) -> np.ndarray:
+    """A world point the arm (shoulder to hand) reaches with a random pose, the pose put back."""
+    names = [f"{n}.{side}" for n in ("shoulder", "upper_arm", "forearm", "hand")]
+    saved = channel_state(obj)
+    random_pose(obj, names, rng, max_angle=0.4)
+    point = world_point(obj, f"hand.{side}")
+    restore_channels(obj, saved)
+    bpy.context.view_layer.update()
+    return point
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["apart", "one group"])
+@pytest.mark.parametrize("method", METHODS)
+def test_metarig_head_aims_while_both_hands_reach(scene, rigify, method, shared, capfd):
+    """The head chain (neck bones and head; with `shared` from the chest, which the hand chains
+    hold too: one group) aims its +Z (forward) at a target to the side and above while both hand
+    chains reach: each head-chain bone turns a visible share, the angle ends within tolerance,
+    the hands reach, the report says the angle."""
+    obj = _metarig()
+    rng = np.random.default_rng(7 + len(method))
+    goals = {side: _hand_target(obj, side, rng) for side in "LR"}
+    head = obj.matrix_world @ obj.pose.bones["spine.006"].head
+    look = head + obj.matrix_world.to_3x3() @ Vector((0.8, -1.0, 0.6))  # left, forward, up (armature)
+    head_target = add_empty("Look", look)
+    bpy.context.view_layer.objects.active = obj
+    _aim(obj, head_target, "spine.006", 4 if shared else 3, method=method)
+    for side in "LR":
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length = f"Hand {side}", f"hand.{side}", 5 if shared else 3
+        item.target, item.method = add_empty(f"Goal {side}", goals[side]), method
+        item.tolerance, item.max_iterations = TOL, 2000
+    before = channel_state(obj)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    out = capfd.readouterr().out
+    angle, miss = _measured(obj, "spine.006", "+Z", look)
+    for side in "LR":
+        assert np.linalg.norm(world_point(obj, f"hand.{side}") - goals[side]) < 1e-4, (method, side)
+    head_item = obj.chain_ik.chains[0]
+    print(f"{method} {'group' if shared else 'apart'}: angle {angle:.2e} deg, miss {miss:.2e}, turns",
+          [round(_turn(obj, n), 2) for n in ("spine.004", "spine.005", "spine.006")])  # fmt: skip
+    assert head_item.result.aimed and head_item.result.reached
+    assert miss <= TOL * 1.01 and head_item.result.angle == pytest.approx(angle, abs=1e-4)
+    for name in ("spine.004", "spine.005", "spine.006"):
+        assert _turn(obj, name) > 3.0, name  # a visible share each (the look turns ~40 degrees)
+    if shared:  # the chest holds the hands: the aim leaves it to them (solvers.common.aim_goals)
+        assert "(group " in out
+    changed = {n for n, v in channel_state(obj).items() if v != before[n]}
+    assert changed <= {"spine.003", "spine.004", "spine.005", "spine.006"} | {
+        f"{n}.{s}" for n in ("shoulder", "upper_arm", "forearm", "hand") for s in "LR"
+    }
+    assert f"chain 'Head'{' (group ' if shared else ':'}" in out and "° off the target" in out
+
+
+# --------------------------------------------------------------------------- a built neck
+
+
+@pytest.mark.parametrize("spread", [0.0, 1.0])
+@pytest.mark.parametrize("axis", AXES)
+def test_each_axis_and_spread(scene, axis, spread):
+    obj = _neck()
+    look = (0.7, -1.2, 2.1)
+    item = _aim(obj, add_empty("Look", look), axis=axis, spread=spread)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    angle, miss = _measured(obj, "head", axis, look)
+    assert miss <= TOL and item.result.reached and item.result.aimed
+    assert item.result.angle == pytest.approx(angle, abs=1e-4) and item.result.error == pytest.approx(miss, abs=1e-6)
+    turns = [_turn(obj, n) for n in NECK]
+    if spread == 0.0:
+        assert turns[0] == 0.0 and turns[1] == 0.0 and turns[2] > 1.0
+    else:
+        assert min(turns) > 1.0
+
+
+def test_limits_are_honoured_and_the_angle_left_is_reported(scene, capfd):
+    """Each bone may turn 10 degrees about each axis: a target behind the head is out of the
+    aim's range; the angle left is reported (not reached), the limits hold."""
+    obj = _neck()
+    for n in NECK:
+        pb = obj.pose.bones[n]
+        for a in "xyz":
+            setattr(pb, f"use_ik_limit_{a}", True)
+            setattr(pb, f"ik_min_{a}", math.radians(-10))
+            setattr(pb, f"ik_max_{a}", math.radians(10))
+    look = (0.3, 2.0, 1.7)  # behind (the head faces -Y)
+    item = _aim(obj, add_empty("Look", look), method="jacobian")
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    out = capfd.readouterr().out
+    angle, miss = _measured(obj, "head", "+Z", look)
+    assert not item.result.reached and item.result.angle == pytest.approx(angle, abs=1e-4) and angle > 90.0
+    assert f"aims +Z {item.result.angle:.3g}° off the target" in out and "joint limits block the aim" in out
+    from chain_ik import rig
+    from chain_ik.solvers import limits as joint_limits
+
+    read = rig.read_chain(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()), "head", 3, True, True)
+    assert np.max(joint_limits.violation(read.chain.limits, read.chain.input_locals)) < 1e-6  # float32 channels
+    assert max(_turn(obj, n) for n in NECK) > 5.0  # it turned as far as it may
+
+
+def test_a_pinned_aim_and_a_bad_spread_are_refused(scene):
+    obj = _neck()
+    item = _aim(obj, add_empty("Look", (0.5, -1.0, 1.7)))
+    before = channel_state(obj)
+    item.pin = True
+    with pytest.raises(RuntimeError, match="is pinned and aims"):
+        bpy.ops.chain_ik.solve()
+    item.pin = False
+    with pytest.raises(RuntimeError, match="aim spread must be within 0..1"):
+        bpy.ops.chain_ik.solve(aim_spread=1.5)
+    assert channel_state(obj) == before
+
+
+def test_an_aim_target_on_the_tip_bones_head_is_refused_and_nothing_written(scene):
+    obj = _neck()
+    item = _aim(obj, add_empty("Look", (0.0, 0.0, 1.6)))  # the head bone's head
+    before = channel_state(obj)
+    with pytest.raises(RuntimeError, match="at its tip bone's head"):
+        bpy.ops.chain_ik.solve()
+    assert channel_state(obj) == before and not item.has_result
+    with pytest.raises(RuntimeError, match="at its tip bone's head"):
+        bpy.ops.chain_ik.bake(frame_start=1, frame_end=3)
+    assert channel_state(obj) == before
+    assert obj.animation_data is None or obj.animation_data.action is None
+
+
+def test_script_arguments_aim_a_chain(scene):
+    """solve(tip=..., aim_axis=...) aims a chain of the arguments alone; aim_axis alone over the
+    panel's chains turns a reaching chain into an aim."""
+    obj = _neck()
+    look = (-0.6, -1.0, 1.4)
+    add_empty("Look", look)
+    assert bpy.ops.chain_ik.solve(tip="head", chain_length=3, target="Look", aim_axis="+Z") == {"FINISHED"}
+    assert _measured(obj, "head", "+Z", look)[1] <= 1e-5 * 0.3 * 1.01 + 1e-7
+    item = _aim(obj, bpy.data.objects["Look"], axis="NONE")
+    assert bpy.ops.chain_ik.solve(aim_axis="-Y", aim_spread=0.0) == {"FINISHED"}
+    assert item.result.aimed and item.result.reached and _measured(obj, "head", "-Y", look)[1] <= TOL
+
+
+# --------------------------------------------------------------------------- Bake
+
+
+def _swinging_look(frames=range(1, 6)):
+    look = add_empty("Look")
+    for k, f in enumerate(frames):
+        look.location = (-0.8 + 0.4 * k, -1.5, 1.6 + 0.1 * k)
+        look.keyframe_insert("location", frame=f)
+    return look
+
+
+def test_bake_keys_an_aiming_chain_and_reports_the_angle_on_playback(scene, capfd):
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    obj = _neck()
+    look = _swinging_look()
+    _aim(obj, look, method="fabrik")
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.chain_ik.bake(frame_start=1, frame_end=5) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "worst aim angle" in out and "aims (the tree's aim pass" in out
+    keys = keyed(obj)
+    for n in NECK:
+        assert len(keys[(f'pose.bones["{n}"].rotation_quaternion', 0)]) == 5, n
+    assert {path.split('"')[1] for path, _ in keys} <= set(NECK)  # only the chain's bones keyed
+    angles = []
+    for f in range(1, 6):
+        bpy.context.scene.frame_set(f)
+        angles.append(_measured(obj, "head", "+Z", look.matrix_world.translation)[0])
+        assert min(_turn(obj, n) for n in NECK) > 1.0  # every neck bone keyed and turned
+    assert max(angles) < 1e-3
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    result = bake_run.bake(bpy.context, obj, specs, bake_run.BakeOptions(frame_start=1, frame_end=5))
+    (report,) = result.chains
+    replayed = []
+    for f in range(1, 6):
+        bpy.context.scene.frame_set(f)
+        replayed.append(_measured(obj, "head", "+Z", look.matrix_world.translation)[0])
+    assert report.worst_angle == pytest.approx(max(replayed), abs=1e-6) and report.missed == 0
+    assert report.as_dict()["worst_angle"] == report.worst_angle
