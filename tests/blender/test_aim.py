@@ -78,9 +78,10 @@ def _metarig():
     return obj
 
 
-def _hand_target(obj, side: str, rng) -> np.ndarray:
-    """A world point the arm (shoulder to hand) reaches with a random pose, the pose put back."""
-    names = [f"{n}.{side}" for n in ("shoulder", "upper_arm", "forearm", "hand")]
+def _hand_target(obj, side: str, rng, shoulder: bool) -> np.ndarray:
+    """A world point the arm (upper arm to hand, from the shoulder with `shoulder`) reaches with a
+    random pose, the pose put back."""
+    names = [f"{n}.{side}" for n in ("shoulder", "upper_arm", "forearm", "hand")[0 if shoulder else 1 :]]
     saved = channel_state(obj)
     random_pose(obj, names, rng, max_angle=0.4)
     point = world_point(obj, f"hand.{side}")
@@ -98,7 +99,7 @@ def test_metarig_head_aims_while_both_hands_reach(scene, rigify, method, shared,
     the hands reach, the report says the angle."""
     obj = _metarig()
     rng = np.random.default_rng(7 + len(method))
-    goals = {side: _hand_target(obj, side, rng) for side in "LR"}
+    goals = {side: _hand_target(obj, side, rng, shared) for side in "LR"}
     head = obj.matrix_world @ obj.pose.bones["spine.006"].head
     look = head + obj.matrix_world.to_3x3() @ Vector((0.8, -1.0, 0.6))  # left, forward, up (armature)
     head_target = add_empty("Look", look)
