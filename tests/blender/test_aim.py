@@ -4,7 +4,10 @@ head while both hands reach (every method), a built neck for each axis, spread a
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 
 import addon_utils
 import bpy
@@ -257,3 +260,28 @@ def test_bake_keys_an_aiming_chain_and_reports_the_angle_on_playback(scene, capf
         replayed.append(_measured(obj, "head", "+Z", look.matrix_world.translation)[0])
     assert report.worst_angle == pytest.approx(max(replayed), abs=1e-6) and report.missed == 0
     assert report.as_dict()["worst_angle"] == report.worst_angle
+
+
+# --------------------------------------------------------------------------- cli.py
+
+
+def test_cli_aims_a_chain_and_its_json_has_the_angle(scene, tmp_path):
+    """--aim-axis/--aim-spread per --chain: the bake aims, the JSON's chain has the worst angle on
+    playback; an unknown axis is refused before the file is opened."""
+    from conftest import REPO
+
+    _neck()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _swinging_look()
+    path, summary = tmp_path / "neck.blend", tmp_path / "s.json"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    args = [path, "--", "--armature", "Rig", "--chain", "head:3", "--target", "Look", "--frames", "1-5"]
+    cli = [sys.executable, str(REPO / "cli.py")]
+    run = subprocess.run([*cli, *map(str, args), "--aim-axis=+Z", "--aim-spread", "1", "--json", str(summary)],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (chain,) = json.loads(summary.read_text())["per_chain"]
+    assert chain["worst_angle"] is not None and chain["worst_angle"] < 1e-3 and chain["missed"] == 0
+    assert "worst aim angle" in run.stdout
+    bad = subprocess.run([*cli, *map(str, args), "--aim-axis=+W"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "argument --aim-axis: invalid choice: '+W'" in bad.stderr, bad.stderr
