@@ -285,3 +285,37 @@ def test_cli_aims_a_chain_and_its_json_has_the_angle(scene, tmp_path):
     assert "worst aim angle" in run.stdout
     bad = subprocess.run([*cli, *map(str, args), "--aim-axis=+W"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "argument --aim-axis: invalid choice: '+W'" in bad.stderr, bad.stderr
+
+
+# --------------------------------------------------------------------------- Mirror Chain, Compare
+
+
+@pytest.mark.parametrize("axis", ["+X", "-Z", "+Y"])
+def test_a_mirrored_aim_chain_aims_to_the_mirror_image(scene, axis):
+    """Mirror Chain flips an aim's X axis (a Symmetrized bone's X is minus the mirror of the
+    original's), keeps Y and Z: the mirrored chain's solve is the mirror image."""
+    from test_mirror_chain import _mirror_x, _rig, _world
+
+    obj = _rig()
+    look = add_empty("Look.L", (0.9, -0.8, 1.6))
+    add_empty("Look.R", _mirror_x((0.9, -0.8, 1.6)))
+    bpy.context.view_layer.objects.active = obj
+    _aim(obj, look, "hand.L", 3, axis=axis, spread=0.5, name="Arm.L")
+    assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
+    mirrored = obj.chain_ik.chains["Arm.R"]
+    assert mirrored.aim_axis == {"+X": "-X"}.get(axis, axis) and mirrored.aim_spread == pytest.approx(0.5)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert all(item.result.reached for item in obj.chain_ik.chains)
+    left = _world(obj, ["upper.L", "fore.L", "hand.L"])
+    right = _world(obj, ["upper.R", "fore.R", "hand.R"])
+    for name, ends in left.items():
+        for a, b in zip(ends, right[name[:-1] + "R"], strict=True):
+            assert np.linalg.norm(np.array(_mirror_x(a)) - b) < 1e-5
+
+
+def test_compare_leaves_aiming_chains_out(scene, capfd):
+    obj = _neck()
+    item = _aim(obj, add_empty("Look", (0.5, -1.0, 1.7)))
+    with pytest.raises(RuntimeError, match="pinned or aims"):
+        bpy.ops.chain_ik.compare()
+    assert not len(item.comparison)
