@@ -21,7 +21,7 @@ import numpy as np
 from ... import rig, solvers
 from ...rig import keys, modes, sampling, sequence, tree_write
 from ...rig.fk import PoseFK
-from ..solve.group_solve import group_effectors, group_notes, group_rig
+from ..solve.group_solve import group_effectors, group_notes, group_rig, named_bones
 from ..spec import ChainSpec
 from ..spec.groups import group_label
 from .bake_chain import check_rigid_at
@@ -93,13 +93,17 @@ class GroupFrames:
             state.solved.scales[name][k] = y
         start = time.perf_counter()
         previous = self.previous if k else None
-        solution = solvers.solve_skeleton_next(
-            skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
-        )
+        try:
+            solution = solvers.solve_skeleton_next(
+                skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
+            )
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), names)) from None
         self.previous, self.previous_input = solution.local, local
         seconds = time.perf_counter() - start
-        if solution.reason and solution.reason not in self.reason:
-            self.reason = "; ".join(filter(None, (self.reason, f"solver: {solution.reason}")))
+        said = named_bones(solution.reason, names)
+        if said and said not in self.reason:
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {said}")))
         self._write(state, k, names, local, solution.local)
         effectors = solvers.skeleton.resolve_pins(skeleton, local, effectors)
         self._errors(state, [k], space, skeleton, solution.local[None], solution.error[None], effectors, seconds)
@@ -134,12 +138,15 @@ class GroupFrames:
         template = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, None, placeholders)
         start = time.perf_counter()
         lead = self.lead
-        batch = solvers.solve_skeleton_sequence(
-            skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
-        )
+        try:
+            batch = solvers.solve_skeleton_sequence(
+                skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
+            )
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), names)) from None
         seconds = time.perf_counter() - start
         if batch.reason:
-            self.reason = "; ".join(filter(None, (self.reason, f"solver: {batch.reason}")))
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {named_bones(batch.reason, names)}")))
         if lead.influence == 1.0:
             # No locks here (static_reason) and nothing blends: the solved rotations are the keys'
             # (modes.series_values converts them once at the end, with sign continuity).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
 from dataclasses import dataclass
 
@@ -52,7 +53,10 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             for e in effectors
         ]
     skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
-    solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    try:
+        solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    except ValueError as exc:  # the core names bones by index
+        raise ValueError(named_bones(str(exc), names)) from None
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     if stretched:
         scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
@@ -194,5 +198,10 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     """What the group's solve did not honour, and the solver's own reason: shown with the result."""
     notes = []
     if solver_reason:
-        notes.append(f"solver: {solver_reason}")
+        notes.append(f"solver: {named_bones(solver_reason, names)}")
     return "; ".join(notes)
+
+
+def named_bones(text: str, names) -> str:
+    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names."""
+    return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)
