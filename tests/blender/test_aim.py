@@ -320,3 +320,21 @@ def test_compare_leaves_aiming_chains_out(scene, capfd):
     with pytest.raises(RuntimeError, match="pinned or aims"):
         bpy.ops.chain_ik.compare()
     assert not len(item.comparison)
+
+
+def test_live_follows_an_aim_target(scene):
+    obj = _neck()
+    bpy.ops.object.mode_set(mode="OBJECT")
+    look = add_empty("Look", (0.5, -1.0, 1.7))
+    item = _aim(obj, look)
+    item.live = True
+    try:
+        for location in [(0.5, -1.0, 1.7), (-0.7, -1.2, 2.0), (0.1, -0.9, 1.2)]:
+            look.location = location
+            bpy.context.view_layer.update()  # Live solves
+            bpy.context.view_layer.update()  # the written pose evaluates
+            angle, miss = _measured(obj, "head", "+Z", location)
+            assert miss <= TOL and item.result.aimed and item.result.reached
+            assert item.result.angle == pytest.approx(angle, abs=1e-4)
+    finally:
+        item.live = False
