@@ -84,9 +84,7 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
         item = obj.chain_ik.active
         layout.prop_search(item, "tip", obj.data, "bones")
         layout.prop(item, "chain_length")
-        row = layout.row()
-        row.active = item.aim_axis == "NONE"  # an aim's tip bone is in the chain: it turns its own axis
-        row.prop(item, "use_tail")
+        layout.prop(item, "use_tail")
         layout.prop(item, "target")
         if item.target is not None and item.target.type == "ARMATURE":
             layout.prop_search(item, "target_bone", item.target.data, "bones")

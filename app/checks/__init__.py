@@ -37,6 +37,8 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"unknown aim axis '{spec.aim_axis}'; choose one of: {NO_AIM}, {', '.join(AIM_AXES)}")
     if not 0.0 <= spec.aim_spread <= 1.0:  # NaN too
         raise ValueError(f"aim spread must be within 0..1, got {spec.aim_spread:g}")
+    if spec.aims and not spec.use_tail:
+        raise ValueError(f"chain '{spec.label}' aims with Use Tail off: its tip bone aims, so it must be in the chain")
     if spec.aims and spec.pin:
         raise ValueError(f"chain '{spec.label}' is pinned and aims: a pin holds its tip, an aim turns it")
     if spec.target is None and not spec.pin:

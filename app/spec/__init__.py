@@ -100,8 +100,6 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         aim_spread=item.aim_spread,
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
-    if fields["aim_axis"] != NO_AIM:  # the tip bone aims: it is in the chain, whatever Use Tail says
-        fields["use_tail"] = True
     return ChainSpec(**fields)
 
 

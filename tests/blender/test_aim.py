@@ -181,14 +181,17 @@ def test_limits_are_honoured_and_the_angle_left_is_reported(scene, capfd):
     assert max(_turn(obj, n) for n in NECK) > 5.0  # it turned as far as it may
 
 
-def test_a_pinned_aim_and_a_bad_spread_are_refused(scene):
+def test_a_pinned_aim_use_tail_off_and_a_bad_spread_are_refused(scene):
     obj = _neck()
     item = _aim(obj, add_empty("Look", (0.5, -1.0, 1.7)))
     before = channel_state(obj)
     item.pin = True
     with pytest.raises(RuntimeError, match="is pinned and aims"):
         bpy.ops.chain_ik.solve()
-    item.pin = False
+    item.pin, item.use_tail = False, False
+    with pytest.raises(RuntimeError, match="aims with Use Tail off"):
+        bpy.ops.chain_ik.solve()
+    item.use_tail = True
     with pytest.raises(RuntimeError, match="aim spread must be within 0..1"):
         bpy.ops.chain_ik.solve(aim_spread=1.5)
     assert channel_state(obj) == before
