@@ -5,7 +5,9 @@ solve path with its fast kernels, with the very chain a chain solve of those bon
 (`branch_chain`: built from the pose as read, not re-derived by forward kinematics). Several
 go to the method's tree kernel (`registry.Method.tree`); a method without one is solved by the
 least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's reason says so
-(`tree_kernel`). Then any pin still off is held (common.pins.hold).
+(`tree_kernel`). Then any pin still off is held (common.pins.hold). Effectors that aim
+(`Effector.aim_axis`) are solved after the others, on the bones those leave free
+(common.aim_goals), here and in the many-frame entry points alike.
 """
 
 from __future__ import annotations

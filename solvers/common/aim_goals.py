@@ -14,7 +14,9 @@ Reached, declared once (`aim_tolerance`): an aim is reached when the ray from it
 head along the aim axis passes within the distance tolerance of the target (the method's
 tolerance; default DEFAULT_RELATIVE_TOLERANCE x the length of the aim's branch): its remaining
 angle is within asin(tolerance / d), d the distance from the tip bone's head to the target. The
-solution's `error` for an aim is that miss distance (`aim_miss`), `angles` the remaining angle.
+solution's `error` for an aim is that miss distance (`aim_miss`), `angles` the remaining angle;
+`iterations` the reach solve's plus the aim passes, `reason` the reach's and each aim's that stopped
+short ("aim on bone i: joint limits block the aim").
 A target on the tip bone's head (within the tolerance of it) is refused (ValueError): there is no
 direction to aim along.
 """

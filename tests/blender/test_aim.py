@@ -341,3 +341,60 @@ def test_live_follows_an_aim_target(scene):
             assert item.result.angle == pytest.approx(angle, abs=1e-4)
     finally:
         item.live = False
+
+
+@pytest.mark.parametrize("method", ["fabrik", "jacobian"])
+def test_metarig_group_bake_aims_the_head_while_the_hands_reach(scene, rigify, method):
+    """One group (chest shared): the hands' targets still, the look swinging over 4 frames; the
+    bake (sampled route) keys every frame, the head's angle measured on playback within tolerance
+    and the hands reached on every frame."""
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    obj = _metarig()
+    rng = np.random.default_rng(3)
+    goals = {side: _hand_target(obj, side, rng, True) for side in "LR"}
+    head = np.array((obj.matrix_world @ obj.pose.bones["spine.006"].head)[:])
+    look = add_empty("Look")
+    for f in range(1, 5):
+        look.location = head + np.array(obj.matrix_world.to_3x3() @ Vector((-0.8 + 0.5 * f, -1.0, 0.3)))
+        look.keyframe_insert("location", frame=f)
+    bpy.context.view_layer.objects.active = obj
+    _aim(obj, look, "spine.006", 4, method=method)
+    for side in "LR":
+        item = obj.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length, item.method = f"Hand {side}", f"hand.{side}", 5, method
+        item.target, item.tolerance, item.max_iterations = add_empty(f"Goal {side}", goals[side]), TOL, 2000
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    result = bake_run.bake(bpy.context, obj, specs, bake_run.BakeOptions(frame_start=1, frame_end=4))
+    reports = {r.name: r for r in result.chains}
+    assert reports["Head"].worst_angle is not None and reports["Head"].missed == 0
+    assert reports["Hand L"].worst_angle is None and reports["Hand L"].missed == reports["Hand R"].missed == 0
+    worst = 0.0
+    for f in range(1, 5):
+        bpy.context.scene.frame_set(f)
+        worst = max(worst, _measured(obj, "spine.006", "+Z", look.matrix_world.translation)[0])
+        for side in "LR":
+            assert np.linalg.norm(world_point(obj, f"hand.{side}") - goals[side]) < 1e-4
+    assert reports["Head"].worst_angle == pytest.approx(worst, abs=1e-6) and worst < 1e-3
+
+
+def test_bake_frame_by_frame_aims_from_each_frames_own_pose(scene):
+    """An animated neck bone sends the aim's bake frame by frame (each frame read and solved there):
+    still keyed and aimed on every frame."""
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    obj = _neck()
+    look = _swinging_look()
+    pb = obj.pose.bones["n1"]
+    for f, angle in ((1, 0.0), (5, 0.2)):
+        pb.rotation_quaternion = (math.cos(angle / 2), math.sin(angle / 2), 0.0, 0.0)
+        pb.keyframe_insert("rotation_quaternion", frame=f)
+    _aim(obj, look, method="ccd")
+    bpy.context.view_layer.objects.active = obj
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    result = bake_run.bake(bpy.context, obj, specs, bake_run.BakeOptions(frame_start=1, frame_end=5))
+    (report,) = result.chains
+    assert report.missed == 0 and report.worst_angle < 1e-3
+    assert report.path == "baked frame by frame: aims (the tree's aim pass: solvers.common.aim_goals)"
