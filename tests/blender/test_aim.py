@@ -398,3 +398,24 @@ def test_bake_frame_by_frame_aims_from_each_frames_own_pose(scene):
     (report,) = result.chains
     assert report.missed == 0 and report.worst_angle < 1e-3
     assert report.path == "baked frame by frame: aims (the tree's aim pass: solvers.common.aim_goals)"
+
+
+def test_the_panel_draws_the_aim_rows_and_the_result(scene):
+    """The chain box has Aim Axis and Aim Spread; the Result box the angle left."""
+    from chain_ik.ui import panels
+    from recording import RecordingLayout
+
+    obj = _neck()
+    bpy.context.view_layer.objects.active = obj
+    item = _aim(obj, add_empty("Look", (0.5, -1.0, 1.7)))
+
+    def draw(panel):
+        layout = RecordingLayout()
+        panel.draw(type("Panel", (), {"layout": layout})(), bpy.context)
+        return layout
+
+    props = {c[2] for c in draw(panels.VIEW3D_PT_chain_ik_settings).calls("prop")}
+    assert {"aim_axis", "aim_spread", "softness", "pole_target"} <= props
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    labels = [c[1] for c in draw(panels.VIEW3D_PT_chain_ik_result).calls("label")]
+    assert any(text.startswith(f"Aim {item.result.angle:.3g}° off · ray misses by") for text in labels), labels
