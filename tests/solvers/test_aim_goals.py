@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import solvers
 from solvers import limits as joint_limits
@@ -223,3 +225,34 @@ def test_the_headless_names_are_the_cores():
 
     assert aim_axis_names.AIM_AXIS_NAMES == (aim_axis.NO_AIM, *aim_axis.AIM_AXES)
     assert aim_axis_names.DEFAULT_AIM_SPREAD == aim_axis.DEFAULT_SPREAD
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    method=st.sampled_from(METHODS),
+    axis=st.sampled_from(list(aim.AIM_AXES)),
+    spread=st.floats(0.0, 1.0),
+    hand=st.tuples(st.floats(0.2, 0.7), st.floats(-0.5, 0.1), st.floats(1.0, 1.7)),
+    look=st.tuples(st.floats(-2.0, 2.0), st.floats(-2.0, 2.0), st.floats(-1.0, 2.0)),
+)
+def test_an_aim_never_moves_a_reach_and_reports_its_angle_honestly(method, axis, spread, hand, look):
+    """Property: beside a reaching hand, the aim leaves the hand's solution bit for bit as the
+    method gives it alone; the reported angle and miss are those of the returned pose; reached
+    iff the miss is within the tolerance."""
+    ix, skeleton, rest = _upper_body()
+    reach = solvers.Effector(ix["hand.L"], position=hand)
+    target = skeleton.forward(rest)[1][ix["head"]] + np.array(look)
+    assume(np.linalg.norm(look) > 0.05)
+    head = solvers.Effector(ix["head"], position=target, aim_axis=axis, aim_spread=spread)
+    alone = solvers.solve_skeleton(skeleton, rest, [reach], method=method)
+    both = solvers.solve_skeleton(skeleton, rest, [reach, head], method=method)
+    assert both.error[0] == alone.error[0]
+    _, _, ends = skeleton.forward(both.local)
+    np.testing.assert_array_equal(ends[ix["hand.L"]], skeleton.forward(alone.local)[2][ix["hand.L"]])
+    angle = _measured(skeleton, both.local, ix["head"], axis, target)
+    assert both.angles[1] == pytest.approx(angle, abs=1e-12)
+    dist = float(np.linalg.norm(target - skeleton.forward(both.local)[1][ix["head"]]))
+    assert both.error[1] == pytest.approx(aim_goals.aim_miss(angle, dist), abs=1e-12)
+    tol = solvers.DEFAULT_RELATIVE_TOLERANCE * float(skeleton.lengths[skeleton.branch(ix["head"])].sum())
+    assert both.reached == (alone.reached and both.error[1] <= tol)
+    assert both.error[1] <= tol  # free neck and head: the aim always lands
