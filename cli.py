@@ -25,9 +25,11 @@ links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
 lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
-every panel chain's Softness). --contacts: Detect Contacts on the panel chains first (their feet's
-Contact keyed from the motion, above the armature's Ground), then the bake plants the feet on them;
-the per-chain summary gains the contact figures.
+every panel chain's Softness). --aim-axis AXIS (NONE, +X ... -Z; write --aim-axis=-Z) and
+--aim-spread SPREAD: aim the tip bone's axis at the target instead of reaching it (the same way).
+--contacts: Detect Contacts on the panel chains first (their feet's Contact keyed from the
+motion, above the armature's Ground), then the bake plants the feet on them; the per-chain
+summary gains the contact figures.
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
                 pole_bone=c["pole_bone"],
                 pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
                 softness=c["softness"],
+                aim_axis=c["aim_axis"] or None,
+                aim_spread=c["aim_spread"],
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]

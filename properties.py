@@ -22,7 +22,13 @@ from bpy.props import (
 
 from .headless.frame_limit import MAX_FRAME
 from .solvers import REGISTRY, Method, Option
+from .solvers.model.aim_axis import AIM_AXES, DEFAULT_SPREAD, NO_AIM
 
+# The aim axis of a chain's tip bone (solvers.model.aim_axis declares them), or none: the tip reaches.
+AIM_AXIS_ITEMS = [(NO_AIM, "None", "The tip reaches the target (no aim)")] + [
+    (axis, axis, f"The tip bone's {axis} axis (in its own frame, through its head) points at the target")
+    for axis in AIM_AXES
+]
 # Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.
 METHOD_ITEMS = [(m.name, m.label, m.description) for m in REGISTRY.values()]
 # The armatures Live visits (app.live keeps this set): switching a chain to Live adds its armature
@@ -109,6 +115,10 @@ class ChainIKResult(bpy.types.PropertyGroup):
         name="Slower Path", description="Why a faster kernel did not serve the solve (empty when they all did)"
     )
     group: StringProperty(name="Group", description="The chains solved together with this one (empty: alone)")
+    aimed: BoolProperty(name="Aimed", description="The chain aims (its Aim Axis): `angle` is what is left")
+    angle: FloatProperty(
+        name="Aim Angle", description="Degrees between the tip bone's aim axis and the line from its head to the target"
+    )
 
 
 def _live_changed(self, _context) -> None:
@@ -259,6 +269,22 @@ class ChainIKChain(bpy.types.PropertyGroup):
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)
+    aim_axis: EnumProperty(
+        name="Aim Axis",
+        description="Point this axis of the tip bone at the target instead of reaching it (a head, a spine, a"
+        " gun arm), the turn shared over the chain's bones; None: the tip reaches. Rigify's head faces +Z",
+        items=AIM_AXIS_ITEMS,
+        default=NO_AIM,
+    )
+    aim_spread: FloatProperty(
+        name="Aim Spread",
+        description="How an aim's turn spreads from the tip bone over the chain: 0 all on the tip bone, 1 evenly"
+        " (weighed by each bone's IK stiffness)",
+        default=DEFAULT_SPREAD,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
     # The last bake's contact figures for this chain (measured on playback), shown in the Contacts panel.
     contact_figures: StringProperty(name="Contact Figures", options={"HIDDEN"})
 

@@ -11,13 +11,16 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from .aim_axis_names import AIM_AXIS_NAMES
 from .frame_limit import check_frames
 from .method_names import METHOD_NAMES
 from .output_paths import check_output, same_file
 
 INTERPOLATIONS = ("BEZIER", "LINEAR", "CONSTANT")
-CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method")
-NUMBER_OPTIONS = ("pole_angle", "softness")  # None when not given (the panel's); the others ''
+CHAIN_OPTIONS = (
+    "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+)  # fmt: skip
+NUMBER_OPTIONS = ("pole_angle", "softness", "aim_spread")  # None when not given (the panel's); the others ''
 
 
 class CliError(Exception):
@@ -41,6 +44,14 @@ def share(text: str) -> float:
     value = finite(text)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be a share of the chain's reach within 0..1 (below 1), got {text!r}")
+    return value
+
+
+def spread(text: str) -> float:
+    """argparse type: an aim's spread over the chain, within 0..1."""
+    value = finite(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
     return value
 
 
@@ -70,6 +81,20 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         " without --chain: over every chain's)",
     )
     p.add_argument("--method", action="append", help=f"solver: {', '.join(METHOD_NAMES)} (default: the panel's)")
+    p.add_argument(
+        "--aim-axis",
+        action="append",
+        choices=AIM_AXIS_NAMES,
+        help="aim this axis of the tip bone at the target instead of reaching it (NONE: reach; default: the"
+        " panel's; without --chain: over every chain's); write --aim-axis=-Z for a minus sign",
+    )
+    p.add_argument(
+        "--aim-spread",
+        action="append",
+        type=spread,
+        metavar="SPREAD",
+        help="an aim's turn over the chain: 0 all on the tip bone, 1 evenly (default: the panel's)",
+    )
     p.add_argument(
         "--no-stretch",
         action="store_true",

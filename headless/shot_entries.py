@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .aim_axis_names import AIM_AXIS_NAMES
 from .cli_arguments import INTERPOLATIONS, CliError, parse_chain, parse_frames
 from .method_names import METHOD_NAMES
 from .output_paths import check_output
@@ -18,7 +19,9 @@ SHOT_KEYS = {
     "name", "blend", "output", "armature", "frames", "step", "interpolation", "reduce", "max_error", "chains",
     "contacts",
 }  # fmt: skip
-CHAIN_KEYS = {"chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method"}
+CHAIN_KEYS = {
+    "chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+}  # fmt: skip
 # Keys that name something: never empty. The others may be "" (as if left out): target_bone,
 # pole, pole_bone.
 NAMING_KEYS = {"name", "blend", "output", "armature", "interpolation", "chain", "target", "method"}
@@ -99,12 +102,16 @@ def _chains(where: str, value, problems: list[str]) -> list[dict]:
                 problems.append(f"{at}: '{key}' is required")
         chain = {}
         for key in sorted(CHAIN_KEYS & set(entry)):
-            kinds = (int, float) if key in ("pole_angle", "softness") else str
+            kinds = (int, float) if key in ("pole_angle", "softness", "aim_spread") else str
             if _check_type(at, key, entry[key], kinds, problems):
                 chain[key] = entry[key]
         if "softness" in chain and not 0.0 <= chain["softness"] < 1.0:  # checked finite above
             got = chain["softness"]
             problems.append(f"{at}: 'softness' must be a share of the reach within 0..1 (below 1), got {got!r}")
+        if "aim_spread" in chain and not 0.0 <= chain["aim_spread"] <= 1.0:
+            problems.append(f"{at}: 'aim_spread' must be within 0..1, got {chain['aim_spread']!r}")
+        if "aim_axis" in chain and chain["aim_axis"] not in AIM_AXIS_NAMES:
+            problems.append(f"{at}: unknown aim_axis '{chain['aim_axis']}' (choose one of {', '.join(AIM_AXIS_NAMES)})")
         if "chain" in chain:
             try:
                 parse_chain(chain["chain"])

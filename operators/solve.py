@@ -72,9 +72,10 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         depsgraph = context.evaluated_depsgraph_get()
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
             error = result.measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
+            angle = result.measured_angle(depsgraph, obj, outcome.spec)
             if item is not None:
-                result.store_result(item, outcome, error, obj)
-            self.report({"INFO"}, result.result_line(outcome, error))
+                result.store_result(item, outcome, error, obj, angle)
+            self.report({"INFO"}, result.result_line(outcome, error, angle))
             unheld = result.pin_warning(obj, outcome, error)
             if unheld:
                 self.report({"WARNING"}, unheld)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import registry
 from .api import method_settings
+from .common.aim_goals import after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.pins import hold, off_frames
 from .common.soft_goals import soften_positions
@@ -57,6 +58,14 @@ def solve_skeleton_many(
     the effectors move), the same on every frame. An effector's `softness` softens its positions
     on every frame (common.soft_goals), once, here."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    if aiming(effectors):  # aims after the reach, frame by frame (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)
+        settings = {"tolerance": tolerance, "max_iterations": max_iterations}
+
+        def reach(goals, rows, poles):
+            return solve_skeleton_many(skeleton, local, goals, rows, method=method, poles=poles, **settings, **options)
+
+        return after_reach_frames(skeleton, local, effectors, positions, poles, reach, **settings, method=method)
     positions, effectors = soften_positions(skeleton, effectors, positions)
     k = len(effectors)
     entry = registry.get(method)

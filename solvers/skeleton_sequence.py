@@ -46,8 +46,9 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat, registry
-from .api import DEFAULT_RELATIVE_TOLERANCE
+from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
 from .chain_sequence import solve_sequence
+from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.soft_goals import soften_positions
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
@@ -87,6 +88,12 @@ def solve_skeleton_next(
     a chain's start (module doc); `pose`, the pose of that start as read (solve_skeleton's)."""
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     local = np.asarray(local, dtype=float)
+    reach = [e for e in effectors if not e.aim_axis]
+    if len(reach) < len(effectors):  # aims after the reach, each from this frame's input (common.aim_goals)
+        if not reach:
+            return solve_skeleton(skeleton, local, effectors, pose=pose, **settings)
+        solved = solve_skeleton_next(skeleton, local, reach, previous, previous_input, pose=pose, **settings)
+        return after_reach(skeleton, local, effectors, solved, **_aim_settings(settings))
     if len(effectors) == 1 and not effectors[0].pin:  # a chain: from the last solution, with a pole from its input
         start = local if previous is None or effectors[0].pole is not None else previous
         return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
@@ -109,6 +116,11 @@ def solve_skeleton_next(
         return own if own.reached else continued
     pops = largest_turn(previous, own.local) > POP_RATIO * largest_turn(previous, continued.local) + POP_MARGIN
     return continued if pops else own
+
+
+def _aim_settings(settings: dict) -> dict:
+    """common.aim_goals.after_reach's keywords from a frame's solve settings."""
+    return {key: settings[key] for key in ("method", "tolerance", "max_iterations")}
 
 
 def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
@@ -157,6 +169,16 @@ def solve_skeleton_sequence(
     One effector (not a pin): the branch's chain through `solve_sequence` (`pose`: the input pose
     as read, see `solve_skeleton`)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    if aiming(effectors):  # aims after the reach, frame by frame (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)
+        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+
+        def reach(goals, rows, poles):
+            return solve_skeleton_sequence(
+                skeleton, local, goals, rows, method=method, poles=poles, pose=pose, **limits, **options
+            )
+
+        return after_reach_frames(skeleton, local, effectors, positions, poles, reach, **limits, method=method)
     positions, effectors = soften_positions(skeleton, effectors, positions)  # soft IK: once, here
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     reason = ""

@@ -5,7 +5,9 @@ solve path with its fast kernels, with the very chain a chain solve of those bon
 (`branch_chain`: built from the pose as read, not re-derived by forward kinematics). Several
 go to the method's tree kernel (`registry.Method.tree`); a method without one is solved by the
 least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's reason says so
-(`tree_kernel`). Then any pin still off is held (common.pins.hold).
+(`tree_kernel`). Then any pin still off is held (common.pins.hold). Effectors that aim
+(`Effector.aim_axis`) are solved after the others, on the bones those leave free
+(common.aim_goals), here and in the many-frame entry points alike.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from . import quat, registry
 from .api import method_settings, solve
+from .common.aim_goals import after_reach, aiming
 from .common.pins import hold
 from .common.soft_goals import soften_effectors
 from .model.chain import Chain
@@ -62,6 +65,14 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    if aiming(effectors):  # aims after the reach, on the bones it leaves free (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)  # the settings checked all the same
+        reach = [e for e in effectors if not e.aim_axis]
+        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+        solved = None
+        if reach:
+            solved = solve_skeleton(skeleton, local, reach, method=method, pose=pose, **limits, **options)
+        return after_reach(skeleton, local, effectors, solved, **limits, method=method)
     effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)

@@ -136,18 +136,27 @@ def _draw_group(layout, obj, item, group) -> None:
 
 
 def _draw_goals(layout, item) -> None:
-    """Pole target and tip orientation, laid out like the IK constraint's."""
+    """Pole target and tip orientation, laid out like the IK constraint's (greyed for an aim, which
+    has neither), then the aim: its axis, and its spread (greyed when the chain reaches)."""
+    aims = item.aim_axis != "NONE"
     col = layout.column()
+    col.active = not aims
     col.prop(item, "pole_target")
     if item.pole_target is not None:
         if item.pole_target.type == "ARMATURE":
             col.prop_search(item, "pole_subtarget", item.pole_target.data, "bones")
         col.prop(item, "pole_angle")
     row = layout.row(heading="Rotation")
+    row.active = not aims
     row.prop(item, "use_rotation", text="")
     sub = row.row()
     sub.active = item.use_rotation
     sub.prop(item, "rotation_weight", text="", slider=True)
+    row = layout.row(align=True)
+    row.prop(item, "aim_axis")
+    sub = row.row()
+    sub.active = aims
+    sub.prop(item, "aim_spread", slider=True)
 
 
 def _draw_limits(layout, obj, item) -> None:
@@ -155,6 +164,7 @@ def _draw_limits(layout, obj, item) -> None:
     layout.prop(item, "use_limits")
     layout.prop(item, "use_locks")
     row = layout.row(align=True)
+    row.active = item.aim_axis == "NONE"  # an aim neither stretches nor softens (it turns an axis)
     row.prop(item, "use_stretch")
     row.prop(item, "softness", slider=True)
     lines = rig.read.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
@@ -185,6 +195,8 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
             else:
                 state, error = ("reached" if r.reached else "not reached"), "Tip error"
             box.label(text=f"{r.method}: {state}", icon="CHECKMARK" if r.reached else "ERROR")
+            if r.aimed:  # the angle left, and how far the aim ray passes from the target
+                error = f"Aim {r.angle:.3g}° off · ray misses by"
             box.label(text=f"{error} {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
             if r.group:
                 box.label(text=f"Solved together: {r.group}", icon="LINKED")

@@ -34,10 +34,10 @@ class FrameChains:
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs, self.count = obj, specs, frames
         units = groups.units(obj, specs) if specs else []
-        # One kernel per unit, in the units' order: a group (or a pinned chain alone), or a chain alone.
+        # One kernel per unit, in the units' order: a group (or a pinned or aiming chain alone), or a chain alone.
         self.kernels = [
             bake_group.GroupFrames(obj, [specs[i] for i in u.members], frames)
-            if u.is_group or specs[u.members[0]].pin
+            if u.is_group or specs[u.members[0]].pin or specs[u.members[0]].aims
             else ChainFrames(obj, specs[u.members[0]])
             for u in units
         ]

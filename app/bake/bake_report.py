@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import rig, solvers
 from ...solvers import quat
+from ..solve.result import aim_figures
 from .contact_targets import ContactFigures, Slide
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
@@ -41,6 +42,11 @@ class ChainReport:
     # A pinned chain: its "target" is the point it held on each frame, so `missed` counts the
     # frames where the pin did not hold (its tip farther than `tolerance` from that point).
     pinned: bool = False
+    # An aiming chain (its Aim Axis): the largest angle (degrees) left between its tip bone's aim axis
+    # and the line to the target on playback, and its frame; its errors are the aim ray's miss
+    # (solvers.common.aim_goals). None: the chain reaches.
+    worst_angle: float | None = None
+    angle_frame: int = 0
     # A chain with contacts (issue 21): app.bake.contact_targets.ContactFigures as a dict, else {}.
     contacts: dict = field(default_factory=dict)
 
@@ -61,6 +67,7 @@ class _Track:
         self.errors: list[float] = []
         self.previous: list | None = None
         self.jump, self.jump_frame = 0.0, 0
+        self.angles: list[float] = []  # an aiming chain's angle left per frame (degrees)
 
     def sample(self, obj_eval, target_world, frame: int) -> None:
         bones = [obj_eval.pose.bones[n] for n in self.names]
@@ -69,9 +76,14 @@ class _Track:
             to_world = obj_eval.matrix_world.to_3x3()
             length = sum((to_world @ (b - a)).length for a, b in zip(joints, joints[1:], strict=False))
             self.tolerance = RELATIVE_TOLERANCE * length
-        tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
-        point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
-        self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
+        if self.spec.aims:  # the ray's miss is its error; the angle left is kept too
+            angle, miss = aim_figures(obj_eval, self.spec, target_world)
+            self.errors.append(miss)
+            self.angles.append(angle)
+        else:
+            tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
+            point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
+            self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
         rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
         if self.previous is not None:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
@@ -96,7 +108,14 @@ class _Track:
             largest_jump=float(self.jump),
             jump_frame=int(self.jump_frame),
             pinned=bool(self.spec.pin),
+            **self._aim(frames),
         )
+
+    def _aim(self, frames) -> dict:
+        if not self.angles:
+            return {}
+        worst = int(np.argmax(self.angles))
+        return {"worst_angle": float(self.angles[worst]), "angle_frame": int(frames[worst])}
 
 
 def measure(context, obj, specs, frames, into: list, held: dict | None = None) -> Iterator[None]:
@@ -136,6 +155,10 @@ def chain_line(chain: dict) -> str:
             else ", the pin held"
         )
         worst = "worst tip movement"
+    elif chain.get("worst_angle") is not None:
+        missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+        angle = f"worst aim angle {chain['worst_angle']:.3g}° (frame {chain['angle_frame']}), "
+        worst = angle + "worst aim ray miss"
     else:
         missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
         worst = "worst tip error"

@@ -3,7 +3,7 @@ chains sharing bones) is read, its goals built once from the chain specs (app.so
 its pose computed and written all-or-nothing; one outcome per chain (app.solve.outcome.ChainOutcome).
 
 Inside it, a chain alone takes the chain kernel (`solve_spec`: rig.read_chain, solvers.solve, the
-writer's quaternion kernel), a group or a pinned chain the tree (app.solve.group_solve:
+writer's quaternion kernel), a group, a pinned chain or an aiming one the tree (app.solve.group_solve:
 solvers.solve_skeleton); the outcome's `reason` says where a faster kernel did not serve."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
 def solve_unit(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
     """Solve one unit of `obj` (app.spec.groups: `specs` share bones, or one chain alone) on the evaluated
     pose; compute, don't write. One outcome per spec, in order (a group's: led by the first)."""
-    if len(specs) == 1 and not specs[0].pin:
+    if len(specs) == 1 and not specs[0].pin and not specs[0].aims:  # an aim is solve_skeleton's (aim_goals)
         return [solve_spec(obj, specs[0], depsgraph)]
     return group_solve.solve_group(obj, specs, depsgraph)
 

@@ -9,6 +9,8 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import time
 from dataclasses import dataclass
 
@@ -16,6 +18,7 @@ import numpy as np
 
 from ... import rig, solvers
 from ...rig import tree, tree_write
+from ...solvers.common.aim_goals import aim_miss
 from ...solvers.common.pins import without_unheld
 from ...solvers.metrics import rotation_cost_rows
 from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
@@ -50,7 +53,10 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             for e in effectors
         ]
     skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
-    solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    try:
+        solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    except ValueError as exc:  # the core names bones by index
+        raise ValueError(named_bones(str(exc), names)) from None
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     if stretched:
         scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
@@ -85,12 +91,17 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
         pinned = tuple(space.to_world(goal.position).tolist()) if spec.pin else None
         goal_world = pinned if spec.pin else space.to_world(goal.position)
         error = space.world_distance(ends[goal.bone], goal_world)
+        angle = None
+        if spec.aims:  # the ray's miss (world) and the angle left (solvers.common.aim_goals)
+            angle = float(solution.angles[k])
+            error = aim_miss(angle, space.world_distance(heads[goal.bone], goal_world))
+            angle = math.degrees(angle)
         own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
         reason = "; ".join(filter(None, (own, notes)))
         outcomes.append(
             ChainOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tolerance), reason, label, pinned,
+                bool(solution.error[k] <= tolerance), reason, label, pinned, angle=angle,
             )
         )  # fmt: skip
     return outcomes
@@ -128,7 +139,10 @@ class GroupRig:
         if self.stretch_weights is None:
             return skeleton, {}, effectors
         names, w = self.layout.names, self.stretch_weights
-        return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
+        reach = [e for e in effectors if not e.aim_axis]  # an aim's target is no point to stretch to
+        skeleton, own, solved = rig.stretch.stretch_tree(obj_eval, names, skeleton, local, reach, w, self.inherit)
+        solved = iter(solved)
+        return skeleton, own, [e if e.aim_axis else next(solved) for e in effectors]
 
 
 def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
@@ -138,7 +152,7 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
     check_group(obj, specs, layout.names)
     chains = tuple(chain_names(obj, s) for s in specs)
     # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
-    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch for n in chain}
+    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch and not s.aims for n in chain}
     pose = obj.pose.bones
     w = tuple(float(pose[n].ik_stretch) if n in stretching else 0.0 for n in layout.names)
     check_no_stretch_scale(obj, [n for n, wi in zip(layout.names, w, strict=True) if wi == 0.0])
@@ -184,5 +198,10 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     """What the group's solve did not honour, and the solver's own reason: shown with the result."""
     notes = []
     if solver_reason:
-        notes.append(f"solver: {solver_reason}")
+        notes.append(f"solver: {named_bones(solver_reason, names)}")
     return "; ".join(notes)
+
+
+def named_bones(text: str, names) -> str:
+    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names."""
+    return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)

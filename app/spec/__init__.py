@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import bpy
 
 from ... import properties
+from ...solvers.model.aim_axis import DEFAULT_SPREAD, NO_AIM
 from ...rig import contacts as rig_contacts
 from . import scope
 
@@ -43,6 +44,15 @@ class ChainSpec:
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
     priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
     pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
+    # Aim (solvers.common.aim_goals): the tip bone's axis (properties.AIM_AXIS_ITEMS) points at the
+    # target, the turn spread over the chain by aim_spread; NO_AIM: the tip reaches.
+    aim_axis: str = NO_AIM
+    aim_spread: float = DEFAULT_SPREAD
+
+    @property
+    def aims(self) -> bool:
+        """The chain aims its tip bone's axis instead of reaching (no pole, tip rotation, softness, stretch)."""
+        return self.aim_axis != NO_AIM
     # The data path of the chain's keyed Contact (issue 21) when it has contacts, else '': a bake
     # then plants its foot on the contacts (app.bake.contact_targets) and needs no target.
     contacts: str = ""
@@ -90,6 +100,8 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         weight=item.weight,
         priority=item.priority,
         pin=item.pin,
+        aim_axis=item.aim_axis,
+        aim_spread=item.aim_spread,
         contacts=contact_channel(item),
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
@@ -108,6 +120,8 @@ def specs_from_arguments(
     pole_bone: str = "",
     pole_angle: float | None = None,
     softness: float | None = None,
+    aim_axis: str | None = None,
+    aim_spread: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -120,10 +134,11 @@ def specs_from_arguments(
       the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
     `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
-    `pole_angle`, `softness` None: not given (the panel's, or 0)."""
+    `pole_angle`, `softness` None: not given (the panel's, or 0). `aim_axis`, `aim_spread` as
+    `softness` (None: the panel's, or no aim)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
-    overrides["softness"] = softness
+    overrides.update(softness=softness, aim_axis=aim_axis, aim_spread=aim_spread)
     if tip:
         if not target:
             raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
@@ -146,7 +161,8 @@ def specs_from_arguments(
         scope.check_not_muted(items[0])
     else:
         items = scope.scoped_items(settings)
-    return [(item, spec_from_item(item, method=method or None, softness=softness)) for item in items]
+    given = {"softness": softness, "aim_axis": aim_axis, "aim_spread": aim_spread}
+    return [(item, spec_from_item(item, method=method or None, **given)) for item in items]
 
 
 def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:

@@ -403,6 +403,35 @@ def test_softness_reaches_cli_py_per_chain(show):
             cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig", f"--softness={bad}"])
 
 
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"aim_axis": "+W"}, "chain 1: unknown aim_axis '+W' (choose one of NONE, +X, -X, +Y, -Y, +Z, -Z)"),
+    ({"aim_spread": 1.5}, "chain 1: 'aim_spread' must be within 0..1, got 1.5"),
+    ({"aim_axis": 3}, "chain 1: 'aim_axis'"),
+])  # fmt: skip
+def test_bad_aim_keys_are_refused(show, entry, expected):
+    shot = {"name": "sh", "blend": "sh010.blend", "output": "baked/a.blend",
+            "chains": [{"chain": "head:3", "target": "Look", **entry}]}  # fmt: skip
+    assert expected in _problems(write_list(show / "shots.toml", [shot]))
+
+
+def test_aim_keys_reach_cli_py_per_chain(show):
+    """aim_axis and aim_spread go to cli.py once per chain (NONE and the default where a chain has none)."""
+    from headless import cli_arguments
+
+    chains = [{"chain": "head:3", "target": "Look", "aim_axis": "-Z", "aim_spread": 0.2},
+              {"chain": "hand:2", "target": "Goal"}]  # fmt: skip
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "armature": "Rig", "chains": chains}])  # fmt: skip
+    (shot,) = shot_list.load(listed)
+    args = cli_arguments.parser(True).parse_args([str(shot.blend), *shot_list.cli_arguments(shot)])
+    assert args.aim_axis == ["-Z", "NONE"] and args.aim_spread == [0.2, 0.7]
+    checked = cli_arguments.check_arguments(args, None)
+    assert [(c["aim_axis"], c["aim_spread"]) for c in checked.chains] == [("-Z", 0.2), ("NONE", 0.7)]
+    plain = cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig"])
+    bare = cli_arguments.check_arguments(plain, None)
+    assert bare.chains[0]["aim_axis"] == "" and bare.chains[0]["aim_spread"] is None  # the panel's
+
+
 def test_contacts_reach_cli_py_and_must_be_true_or_false(show):
     """`contacts = true`: cli.py detects the feet's contacts, then bakes honouring them (--contacts)."""
     from headless import cli_arguments
