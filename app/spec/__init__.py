@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import bpy
 
 from ... import properties
-from ...solvers.model.aim_axis import DEFAULT_SPREAD, NO_AIM
 from ...rig import contacts as rig_contacts
+from ...solvers.model.aim_axis import DEFAULT_SPREAD, NO_AIM
 from . import scope
 
 
