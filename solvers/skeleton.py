@@ -221,6 +221,9 @@ class SkeletonSolution:
     method: str
     reason: str = ""  # as Solution.reason; also a pin that could not hold
     unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (common.pins)
+    # A movable root (common.root_move): the root bone's head moved by this (3,) in the skeleton's
+    # space, `local` posing the bones from there; None: the root was not free to move.
+    root_shift: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,7 @@ class SkeletonBatch:
     method: str
     # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
     reason: str = ""
+    root_shift: np.ndarray | None = None  # (m, 3) a movable root's move per frame (SkeletonSolution's)
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:
