@@ -25,7 +25,8 @@ links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
 lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
-every panel chain's Softness).
+every panel chain's Softness). --move-root on|off, --root-stiffness S: a movable root (the unit's top
+bone moves to reach, pins hold; its location keyed where it moved), given as --softness is.
 """
 
 from __future__ import annotations
@@ -131,6 +132,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
                 pole_bone=c["pole_bone"],
                 pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
                 softness=c["softness"],
+                move_root=c["move_root"],
+                root_stiffness=c["root_stiffness"],
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]
@@ -162,6 +165,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             for spec, chain in zip(specs, result.chains, strict=True)
         ],
         "live_off": list(result.live_off),
+        "root_moved": dict(result.root_moved),  # Move Root: keyed root bone -> largest head move on playback
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:
@@ -190,6 +194,8 @@ def print_summary(summary: dict, chain_line) -> None:
     )
     for chain in summary["per_chain"]:
         print(f"Chain IK bake: {chain_line(chain)}")
+    for name, moved in summary.get("root_moved", {}).items():
+        print(f"Chain IK bake: Move Root keyed bone '{name}''s location, its head moved up to {moved:.3g}")
     if summary["live_off"]:
         print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:

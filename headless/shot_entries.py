@@ -17,11 +17,14 @@ from .shot_files import ListedFile
 SHOT_KEYS = {
     "name", "blend", "output", "armature", "frames", "step", "interpolation", "reduce", "max_error", "chains",
 }  # fmt: skip
-CHAIN_KEYS = {"chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method"}
+CHAIN_KEYS = {
+    "chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "move_root",
+    "root_stiffness",
+}  # fmt: skip
 # Keys that name something: never empty. The others may be "" (as if left out): target_bone,
 # pole, pole_bone.
 NAMING_KEYS = {"name", "blend", "output", "armature", "interpolation", "chain", "target", "method"}
-KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 
 
 @dataclass
@@ -97,12 +100,16 @@ def _chains(where: str, value, problems: list[str]) -> list[dict]:
                 problems.append(f"{at}: '{key}' is required")
         chain = {}
         for key in sorted(CHAIN_KEYS & set(entry)):
-            kinds = (int, float) if key in ("pole_angle", "softness") else str
+            kinds = (int, float) if key in ("pole_angle", "softness", "root_stiffness") else str
+            kinds = bool if key == "move_root" else kinds
             if _check_type(at, key, entry[key], kinds, problems):
                 chain[key] = entry[key]
         if "softness" in chain and not 0.0 <= chain["softness"] < 1.0:  # checked finite above
             got = chain["softness"]
             problems.append(f"{at}: 'softness' must be a share of the reach within 0..1 (below 1), got {got!r}")
+        if "root_stiffness" in chain and not 0.0 <= chain["root_stiffness"] <= 1.0:
+            got = chain["root_stiffness"]
+            problems.append(f"{at}: 'root_stiffness' must be within 0..1 (0 moves the root most, 1 never), got {got!r}")
         if "chain" in chain:
             try:
                 parse_chain(chain["chain"])

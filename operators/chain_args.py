@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bpy.props import FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, FloatProperty, IntProperty, StringProperty
 
 from ..app import spec
 
@@ -51,6 +51,19 @@ class ChainArguments:
         options=SCRIPT_ONLY,
     )
 
+    move_root: BoolProperty(
+        name="Move Root",
+        description="The unit's top bone may move to reach (unset: each chain's own, or off with a Tip Bone;"
+        " alone: over every chain's, as Solver)",
+        options=SCRIPT_ONLY,
+    )
+    root_stiffness: FloatProperty(
+        name="Root Stiffness",
+        description="0 moves the root most, 1 never (unset: each chain's own, or 0.5 with a Tip Bone); refused"
+        " outside 0..1, never clamped",
+        options=SCRIPT_ONLY,
+    )
+
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
 
@@ -59,6 +72,8 @@ class ChainArguments:
         props = self.properties
         angle = props.pole_angle if props.is_property_set("pole_angle") else None
         softness = props.softness if props.is_property_set("softness") else None
+        move_root = props.move_root if props.is_property_set("move_root") else None
+        root_stiffness = props.root_stiffness if props.is_property_set("root_stiffness") else None
         return spec.specs_from_arguments(
             obj,
             props.tip,
@@ -71,4 +86,6 @@ class ChainArguments:
             pole_bone=props.pole_bone,
             pole_angle=angle,
             softness=softness,
+            move_root=move_root,
+            root_stiffness=root_stiffness,
         )

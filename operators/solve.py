@@ -75,6 +75,9 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             if item is not None:
                 result.store_result(item, outcome, error, obj)
             self.report({"INFO"}, result.result_line(outcome, error))
+            moved = result.root_line(depsgraph, obj, outcome)
+            if moved:
+                self.report({"INFO"}, moved)
             unheld = result.pin_warning(obj, outcome, error)
             if unheld:
                 self.report({"WARNING"}, unheld)

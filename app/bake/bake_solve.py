@@ -59,8 +59,8 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
     # Chains sharing bones are solved together, as a group, frame by frame (app.bake.bake_group).
     for unit in groups.units(obj, specs):
         members = [specs[i] for i in unit.members]
-        if unit.is_group or members[0].pin:
-            why = "pinned"
+        if unit.is_group or members[0].pin or members[0].move_root:
+            why = "pinned" if members[0].pin else "Move Root (the tree's frames)"
             if unit.is_group:
                 why = f"chains that share bones solved together as one group ({groups.group_label(members)})"
             for i in unit.members:

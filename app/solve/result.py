@@ -81,3 +81,12 @@ def measured_error(depsgraph, obj, spec: ChainSpec, goal_world=None) -> float:
     if goal_world is None:
         goal_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     return math.dist(tip, goal_world)
+
+
+def root_line(depsgraph, obj, outcome: ChainOutcome) -> str:
+    """The report's line for a movable root that moved, measured on the written pose ('' if none)."""
+    if outcome.root_moved is None:
+        return ""
+    name, before = outcome.root_moved
+    moved = math.dist(rig.root_location.head_world(obj.evaluated_get(depsgraph), name), before)
+    return f"chain '{outcome.spec.label}': Move Root moved bone '{name}' by {moved:.3g} (world units)"

@@ -42,6 +42,9 @@ class ChainSpec:
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
     priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
     pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
+    # A movable root (solvers.common.root_move): the unit's top bone moves its head too (the lead's serves a group).
+    move_root: bool = False
+    root_stiffness: float = 0.5  # 0 moves most, 1 never moves
 
     @property
     def label(self) -> str:
@@ -57,6 +60,10 @@ class ChainSpec:
         of solvers.solve, solve_skeleton, solve_skeleton_next and solve_skeleton_sequence."""
         cap = self.max_iterations or None
         return {"method": self.method, "tolerance": tolerance, "max_iterations": cap, **self.options}
+
+    def root_arguments(self) -> dict:
+        """solve_skeleton's movable-root keywords ({} when the root stays)."""
+        return {"move_root": True, "root_stiffness": float(self.root_stiffness)} if self.move_root else {}
 
 
 def spec_from_item(item, **overrides) -> ChainSpec:
@@ -86,6 +93,8 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         weight=item.weight,
         priority=item.priority,
         pin=item.pin,
+        move_root=item.move_root,
+        root_stiffness=item.root_stiffness,
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
     return ChainSpec(**fields)
@@ -103,6 +112,8 @@ def specs_from_arguments(
     pole_bone: str = "",
     pole_angle: float | None = None,
     softness: float | None = None,
+    move_root: bool | None = None,
+    root_stiffness: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -115,10 +126,13 @@ def specs_from_arguments(
       the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
     `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
-    `pole_angle`, `softness` None: not given (the panel's, or 0)."""
+    `pole_angle`, `softness` None: not given (the panel's, or 0). `move_root`, `root_stiffness`
+    as `softness` (None: each chain's own, or off and 0.5 with `tip`)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
     overrides["softness"] = softness
+    root = {"move_root": move_root, "root_stiffness": root_stiffness}
+    overrides.update(root)
     if tip:
         if not target:
             raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
@@ -141,7 +155,7 @@ def specs_from_arguments(
         scope.check_not_muted(items[0])
     else:
         items = scope.scoped_items(settings)
-    return [(item, spec_from_item(item, method=method or None, softness=softness)) for item in items]
+    return [(item, spec_from_item(item, method=method or None, softness=softness, **root)) for item in items]
 
 
 def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:

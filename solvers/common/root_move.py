@@ -8,8 +8,8 @@ One design for every method, outside the methods (each turns the bones its own w
    method): the head-to-head distances down the branch plus the effector bone's length (a pin:
    down to its bone's head, which the pin fixes with its frame). So the root's head P must lie in
    a ball around each goal (centre `goal - (anchor - P)`). A target beyond its reach pulls the
-   root until it lies within `comfort(root_stiffness) x rho` (0: half the reach, 0.5: three
-   quarters, near 1: just within; 1 never moves); a target within reach of the root's head (the
+   root until it lies within `comfort(root_stiffness) x rho` (0: three quarters of the reach,
+   0.5: seven eighths, near 1: just within; 1 never moves); a target within reach of the root's head (the
    branch straight, the anchor's lever included: the root bone may turn) only keeps the root
    from taking it farther from the anchor; a pin keeps the root within `PIN_SHARE` of its reach (legs
    not locked straight) and wins over every target: the fit alternates the targets' weighted
@@ -63,7 +63,7 @@ def check_stiffness(value: object) -> float:
 
 def comfort(stiffness: float) -> float:
     """The share of a branch's reach a target beyond it is brought within by the root's move."""
-    return 0.5 * (1.0 + stiffness)
+    return 0.75 + 0.25 * stiffness
 
 
 def root_of(skeleton: Skeleton, effectors: list[Effector]) -> int:

@@ -143,8 +143,8 @@ def test_a_lone_chain_moves_its_root_to_reach(method):
     assert sol.reached and sol.error[0] <= 1e-3 * 3
     _, _, ends = root_move.shifted(skeleton, 0, sol.root_shift).forward(sol.local)
     assert np.linalg.norm(ends[2] - target) == pytest.approx(sol.error[0], abs=1e-12)
-    # the root's own bone turns about its head; the rest is reached within 3/4 of the reach from there
-    assert np.linalg.norm(target - (chain.points[1] + sol.root_shift)) <= 0.75 * 2 + 1e-9
+    # the root's own bone turns about its head; the rest is reached within 7/8 of the reach from there
+    assert np.linalg.norm(target - (chain.points[1] + sol.root_shift)) <= root_move.comfort(0.5) * 2 + 1e-9
 
 
 def test_frames_carry_the_root_move():
