@@ -110,16 +110,22 @@ def solve_moving_root(
     zero = np.zeros(3)
     if stiffness >= 1.0:
         return replace(turn(skeleton, local, effectors, pose), root_shift=zero)
-    frames, heads = forward(skeleton, rows(local))
     branches = [_Branch.of(skeleton, root, e) for e in effectors]
     weights = ranked_weights([e for e in effectors if not e.pin]) if any(not e.pin for e in effectors) else []
-    radii = _first_radii(skeleton, branches, frames, heads, comfort(stiffness))
-    shift = _fit(branches, radii, weights, frames, heads, root)
+    share, radii, shift = comfort(stiffness), None, zero
+    head = tuple(skeleton.offsets[root].tolist())  # a root bone's head, whatever the pose
+    if any(not b.pin and math.dist(b.goal, head) > b.reach + b.lever for b in branches):
+        frames, heads = forward(skeleton, rows(local))
+        radii = _first_radii(skeleton, branches, frames, heads, share)
+        shift = _fit(branches, radii, weights, frames, heads, root)
+    # (else the fit would leave the root exactly where it is: the plain solve, without the fit's cost)
     best = _trial(turn, skeleton, root, local, effectors, shift, pose)
     best_rank = _rank(effectors, best.error, tolerance, weights)
     for _ in range(ROUNDS):
         if best.reached:
             break
+        if radii is None:  # the first fit's radii, from the input pose
+            radii = _first_radii(skeleton, branches, *forward(skeleton, rows(local)), share)
         frames, heads = forward(shifted(skeleton, root, best.root_shift), rows(best.local))
         radii = _shrunk(skeleton, branches, radii, frames, heads, best.error, tolerance)
         step = _fit(branches, radii, weights, frames, heads, root)
@@ -159,8 +165,7 @@ class _Branch:
 
     @classmethod
     def of(cls, skeleton: Skeleton, root: int, effector: Effector) -> _Branch:
-        bones = skeleton.branch(effector.bone)
-        gaps = [math.hypot(*skeleton.offsets[b].tolist()) for b in bones[2:]]
+        anchor, lever, gaps = _structure(skeleton, effector.bone)
         length = float(skeleton.lengths[effector.bone])
         goal = tuple(effector.position.tolist())
         if effector.pin:  # the pin fixes its bone's frame, so its head: reach down to that
@@ -168,10 +173,21 @@ class _Branch:
             hx, hy, hz = rotate(tuple(effector.orientation.tolist()), link)
             goal = (goal[0] - hx, goal[1] - hy, goal[2] - hz)
             length = 0.0
-        if len(bones) == 1:  # the effector's bone is the root: it reaches from its own head
-            return cls(effector.bone, root, root, 0.0, length, goal, effector.pin)
-        lever = math.hypot(*skeleton.offsets[bones[1]].tolist())  # root head to anchor: the root's turn
-        return cls(effector.bone, root, bones[1], lever, math.fsum([*gaps, length]), goal, effector.pin)
+        return cls(effector.bone, root, anchor, lever, gaps + length, goal, effector.pin)
+
+
+def _structure(skeleton: Skeleton, bone: int) -> tuple[int, float, float]:
+    """(anchor bone, root head to anchor, the head-to-head links below the anchor) of `bone`'s
+    branch; the effector's bone being the root: (root, 0, 0). Kept on the (frozen) skeleton."""
+    cache = skeleton.__dict__.setdefault("_root_branches", {})
+    if bone not in cache:
+        bones = skeleton.branch(bone)
+        if len(bones) == 1:  # it reaches from its own head
+            cache[bone] = (bone, 0.0, 0.0)
+        else:
+            gaps = math.fsum(math.hypot(*skeleton.offsets[b].tolist()) for b in bones[2:])
+            cache[bone] = (bones[1], math.hypot(*skeleton.offsets[bones[1]].tolist()), gaps)
+    return cache[bone]
 
 
 def _first_radii(skeleton, branches: list[_Branch], frames, heads, share: float) -> list[float]:
