@@ -48,6 +48,12 @@ def apply_locations(obj, values: dict[str, tuple[float, float, float]]) -> None:
             pose[name].location = vals
 
 
+def insert_keyframes(obj, names, frame: float) -> None:
+    """Auto-keying: key the location a Solve wrote on a moved root (that channel only)."""
+    for name in names:
+        obj.pose.bones[name].keyframe_insert("location", frame=frame, group=name)
+
+
 def head_world(obj_eval, name: str) -> Vector:
     """The bone's head in world space (the evaluated pose)."""
     return obj_eval.matrix_world @ obj_eval.pose.bones[name].head

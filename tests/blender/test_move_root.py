@@ -212,3 +212,46 @@ def test_live_moves_the_root(ext):
     assert item.result.reached and error <= _tolerance(obj, item), error
     assert math.dist(obj.pose.bones["base"].location, (0, 0, 0)) > 0.5
     item.live = False
+
+
+def test_auto_keying_keys_the_moved_root(ext):
+    obj, item, target = _lone()
+    item.move_root = True
+    bpy.context.scene.tool_settings.use_keyframe_insert_auto = True
+    try:
+        assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    finally:
+        bpy.context.scene.tool_settings.use_keyframe_insert_auto = False
+    curves = _location_curves(obj, "base")
+    assert sorted(fc.array_index for fc in curves) == [0, 1, 2]
+    assert [tuple(fc.keyframe_points[0].co) for fc in curves] == [
+        (1.0, pytest.approx(v, abs=1e-6)) for v in obj.pose.bones["base"].location
+    ]
+
+
+def test_cli_move_root(ext, tmp_path):
+    """cli.py --move-root on: the root's location keyed, the move reported; a bad stiffness refused."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    obj, item, target = _lone()
+    target.keyframe_insert("location", frame=1)
+    target.location = (2.5, 0.0, 3.0)
+    target.keyframe_insert("location", frame=3)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    path = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    cli = Path(__file__).resolve().parents[2] / "cli.py"
+    base = [sys.executable, str(cli), str(path), "--", "--armature", "Rig", "--chain", "tip:3", "--target", "Goal"]
+    base += ["--frames", "1-3"]
+    summary = tmp_path / "s.json"
+    argv = [*base, "--move-root", "on", "--json", str(summary)]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(summary.read_text())
+    assert data["root_moved"]["base"] > 0.5 and data["playback_error"] < 1e-3
+    assert "Move Root keyed bone 'base''s location" in run.stdout
+    run = subprocess.run([*base, "--root-stiffness", "2"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "argument --root-stiffness: must be within 0..1" in run.stderr
