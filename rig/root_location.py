@@ -40,6 +40,12 @@ def location_values(obj, obj_eval, name: str, shift, influence: float = 1.0) -> 
     return values
 
 
+def head_move(obj, obj_eval, name: str, location) -> np.ndarray:
+    """The move (3,) of the bone's head in armature space were its location channel `location`."""
+    change = channel_frame(obj, obj_eval, name) @ (Vector(location) - obj.pose.bones[name].location)
+    return np.array(change[:], dtype=float)
+
+
 def apply_locations(obj, values: dict[str, tuple[float, float, float]]) -> None:
     """Write location channels (a solve's, or the values before it to restore)."""
     pose = obj.pose.bones

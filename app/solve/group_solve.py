@@ -22,7 +22,7 @@ from ...solvers.metrics import rotation_cost_rows
 from ..checks import check_group, check_in_view_layer, check_movable_root, check_no_stretch_scale, check_spec
 from ..spec import ChainSpec
 from ..spec.groups import chain_names, group_label, led_by
-from . import pins
+from . import pins, root_home
 from .goals import chain_goals
 from .outcome import ChainOutcome
 
@@ -51,20 +51,26 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             for e in effectors
         ]
     skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
+    home = _root_home(obj, obj_eval, group, names, skeleton) if lead.move_root else None
+    if home is not None:  # a movable root starts from where the user put it (app.solve.root_home)
+        skeleton = movable_root.shifted(skeleton, names.index(group.root), home[1])
     solution = solve_tree(lead, skeleton, local, effectors, tolerance)
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     if stretched:
         scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
         whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
     root_moved = None
-    if solution.root_shift is not None and np.any(solution.root_shift):  # a movable root moved: its location
+    shift = solution.root_shift if home is None else home[1] + solution.root_shift
+    if shift is not None and np.any(shift):  # a movable root moved (or went home): its location
         top = group.root
-        values = rig.root_location.location_values(obj, obj_eval, top, solution.root_shift, lead.influence)
-        whole = dataclasses.replace(
-            whole, locations={top: values}, locations_before={top: tuple(obj.pose.bones[top].location)}
-        )
+        before = tuple(obj.pose.bones[top].location)
+        values = rig.root_location.location_values(obj, obj_eval, top, shift, lead.influence)
+        if home is not None and not np.any(solution.root_shift) and lead.influence == 1.0:
+            values = home[0]  # home exactly, not through the matrices' rounding
+        whole = dataclasses.replace(whole, locations={top: values}, locations_before={top: before})
         root_moved = (top, tuple(rig.root_location.head_world(obj_eval, top)))
         skeleton = movable_root.shifted(skeleton, names.index(top), solution.root_shift)
+        root_home.remember(obj, top, before, values)
     if held:
         pins.remember(obj, names, skeleton, held, whole.values)
     _, heads_in, ends_in = skeleton.forward(local)
@@ -172,6 +178,16 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
         return GroupRig(tuple(specs), layout, chains)
     inherit = tuple(rig.stretch.tree_inherit(obj, layout.names, layout.parents))
     return GroupRig(tuple(specs), layout, chains, w, inherit)
+
+
+def _root_home(obj, obj_eval, group: GroupRig, names, skeleton) -> tuple | None:
+    """(the root's home location, the move of its head there in armature space) when a solve moved
+    the root and nobody moved it since (app.solve.root_home), else None."""
+    top = group.root
+    start = root_home.home(obj, top)
+    if start is None:
+        return None
+    return start, rig.root_location.head_move(obj, obj_eval, top, start)
 
 
 def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:

@@ -255,3 +255,53 @@ def test_cli_move_root(ext, tmp_path):
     assert "Move Root keyed bone 'base''s location" in run.stdout
     run = subprocess.run([*base, "--root-stiffness", "2"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "argument --root-stiffness: must be within 0..1" in run.stderr
+
+
+def test_the_root_returns_home_when_the_target_comes_back_within_reach(ext):
+    """Solve (and Live) start a moved root from where the user put it: the hips that stepped forward for
+    a far target come back when it comes back; a root the user moved since stays where they put it."""
+    obj, item, target = _lone()
+    item.move_root = True
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert math.dist(obj.pose.bones["base"].location, (0, 0, 0)) > 0.5
+    target.location = (0.0, 1.0, 2.0)  # within reach from home
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert tuple(obj.pose.bones["base"].location) == (0.0, 0.0, 0.0) and item.result.reached
+    target.location = (2.0, 0.0, 3.0)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    obj.pose.bones["base"].location = (0.3, 0.0, 0.0)  # the user moves it: that is home now
+    target.location = (0.3, 1.0, 2.0)
+    assert bpy.ops.chain_ik.solve() == {"FINISHED"}
+    assert tuple(obj.pose.bones["base"].location) == pytest.approx((0.3, 0.0, 0.0)) and item.result.reached
+    # Live: the same, update after update
+    obj.pose.bones["base"].location = (0.0, 0.0, 0.0)
+    item.live = True
+    for goal, away in (((2.5, 0.0, 3.0), True), ((0.0, 1.0, 2.0), False), ((2.5, 0.0, 3.0), True)):
+        target.location = goal
+        bpy.context.view_layer.update()
+        bpy.context.view_layer.update()
+        assert item.result.reached
+        assert (math.dist(obj.pose.bones["base"].location, (0, 0, 0)) > 0.5) == away
+    item.live = False
+
+
+@pytest.mark.parametrize("method", ("fabrik", "jacobian"))
+def test_live_on_the_metarig_keeps_the_feet_and_brings_the_hips_home(rigify, method):
+    obj, far, reach = _metarig(method, True)
+    target = bpy.data.objects["Goal"]
+    feet = {tip: world_point(obj, tip) for tip, _ in FEET}
+    hips = world_point(obj, "spine", use_tail=False)
+    near = hips + 0.5 * (far - hips) / 1.25  # within reach, in front
+    hand = obj.chain_ik.chains[0]
+    hand.live = True
+    try:
+        for goal, away in ((far, True), (near, False), (far, True), (near, False)):
+            target.location = tuple(goal)
+            bpy.context.view_layer.update()
+            bpy.context.view_layer.update()
+            assert hand.result.reached, (goal, hand.result.error)
+            assert max_feet(obj, feet) <= _tolerance(obj, obj.chain_ik.chains[1])
+            moved = float(np.linalg.norm(world_point(obj, "spine", use_tail=False) - hips))
+            assert (moved > 0.1 * reach) == away, moved
+    finally:
+        hand.live = False
