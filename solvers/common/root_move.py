@@ -43,7 +43,9 @@ PIN_SHARE = 0.99  # a pinned branch is kept this share of its reach from the roo
 SHRINK = 0.02  # a branch that fell short is taken to reach this share less than it got
 GAIN = 1e-3  # a round must lower the rank's deciding sum by this share of it
 ROUNDS = 4  # fits after the first, at most
-FIT_STEPS = 200  # alternating projections of the fit
+FIT_STEPS = 200  # alternating projections of the fit, at most
+FIT_SETTLED = 1e-3  # ... or less than this share of its move so far
+FIT_TOLERANCE = 1e-6  # ... stopping once a step moves the root less than this share of the largest ball
 DEFAULT_STIFFNESS = 0.5
 MOVING_ROOT = "a movable root: frames solved one by one"  # the batch and sequence entries' reason
 
@@ -235,11 +237,15 @@ def _fit(branches: list[_Branch], radii, weights, frames, heads, root: int) -> n
         centre = (b.goal[0] - (ax - start[0]), b.goal[1] - (ay - start[1]), b.goal[2] - (az - start[2]))
         (pins if b.pin else targets).append((centre, r))
     p = start
-    eps = 1e-12 * (1.0 + max((r for _, r in targets + pins), default=0.0))
+    # The fit places the root for the method to solve from, not to the last bit: the pins' projection
+    # comes last (they hold exactly), a target may end a millionth of the scale outside its ball.
+    eps = FIT_TOLERANCE * (1.0 + max((r for _, r in targets + pins), default=0.0))
     for _ in range(FIT_STEPS):
-        q = _averaged(p, targets, weights) if targets else p
-        q = _into_pins(q, pins, eps)
-        if math.dist(p, q) <= eps:
+        q = _into_pins(_averaged(p, targets, weights) if targets else p, pins, eps)
+        # Feasible: the projections stop at once. Where targets and pins conflict they crawl toward
+        # the compromise; the root needs no more than a thousandth of its move there (the method
+        # then reaches, or the rounds move on).
+        if math.dist(p, q) <= max(eps, FIT_SETTLED * math.dist(q, start)):
             p = q
             break
         p = q
