@@ -165,7 +165,8 @@ def _location_curves(obj, name: str) -> list:
     return [fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path]
 
 
-def test_bake_keys_the_root_location_only_where_it_moved(ext):
+@pytest.mark.parametrize("reduce", [False, True])
+def test_bake_keys_the_root_location_only_where_it_moved(ext, reduce):
     obj, item, target = _lone()
     item.move_root = True
     target.location = (0.0, 1.0, 2.0)  # within reach on frame 1
@@ -173,9 +174,9 @@ def test_bake_keys_the_root_location_only_where_it_moved(ext):
     target.location = (2.0, 0.0, 3.0)  # beyond on frame 3
     target.keyframe_insert("location", frame=3)
     bake = obj.chain_ik.bake
-    bake.use_scene_range, bake.frame_start, bake.frame_end, bake.reduce = False, 1, 3, False
+    bake.use_scene_range, bake.frame_start, bake.frame_end, bake.reduce = False, 1, 3, reduce
     assert bpy.ops.chain_ik.bake() == {"FINISHED"}
-    curves = _location_curves(obj, "base")
+    curves = _location_curves(obj, "base")  # keyed on every frame, reduced or not (not reduced)
     assert sorted(fc.array_index for fc in curves) == [0, 1, 2]
     assert all(len(fc.keyframe_points) == 3 for fc in curves)
     for frame in (1, 2, 3):
