@@ -30,6 +30,8 @@ every panel chain's Softness). --aim-axis AXIS (NONE, +X ... -Z; write --aim-axi
 --contacts: Detect Contacts on the panel chains first (their feet's Contact keyed from the
 motion, above the armature's Ground), then the bake plants the feet on them; the per-chain
 summary gains the contact figures.
+every panel chain's Softness). --move-root on|off, --root-stiffness S: a movable root (the unit's top
+bone moves to reach, pins hold; its location keyed where it moved), given as --softness is.
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
                 softness=c["softness"],
                 aim_axis=c["aim_axis"] or None,
                 aim_spread=c["aim_spread"],
+                move_root=c["move_root"],
+                root_stiffness=c["root_stiffness"],
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]
@@ -180,6 +184,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         ],
         "live_off": list(result.live_off),
         "detected": detected,  # --contacts: per chain, the contacts Detect Contacts keyed
+        "root_moved": dict(result.root_moved),  # Move Root: keyed root bone -> largest head move on playback
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:
@@ -208,6 +213,8 @@ def print_summary(summary: dict, chain_line) -> None:
     )
     for chain in summary["per_chain"]:
         print(f"Chain IK bake: {chain_line(chain)}")
+    for name, moved in summary.get("root_moved", {}).items():
+        print(f"Chain IK bake: Move Root keyed bone '{name}''s location, its head moved up to {moved:.3g}")
     if summary["live_off"]:
         print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:

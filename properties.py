@@ -285,6 +285,23 @@ class ChainIKChain(bpy.types.PropertyGroup):
         max=1.0,
         subtype="FACTOR",
     )
+    # A movable root (issue 20 item 1; the chain leading the unit sets it for its whole group).
+    move_root: BoolProperty(
+        name="Move Root",
+        description="The unit's top bone may move its location as well as the bones turn, so a target beyond"
+        " reach is reached (the hips follow the hand); pins hold. Only where that bone is not connected to its"
+        " parent. In a group the first chain's setting serves all",
+        default=False,
+    )
+    root_stiffness: FloatProperty(
+        name="Root Stiffness",
+        description="How little the root moves once a target is beyond reach: 0 moves it most (the target comes"
+        " within three quarters of its chain's reach), 0.5 to seven eighths, 1 never moves it",
+        default=0.5,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
     # The last bake's contact figures for this chain (measured on playback), shown in the Contacts panel.
     contact_figures: StringProperty(name="Contact Figures", options={"HIDDEN"})
 

@@ -19,8 +19,10 @@ from .output_paths import check_output, same_file
 INTERPOLATIONS = ("BEZIER", "LINEAR", "CONSTANT")
 CHAIN_OPTIONS = (
     "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+    "move_root", "root_stiffness",
 )  # fmt: skip
-NUMBER_OPTIONS = ("pole_angle", "softness", "aim_spread")  # None when not given (the panel's); the others ''
+# None when not given (the panel's); the others ''
+NUMBER_OPTIONS = ("pole_angle", "softness", "aim_spread", "move_root", "root_stiffness")
 
 
 class CliError(Exception):
@@ -55,6 +57,24 @@ def spread(text: str) -> float:
     return value
 
 
+def stiffness(text: str) -> float:
+    """argparse type: a movable root's stiffness within 0..1."""
+    value = finite(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1 (0 moves the root most, 1 never), got {text!r}")
+    return value
+
+
+def on_off(text: str) -> bool:
+    """argparse type: on/off (also true/false, yes/no, 1/0)."""
+    word = text.strip().lower()
+    if word in ("on", "true", "yes", "1"):
+        return True
+    if word in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be on or off, got {text!r}")
+
+
 def parser(standalone: bool) -> argparse.ArgumentParser:
     """`standalone`: run by the bpy wheel's Python, which opens the .blend itself."""
     p = argparse.ArgumentParser(
@@ -79,6 +99,21 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         metavar="SHARE",
         help="soft IK against the knee pop: a share of the chain's reach, 0 exact (default: the panel's;"
         " without --chain: over every chain's)",
+    )
+    p.add_argument(
+        "--move-root",
+        action="append",
+        type=on_off,
+        metavar="on|off",
+        help="the unit's top bone may move to reach (the hips follow the hand; pins hold); per --chain: the"
+        " chain leading its group decides (default: the panel's; without --chain: over every chain's)",
+    )
+    p.add_argument(
+        "--root-stiffness",
+        action="append",
+        type=stiffness,
+        metavar="S",
+        help="with --move-root: 0 moves the root most, 1 never (default: the panel's, or 0.5)",
     )
     p.add_argument("--method", action="append", help=f"solver: {', '.join(METHOD_NAMES)} (default: the panel's)")
     p.add_argument(

@@ -21,6 +21,7 @@ SHOT_KEYS = {
 }  # fmt: skip
 CHAIN_KEYS = {
     "chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+    "move_root", "root_stiffness",
 }  # fmt: skip
 # Keys that name something: never empty. The others may be "" (as if left out): target_bone,
 # pole, pole_bone.
@@ -102,7 +103,8 @@ def _chains(where: str, value, problems: list[str]) -> list[dict]:
                 problems.append(f"{at}: '{key}' is required")
         chain = {}
         for key in sorted(CHAIN_KEYS & set(entry)):
-            kinds = (int, float) if key in ("pole_angle", "softness", "aim_spread") else str
+            kinds = (int, float) if key in ("pole_angle", "softness", "aim_spread", "root_stiffness") else str
+            kinds = bool if key == "move_root" else kinds
             if _check_type(at, key, entry[key], kinds, problems):
                 chain[key] = entry[key]
         if "softness" in chain and not 0.0 <= chain["softness"] < 1.0:  # checked finite above
@@ -112,6 +114,9 @@ def _chains(where: str, value, problems: list[str]) -> list[dict]:
             problems.append(f"{at}: 'aim_spread' must be within 0..1, got {chain['aim_spread']!r}")
         if "aim_axis" in chain and chain["aim_axis"] not in AIM_AXIS_NAMES:
             problems.append(f"{at}: unknown aim_axis '{chain['aim_axis']}' (choose one of {', '.join(AIM_AXIS_NAMES)})")
+        if "root_stiffness" in chain and not 0.0 <= chain["root_stiffness"] <= 1.0:
+            got = chain["root_stiffness"]
+            problems.append(f"{at}: 'root_stiffness' must be within 0..1 (0 moves the root most, 1 never), got {got!r}")
         if "chain" in chain:
             try:
                 parse_chain(chain["chain"])

@@ -128,6 +128,10 @@ def cli_arguments(shot: Shot, max_error: float | None = None) -> list[str]:
         args += [f"--aim-spread={float(chain.get('aim_spread', DEFAULT_AIM_SPREAD))!r}" for chain in shot.chains]
     if shot.contacts:
         args.append("--contacts")
+    if any("move_root" in chain for chain in shot.chains):
+        args += [f"--move-root={'on' if chain.get('move_root', False) else 'off'}" for chain in shot.chains]
+    if any("root_stiffness" in chain for chain in shot.chains):
+        args += [f"--root-stiffness={float(chain.get('root_stiffness', 0.5))!r}" for chain in shot.chains]
     bound = shot.max_error if shot.max_error is not None else max_error
     if bound is not None:
         args.append(f"--max-error={float(bound)!r}")

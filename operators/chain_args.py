@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bpy.props import EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..app import spec
 from ..properties import AIM_AXIS_ITEMS
@@ -65,6 +65,19 @@ class ChainArguments:
         options=SCRIPT_ONLY,
     )
 
+    move_root: BoolProperty(
+        name="Move Root",
+        description="The unit's top bone may move to reach (unset: each chain's own, or off with a Tip Bone;"
+        " alone: over every chain's, as Solver)",
+        options=SCRIPT_ONLY,
+    )
+    root_stiffness: FloatProperty(
+        name="Root Stiffness",
+        description="0 moves the root most, 1 never (unset: each chain's own, or 0.5 with a Tip Bone); refused"
+        " outside 0..1, never clamped",
+        options=SCRIPT_ONLY,
+    )
+
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
 
@@ -75,6 +88,8 @@ class ChainArguments:
         softness = props.softness if props.is_property_set("softness") else None
         aim_axis = props.aim_axis if props.is_property_set("aim_axis") else None
         aim_spread = props.aim_spread if props.is_property_set("aim_spread") else None
+        move_root = props.move_root if props.is_property_set("move_root") else None
+        root_stiffness = props.root_stiffness if props.is_property_set("root_stiffness") else None
         return spec.specs_from_arguments(
             obj,
             props.tip,
@@ -89,4 +104,6 @@ class ChainArguments:
             softness=softness,
             aim_axis=aim_axis,
             aim_spread=aim_spread,
+            move_root=move_root,
+            root_stiffness=root_stiffness,
         )

@@ -250,6 +250,9 @@ class SkeletonSolution:
     # (effectors,) radians: each aiming effector's remaining angle (its `error` is the distance by
     # which its ray misses the target, common.aim_goals), NaN for the others; None: nothing aims
     angles: np.ndarray | None = None
+    # A movable root (common.root_move): the root bone's head moved by this (3,) in the skeleton's
+    # space, `local` posing the bones from there; None: the root was not free to move.
+    root_shift: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +267,7 @@ class SkeletonBatch:
     # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
     reason: str = ""
     angles: np.ndarray | None = None  # (m, k) as SkeletonSolution.angles per frame; None: nothing aims
+    root_shift: np.ndarray | None = None  # (m, 3) a movable root's move per frame (SkeletonSolution's)
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:

@@ -97,6 +97,7 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             layout.active = False
         layout.prop(item, "influence", slider=True)
         _draw_limits(layout, obj, item)
+        _draw_root(layout, obj, item)
         layout.separator()
         layout.prop(item, "method")
         method = solvers.REGISTRY.get(item.method)
@@ -174,6 +175,23 @@ def _draw_limits(layout, obj, item) -> None:
         col.label(text="No IK limits on the chain's bones")
     for line in lines:
         col.label(text=line, icon="CON_ROTLIMIT")
+
+
+def _draw_root(layout, obj, item) -> None:
+    """Move Root and its stiffness, greyed where the chain's top bone is connected (its head cannot move)."""
+    try:
+        top = rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail)[0]
+    except (ValueError, KeyError):
+        top = ""
+    connected = bool(top) and obj.data.bones[top].use_connect
+    row = layout.row(align=True)
+    row.active = not connected
+    row.prop(item, "move_root")
+    sub = row.row(align=True)
+    sub.active = item.move_root and not connected
+    sub.prop(item, "root_stiffness", slider=True)
+    if connected and item.move_root:
+        layout.label(text=f"'{top}' is connected to its parent: its head cannot move", icon="ERROR")
 
 
 class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):

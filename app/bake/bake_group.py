@@ -48,6 +48,10 @@ class GroupFrames:
         pose = obj.pose.bones
         roots = [self.layout.names[i] for i, p in enumerate(self.layout.parents) if p == -1]
         self.above = {a.name for root in roots for a in pose[root].parent_recursive}
+        # Move Root: the root's location channel per frame, and whether it moved on any (then it is keyed).
+        self.locations = np.empty((frames, 3))
+        self.heads_in = np.empty((frames, 3))  # its head before the bake (world), for the report's measure
+        self.moved = False
         # The last frame's solution and input pose (tree locals): the next frame continues them.
         self.previous: np.ndarray | None = None
         self.previous_input: np.ndarray | None = None
@@ -100,10 +104,12 @@ class GroupFrames:
         previous = self.previous if k else None
         try:
             solution = solvers.solve_skeleton_next(
-                skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
-            )
+                skeleton, local, effectors, previous, self.previous_input,
+                **self.lead.solver_arguments(tolerance), **self.lead.root_arguments(),
+            )  # fmt: skip
         except ValueError as exc:  # the core names bones by index
             raise ValueError(named_bones(str(exc), names)) from None
+        self._root(k, obj_eval, solution.root_shift)
         self.previous, self.previous_input = solution.local, local
         seconds = time.perf_counter() - start
         said = named_bones(solution.reason, names)
@@ -145,10 +151,13 @@ class GroupFrames:
         lead = self.lead
         try:
             batch = solvers.solve_skeleton_sequence(
-                skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
-            )
+                skeleton, local, template, positions, poles=poles,
+                **lead.solver_arguments(tolerance), **lead.root_arguments(),
+            )  # fmt: skip
         except ValueError as exc:  # the core names bones by index
             raise ValueError(named_bones(str(exc), names)) from None
+        for k in range(len(frames)) if batch.root_shift is not None else ():
+            self._root(k, obj_eval, batch.root_shift[k])
         seconds = time.perf_counter() - start
         if batch.reason:
             self.reason = "; ".join(filter(None, (self.reason, f"solver: {named_bones(batch.reason, names)}")))
@@ -163,6 +172,15 @@ class GroupFrames:
                 self._write(state, k, names, local, batch.local[k])
         pins = solvers.skeleton.resolve_pins(skeleton, local, template)
         self._errors(state, range(len(frames)), space, skeleton, batch.local, batch.error, pins, seconds, positions)
+
+    def _root(self, k: int, obj_eval, shift) -> None:
+        """Frame k's location channel of a movable root (its input location where it stayed)."""
+        if shift is None:
+            return
+        root = self.rig.root
+        self.locations[k] = rig.root_location.location_values(self.obj, obj_eval, root, shift, self.lead.influence)
+        self.heads_in[k] = rig.root_location.head_world(obj_eval, root)
+        self.moved = self.moved or bool(np.any(shift))
 
     def _write(self, state, k: int, names, local, solved) -> None:
         """Channel values as Solve writes them (influence, locks, continuity with the last frame)."""

@@ -118,16 +118,21 @@ class _Track:
         return {"worst_angle": float(self.angles[worst]), "angle_frame": int(frames[worst])}
 
 
-def measure(context, obj, specs, frames, into: list, held: dict | None = None) -> Iterator[None]:
+def measure(
+    context, obj, specs, frames, into: list, held: dict | None = None, roots: dict | None = None
+) -> Iterator[None]:
     """Play the baked `frames` back and append one ChainReport per spec to `into`.
 
     A generator (one step per frame) so a modal bake can keep the UI alive; run it
     to the end with `for _ in measure(...): pass`. The frame is restored after.
-    `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there."""
+    `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there.
+    `roots`: Move Root's keyed bones -> (frames, 3) their heads before the bake (world); each
+    entry is replaced by the largest distance its head plays back from there."""
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     tracks = [_Track(spec, obj) for spec in specs]
     held = held or {}
+    moved: dict[str, float] = {}
     try:
         for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
@@ -140,10 +145,16 @@ def measure(context, obj, specs, frames, into: list, held: dict | None = None) -
                 else:
                     target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 track.sample(obj_eval, np.asarray(target, dtype=float), int(frame))
+            for name, before in (roots or {}).items():
+                head = rig.root_location.head_world(obj_eval, name)
+                moved[name] = max(moved.get(name, 0.0), math.dist(head, before[k]))
             yield
     finally:
         scene.frame_set(frame0, subframe=subframe0)
     into.extend(track.report(frames) for track in tracks)
+    if roots is not None:
+        roots.clear()
+        roots.update(moved)
 
 
 def chain_line(chain: dict) -> str:

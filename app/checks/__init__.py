@@ -29,6 +29,9 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"the rotation weight must be within 0..1, got {spec.rotation_weight:g}")
     if not 0.0 <= spec.softness < 1.0:  # the core's range (solvers.common.soft); NaN too
         raise ValueError(f"softness must be a share of the chain's reach within 0..1 (below 1), got {spec.softness:g}")
+    if not 0.0 <= spec.root_stiffness <= 1.0:  # the core's range (solvers.common.root_move); NaN too
+        got = spec.root_stiffness
+        raise ValueError(f"root stiffness must be within 0..1 (0 moves most, 1 never moves), got {got:g}")
     if not (math.isfinite(spec.weight) and spec.weight > 0.0):
         raise ValueError(f"the chain's weight must be a finite number > 0, got {spec.weight:g}")
     if spec.max_iterations < 0:
@@ -214,3 +217,20 @@ def _refuse_target_moving_with_chain(
                 f" '{b}'): pick another {what}"
             )
         todo.extend(_carriers(ob, b, own))
+
+
+def check_movable_root(obj, bone: str, label: str) -> None:
+    """Refuse Move Root where the unit's top bone `bone` cannot move its location: connected to its
+    parent (its head is the parent's tail), or a location channel locked (never written unasked)."""
+    if obj.data.bones[bone].use_connect:
+        raise ValueError(
+            f"Move Root on '{label}': bone '{bone}', the top of the chains it moves, is connected to its parent, so"
+            " its head cannot move; turn Move Root off, lengthen the chain to a bone that is not connected, or"
+            " disconnect the bone"
+        )
+    locked = [axis for axis, lock in zip("XYZ", obj.pose.bones[bone].lock_location, strict=True) if lock]
+    if locked:
+        raise ValueError(
+            f"Move Root on '{label}': bone '{bone}' has its location locked ({', '.join(locked)}); unlock it or turn"
+            " Move Root off"
+        )

@@ -57,6 +57,7 @@ def _goal_parts(item, target_eval, depsgraph) -> list:
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin, item.softness))
     parts.append((item.aim_axis, item.aim_spread))
+    parts.append((item.move_root, item.root_stiffness))
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))
@@ -137,7 +138,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             if not any(item.live for item in items):
                 continue
             obj_eval = obj.evaluated_get(depsgraph)
-            alone = len(members) == 1 and not items[0].pin
+            alone = len(members) == 1 and not items[0].pin and not items[0].move_root  # else the tree's
             key = (obj.name, members[0]) if alone else (obj.name, members)
             live_keys.add(key)
             what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"

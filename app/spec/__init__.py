@@ -56,6 +56,9 @@ class ChainSpec:
     # The data path of the chain's keyed Contact (issue 21) when it has contacts, else '': a bake
     # then plants its foot on the contacts (app.bake.contact_targets) and needs no target.
     contacts: str = ""
+    # A movable root (solvers.common.root_move): the unit's top bone moves its head too (the lead's serves a group).
+    move_root: bool = False
+    root_stiffness: float = 0.5  # 0 moves most, 1 never moves
 
     @property
     def label(self) -> str:
@@ -71,6 +74,10 @@ class ChainSpec:
         of solvers.solve, solve_skeleton, solve_skeleton_next and solve_skeleton_sequence."""
         cap = self.max_iterations or None
         return {"method": self.method, "tolerance": tolerance, "max_iterations": cap, **self.options}
+
+    def root_arguments(self) -> dict:
+        """solve_skeleton's movable-root keywords ({} when the root stays)."""
+        return {"move_root": True, "root_stiffness": float(self.root_stiffness)} if self.move_root else {}
 
 
 def spec_from_item(item, **overrides) -> ChainSpec:
@@ -103,6 +110,8 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         aim_axis=item.aim_axis,
         aim_spread=item.aim_spread,
         contacts=contact_channel(item),
+        move_root=item.move_root,
+        root_stiffness=item.root_stiffness,
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
     return ChainSpec(**fields)
@@ -122,6 +131,8 @@ def specs_from_arguments(
     softness: float | None = None,
     aim_axis: str | None = None,
     aim_spread: float | None = None,
+    move_root: bool | None = None,
+    root_stiffness: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -134,11 +145,14 @@ def specs_from_arguments(
       the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
     `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
-    `pole_angle`, `softness` None: not given (the panel's, or 0). `aim_axis`, `aim_spread` as
-    `softness` (None: the panel's, or no aim)."""
+    `pole_angle`, `softness` None: not given (the panel's, or 0). `aim_axis`, `aim_spread`,
+    `move_root` and `root_stiffness` as `softness` (None: the panel's; or no aim, Move Root off
+    and stiffness 0.5 with `tip`)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
-    overrides.update(softness=softness, aim_axis=aim_axis, aim_spread=aim_spread)
+    per_chain = {"softness": softness, "aim_axis": aim_axis, "aim_spread": aim_spread}
+    per_chain.update(move_root=move_root, root_stiffness=root_stiffness)
+    overrides.update(per_chain)
     if tip:
         if not target:
             raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
@@ -161,8 +175,7 @@ def specs_from_arguments(
         scope.check_not_muted(items[0])
     else:
         items = scope.scoped_items(settings)
-    given = {"softness": softness, "aim_axis": aim_axis, "aim_spread": aim_spread}
-    return [(item, spec_from_item(item, method=method or None, **given)) for item in items]
+    return [(item, spec_from_item(item, method=method or None, **per_chain)) for item in items]
 
 
 def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:

@@ -32,7 +32,7 @@ import numpy as np
 from .. import quat
 from ..model.aim_axis import axis_vector
 from ..skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution
-from . import aim
+from . import aim, root_move
 from .chain_path import DEFAULT_RELATIVE_TOLERANCE
 
 
@@ -75,10 +75,15 @@ def after_reach(
     method: str,
 ) -> SkeletonSolution:
     """Step 2 of the rule: `effectors`' aims on the pose `reached` (the solution of the others,
-    in their order; None when every effector aims) from the frame's input rotations `local`."""
+    in their order; None when every effector aims) from the frame's input rotations `local`.
+    A reach that moved the root (`root_shift`, common.root_move): the aims turn on the skeleton as
+    moved, and the result carries the shift."""
     k = len(effectors)
     aims = aiming(effectors)
     reach = [j for j in range(k) if j not in aims]
+    shift = None if reached is None else reached.root_shift
+    if shift is not None:
+        skeleton = root_move.shifted(skeleton, root_move.root_of(skeleton, [effectors[j] for j in reach]), shift)
     pose = np.array(local if reached is None else reached.local, dtype=float)
     error, angles = np.full(k, np.nan), np.full(k, np.nan)
     ok, iterations, reasons, unheld = True, 0, [], ()
@@ -118,7 +123,7 @@ def after_reach(
             reasons.append(f"aim on bone {e.bone}: {solved.reason}")
         done.append(e.bone)
     reason = "; ".join(dict.fromkeys(r for r in reasons if r))
-    return SkeletonSolution(pose, error, bool(ok), iterations, method, reason, unheld, angles)
+    return SkeletonSolution(pose, error, bool(ok), iterations, method, reason, unheld, angles, root_shift=shift)
 
 
 def after_reach_frames(
@@ -146,8 +151,10 @@ def after_reach_frames(
         frame = [replace(e, position=positions[f, j]) if e.aim_axis else e for j, e in enumerate(effectors)]
         solved = None
         if batch is not None:
+            shift = None if batch.root_shift is None else batch.root_shift[f]
             solved = SkeletonSolution(
-                batch.local[f], batch.error[f], bool(batch.reached[f]), int(batch.iterations[f]), batch.method
+                batch.local[f], batch.error[f], bool(batch.reached[f]), int(batch.iterations[f]), batch.method,
+                root_shift=shift,
             )
         rows.append(after_reach(skeleton, local, frame, solved, **settings))
     reasons = [batch.reason] if batch is not None else []
@@ -160,4 +167,5 @@ def after_reach_frames(
         rows[-1].method,
         "; ".join(dict.fromkeys(r for r in reasons if r)),
         np.array([r.angles for r in rows]),
+        None if batch is None or batch.root_shift is None else np.array(batch.root_shift),
     )
