@@ -210,6 +210,21 @@ def write_keys(
     """Replace `fc`'s keys within `frame_range` (inclusive) by (frames, values); returns keys written.
     `handles`: fitted (left, right) handle points of the new keys, (n, 2) each, kept as ALIGNED
     handles (else the new keys get Blender's auto-clamped ones)."""
+    return write_keys_in(fc, frames, values, [frame_range], interpolation, handles)
+
+
+def write_keys_in(
+    fc,
+    frames: np.ndarray,
+    values: np.ndarray,
+    frame_ranges: list[tuple[float, float]],
+    interpolation: str,
+    handles: tuple[np.ndarray, np.ndarray] | None = None,
+) -> int:
+    """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
+    a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
+    values), all of which lie inside them, and every other key is kept with all its attributes,
+    in one rebuild of the F-Curve."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.all(np.isfinite(values)):
@@ -222,7 +237,9 @@ def write_keys(
         co = np.empty(2 * old, dtype=np.float32)
         kp.foreach_get("co", co)
         t = co[0::2]
-        keep = (t < frame_range[0] - FRAME_EPSILON) | (t > frame_range[1] + FRAME_EPSILON)
+        keep = np.ones(old, dtype=bool)
+        for low, high in frame_ranges:
+            keep &= (t < low - FRAME_EPSILON) | (t > high + FRAME_EPSILON)
         rebuild = not np.all(keep)
         if rebuild and not np.any(keep):
             # Re-baking the same range: nothing to carry over, so skip reading every key attribute.

@@ -31,19 +31,15 @@ def _path_bones(obj, legs) -> list[str]:
 
 def curves_reason(obj, legs) -> str:
     """Why the legs cannot be read from the action's curves ('' when they can)."""
-    if obj.parent is not None or obj.rigid_body is not None:
-        return "the armature is parented or simulated"
-    if any(c.enabled and c.influence > 0.0 for c in obj.constraints):
-        return "the armature has constraints"
-    data = obj.data.animation_data
-    if data is not None and (data.action is not None or len(data.drivers) or len(data.nla_tracks)):
-        return "the armature data is animated"
+    why = sampling.armature_reason(obj)
+    if why:
+        return why
     why, curves = sampling.active_curves(obj)
     if why:
         return why
     if any(fc.data_path.startswith(sampling.TRANSFORM_PATHS) for fc in curves):
         return "the armature object is animated"
-    if not sampling._frame_handlers_quiet():
+    if not sampling.frame_handlers_quiet():
         return "frame-change handlers"
     if obj.animation_data is not None and obj.animation_data.use_tweak_mode:
         return "NLA tweak mode"

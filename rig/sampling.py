@@ -33,13 +33,14 @@ TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 LIVE_HANDLER_MARK = "chain_ik_live_handler"
 
 
-def _frame_handlers_quiet() -> bool:
+def frame_handlers_quiet() -> bool:
     handlers = [*bpy.app.handlers.frame_change_pre, *bpy.app.handlers.frame_change_post]
     return all(getattr(h, LIVE_HANDLER_MARK, False) for h in handlers)
 
 
-def armature_static_reason(obj, root_names) -> str:
-    """Why the chains' spaces may move over frames ('' when they cannot)."""
+def armature_reason(obj) -> str:
+    """Why the armature may move or change over frames other than through its object's action
+    ('' when it cannot): parented, simulated, constrained, or its data animated."""
     if obj.parent is not None or obj.rigid_body is not None:
         return "the armature is parented or simulated"
     if any(c.enabled and c.influence > 0.0 for c in obj.constraints):
@@ -47,6 +48,14 @@ def armature_static_reason(obj, root_names) -> str:
     data = obj.data.animation_data
     if data is not None and (data.action is not None or len(data.drivers) or len(data.nla_tracks)):
         return "the armature data is animated"
+    return ""
+
+
+def armature_static_reason(obj, root_names) -> str:
+    """Why the chains' spaces may move over frames ('' when they cannot)."""
+    why = armature_reason(obj)
+    if why:
+        return why
     paths = animated_paths(obj)
     if any(p.startswith(TRANSFORM_PATHS) for p in paths):
         return "the armature object is animated"
@@ -99,7 +108,7 @@ def direct_targets_reason(scene, obj, specs) -> str:
     """Why `target_positions` cannot stand in for frame_set here ('' when it can)."""
     if scene.render.frame_map_old != scene.render.frame_map_new:
         return "time remapping"
-    if not _frame_handlers_quiet():
+    if not frame_handlers_quiet():
         return "frame change handlers"
     for spec in specs:
         if spec.target_bone:

@@ -332,7 +332,7 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
             written = 0
             for index in range(table.shape[1]):
                 fc = fcurves.ensure(path, index, name)
-                written += plant_keys.write_in_spans(fc, at, table[chain.keyed, index], runs, interpolation)
+                written += keys.write_keys_in(fc, at, table[chain.keyed, index], runs, interpolation)
             per_bone[name] = written
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
     return per_bone
