@@ -140,7 +140,8 @@ def table(name: str, chains, m: dict) -> list[str]:
         "",
         "| side | ms / update | net of the floor, ms | vs Blender's update | <= 2x | worst tip error |",
         "|---|---:|---:|---:|---|---:|",
-        f"| Blender IK constraints | {1e3 * blender:.3f} | {1e3 * (blender - floor):.3f} | 1.00x | | {worst['blender']:.2e} |",
+        f"| Blender IK constraints | {1e3 * blender:.3f} | {1e3 * (blender - floor):.3f} | 1.00x | |"
+        f" {worst['blender']:.2e} |",
         f"| the same update, constraints muted, Live off (floor) | {1e3 * floor:.3f} | | | | |",
     ]
     for method in m["methods"]:
