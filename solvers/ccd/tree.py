@@ -48,7 +48,8 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
     if free is None:
         free = plan.steps["free"] = free_twist(skeleton, plan)
     step = partial(step, memory={})  # this solve's sweeps, for the mixing (common.tree_mixing)
-    return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "ccd", free)
+    mixed_sweeps = len(effectors) > 1  # (they end when settled, not when a sweep crawls: tree_run)
+    return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "ccd", free, not mixed_sweeps)
 
 
 def make_step(skeleton, plan, effectors):
