@@ -55,15 +55,6 @@ LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
 # undamped Newton step converges in fewer iterations: five from the hips on the metarig, 8.6 -> 7.8
 # on average), and once one was refused (nonlinear or conflicting goals settle as before).
 LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
-# With several effectors, DLS's first damping is at least LM_ERROR x the norm of the error rows, up
-# to LM_ERROR_CAP x the mean branch length (Levenberg-Marquardt with a damping that follows the
-# error, as Fan and Yuan's mu |e|): goals far off take damped first steps, which follow the least
-# joint motion more closely than Newton's (the metarig from the rest pose, summed rotation: five
-# effectors 364 -> 298 degrees, Blender's own IK 315; two hands 161 -> 126, Blender's 131; no more
-# iterations), while the small corrections of a bake's frames keep the option's damping (errors
-# within damping / LM_ERROR of the mean branch length: a twelfth by default). Conflicting goals
-# settle 0.02-0.2% above the compromise they reached without it; one effector solves as its chain.
-LM_ERROR, LM_ERROR_CAP = 0.6, 0.5
 DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
 RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
 _STRUCTURES: dict = {}  # (skeleton's topology and limits, effector layout) -> Structure: reused by later solves
@@ -339,8 +330,6 @@ def solve(
     frames, heads, ends = tree.forward(current)
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
-    if variant == "dls" and len(effectors) > 1:
-        lam2 = max(lam2, min(LM_ERROR**2 * float(error @ error), (LM_ERROR_CAP * tree.mean_span) ** 2))
     radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
     inertia = None
     while iterations < max_iterations and not (gain == 0.0 and all(done)):
