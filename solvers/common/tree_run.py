@@ -47,11 +47,17 @@ def run(
     max_iterations: int,
     method: str,
     free_twist: set[int],
+    stop_on_stall: bool = True,
 ):
     """Iterate `step(local, frames, heads)` (lists of tuples, in place) from `local` clamped into
-    the limits until every effector is within `tolerance`, the cap, or it settles; then the local
-    rotations (`free_twist` bones as minimal swings, see skeleton.to_locals), poles, and the result
-    measured by skeleton.finish."""
+    the limits until every effector is within `tolerance`, the cap, or it settles (or, unless
+    `stop_on_stall` is off, stalls); then the local rotations (`free_twist` bones as minimal swings,
+    see skeleton.to_locals), poles, and the result measured by skeleton.finish.
+
+    `stop_on_stall` off: a step moving the ends little does not end the solve, only a settled
+    cost does (CCD's mixed sweeps, common.tree_mixing: a sweep crawling near a goal moves the ends
+    less than the stall while still lowering the cost by a percent, and the mixing of the next
+    sweeps takes the long step; stopping there left a bake's frames 2-3 tolerances short)."""
     limits = skeleton.limits
     start = np.array(local, dtype=float)
     if limits is not None:
@@ -62,7 +68,7 @@ def run(
     ends = [end_point(skeleton, frames, heads, b) for b in bones]
     errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
     costs = level_costs(plan, errors)
-    stall = max(STALL * plan.length, 0.01 * tolerance)
+    stall = max(STALL * plan.length, 0.01 * tolerance) if stop_on_stall else -1.0
     iterations = 0
     while iterations < max_iterations and max(errors) > tolerance:
         step(current, frames, heads)

@@ -32,6 +32,7 @@ best pose it met."""
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import numpy as np
 
@@ -56,7 +57,7 @@ LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
 LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
 DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
 RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
-_STRUCTURES: dict = {}  # (id(skeleton), effector layout) -> (skeleton, Structure): repeated solves reuse it
+_STRUCTURES: dict = {}  # (skeleton's topology and limits, effector layout) -> Structure: reused by later solves
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
 # The factorisation itself, the gufunc np.linalg.cholesky wraps: its checks and error-state
@@ -134,10 +135,6 @@ class Structure:
         while np.any(up[:m] != m):
             self.jumps.append(up[:m].copy())
             up = up[up]
-        reference = quat.to_matrix(skeleton.reference[moved])
-        reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
-        # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
-        self.turn = np.einsum("irs,ksc->ikrc", reference, _TO_MATRIX.reshape(16, 3, 3)).reshape(m, 16, 9)
         self.frame_start = np.empty((m + 1, 3, 3))
         self.frame_start[m] = np.eye(3)
         self.limits = None if skeleton.limits is None else skeleton.limits.subset(moved)
@@ -155,17 +152,10 @@ class Structure:
         # The mass weighting's terms (mass.mass_matrix over the moved bones): parents among them, each
         # bone's link as a vector in its own frame (its tail is head + frame @ link), capsule radii.
         self.mass_parents = tuple(-1 if r else int(p) for r, p in zip(self.root, self.parent, strict=True))
-        self.mass_links = skeleton.lengths[moved, None] * skeleton.links[moved]
-        self.mass_radii = (
-            mass.default_radii(skeleton.lengths[moved]) if skeleton.radii is None else skeleton.radii[moved]
-        )
         # The heads and the effectors' ends at once: each end a point below its bone (offset: the
         # bone's link), every point the sum of its ancestors' world offsets.
         count = len(bones)
         self.point_parent = np.concatenate((self.parent, self.bones))
-        self.point_offsets = np.concatenate(
-            (skeleton.offsets[moved], skeleton.lengths[list(bones), None] * skeleton.links[list(bones)])
-        )[:, :, None]
         self.ancestors = np.zeros((m + count, m + count))
         self.ancestors[:m, :m] = ancestors
         self.ancestors[m:, :m] = ancestors[self.bones]
@@ -174,8 +164,6 @@ class Structure:
         for e, branch in enumerate(branches):
             self.mask[e, [index[b] for b in branch]] = 1.0
         self.mask3 = self.mask[:, :, None]
-        self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in branches])
-        self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
         self.priority = np.array(priority)
         self.turned = np.flatnonzero(turned)
         row_priority = np.concatenate((np.repeat(self.priority, 3), np.repeat(self.priority[self.turned], 3)))
@@ -183,6 +171,39 @@ class Structure:
         self.effector_levels = [np.flatnonzero(self.priority == p) for p in np.unique(self.priority)]
         # The relative weight of each effector within its level (for the row scales): by the weights.
         self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
+        self.effector_bones, self.branches = list(bones), branches
+        self.measure(skeleton)
+
+    def measure(self, skeleton: Skeleton) -> None:
+        """The terms from the skeleton's measures (rests, offsets, links, lengths, radii): Live reads
+        the group afresh at every update, its offsets and links differing in float32's last bits, so
+        these are taken again for each new skeleton of the same topology (a few numpy calls, where
+        the structure above took longer than the five-effector solve)."""
+        moved, m, bones = self.moved, self.m, self.effector_bones
+        rests = skeleton.reference[moved].tobytes() + skeleton.base_frame.tobytes()
+        if rests != getattr(self, "rests", None):  # (the rests are read from rest matrices: unchanged)
+            reference = quat.to_matrix(skeleton.reference[moved])
+            reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
+            # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
+            self.turn = np.matmul(reference[:, None], _TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
+            self.rests = rests
+        reach = skeleton.lengths[:, None] * skeleton.links
+        self.mass_links = reach[moved]
+        self.mass_radii = (
+            mass.default_radii(skeleton.lengths[moved]) if skeleton.radii is None else skeleton.radii[moved]
+        )
+        self.point_offsets = np.concatenate((skeleton.offsets[moved], reach[bones]))[:, :, None]
+        self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in self.branches])
+        self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
+        self.source = skeleton
+
+
+def _topology_key(skeleton: Skeleton) -> tuple:
+    """What a Structure takes from the skeleton besides its measures: parents and limits."""
+    limits = skeleton.limits
+    if limits is None:
+        return tuple(skeleton.parents), None
+    return tuple(skeleton.parents), tuple(getattr(limits, f.name).tobytes() for f in fields(limits))
 
 
 class Tree:
@@ -192,13 +213,15 @@ class Tree:
         bones = tuple(e.bone for e in effectors)
         priority = tuple(level(e) for e in effectors)  # pins above every target
         turned = tuple(e.orientation is not None and e.rotation_weight > 0.0 for e in effectors)
-        key = (id(skeleton), bones, priority, turned, frozen)
+        key = (_topology_key(skeleton), bones, priority, turned, frozen)
         held = _STRUCTURES.get(key)
-        if held is None or held[0] is not skeleton:
+        if held is None:
             if len(_STRUCTURES) >= _CACHE_SIZE:
                 _STRUCTURES.clear()
-            held = _STRUCTURES[key] = (skeleton, Structure(skeleton, bones, priority, turned, frozen))
-        self.__dict__.update(held[1].__dict__)
+            held = _STRUCTURES[key] = Structure(skeleton, bones, priority, turned, frozen)
+        elif held.source is not skeleton:
+            held.measure(skeleton)
+        self.__dict__.update(held.__dict__)
         self.targets = np.array([e.position for e in effectors])
         weights = [float(e.weight) for e in effectors]
         if len(self.turned) or len(set(weights)) > 1:

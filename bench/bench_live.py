@@ -1,0 +1,190 @@
+"""Live against Blender's own IK constraints: one update of Rigify's metarig, same chains, same run.
+
+Run inside a bpy venv:  <venv>/bin/python bench/bench_live.py [--updates 60] [--repeats 3] [--quick]
+
+Rig: Rigify's human metarig at the origin. Chains: both arms, the head and both legs, set up
+as bench/bench_tree.py's (IK on each forearm, the head and each shin, Use Tail), two ways:
+- *five chains*: each its own chain (forearm + upper arm, head + neck, shin + thigh: 2 bones
+  each); no bone shared, five lone chains (Blender: five IK trees; Live: five units).
+- *five from the hips*: every chain to the root (chain_count 0); one tree (Blender merges the
+  constraints at the hips; Live solves the five chains as one group).
+Targets: empties moving along a smooth FK path through random poses of the chains' bones
+(bench_tree.smooth_motion, jointly reachable), one step per update, as a user drags them.
+- Blender: IK constraints (legacy solver, its default 500 iterations) targeting the empties.
+- Live: panel chains with those targets, Live on (tolerance 1e-5, each method in solvers.REGISTRY;
+  the constraints removed). Each update solves from the pose the last one wrote, writes the
+  channels and evaluates the written pose (what Live does when a target moves).
+- Per update: move the empties and time `view_layer.update()` (the depsgraph evaluation, and for
+  Live its handler: read, solve, write, evaluate again). The floor: the same update with the
+  constraints muted (Blender) and Live off. Worst tip error after each update, read from the
+  evaluated pose.
+Timings: --repeats interleaved passes over the same path; each update's fastest pass, averaged.
+Goal (issue 20 item 5): one Live update at most 2x Blender's update with its IK constraints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_tree import add_constraints, evaluated, metarig, mute, smooth_motion, tips_world  # noqa: E402
+from blender_bench import exit_after_main, load_extension  # noqa: E402
+
+CASES = {
+    "five chains": [
+        ("forearm.L", 2, True),
+        ("forearm.R", 2, True),
+        ("spine.006", 2, True),
+        ("shin.L", 2, True),
+        ("shin.R", 2, True),
+    ],
+    "five from the hips": [
+        ("forearm.L", 0, True),
+        ("forearm.R", 0, True),
+        ("spine.006", 0, True),
+        ("shin.L", 0, True),
+        ("shin.R", 0, True),
+    ],
+}
+TOLERANCE = 1e-5
+
+
+def new_empties(count: int) -> list:
+    empties = []
+    for k in range(count):
+        empties.append(bpy.data.objects.new(f"Target{k}", None))
+        bpy.context.scene.collection.objects.link(empties[-1])
+    return empties
+
+
+def updates(obj, chains, empties, path: np.ndarray) -> tuple[np.ndarray, float]:
+    """(seconds per update, worst tip error over the path): move the empties, time the update."""
+    for empty, p in zip(empties, path[0], strict=True):  # settle what changed before the pass
+        empty.location = p
+    bpy.context.view_layer.update()
+    seconds, worst = [], 0.0
+    for row in path[1:]:
+        for empty, p in zip(empties, row, strict=True):
+            empty.location = p
+        start = time.perf_counter()
+        bpy.context.view_layer.update()
+        seconds.append(time.perf_counter() - start)
+        worst = max(worst, float(np.linalg.norm(tips_world(evaluated(obj), chains) - row, axis=1).max()))
+    return np.array(seconds), worst
+
+
+def blender_rig(chains):
+    obj = metarig()
+    empties = add_constraints(obj, chains)
+    return obj, empties
+
+
+def live_rig(ext, chains, method: str):
+    obj = metarig()
+    empties = new_empties(len(chains))
+    for (tip, count, use_tail), empty in zip(chains, empties, strict=True):
+        item = obj.chain_ik.chains.add()
+        length = len(ext.rig.tree.chain_bones(obj, tip, count, use_tail)[0])
+        item.name, item.tip, item.chain_length, item.use_tail = tip, tip, length, use_tail
+        item.target, item.method, item.tolerance = empty, method, TOLERANCE
+    return obj, empties
+
+
+def set_live(obj, state: bool) -> None:
+    for item in obj.chain_ik.chains:
+        item.live = state
+
+
+def measure_case(ext, chains, args, rng) -> dict:
+    quat = ext.solvers.quat
+    obj = metarig()
+    layout = ext.rig.tree.tree_layout(obj, chains)
+    skeleton, local0, _ = ext.rig.tree.read_tree(obj, evaluated(obj), chains, layout)
+    path = smooth_motion(skeleton, local0, list(layout.effectors), rng, args.updates + 1, args.angle, quat)
+    methods = list(ext.solvers.REGISTRY)
+    times, worst = {}, {}
+
+    def keep(key, seconds):
+        times[key] = np.minimum(times.get(key, np.inf), seconds)
+
+    for _ in range(args.repeats):  # interleaved passes, each on a fresh file
+        obj, empties = blender_rig(chains)
+        seconds, worst["blender"] = updates(obj, chains, empties, path)
+        keep("blender", seconds)
+        mute(obj, chains, True)
+        keep("floor", updates(obj, chains, empties, path)[0])
+        for method in methods:
+            obj, empties = live_rig(ext, chains, method)
+            set_live(obj, True)
+            try:
+                seconds, worst[method] = updates(obj, chains, empties, path)
+            finally:
+                set_live(obj, False)
+            keep(method, seconds)
+    return {"methods": methods, "times": {k: float(np.mean(v)) for k, v in times.items()}, "worst": worst}
+
+
+def table(name: str, chains, m: dict) -> list[str]:
+    t, worst = m["times"], m["worst"]
+    blender, floor = t["blender"], t["floor"]
+    tips = ", ".join(f"{tip} ({count or 'to root'})" for tip, count, _ in chains)
+    lines = [
+        f"### {name}: {len(chains)} chains ({tips})",
+        "",
+        "| side | ms / update | net of the floor, ms | vs Blender's update | <= 2x | worst tip error |",
+        "|---|---:|---:|---:|---|---:|",
+        f"| Blender IK constraints | {1e3 * blender:.3f} | {1e3 * (blender - floor):.3f} | 1.00x | |"
+        f" {worst['blender']:.2e} |",
+        f"| the same update, constraints muted, Live off (floor) | {1e3 * floor:.3f} | | | | |",
+    ]
+    for method in m["methods"]:
+        ours = t[method]
+        ratio = ours / blender
+        lines.append(
+            f"| Live, {method} | {1e3 * ours:.3f} | {1e3 * (ours - floor):.3f} | {ratio:.2f}x |"
+            f" {'yes' if ratio <= 2.0 else '**no**'} | {worst[method]:.2e} |"
+        )
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--angle", type=float, default=0.6, help="largest random rotation per axis (radians)")
+    parser.add_argument("--seed", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.updates, args.repeats = 4, 1
+    import addon_utils
+
+    ext = load_extension("solvers", "rig.tree", "app.live")
+    if not hasattr(bpy.types.Object, "chain_ik"):  # Live reads panel chains (a test has registered it)
+        ext.register()
+    addon_utils.enable("rigify", default_set=True)
+    try:
+        lines = [
+            f"bpy {bpy.app.version_string}, {args.updates} updates along a smooth path (FK within ±{args.angle} rad"
+            f" per axis), fastest of {args.repeats} passes",
+            "",
+        ]
+        for name in args.cases:
+            measured = measure_case(ext, CASES[name], args, np.random.default_rng(args.seed))
+            lines += [*table(name, CASES[name], measured), ""]
+    finally:
+        addon_utils.disable("rigify", default_set=True)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
+    exit_after_main()
