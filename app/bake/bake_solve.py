@@ -63,8 +63,9 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
 
 
 def riding(obj, specs: list[ChainSpec], chains) -> list[tuple[int, int, str]]:
-    """(i, j, bone): chain i moves with chain j's bone (through its top bone's parents, a target
-    bone of its own armature, or its Use Tail off tip)."""
+    """(i, j, bone): chain i moves with the bone of chain j of another unit (through its top
+    bone's parents, a target bone of its own armature, or its Use Tail off tip)."""
+    unit_of = {i: k for k, unit in enumerate(groups.units(obj, specs)) for i in unit.members}
     owner: dict[str, int] = {}
     for i, names in enumerate(chains):
         for name in names:
@@ -79,7 +80,7 @@ def riding(obj, specs: list[ChainSpec], chains) -> list[tuple[int, int, str]]:
         for bone in starts:
             while bone is not None:
                 j = owner.get(bone.name, i)
-                if j != i:
+                if unit_of[j] != unit_of[i]:
                     out.append((i, j, bone.name))
                 bone = bone.parent
     return out

@@ -109,7 +109,7 @@ class UnitFrames:
         return tuple(n for n, wi in zip(self.names, w, strict=False) if wi > 0.0)
 
     def carry_reason(self, obj, animated: set[str]) -> str:
-        if len({obj.pose.bones[r].parent for r in self.roots}) > 1:
+        if len({getattr(obj.pose.bones[r].parent, "name", "") for r in self.roots}) > 1:
             return "its top bones hang from different parents"
         return carry_reason(obj, self.specs, self.names, animated)
 
