@@ -286,7 +286,8 @@ class UnitFrames:
         `goals` (m, k, 3) in the unit's space; `scales`: per frame the uniform scale of the unit's
         space to world, None when not uniform; `to_world(f, point)`); pins' held points for the
         report's playback pass."""
-        if scales is not None:  # the solver's own errors, scaled
+        # The solver's own errors, scaled; soft IK's are to the softened goals: measure to the targets.
+        if scales is not None and not any(s.softness for s in self.specs):
             world = np.asarray(errors) * scales[:, None]
         else:
             ends = [skeleton.forward(q)[2] for q in solved]
