@@ -310,15 +310,19 @@ class UnitFrames:
             result.worst[spec.tip] = max(result.worst[spec.tip], float(np.max(world[:, j])))
 
 
+# A parent bone's pose matrix is float32: its axes are orthogonal and alike in length to ~1e-7.
+UNIFORM = 1e-5
+
+
 def _uniform_scales(maps: np.ndarray) -> np.ndarray | None:
     """Per map (m, 4, 4) its uniform scale (world distance per unit-space distance); None unless
-    every one scales all directions alike (as rig.space.ObjectSpace.uniform_scale)."""
+    every one scales all directions alike, within float32 rounding (UNIFORM)."""
     one = maps.strides[0] == 0  # one matrix seen as every frame's
     m3 = maps[:1, :3, :3] if one else maps[:, :3, :3]
     product = np.einsum("kji,kjl->kil", m3, m3)  # s^2 I for a uniform scale s
     s2 = np.trace(product, axis1=1, axis2=2) / 3.0
     off = np.abs(product - s2[:, None, None] * np.eye(3)).max(axis=(1, 2))
-    if not np.all(off <= 1e-9 * s2):
+    if not np.all(off <= UNIFORM * s2):
         return None
     s = np.sqrt(s2)
     return np.full(len(maps), s[0]) if one else s
