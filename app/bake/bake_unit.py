@@ -26,7 +26,8 @@ import numpy as np
 from ... import rig, solvers
 from ...rig import keys, modes, read, sampling, sequence, tree, tree_write
 from ...rig.fk import PoseFK
-from ..solve.group_solve import group_effectors, group_notes, group_rig, group_tolerance
+from ..solve.goals import Goals, chain_goals
+from ..solve.group_solve import group_notes, group_rig, group_tolerance
 from ..spec import ChainSpec
 from ..spec.groups import group_label
 
@@ -120,10 +121,23 @@ class UnitFrames:
             return self.lead.local_tolerance(space)
         return group_tolerance(space, self.lead, skeleton, names, self.rig.chain_bones)
 
-    def frame_effectors(self, obj_eval, space, depsgraph, names, goals=None) -> list:
-        """The unit's effectors at the evaluated frame, in `space` (its chains' goals: app.solve.goals).
-        `goals`: per chain (target, pole) world locations when already known."""
-        return group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, depsgraph, goals)
+    def frame_goals(self, obj_eval, space, depsgraph, names) -> list[Goals]:
+        """The unit's goals at the evaluated frame, in `space`, per chain (app.solve.goals): the one
+        place a unit's per-frame targets, poles and tip orientations are made (`sample_curves`
+        reads the same targets and poles from their curves)."""
+        pose = obj_eval.pose.bones
+        out = []
+        for spec, bone in zip(self.specs, self.layout.effectors, strict=True):
+            last = pose[names[bone]]
+            out.append(
+                chain_goals(obj_eval, space, spec, depsgraph, lambda b=last: b.matrix.to_quaternion().normalized())
+            )
+        return out
+
+    def frame_effectors(self, obj_eval, space, depsgraph, names) -> list:
+        """The solver's effectors of `frame_goals`."""
+        goals = self.frame_goals(obj_eval, space, depsgraph, names)
+        return [g.effector(bone) for g, bone in zip(goals, self.layout.effectors, strict=True)]
 
     # Frame by frame.
 
@@ -204,16 +218,19 @@ class UnitFrames:
             check_rigid_at(obj_eval, self.names, frame)
         skeleton, _, names, _ = self.reading
         space = self.carried.space(obj_eval, int(frame))
-        for j, e in enumerate(self.frame_effectors(obj_eval, space, depsgraph, names)):
-            if e.pin:
+        for j, goal in enumerate(self.frame_goals(obj_eval, space, depsgraph, names)):
+            if goal.position is None:  # a pin: held where its input pose has it
                 continue
-            self.positions[k, j] = e.position
-            if e.pole is not None:
-                self.poles[k, j] = e.pole
-            if e.orientation is not None:
-                self.orientations[k, j] = e.orientation
+            self.positions[k, j] = goal.position
+            if goal.pole is not None:
+                self.poles[k, j] = goal.pole
+            if goal.orientation is not None:
+                self.orientations[k, j] = goal.orientation
         self.to_world[k] = space.matrix
-        self.tolerances[k] = self.tolerance(space, skeleton, names)
+        # A tolerance set in world units follows the space's scale; the default is the unit's share.
+        self.tolerances[k] = self.tolerance(space, skeleton, names) if self.lead.tolerance > 0.0 or not k else None
+        if k and self.tolerances[k] is None:
+            self.tolerances[k] = self.tolerances[0]
 
     def sample_curves(self, frames: np.ndarray, obj_eval) -> None:
         """Every frame's goals at once, the targets and poles read from their curves (the unit's
