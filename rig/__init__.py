@@ -1,6 +1,6 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keying_set, keys, read, stretch, tree, unevaluated
+from . import ik_settings, keying_set, keys, read, root_location, stretch, tree, unevaluated
 from .fk import PoseFK, read_chain_posed, read_chain_rest
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
@@ -52,6 +52,7 @@ __all__ = [
     "ik_settings",
     "stretch",
     "tree",
+    "root_location",
     "PoseFK",
     "read_chain_posed",
     "read_chain_rest",

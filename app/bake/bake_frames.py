@@ -26,6 +26,9 @@ class Solved:
     scales: dict[str, np.ndarray] = field(default_factory=dict)  # IK stretch: bone -> Y scale per frame
     reasons: dict[str, str] = field(default_factory=dict)  # chain label -> why a faster kernel did not serve
     held: dict[str, np.ndarray] = field(default_factory=dict)  # pinned chain label -> (frames, 3) held tip, world
+    # Move Root: the moved root bone -> (frames, 3) its location channel (only where it moved on some frame).
+    locations: dict[str, np.ndarray] = field(default_factory=dict)
+    root_heads: dict[str, np.ndarray] = field(default_factory=dict)  # ... its head per frame before the bake, world
 
 
 class FrameUnits:
@@ -35,9 +38,14 @@ class FrameUnits:
 
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs, self.count = obj, specs, frames
+        # A lone chain with IK stretch keeps the chain reader (bake_chain), unless pinned or with Move
+        # Root (the tree's stretch serves those, as it serves groups).
         self.units = [
             StretchedChainFrames(obj, specs, u.members, frames)
-            if not u.is_group and not specs[u.members[0]].pin and stretch_weights(obj, specs[u.members[0]])
+            if not u.is_group
+            and not specs[u.members[0]].pin
+            and not specs[u.members[0]].move_root
+            and stretch_weights(obj, specs[u.members[0]])
             else UnitFrames(obj, specs, u.members, frames)
             for u in groups.units(obj, specs)
         ]
@@ -79,4 +87,7 @@ class FrameUnits:
             self.solved.values[name] = values
         for unit in self.units:
             self.solved.held.update(unit.held)
+            if getattr(unit, "moved", False):  # Move Root moved the unit's root on some frame
+                self.solved.locations[unit.rig.root] = unit.locations
+                self.solved.root_heads[unit.rig.root] = unit.heads_in
         return self.solved

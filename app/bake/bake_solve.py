@@ -10,8 +10,9 @@ Each unit's frames go one of two ways (app.bake.bake_unit.UnitFrames):
   solved in one `solvers.solve_skeleton_sequence` call. A chain alone (one effector, not pinned)
   is carried whenever it can be: the scene is evaluated only to place its goals in that space
   (not at all when `rig.sampling` can read their curves), and the core's chain sequence kernel
-  (`solvers.solve_sequence`) solves the whole range. A group or a pinned chain, which the core
-  solves one frame after another anyway, is carried only when no frame needs evaluating at all.
+  (`solvers.solve_sequence`) solves the whole range. A group, or a chain pinned, aiming or with
+  Move Root, which the core solves one frame after another anyway (`bake_unit.frame_after_frame`),
+  is carried only when no frame needs evaluating at all.
 - frame by frame: each frame evaluated with `scene.frame_set`, the unit read there (bones above it
   solved earlier in the frame through `rig.fk`) and solved with `solvers.solve_skeleton_next`.
 
@@ -29,7 +30,7 @@ from ... import rig
 from ...rig import keys, sampling
 from ..spec import ChainSpec, groups
 from .bake_frames import FrameUnits, Solved
-from .bake_unit import carry_reason, stretch_weights  # noqa: F401 - app.bake's name
+from .bake_unit import carry_reason, frame_after_frame, stretch_weights  # noqa: F401 - app.bake's name
 
 PER_FRAME = "baked frame by frame"
 SAMPLED_GROUP = "baked as a tree from the first frame's pose, targets read from their curves"
@@ -39,19 +40,15 @@ CHUNK = 64
 
 def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
     """Per chain, why the core's chain sequence kernel cannot carry it through every frame in one
-    call ('' when it can): in a group, or pinned (the core solves those frame after frame), or
+    call ('' when it can): in a group, pinned, aiming or with Move Root (the core solves those
+    frame after frame: `bake_unit.frame_after_frame`), or
     its unit cannot be carried (`bake_unit.carry_reason`), or it rides on another unit's bones."""
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     reasons = [""] * len(specs)
     for unit in groups.units(obj, specs):
         members = [specs[i] for i in unit.members]
-        if unit.is_group:
-            why = f"chains that share bones solved together as one group ({groups.group_label(members)})"
-        elif members[0].pin:
-            why = "pinned"
-        else:
-            why = carry_reason(obj, members, chains[unit.members[0]], animated)
+        why = frame_after_frame(members) or carry_reason(obj, members, chains[unit.members[0]], animated)
         for i in unit.members:
             reasons[i] = why
     # Chains carried apart must be independent: no chain riding on another's bones (through a
@@ -103,7 +100,7 @@ def solve_frames(
     others = [u for u in state.units if reason[id(u)]]
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
-    direct = all((len(u.specs) > 1 or u.lead.pin) and not u.carry_reason(obj, animated) for u in others)
+    direct = all(frame_after_frame(u.specs) and not u.carry_reason(obj, animated) for u in others)
     direct = direct and not riding(obj, specs, chains)
     direct = direct and not sampling.armature_static_reason(obj, [r for u in state.units for r in u.roots])
     direct = direct and not sampling.direct_targets_reason(scene, obj, [s for s in specs if not s.pin])

@@ -19,21 +19,28 @@ The same poses either way.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 import numpy as np
 
 from ... import rig, solvers
-from ...rig import keys, modes, read, sampling, sequence, tree, tree_write
+from ...rig import keys, modes, read, root_location, sampling, sequence, tree, tree_write
 from ...rig.fk import PoseFK
+from ...solvers import quat
+from ...solvers.common import root_move
+from ...solvers.common.aim_goals import aim_miss
+from ...solvers.model.aim_axis import axis_vector
 from ..solve.goals import Goals, chain_goals
-from ..solve.group_solve import group_notes, group_rig, group_tolerance
+from ..solve.group_solve import group_notes, group_rig, group_tolerance, named_bones
 from ..spec import ChainSpec
 from ..spec.groups import group_label
 
 
 def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
-    """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None."""
+    """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None (an aim never does)."""
+    if spec.aims:
+        return None
     return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
 
 
@@ -48,8 +55,24 @@ def check_rigid_at(obj_eval, names, frame) -> None:
 
 def continues(specs: list[ChainSpec]) -> bool:
     """Whether each frame starts from the last frame's solution alone (one effector, not a pin, no
-    pole: `solvers.solve_skeleton_next`), so the unit's own input rotations may be animated."""
-    return len(specs) == 1 and not specs[0].pin and specs[0].pole is None
+    pole: `solvers.solve_skeleton_next`), so the unit's own input rotations may be animated. An
+    aim turns from each frame's input rotations (solvers.common.aim_goals): it does not."""
+    return len(specs) == 1 and not specs[0].pin and specs[0].pole is None and not specs[0].aims
+
+
+def frame_after_frame(specs: list[ChainSpec]) -> str:
+    """Why the core solves the unit of `specs` one frame after another rather than through the
+    chain sequence kernel ('' when that kernel can carry it): a group, a pin, an aim, Move Root."""
+    lead = specs[0]
+    if len(specs) > 1:
+        return f"chains that share bones solved together as one group ({group_label(specs)})"
+    if lead.pin:
+        return "pinned"
+    if lead.aims:
+        return "aims (the tree's aim pass: solvers.common.aim_goals)"
+    if lead.move_root:
+        return "Move Root (the tree's frames)"
+    return ""
 
 
 def carry_reason(obj, specs: list[ChainSpec], names, animated: set[str]) -> str:
@@ -69,7 +92,7 @@ def carry_reason(obj, specs: list[ChainSpec], names, animated: set[str]) -> str:
     moving = [n for n in names if any(p.startswith(keys.data_path(n, "rotation")) for p in animated)]
     if not moving:
         return ""
-    if len(specs) == 1 and not specs[0].pin:
+    if len(specs) == 1 and specs[0].pole is not None and not specs[0].pin and not specs[0].aims:
         return f"bone '{moving[0]}' has animated rotation and the chain a pole target"
     return f"bone '{moving[0]}' has animated rotation (each frame starts from its own pose)"
 
@@ -98,6 +121,10 @@ class UnitFrames:
         self.previous_input: np.ndarray | None = None
         self.carried: sequence.UnitSpace | None = None  # carried: the unit's space, after `carry`
         self.carried_reason = ""  # carried: why the core's faster kernel did not serve (its first reason)
+        # Move Root: the root's location channel per frame, and whether it moved on any (then it is keyed).
+        self.locations = np.empty((frames, 3))
+        self.heads_in = np.empty((frames, 3))  # its head before the bake (world), for the report's measure
+        self.moved = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -158,22 +185,39 @@ class UnitFrames:
             state.solved.scales[name][k] = y
         start = time.perf_counter()
         previous = self.previous if k else None
-        solution = solvers.solve_skeleton_next(
-            skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
-        )
+        try:
+            solution = solvers.solve_skeleton_next(
+                skeleton, local, effectors, previous, self.previous_input,
+                **self.lead.solver_arguments(tolerance), **self.lead.root_arguments(),
+            )  # fmt: skip
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), names)) from None
+        if solution.root_shift is not None:  # armature space, as the frame was read
+            shift = np.asarray(solution.root_shift, dtype=float)
+            location = root_location.location_values(self.obj, obj_eval, self.rig.root, shift, self.lead.influence)
+            self._root(k, obj_eval, location, bool(np.any(shift)))
         self.previous, self.previous_input = solution.local, local
         seconds = time.perf_counter() - start
-        self._note(solution.reason)
+        self._note(solution.reason, names)
         self._write(state, k, names, local, solution.local)
         goals = np.array([e.position for e in solvers.skeleton.resolve_pins(skeleton, local, effectors)])
         scale = space.uniform_scale()
         scales = None if scale is None else np.array([scale])
         to_world = lambda f, point: space.to_world(point)  # noqa: E731
         self._errors(
-            state, [k], skeleton, solution.local[None], solution.error[None], goals[None], seconds, scales, to_world
-        )
+            state, [k], skeleton, solution.local[None], solution.error[None], goals[None], seconds, scales, to_world,
+            None if solution.root_shift is None else np.asarray(solution.root_shift, dtype=float)[None],
+        )  # fmt: skip
 
-    def _note(self, reason: str) -> None:
+    def _root(self, k: int, obj_eval, location, moved: bool) -> None:
+        """Frame k's location channel of a movable root (its input location where it stayed), and
+        its head before the bake (world)."""
+        self.locations[k] = location
+        self.heads_in[k] = root_location.head_world(obj_eval, self.rig.root)
+        self.moved = self.moved or moved
+
+    def _note(self, reason: str, names) -> None:
+        reason = named_bones(reason, names)
         if reason and reason not in self.reason:
             self.reason = "; ".join(filter(None, (self.reason, f"solver: {reason}")))
 
@@ -204,13 +248,19 @@ class UnitFrames:
         self.reading = skeleton, local, names, pose
         m, k = self.count, len(self.specs)
         self.positions = np.full((m, k, 3), np.nan)  # a pin's rows stay NaN (held where its input has it)
-        self.poles = np.full((m, k, 3), np.nan) if any(s.pole is not None for s in self.specs) else None
-        rotation = [s.use_rotation and s.rotation_weight > 0.0 and not s.pin for s in self.specs]
+        # An aim has no pole and no tip orientation (app.solve.goals).
+        self.poles = np.full((m, k, 3), np.nan) if any(s.pole is not None and not s.aims for s in self.specs) else None
+        rotation = [s.use_rotation and s.rotation_weight > 0.0 and not s.pin and not s.aims for s in self.specs]
         self.orientations = np.full((m, k, 4), np.nan) if any(rotation) else None
         self.to_world = np.empty((m, 4, 4))
         self.tolerances: list = [None] * m
         # The first frame's effectors: every frame's positions, poles and orientations come from the rows.
         self.template = self.frame_effectors(obj_eval, space, depsgraph, names)
+        # Move Root: the root's location channel for a head move in the unit's space (its parent
+        # does not move with it; the root's own location is not animated: sequence.unsuitable).
+        self.root_map = None
+        if self.lead.move_root:
+            self.root_map = root_location.shift_map(self.obj, obj_eval, self.rig.root, unit.parent)
 
     def sample(self, k: int, frame, obj_eval, depsgraph) -> None:
         """Frame k's goals (evaluated) in the unit's space, and that space's map to world."""
@@ -227,6 +277,8 @@ class UnitFrames:
             if goal.orientation is not None:
                 self.orientations[k, j] = goal.orientation
         self.to_world[k] = space.matrix
+        if self.root_map is not None:
+            self.heads_in[k] = root_location.head_world(obj_eval, self.rig.root)
         # A tolerance set in world units follows the space's scale; the default is the unit's share.
         self.tolerances[k] = self.tolerance(space, skeleton, names) if self.lead.tolerance > 0.0 or not k else None
         if k and self.tolerances[k] is None:
@@ -243,13 +295,15 @@ class UnitFrames:
                 self.positions[:, j] = _to_local(
                     inverse, sampling.target_positions(spec.target, frames), "target", frames
                 )
-            if spec.pole is not None:
+            if spec.pole is not None and not spec.aims:
                 self.poles[:, j] = _to_local(
                     inverse, sampling.target_positions(spec.pole, frames), "pole target", frames
                 )
         # One matrix seen as every frame's: no per-frame copies on long bakes.
         self.to_world = np.broadcast_to(np.array(space.matrix), (self.count, 4, 4))
         self.tolerances = [self.tolerance(space, skeleton, names)]
+        if self.root_map is not None:
+            self.heads_in[:] = np.asarray(root_location.head_world(obj_eval, self.rig.root))
 
     def solve_carried(self, state, chunk: int, report=None):
         """Every frame in `solve_skeleton_sequence` calls of `chunk` frames (a modal bake yields
@@ -262,26 +316,33 @@ class UnitFrames:
         settings = self.lead.solver_arguments(None)
         solved = np.empty((self.count, len(names), 4))
         errors = np.empty((self.count, len(self.specs)))
+        shifts = np.zeros((self.count, 3)) if self.root_map is not None else None
         seconds, previous = 0.0, None
         for start in range(0, self.count, chunk):
             stop = min(start + chunk, self.count)
             settings["tolerance"] = tolerance if np.ndim(tolerance) == 0 else tolerance[start:stop]
             t0 = time.perf_counter()
-            batch = solvers.solve_skeleton_sequence(
-                skeleton,
-                local,
-                self.template,
-                self.positions[start:stop],
-                poles=None if self.poles is None else self.poles[start:stop],
-                orientations=None if self.orientations is None else self.orientations[start:stop],
-                previous=previous,
-                pose=pose,
-                progress=None if report is None else (lambda f, start=start: report(start + f)),
-                **settings,
-            )
+            try:
+                batch = solvers.solve_skeleton_sequence(
+                    skeleton,
+                    local,
+                    self.template,
+                    self.positions[start:stop],
+                    poles=None if self.poles is None else self.poles[start:stop],
+                    orientations=None if self.orientations is None else self.orientations[start:stop],
+                    previous=previous,
+                    pose=pose,
+                    progress=None if report is None else (lambda f, start=start: report(start + f)),
+                    **settings,
+                    **self.lead.root_arguments(),
+                )
+            except ValueError as exc:  # the core names bones by index
+                raise ValueError(named_bones(str(exc), names)) from None
             seconds += time.perf_counter() - t0
-            self._note(batch.reason)
-            self.carried_reason = self.carried_reason or batch.reason
+            if shifts is not None and batch.root_shift is not None:
+                shifts[start:stop] = batch.root_shift
+            self._note(batch.reason, names)
+            self.carried_reason = self.carried_reason or named_bones(batch.reason, names)
             solved[start:stop], errors[start:stop] = batch.local, batch.error
             previous = batch.local[-1]
             yield
@@ -292,31 +353,39 @@ class UnitFrames:
         for j, e in enumerate(solvers.skeleton.resolve_pins(skeleton, local, self.template)):
             if e.pin:
                 goals[:, j] = e.position
+        if shifts is not None:  # Move Root: the location channel where the root moved (its input's elsewhere)
+            current, to_channel = self.root_map
+            self.locations[:] = current + shifts @ to_channel.T
+            if not np.all(np.isfinite(self.locations)):
+                root = self.rig.root
+                raise ValueError(f"the root's solved location on bone '{root}' is not finite; nothing was keyed")
+            self.moved = bool(np.any(shifts))
         maps = self.to_world
         scales = _uniform_scales(maps)
         self._errors(
-            state, range(self.count), skeleton, solved, errors, goals, seconds, scales, lambda f, p: _apply(maps[f], p)
-        )
+            state, range(self.count), skeleton, solved, errors, goals, seconds, scales,
+            lambda f, p: _apply(maps[f], p), shifts,
+        )  # fmt: skip
 
-    def _errors(self, state, ks, skeleton, solved, errors, goals, seconds: float, scales, to_world) -> None:
+    def _errors(
+        self, state, ks, skeleton, solved, errors, goals, seconds: float, scales, to_world, shifts=None
+    ) -> None:
         """Each tip's world error as solved at frames `ks` (`solved` (m, n, 4), `errors` (m, k),
         `goals` (m, k, 3) in the unit's space; `scales`: per frame the uniform scale of the unit's
-        space to world, None when not uniform; `to_world(f, point)`); pins' held points for the
-        report's playback pass."""
+        space to world, None when not uniform; `to_world(f, point)`; `shifts` (m, 3): Move Root's
+        move of the root per frame, or None); pins' held points for the report's playback pass.
+        An aim's error is its ray's miss (solvers.common.aim_goals)."""
         # The solver's own errors, scaled; soft IK's are to the softened goals: measure to the targets.
         if scales is not None and not any(s.softness for s in self.specs):
             world = np.asarray(errors) * scales[:, None]
         else:
-            ends = [skeleton.forward(q)[2] for q in solved]
-            world = np.array(
-                [
-                    [
-                        np.linalg.norm(to_world(f, ends[f][e]) - to_world(f, goals[f, j]))
-                        for j, e in enumerate(self.layout.effectors)
-                    ]
-                    for f in range(len(solved))
-                ]
-            )
+            root = self.names.index(self.rig.root) if shifts is not None else None
+            world = np.empty((len(solved), len(self.specs)))
+            for f, q in enumerate(solved):
+                moved = skeleton if shifts is None else root_move.shifted(skeleton, root, shifts[f])
+                posed = moved.forward(q)
+                for j, (spec, bone) in enumerate(zip(self.specs, self.layout.effectors, strict=True)):
+                    world[f, j] = _world_error(spec, posed, bone, goals[f, j], lambda p, f=f: to_world(f, p))
         result = state.solved
         for j, spec in enumerate(self.specs):
             result.seconds[spec.tip] += seconds / len(self.specs)
@@ -325,6 +394,21 @@ class UnitFrames:
                 for f, k in enumerate(ks):
                     held[k] = to_world(f, goals[f, j])
             result.worst[spec.tip] = max(result.worst[spec.tip], float(np.max(world[:, j])))
+
+
+def _world_error(spec: ChainSpec, posed, bone: int, goal, to_world) -> float:
+    """An effector's world error on the pose `posed` (Skeleton.forward's frames, heads, ends): its
+    tip's distance to `goal`, or for an aim the world ray's miss (app.solve.result.aim_figures);
+    `to_world(point)` maps the unit's space to world (lines stay lines under it)."""
+    frames, heads, ends = posed
+    target = np.asarray(to_world(goal), dtype=float)
+    if not spec.aims:
+        return float(np.linalg.norm(np.asarray(to_world(ends[bone])) - target))
+    head = np.asarray(to_world(heads[bone]), dtype=float)
+    axis = np.asarray(to_world(heads[bone] + quat.rotate(frames[bone], axis_vector(spec.aim_axis))), dtype=float) - head
+    to_target = target - head
+    angle = math.atan2(float(np.linalg.norm(np.cross(axis, to_target))), float(axis @ to_target))
+    return aim_miss(angle, float(np.linalg.norm(to_target)))
 
 
 # A parent bone's pose matrix is float32: its axes are orthogonal and alike in length to ~1e-7.

@@ -3,7 +3,7 @@ chains sharing bones) is read, its goals built once from the chain specs (app.so
 its pose computed and written all-or-nothing; one outcome per chain (app.solve.outcome.ChainOutcome).
 
 Inside it, a chain alone takes the chain kernel (`solve_spec`: rig.read_chain, solvers.solve, the
-writer's quaternion kernel), a group or a pinned chain the tree (app.solve.group_solve:
+writer's quaternion kernel), a group, a pinned or aiming chain or one with Move Root the tree (app.solve.group_solve:
 solvers.solve_skeleton); the outcome's `reason` says where a faster kernel did not serve."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def solve_spec(obj, spec: ChainSpec, depsgraph, from_rest: bool = False) -> Chai
 def solve_unit(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
     """Solve one unit of `obj` (app.spec.groups: `specs` share bones, or one chain alone) on the evaluated
     pose; compute, don't write. One outcome per spec, in order (a group's: led by the first)."""
-    if len(specs) == 1 and not specs[0].pin:
+    if len(specs) == 1 and not (specs[0].pin or specs[0].aims or specs[0].move_root):  # those: the tree's
         return [solve_spec(obj, specs[0], depsgraph)]
     return group_solve.solve_group(obj, specs, depsgraph)
 
@@ -87,6 +87,7 @@ def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
     outcomes: list = [None] * len(specs)
     saved: dict[str, tuple[float, ...]] = {}
     saved_scales: dict[str, float] = {}
+    saved_locations: dict[str, tuple[float, float, float]] = {}
     try:
         for spec in specs:
             check_spec(obj, spec)
@@ -97,16 +98,20 @@ def solve_and_write(obj, specs: list[ChainSpec], depsgraph_get) -> list:
                     saved.setdefault(name, values)
                 for name, y in outcome.write.scales_before.items():
                     saved_scales.setdefault(name, y)
+                for name, xyz in outcome.write.locations_before.items():
+                    saved_locations.setdefault(name, xyz)
                 apply_write(obj, outcome.write)
                 outcomes[i] = outcome
     except Exception:
         rig.apply(obj, saved)
         rig.stretch.apply(obj, saved_scales)
+        rig.root_location.apply_locations(obj, saved_locations)
         raise
     return outcomes
 
 
 def apply_write(obj, write: rig.PoseWrite) -> None:
-    """Write a solve's rotations and, for a stretching chain, its Y scales."""
+    """Write a solve's rotations and, for a stretching chain, its Y scales; a moved root's location."""
     rig.apply(obj, write.values)
     rig.stretch.apply(obj, write.scales)
+    rig.root_location.apply_locations(obj, write.locations)

@@ -9,6 +9,8 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import time
 from dataclasses import dataclass
 
@@ -16,12 +18,14 @@ import numpy as np
 
 from ... import rig, solvers
 from ...rig import tree, tree_write
+from ...solvers.common import root_move as movable_root
+from ...solvers.common.aim_goals import aim_miss
 from ...solvers.common.pins import without_unheld
 from ...solvers.metrics import rotation_cost_rows
-from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from ..checks import check_group, check_in_view_layer, check_movable_root, check_no_stretch_scale, check_spec
 from ..spec import ChainSpec
 from ..spec.groups import chain_names, group_label, led_by
-from . import pins
+from . import pins, root_home
 from .goals import chain_goals
 from .outcome import ChainOutcome
 
@@ -50,11 +54,29 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             for e in effectors
         ]
     skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
-    solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    home = _root_home(obj, obj_eval, group, names, skeleton) if lead.move_root else None
+    if home is not None:  # a movable root starts from where the user put it (app.solve.root_home)
+        skeleton = movable_root.shifted(skeleton, names.index(group.root), home[1])
+    try:
+        solution = solve_tree(lead, skeleton, local, effectors, tolerance)
+    except ValueError as exc:  # the core names bones by index
+        raise ValueError(named_bones(str(exc), names)) from None
     whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
     if stretched:
         scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
         whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
+    root_moved = None
+    shift = solution.root_shift if home is None else home[1] + solution.root_shift
+    if shift is not None and np.any(shift):  # a movable root moved (or went home): its location
+        top = group.root
+        before = tuple(obj.pose.bones[top].location)
+        values = rig.root_location.location_values(obj, obj_eval, top, shift, lead.influence)
+        if home is not None and not np.any(solution.root_shift) and lead.influence == 1.0:
+            values = home[0]  # home exactly, not through the matrices' rounding
+        whole = dataclasses.replace(whole, locations={top: values}, locations_before={top: before})
+        root_moved = (top, tuple(rig.root_location.head_world(obj_eval, top)))
+        skeleton = movable_root.shifted(skeleton, names.index(top), solution.root_shift)
+        root_home.remember(obj, top, before, values)
     if held:
         pins.remember(obj, names, skeleton, held, whole.values)
     _, heads_in, ends_in = skeleton.forward(local)
@@ -77,6 +99,8 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
             {n: whole.before[n] for n in own},
             {n: whole.scales[n] for n in own if n in whole.scales},
             {n: whole.scales_before[n] for n in own if n in whole.scales_before},
+            {n: whole.locations[n] for n in own if n in whole.locations},
+            {n: whole.locations_before[n] for n in own if n in whole.locations_before},
         )
         rows = [where[n] for n in chain]
         points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
@@ -85,12 +109,18 @@ def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
         pinned = tuple(space.to_world(goal.position).tolist()) if spec.pin else None
         goal_world = pinned if spec.pin else space.to_world(goal.position)
         error = space.world_distance(ends[goal.bone], goal_world)
+        angle = None
+        if spec.aims:  # the ray's miss (world) and the angle left (solvers.common.aim_goals)
+            angle = float(solution.angles[k])
+            error = aim_miss(angle, space.world_distance(heads[goal.bone], goal_world))
+            angle = math.degrees(angle)
         own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
         reason = "; ".join(filter(None, (own, notes)))
         outcomes.append(
             ChainOutcome(
                 spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tolerance), reason, label, pinned,
+                bool(solution.error[k] <= tolerance), reason, label, pinned, angle=angle,
+                root_moved=root_moved if k == 0 else None,
             )
         )  # fmt: skip
     return outcomes
@@ -121,6 +151,11 @@ class GroupRig:
             skeleton = dataclasses.replace(skeleton, limits=None)
         return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
 
+    @property
+    def root(self) -> str:
+        """The group's one top bone (Move Root moves it)."""
+        return self.layout.names[self.layout.parents.index(-1)]
+
     def stretch(self, obj_eval, skeleton, local, effectors) -> tuple:
         """(the skeleton stretched toward the effectors, own Y channel per stretching bone, the
         effectors to solve toward) as a chain alone stretches (rig.stretch.stretch_tree); the
@@ -128,7 +163,10 @@ class GroupRig:
         if self.stretch_weights is None:
             return skeleton, {}, effectors
         names, w = self.layout.names, self.stretch_weights
-        return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
+        reach = [e for e in effectors if not e.aim_axis]  # an aim's target is no point to stretch to
+        skeleton, own, solved = rig.stretch.stretch_tree(obj_eval, names, skeleton, local, reach, w, self.inherit)
+        solved = iter(solved)
+        return skeleton, own, [e if e.aim_axis else next(solved) for e in effectors]
 
 
 def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
@@ -136,9 +174,17 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
     its bones, a bone left stretched)."""
     layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
     check_group(obj, specs, layout.names)
+    if specs[0].move_root:  # the lead's setting serves the group: its one top bone moves
+        tops = [layout.names[i] for i, p in enumerate(layout.parents) if p == -1]
+        if len(tops) != 1:
+            raise ValueError(
+                f"Move Root on '{specs[0].label}': the chains solved with it hang from several top bones"
+                f" ({', '.join(tops)}); lengthen them to one shared bone, or turn Move Root off"
+            )
+        check_movable_root(obj, tops[0], specs[0].label)
     chains = tuple(chain_names(obj, s) for s in specs)
     # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
-    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch for n in chain}
+    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch and not s.aims for n in chain}
     pose = obj.pose.bones
     w = tuple(float(pose[n].ik_stretch) if n in stretching else 0.0 for n in layout.names)
     check_no_stretch_scale(obj, [n for n, wi in zip(layout.names, w, strict=True) if wi == 0.0])
@@ -148,9 +194,21 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
     return GroupRig(tuple(specs), layout, chains, w, inherit)
 
 
+def _root_home(obj, obj_eval, group: GroupRig, names, skeleton) -> tuple | None:
+    """(the root's home location, the move of its head there in armature space) when a solve moved
+    the root and nobody moved it since (app.solve.root_home), else None."""
+    top = group.root
+    start = root_home.home(obj, top)
+    if start is None:
+        return None
+    return start, rig.root_location.head_move(obj, obj_eval, top, start)
+
+
 def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
     """`solvers.solve_skeleton` with the lead chain's solver settings."""
-    return solvers.solve_skeleton(skeleton, local, effectors, **lead.solver_arguments(tolerance))
+    return solvers.solve_skeleton(
+        skeleton, local, effectors, **lead.solver_arguments(tolerance), **lead.root_arguments()
+    )
 
 
 def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
@@ -184,5 +242,10 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     """What the group's solve did not honour, and the solver's own reason: shown with the result."""
     notes = []
     if solver_reason:
-        notes.append(f"solver: {solver_reason}")
+        notes.append(f"solver: {named_bones(solver_reason, names)}")
     return "; ".join(notes)
+
+
+def named_bones(text: str, names) -> str:
+    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names."""
+    return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)

@@ -25,6 +25,12 @@ class ChainOutcome:
     goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
     rig: rig.RigChain | None = None  # a chain alone: its read (rig.read_chain and its forms)
     solution: solvers.Solution | None = None  # a chain alone: the solver's result
+    # An aiming chain (spec.aims): the degrees left between its tip bone's aim axis and the line from
+    # its head to the target; `error` is then how far that ray misses the target. None: it reaches.
+    angle: float | None = None
+    # A movable root that moved: (its bone, its head in world space before the solve); the report
+    # measures the move on the written pose (app.solve.result.root_line). None: no root moved.
+    root_moved: tuple[str, tuple[float, float, float]] | None = None
 
 
 def chain_reason(solution: solvers.Solution, rig_chain: rig.RigChain) -> str:
