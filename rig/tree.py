@@ -87,7 +87,7 @@ def tree_layout(obj, chains) -> TreeLayout:
         ends.setdefault(end, []).append((tip, bool(use_tail)))
         end_names.append(end)
 
-    index = {b.name: i for i, b in enumerate(obj.pose.bones)}
+    index = {name: i for i, name in enumerate(obj.pose.bones.keys())}  # one RNA call, not one per bone
 
     def path(pb) -> tuple[int, ...]:
         # Root-to-bone positions: sorting by them is a depth-first order.
