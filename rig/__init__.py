@@ -1,7 +1,7 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keying_set, keys, read, stretch, tree, unevaluated
-from .fk import PoseFK, read_chain_posed, read_chain_rest
+from . import ik_settings, keying_set, keys, read, stretch, tree, unevaluated, unit
+from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
 from .space import (
@@ -52,7 +52,7 @@ __all__ = [
     "ik_settings",
     "stretch",
     "tree",
+    "unit",
     "PoseFK",
     "read_chain_posed",
-    "read_chain_rest",
 ]

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Quaternion, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import quat
 from ..solvers.limits import JointLimits
@@ -69,13 +69,18 @@ class TreeLayout:
     rests: np.ndarray  # (n, 4) Bone.matrix per bone (a root not inheriting rotation: Bone.matrix_local)
     root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
     limits: JointLimits | None
+    # Bones inside the tree not inheriting their parent's rotation (Inherit Rotation off; only
+    # when `tree_layout(..., hinges=True)`): their rest is Bone.matrix_local (armature space).
+    hinges: tuple[int, ...] = ()
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
 
 
-def tree_layout(obj, chains) -> TreeLayout:
-    """The layout of the union of `chains` [(tip, chain_count, use_tail)], or ValueError."""
+def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
+    """The layout of the union of `chains` [(tip, chain_count, use_tail)], or ValueError.
+    `hinges`: accept bones inside the tree with Inherit Rotation off (`TreeLayout.hinges`), for a
+    writer that writes the solved world frames (rig.unit); else they are refused."""
     if not chains:
         raise ValueError("no chains to read")
     members: dict[str, object] = {}
@@ -100,7 +105,7 @@ def tree_layout(obj, chains) -> TreeLayout:
     pbs = sorted(members.values(), key=path)
     names = tuple(pb.name for pb in pbs)
     where = {n: i for i, n in enumerate(names)}
-    parents, roots = [], []
+    parents, roots, hinged = [], [], []
     for i, pb in enumerate(pbs):
         parent = pb.parent
         p = -1 if parent is None else where.get(parent.name, -1)
@@ -113,6 +118,8 @@ def tree_layout(obj, chains) -> TreeLayout:
                     f"bone '{pb.name}' hangs from '{above.name}' through '{parent.name}', which no chain includes:"
                     " lengthen a chain to join them, or solve them apart"
                 )
+        elif p != -1 and not pb.bone.use_inherit_rotation and hinges:
+            hinged.append(i)
         elif p != -1 and not pb.bone.use_inherit_rotation:
             raise ValueError(
                 f"bone '{pb.name}' does not inherit its parent's rotation, so it cannot be inside a tree"
@@ -122,10 +129,13 @@ def tree_layout(obj, chains) -> TreeLayout:
             inherits = parent is not None and pb.bone.use_inherit_rotation
             roots.append((i, parent.name if inherits else None))
         parents.append(p)
-    rests = np.array([pb.bone.matrix.to_quaternion().normalized()[:] for pb in pbs])
-    for i, source in roots:
-        if source is None:  # an armature root, or a root not inheriting rotation: its rest in armature space
-            rests[i] = pbs[i].bone.matrix_local.to_quaternion().normalized()[:]
+    rests = np.array([pb.bone.matrix.to_quaternion()[:] for pb in pbs])
+    for i in [i for i, source in roots if source is None] + hinged:
+        # An armature root, or a bone not inheriting rotation: its rest in armature space.
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
+    # Normalised in float64, as rig.read's joint rests (ik_settings.joint_frames, then Chain) are:
+    # a lone chain's limits see the same rests whichever reads it.
+    rests /= np.linalg.norm(rests, axis=-1, keepdims=True)
     return TreeLayout(
         names,
         tuple(parents),
@@ -134,6 +144,7 @@ def tree_layout(obj, chains) -> TreeLayout:
         rests,
         tuple(roots),
         ik_settings.read_limits(pbs),
+        tuple(hinged),
     )
 
 
@@ -158,6 +169,27 @@ def read_tree_pose(
     tip's head. `layout`: `tree_layout(obj, chains)` when reading the same tree frame after frame.
     `fk`: a `rig.fk.PoseFK` whose replaced rotations (bones above the tree, solved earlier this
     frame by a bake) pose the tree's bones, instead of the evaluated pose."""
+    read = read_tree_read(obj, obj_eval, chains, layout, fk)
+    return read.skeleton, read.local, read.names, read.pose
+
+
+@dataclass(frozen=True)
+class TreeRead:
+    """A tree as read: the skeleton and its input, and the mathutils pose a writer turns."""
+
+    skeleton: Skeleton
+    local: np.ndarray  # (n, 4) each bone's local rotation (its channels, or `fk`'s replaced one)
+    names: tuple[str, ...]
+    pose: tuple[np.ndarray, np.ndarray, np.ndarray]  # world frames, heads, end points as read
+    layout: TreeLayout
+    matrices: tuple[Matrix, ...]  # each bone's armature-space pose matrix as read
+    frames: tuple[Quaternion, ...]  # their rotations, normalised (mathutils)
+    root_parents: tuple[Matrix | None, ...]  # per root in order: its Blender parent's pose matrix
+    bones: tuple  # the pose bones (evaluated)
+
+
+def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None) -> TreeRead:
+    """`read_tree_pose`'s reading in full (`TreeRead`)."""
     layout = tree_layout(obj, chains) if layout is None else layout
     names = layout.names
     pose = obj_eval.pose.bones
@@ -167,11 +199,12 @@ def read_tree_pose(
     else:
         check_rigid_bones(obj_eval, names)
     # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
-    frames, heads, ends = [], [], []
-    matrix = (lambda pb: pb.matrix) if fk is None else (lambda pb: fk.matrix(pb.name))
+    frames, heads, ends, mats = [], [], [], []
+    matrix = (lambda pb: pb.matrix.copy()) if fk is None else (lambda pb: fk.matrix(pb.name))
     tail = (lambda pb: pb.tail) if fk is None else (lambda pb: fk.matrix(pb.name) @ Vector((0.0, pb.bone.length, 0.0)))
     for pb, chains_here in zip(pbs, layout.ends, strict=True):
         m = matrix(pb)
+        mats.append(m)
         frames.append(m.to_quaternion().normalized())
         heads.append(m.translation)
         end = tail(pb)
@@ -201,6 +234,8 @@ def read_tree_pose(
     if short.size:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
     reference = layout.rests.copy()
+    for i in layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
+        reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])
     sources = {source for _, source in layout.root_parents}
     if len(sources) == 1:
         (source,) = sources
@@ -212,13 +247,16 @@ def read_tree_pose(
             if source is not None:
                 parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
-    local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
-    pose = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
+    replaced = {} if fk is None else fk.rotations
+    local = np.array([(replaced[pb.name] if pb.name in replaced else modes.current_quaternion(pb))[:] for pb in pbs])
+    root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
+    posed = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
+    parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
-        return layout.last[0], local, names, pose
+        return TreeRead(layout.last[0], local, names, posed, *parts)
     skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
     layout.last[:] = [skeleton]
-    return skeleton, local, names, pose
+    return TreeRead(skeleton, local, names, posed, *parts)
 
 
 # Geometry read from float32 pose data differs by rounding from frame to frame (~1e-7 of a bone's

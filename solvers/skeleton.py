@@ -221,6 +221,9 @@ class SkeletonSolution:
     method: str
     reason: str = ""  # as Solution.reason; also a pin that could not hold
     unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (common.pins)
+    # One effector solved as a chain (skeleton_solve): (that Chain, its Solution: the world turns a
+    # writer applies to the frames as read, the bones of its branch); None from a tree kernel.
+    branch: tuple | None = None
 
 
 @dataclass(frozen=True)

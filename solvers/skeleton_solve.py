@@ -168,4 +168,7 @@ def _solve_branch(
         **options,
     )
     solved = branch_locals(skeleton, local, bones, sol.frames(chain))
-    return SkeletonSolution(solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason)
+    branch = (chain, sol, tuple(bones))
+    return SkeletonSolution(
+        solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason, branch=branch
+    )

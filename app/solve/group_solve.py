@@ -1,5 +1,6 @@
-"""Solving a group: chains that share bones (app.spec.groups) as one tree, every tip an effector of
-one `solvers.solve_skeleton` call, written as one pose.
+"""A group's parts: chains that share bones (app.spec.groups) as one tree, every tip an effector of
+one `solvers.solve_skeleton` call (app.solve.solve_unit solves it; the bake's group kernel reads
+and stretches it here too).
 
 The group's first chain leads: its solver, options, tolerance, iteration cap, limits, locks and
 influence serve the whole tree. Each chain adds its own goals: target (or a pin), pole, tip
@@ -9,91 +10,14 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from ... import rig, solvers
-from ...rig import tree, tree_write
-from ...solvers.common.pins import without_unheld
-from ...solvers.metrics import rotation_cost_rows
-from ..checks import check_group, check_in_view_layer, check_no_stretch_scale, check_spec
+from ...rig import tree
+from ..checks import check_group, check_no_stretch_scale
 from ..spec import ChainSpec
-from ..spec.groups import chain_names, group_label, led_by
-from . import pins
+from ..spec.groups import chain_names
 from .goals import chain_goals
-from .outcome import ChainOutcome
-
-
-def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
-    """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
-    compute, don't write. One outcome per spec, in order."""
-    start = time.perf_counter()
-    specs = led_by(specs)
-    lead = specs[0]
-    for spec in specs:
-        check_spec(obj, spec)
-        check_in_view_layer(obj, spec, depsgraph)
-    obj_eval = obj.evaluated_get(depsgraph)
-    space = rig.object_space(obj_eval)
-    group = group_rig(obj, specs)
-    skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
-    effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
-    held = {}
-    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.solve.pins)
-        held = pins.held_points(obj, names, skeleton, local, [e.bone for e in effectors if e.pin])
-        effectors = [
-            dataclasses.replace(e, position=held[e.bone][0], orientation=held[e.bone][1], rotation_weight=1.0)
-            if e.pin
-            else e
-            for e in effectors
-        ]
-    skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
-    solution = solve_tree(lead, skeleton, local, effectors, tolerance)
-    whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
-    if stretched:
-        scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
-        whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
-    if held:
-        pins.remember(obj, names, skeleton, held, whole.values)
-    _, heads_in, ends_in = skeleton.forward(local)
-    _, heads, ends = skeleton.forward(solution.local)
-    where = {n: i for i, n in enumerate(names)}
-    label = group_label(specs) if len(specs) > 1 else ""  # a pinned chain alone is no group
-    # The solver's word on pins that cannot hold is said per chain below, by name.
-    notes = group_notes(obj, specs, names, without_unheld(solution.reason))
-    unheld = ", ".join(f"'{specs[k].label}'" for k in solution.unheld)
-    unheld = f"pinned {unheld} could not hold" if unheld else ""
-    elapsed = (time.perf_counter() - start) * 1e3
-    outcomes, claimed = [], set()
-    for k, (spec, goal, chain) in enumerate(zip(specs, effectors, group.chain_bones, strict=True)):
-        own = [n for n in chain if n not in claimed]
-        claimed.update(own)
-        part = rig.PoseWrite(
-            {n: whole.values[n] for n in own},
-            tuple(n for n in whole.locked if n in own),
-            tuple(n for n in whole.constrained if n in own),
-            {n: whole.before[n] for n in own},
-            {n: whole.scales[n] for n in own if n in whole.scales},
-            {n: whole.scales_before[n] for n in own if n in whole.scales_before},
-        )
-        rows = [where[n] for n in chain]
-        points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
-        first = ends_in[rows[0]] - heads_in[rows[0]]
-        cost = rotation_cost_rows((first / np.linalg.norm(first)).tolist(), points)
-        pinned = tuple(space.to_world(goal.position).tolist()) if spec.pin else None
-        goal_world = pinned if spec.pin else space.to_world(goal.position)
-        error = space.world_distance(ends[goal.bone], goal_world)
-        own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
-        reason = "; ".join(filter(None, (own, notes)))
-        outcomes.append(
-            ChainOutcome(
-                spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tolerance), reason, label, pinned,
-            )
-        )  # fmt: skip
-    return outcomes
 
 
 @dataclass(frozen=True)
@@ -131,10 +55,10 @@ class GroupRig:
         return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
 
 
-def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
+def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
     """The group's tree layout and chains, after the checks only a group needs (targets riding on
-    its bones, a bone left stretched)."""
-    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
+    its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout."""
+    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
     check_group(obj, specs, layout.names)
     chains = tuple(chain_names(obj, s) for s in specs)
     # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
@@ -146,11 +70,6 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
         return GroupRig(tuple(specs), layout, chains)
     inherit = tuple(rig.stretch.tree_inherit(obj, layout.names, layout.parents))
     return GroupRig(tuple(specs), layout, chains, w, inherit)
-
-
-def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
-    """`solvers.solve_skeleton` with the lead chain's solver settings."""
-    return solvers.solve_skeleton(skeleton, local, effectors, **lead.solver_arguments(tolerance))
 
 
 def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:
