@@ -21,7 +21,6 @@ from .write import (
     snapshot,
     snapshot_channels,
     solved_pose_matrices,
-    tip_location,
 )
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "snapshot",
     "snapshot_channels",
     "solved_pose_matrices",
-    "tip_location",
     "keys",
     "unevaluated",
     "evaluated",

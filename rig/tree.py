@@ -72,6 +72,9 @@ class TreeLayout:
     # Bones inside the tree not inheriting their parent's rotation (Inherit Rotation off; only
     # when `tree_layout(..., hinges=True)`): their rest is Bone.matrix_local (armature space).
     hinges: tuple[int, ...] = ()
+    # The rests as Blender gives them (Bone.matrix's quaternion; a root not hanging from a parent's
+    # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them.
+    rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
@@ -130,11 +133,13 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
             roots.append((i, parent.name if inherits else None))
         parents.append(p)
     rests = np.array([pb.bone.matrix.to_quaternion()[:] for pb in pbs])
-    for i in [i for i, source in roots if source is None] + hinged:
-        # An armature root, or a bone not inheriting rotation: its rest in armature space.
+    for i in [i for i, source in roots if source is None]:
+        # An armature root, or a root not inheriting rotation: its rest in armature space.
         rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
-    # Normalised in float64, as rig.read's joint rests (ik_settings.joint_frames, then Chain) are:
-    # a lone chain's limits see the same rests whichever reads it.
+    read_rests = rests.copy()
+    for i in hinged:  # its rest in armature space too (rig.tree_write.unit_pose writes it through it)
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
+    # Normalised in float64, as rig.read's joint rests are (ik_settings.joint_frames, then Chain).
     rests /= np.linalg.norm(rests, axis=-1, keepdims=True)
     return TreeLayout(
         names,
@@ -145,6 +150,7 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         tuple(roots),
         ik_settings.read_limits(pbs),
         tuple(hinged),
+        read_rests,
     )
 
 

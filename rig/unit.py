@@ -130,3 +130,13 @@ def stretch_branch(obj_eval, unit: UnitRead, target, softness: float = 0.0) -> U
         scales=own,
         stretched=stretch.stretched(own),
     )
+
+
+def as_chain(unit: UnitRead) -> UnitRead:
+    """A chain alone (one effector, solved by the chain kernel) with joint limits: its skeleton's
+    rests as Blender gives them (`TreeLayout.rests_read`), which the chain built from it normalises
+    once, as rig.read's (normalised twice, a rest may move its last bit, and the solve with it)."""
+    if unit.skeleton.limits is None or unit.layout.rests_read is None:
+        return unit
+    skeleton = dataclasses.replace(unit.skeleton, reference=unit.layout.rests_read.copy())
+    return dataclasses.replace(unit, skeleton=skeleton)

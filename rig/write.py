@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Matrix, Quaternion
 
 from . import modes
 from .read import PoseTerms, RigChain
@@ -205,9 +205,3 @@ def apply_channels(obj, saved: dict[str, tuple[tuple[float, ...], ...]]) -> None
         for prop, value in zip(CHANNELS, values, strict=True):
             if getattr(pbone, prop)[:] != value:
                 setattr(pbone, prop, value)
-
-
-def tip_location(obj_eval, rig: RigChain) -> Vector:
-    """Armature-space location of the chain's reaching point in an evaluated object."""
-    bone = obj_eval.pose.bones[rig.tip]
-    return (bone.tail if rig.use_tail else bone.head).copy()

@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import rig, solvers
 from ...rig import tree_write
-from ...rig.unit import read_unit, stretch_branch
+from ...rig.unit import as_chain, read_unit, stretch_branch
 from ...solvers.common.pins import without_unheld
 from ...solvers.metrics import rotation_cost_rows
 from ..checks import check_in_view_layer, check_spec
@@ -118,7 +118,7 @@ def _solve_alone(obj, obj_eval, space, spec: ChainSpec, depsgraph, from_rest: bo
         pose = obj_eval.pose.bones
         w = [float(pose[n].ik_stretch) for n in layout.names]
         weights = w if any(x > 0.0 for x in w) else None
-    unit = read_unit(obj, obj_eval, chains, spec.use_limits, from_rest, weights, layout)
+    unit = as_chain(read_unit(obj, obj_eval, chains, spec.use_limits, from_rest, weights, layout))
     target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     if weights is not None:  # read unstretched, stretched to the target as planned
         unit = stretch_branch(obj_eval, unit, space.to_local_point(target_world), spec.softness)
