@@ -117,7 +117,10 @@ def main() -> None:
     goals = [tuple(g) for g in targets(args.targets, sum(b.length for b in obj.data.bones))]
     anchor = blender_net(goals, args.reps)
     print(f"Blender {bpy.app.version_string}, {N_BONES}-bone chain, {args.targets} targets; compute step =")
-    print(f"app.solve.solve_unit of a chain alone (best of {args.reps} per target, median); Blender IK = net constraint evaluation.\n")
+    print(
+        f"app.solve.solve_unit of a chain alone (best of {args.reps} per target, median);"
+        " Blender IK = net constraint evaluation.\n"
+    )
     print("| method | " + " | ".join(f"{label}: µs (ratio to Blender IK)" for label in labels) + " |")
     print("|---|" + "---|" * len(labels))
     print(f"| Blender IK constraint (500 it.) | {anchor * 1e6:.1f} µs (1.00) |" + " |" * (len(labels) - 1))

@@ -95,17 +95,20 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         ends.setdefault(end, []).append((tip, bool(use_tail)))
         end_names.append(end)
 
-    index = {b.name: i for i, b in enumerate(obj.pose.bones)}
+    if len(chains) == 1:  # one chain: its bones are a parent walk, root first (no armature-wide index)
+        pbs = list(members.values())
+    else:
+        index = {b.name: i for i, b in enumerate(obj.pose.bones)}
 
-    def path(pb) -> tuple[int, ...]:
-        # Root-to-bone positions: sorting by them is a depth-first order.
-        out = []
-        while pb is not None:
-            out.append(index[pb.name])
-            pb = pb.parent
-        return tuple(reversed(out))
+        def path(pb) -> tuple[int, ...]:
+            # Root-to-bone positions: sorting by them is a depth-first order.
+            out = []
+            while pb is not None:
+                out.append(index[pb.name])
+                pb = pb.parent
+            return tuple(reversed(out))
 
-    pbs = sorted(members.values(), key=path)
+        pbs = sorted(members.values(), key=path)
     names = tuple(pb.name for pb in pbs)
     where = {n: i for i, n in enumerate(names)}
     parents, roots, hinged = [], [], []
@@ -194,16 +197,15 @@ class TreeRead:
     bones: tuple  # the pose bones (evaluated)
 
 
-def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None) -> TreeRead:
-    """`read_tree_pose`'s reading in full (`TreeRead`)."""
+def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None, check: bool = True) -> TreeRead:
+    """`read_tree_pose`'s reading in full (`TreeRead`). `check`: run the rigidity check here (else
+    the caller runs `check_rigid`)."""
     layout = tree_layout(obj, chains) if layout is None else layout
     names = layout.names
     pose = obj_eval.pose.bones
     pbs = [pose[n] for n in names]
-    if fk is not None and fk.scales:  # IK stretch: checked with the bones' own stretch divided out
-        fk.check_rigid(names)
-    else:
-        check_rigid_bones(obj_eval, names)
+    if check:
+        check_rigid(obj_eval, names, fk)
     # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
     frames, heads, ends, mats = [], [], [], []
     matrix = (lambda pb: pb.matrix.copy()) if fk is None else (lambda pb: fk.matrix(pb.name))
@@ -263,6 +265,15 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
     layout.last[:] = [skeleton]
     return TreeRead(skeleton, local, names, posed, *parts)
+
+
+def check_rigid(obj_eval, names, fk=None) -> None:
+    """The rigidity check (rig.read) on the pose a tree is read at; with IK stretch (`fk` with
+    scales) on the pose with the bones' own stretch divided out."""
+    if fk is not None and fk.scales:
+        fk.check_rigid(names)
+    else:
+        check_rigid_bones(obj_eval, names)
 
 
 # Geometry read from float32 pose data differs by rounding from frame to frame (~1e-7 of a bone's

@@ -76,7 +76,7 @@ def read_unit(
                 x, _, z = bones[name].scale
                 scales[name] = Vector((x, 1.0, z))
     fk = PoseFK(obj_eval, rotations, scales) if rotations or scales else None
-    got = tree.read_tree_read(obj, obj_eval, chains, layout, fk)
+    got = tree.read_tree_read(obj, obj_eval, chains, layout, fk, check=False)
     skeleton = got.skeleton
     if not use_limits and skeleton.limits is not None:
         skeleton = dataclasses.replace(skeleton, limits=None)
@@ -90,6 +90,9 @@ def read_unit(
     terms = read.tree_terms(got.bones, got.frames, got.matrices, layout.parents, got.root_parents)
     if fk is not None:  # not the evaluated pose: the writer's terms are not read there
         terms = "IK stretch scales the bones" if scales else "the chain is posed from given rotations, not read"
+    if isinstance(terms, str) or fk is not None:
+        tree.check_rigid(obj_eval, names, fk)
+    # else: similarities throughout: the rigidity check could not refuse any bone (see read.SIMILAR)
     constrained = tuple(pb.name for pb in got.bones if read.is_constrained(pb))
     return UnitRead(
         skeleton, got.local, names, got.pose, layout.parents, got.matrices, got.frames, got.root_parents, terms,

@@ -48,9 +48,11 @@ class Skeleton:
         shapes = {"offsets": (n, 3), "links": (n, 3), "lengths": (n,), "reference": (n, 4), "base_frame": (4,)}
         for name, shape in shapes.items():
             value = getattr(self, name)
-            if np.shape(value) != shape or not np.all(np.isfinite(value)):
-                raise ValueError(f"{name} must be finite with shape {shape}, got {np.shape(value)}")
-        if np.any(self.lengths <= 0.0):
+            # ndarray's own methods: a Solve builds a skeleton per call, numpy's wrappers cost more than the checks.
+            got = value.shape if isinstance(value, np.ndarray) else np.shape(value)
+            if got != shape or not np.isfinite(value).all():
+                raise ValueError(f"{name} must be finite with shape {shape}, got {got}")
+        if (np.asarray(self.lengths) <= 0.0).any():
             raise ValueError("every bone needs a positive length")
         if self.limits is not None and self.limits.n_bones != n:
             raise ValueError(f"limits must be JointLimits for {n} bones")

@@ -18,6 +18,7 @@ from . import quat, registry
 from .api import method_settings, solve
 from .common.pins import hold
 from .common.soft_goals import soften_effectors
+from .maths import floats
 from .model.chain import Chain
 from .model.method import Method
 from .skeleton import Effector, Skeleton, SkeletonSolution, finish, merge_shared, moved_bones, resolve_pins
@@ -53,7 +54,8 @@ def solve_skeleton(
     tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the length of the bones the effectors
     move) and iteration cap filled in; then any pin still off is held (`common.pins.hold`, which
     names one that cannot hold in the reason). Errors are each given effector's (an effector with
-    `softness`: from its soft position, common.soft_goals)."""
+    `softness`: from its soft position; several effectors softened once here, common.soft_goals,
+    one by the chain's solve on its branch's chain, as a chain is)."""
     local = np.asarray(local, dtype=float)
     if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
@@ -62,9 +64,9 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
-    effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
-    if len(effectors) == 1 and not effectors[0].pin:
+    if len(effectors) == 1 and not effectors[0].pin:  # the chain's solve softens it, as a chain's
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
+    effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     entry = registry.get(method)
     runs, reason = tree_kernel(entry)
     # The default tolerance's scale: the length of the bones the effectors move.
@@ -123,7 +125,8 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
             "reference": skeleton.reference[bones],
             "base_frame": skeleton.base_frame,
         }
-    chain = Chain(np.concatenate((heads[bones], ends[bones[-1:]])), frames[bones], **joints)
+    points = np.concatenate((heads[bones], ends[bones[-1:]])).tolist()
+    chain = Chain.from_float_rows(points, frames[bones].tolist(), **joints)  # rows of floats by construction
     return chain, bones
 
 
@@ -135,6 +138,22 @@ def branch_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frame
     base = np.broadcast_to(skeleton.base_frame, frames.shape[:-2] + (1, 4))
     parents = np.concatenate((base, frames[..., :-1, :]), axis=-2)
     solved[..., bones, :] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), frames)
+    return solved
+
+
+def _branch_locals_one(
+    skeleton: Skeleton, local: np.ndarray, bones: list[int], turns: list, frames: list
+) -> np.ndarray:
+    """`branch_locals` of one solve, its bones' world frames the solver's `turns` of the chain's
+    `frames` (rows of floats): the same products in the same order on plain floats (the same bits),
+    without numpy's per-call cost on a few rows."""
+    solved = np.array(local, dtype=float)
+    parent = tuple(skeleton.base_frame.tolist())
+    reference = skeleton.reference
+    for i, turn, frame in zip(bones, turns, frames, strict=True):
+        new = floats.multiply(turn, frame)
+        solved[i] = floats.multiply(floats.conjugate(floats.multiply(parent, tuple(reference[i].tolist()))), new)
+        parent = new
     return solved
 
 
@@ -164,10 +183,11 @@ def _solve_branch(
         method=method,
         tolerance=tolerance,
         max_iterations=max_iterations,
+        softness=effector.softness,  # measured on the branch's chain (its length), as solve does
         **effector_goals(effector),
         **options,
     )
-    solved = branch_locals(skeleton, local, bones, sol.frames(chain))
+    solved = _branch_locals_one(skeleton, local, bones, sol.rows()[1], chain.frames.tolist())
     branch = (chain, sol, tuple(bones))
     return SkeletonSolution(
         solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason, branch=branch
