@@ -73,7 +73,8 @@ class TreeLayout:
     # when `tree_layout(..., hinges=True)`): their rest is Bone.matrix_local (armature space).
     hinges: tuple[int, ...] = ()
     # The rests as Blender gives them (Bone.matrix's quaternion; a root not hanging from a parent's
-    # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them.
+    # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them: a
+    # chain alone's (rig.unit.as_chain), which its Chain normalises once in float64.
     rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
@@ -142,8 +143,9 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
     read_rests = rests.copy()
     for i in hinged:  # its rest in armature space too (rig.tree_write.unit_pose writes it through it)
         rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
-    # Normalised in float64, as rig.read's joint rests are (ik_settings.joint_frames, then Chain).
-    rests /= np.linalg.norm(rests, axis=-1, keepdims=True)
+    # The tree kernels' rests: normalised in mathutils (float32), as ever. (Normalised in float64 as
+    # a chain's are, every group record of the outcome corpus moved: docs/design.md, "Solve: one path".)
+    rests = np.array([Quaternion(q).normalized()[:] for q in rests])
     return TreeLayout(
         names,
         tuple(parents),
