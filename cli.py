@@ -25,7 +25,13 @@ links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
 lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
-every panel chain's Softness).
+every panel chain's Softness). --aim-axis AXIS (NONE, +X ... -Z; write --aim-axis=-Z) and
+--aim-spread SPREAD: aim the tip bone's axis at the target instead of reaching it (the same way).
+--contacts: Detect Contacts on the panel chains first (their feet's Contact keyed from the
+motion, above the armature's Ground), then the bake plants the feet on them; the per-chain
+summary gains the contact figures.
+every panel chain's Softness). --move-root on|off, --root-stiffness S: a movable root (the unit's top
+bone moves to reach, pins hold; its location keyed where it moved), given as --softness is.
 """
 
 from __future__ import annotations
@@ -107,6 +113,17 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         bpy.ops.object.mode_set(mode="OBJECT")
     chains = checked.chains
     start, end = checked.frames or (scene.frame_start, scene.frame_end)
+    detected = {}
+    if args.contacts:  # Detect Contacts on the panel chains in scope, then the bake honours them
+        if args.chain:
+            raise CliError("--contacts keys the panel chains' Contact: leave --chain out")
+        found = importlib.import_module(f"{package.__name__}.app.spec.contacts")
+        try:
+            result = found.detect(context, obj, start, end)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        detected = {c.name: {"contacts": c.contacts, "planted_frames": c.planted} for c in result.chains}
+        print("Chain IK contacts: " + ", ".join(f"'{n}' {d['contacts']}" for n, d in detected.items()))
     options = baking.BakeOptions(
         frame_start=start,
         frame_end=end,
@@ -131,6 +148,10 @@ def run(args: argparse.Namespace, checked, package) -> dict:
                 pole_bone=c["pole_bone"],
                 pole_angle=None if c["pole_angle"] is None else math.radians(c["pole_angle"]),
                 softness=c["softness"],
+                aim_axis=c["aim_axis"] or None,
+                aim_spread=c["aim_spread"],
+                move_root=c["move_root"],
+                root_stiffness=c["root_stiffness"],
             )
         ]
         specs = [dataclasses.replace(spec, use_stretch=spec.use_stretch and not args.no_stretch) for _, spec in pairs]
@@ -162,6 +183,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             for spec, chain in zip(specs, result.chains, strict=True)
         ],
         "live_off": list(result.live_off),
+        "detected": detected,  # --contacts: per chain, the contacts Detect Contacts keyed
+        "root_moved": dict(result.root_moved),  # Move Root: keyed root bone -> largest head move on playback
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:
@@ -190,6 +213,8 @@ def print_summary(summary: dict, chain_line) -> None:
     )
     for chain in summary["per_chain"]:
         print(f"Chain IK bake: {chain_line(chain)}")
+    for name, moved in summary.get("root_moved", {}).items():
+        print(f"Chain IK bake: Move Root keyed bone '{name}''s location, its head moved up to {moved:.3g}")
     if summary["live_off"]:
         print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:

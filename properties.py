@@ -22,7 +22,13 @@ from bpy.props import (
 
 from .headless.frame_limit import MAX_FRAME
 from .solvers import REGISTRY, Method, Option
+from .solvers.model.aim_axis import AIM_AXES, DEFAULT_SPREAD, NO_AIM
 
+# The aim axis of a chain's tip bone (solvers.model.aim_axis declares them), or none: the tip reaches.
+AIM_AXIS_ITEMS = [(NO_AIM, "None", "The tip reaches the target (no aim)")] + [
+    (axis, axis, f"The tip bone's {axis} axis (in its own frame, through its head) points at the target")
+    for axis in AIM_AXES
+]
 # Identifiers are the solver names (scripts pass them as `method`); descriptions show as tooltips.
 METHOD_ITEMS = [(m.name, m.label, m.description) for m in REGISTRY.values()]
 # The armatures Live visits (app.live keeps this set): switching a chain to Live adds its armature
@@ -109,6 +115,10 @@ class ChainIKResult(bpy.types.PropertyGroup):
         name="Slower Path", description="Why a faster kernel did not serve the solve (empty when they all did)"
     )
     group: StringProperty(name="Group", description="The chains solved together with this one (empty: alone)")
+    aimed: BoolProperty(name="Aimed", description="The chain aims (its Aim Axis): `angle` is what is left")
+    angle: FloatProperty(
+        name="Aim Angle", description="Degrees between the tip bone's aim axis and the line from its head to the target"
+    )
 
 
 def _live_changed(self, _context) -> None:
@@ -259,6 +269,41 @@ class ChainIKChain(bpy.types.PropertyGroup):
     result: PointerProperty(type=ChainIKResult)
     has_result: BoolProperty(default=False, options={"HIDDEN"})
     comparison: CollectionProperty(type=ChainIKResult)
+    aim_axis: EnumProperty(
+        name="Aim Axis",
+        description="Point this axis of the tip bone at the target instead of reaching it (a head, a spine, a"
+        " gun arm), the turn shared over the chain's bones; None: the tip reaches. Rigify's head faces +Z",
+        items=AIM_AXIS_ITEMS,
+        default=NO_AIM,
+    )
+    aim_spread: FloatProperty(
+        name="Aim Spread",
+        description="How an aim's turn spreads from the tip bone over the chain: 0 all on the tip bone, 1 evenly"
+        " (weighed by each bone's IK stiffness)",
+        default=DEFAULT_SPREAD,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    # A movable root (issue 20 item 1; the chain leading the unit sets it for its whole group).
+    move_root: BoolProperty(
+        name="Move Root",
+        description="The unit's top bone may move its location as well as the bones turn, so a target beyond"
+        " reach is reached (the hips follow the hand); pins hold. Only where that bone is not connected to its"
+        " parent. In a group the first chain's setting serves all",
+        default=False,
+    )
+    root_stiffness: FloatProperty(
+        name="Root Stiffness",
+        description="How little the root moves once a target is beyond reach: 0 moves it most (the target comes"
+        " within three quarters of its chain's reach), 0.5 to seven eighths, 1 never moves it",
+        default=0.5,
+        min=0.0,
+        max=1.0,
+        subtype="FACTOR",
+    )
+    # The last bake's contact figures for this chain (measured on playback), shown in the Contacts panel.
+    contact_figures: StringProperty(name="Contact Figures", options={"HIDDEN"})
 
 
 SWITCH_OFF_ITEMS = [
@@ -352,6 +397,21 @@ class ChainIKSettings(bpy.types.PropertyGroup):
         " none: above each foot's own lowest height",
         type=bpy.types.Object,
         poll=lambda _settings, obj: obj.type == "MESH",
+    )
+    # Issue 21 item 2: how a bake that honours contacts eases a planted foot back to its input pose.
+    contact_blend: IntProperty(
+        name="Blend Frames",
+        description="Frames over which a foot eases back to its motion after a contact, in a bake;"
+        " -1: about 0.15 s at the scene's frame rate",
+        default=-1,
+        min=-1,
+        soft_max=60,
+    )
+    contact_align: BoolProperty(
+        name="Align to Ground",
+        description="In a bake, a planted foot tilts with the ground's surface under it (its normal), on top of its"
+        " motion's pitch; off: only its motion's rotation",
+        default=False,
     )
 
     # The IK constraints Chains from IK Constraints switched off (app.spec.adopt_records).

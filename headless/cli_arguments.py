@@ -11,13 +11,18 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from .aim_axis_names import AIM_AXIS_NAMES
 from .frame_limit import check_frames
 from .method_names import METHOD_NAMES
 from .output_paths import check_output, same_file
 
 INTERPOLATIONS = ("BEZIER", "LINEAR", "CONSTANT")
-CHAIN_OPTIONS = ("target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method")
-NUMBER_OPTIONS = ("pole_angle", "softness")  # None when not given (the panel's); the others ''
+CHAIN_OPTIONS = (
+    "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+    "move_root", "root_stiffness",
+)  # fmt: skip
+# None when not given (the panel's); the others ''
+NUMBER_OPTIONS = ("pole_angle", "softness", "aim_spread", "move_root", "root_stiffness")
 
 
 class CliError(Exception):
@@ -42,6 +47,32 @@ def share(text: str) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"must be a share of the chain's reach within 0..1 (below 1), got {text!r}")
     return value
+
+
+def spread(text: str) -> float:
+    """argparse type: an aim's spread over the chain, within 0..1."""
+    value = finite(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1, got {text!r}")
+    return value
+
+
+def stiffness(text: str) -> float:
+    """argparse type: a movable root's stiffness within 0..1."""
+    value = finite(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within 0..1 (0 moves the root most, 1 never), got {text!r}")
+    return value
+
+
+def on_off(text: str) -> bool:
+    """argparse type: on/off (also true/false, yes/no, 1/0)."""
+    word = text.strip().lower()
+    if word in ("on", "true", "yes", "1"):
+        return True
+    if word in ("off", "false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"must be on or off, got {text!r}")
 
 
 def parser(standalone: bool) -> argparse.ArgumentParser:
@@ -69,7 +100,36 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         help="soft IK against the knee pop: a share of the chain's reach, 0 exact (default: the panel's;"
         " without --chain: over every chain's)",
     )
+    p.add_argument(
+        "--move-root",
+        action="append",
+        type=on_off,
+        metavar="on|off",
+        help="the unit's top bone may move to reach (the hips follow the hand; pins hold); per --chain: the"
+        " chain leading its group decides (default: the panel's; without --chain: over every chain's)",
+    )
+    p.add_argument(
+        "--root-stiffness",
+        action="append",
+        type=stiffness,
+        metavar="S",
+        help="with --move-root: 0 moves the root most, 1 never (default: the panel's, or 0.5)",
+    )
     p.add_argument("--method", action="append", help=f"solver: {', '.join(METHOD_NAMES)} (default: the panel's)")
+    p.add_argument(
+        "--aim-axis",
+        action="append",
+        choices=AIM_AXIS_NAMES,
+        help="aim this axis of the tip bone at the target instead of reaching it (NONE: reach; default: the"
+        " panel's; without --chain: over every chain's); write --aim-axis=-Z for a minus sign",
+    )
+    p.add_argument(
+        "--aim-spread",
+        action="append",
+        type=spread,
+        metavar="SPREAD",
+        help="an aim's turn over the chain: 0 all on the tip bone, 1 evenly (default: the panel's)",
+    )
     p.add_argument(
         "--no-stretch",
         action="store_true",
@@ -89,6 +149,11 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
         "--max-error", type=finite, metavar="E", help="exit with status 3, not saving, when playback misses by more"
     )
     p.add_argument("--json", metavar="PATH", help="also write the summary to this JSON file")
+    p.add_argument(
+        "--contacts",
+        action="store_true",
+        help="key the panel chains' foot contacts from the motion (Detect Contacts), then bake honouring them",
+    )
     return p
 
 

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .aim_axis_names import AIM_AXIS_NAMES
 from .cli_arguments import INTERPOLATIONS, CliError, parse_chain, parse_frames
 from .method_names import METHOD_NAMES
 from .output_paths import check_output
@@ -16,12 +17,16 @@ from .shot_files import ListedFile
 
 SHOT_KEYS = {
     "name", "blend", "output", "armature", "frames", "step", "interpolation", "reduce", "max_error", "chains",
+    "contacts",
 }  # fmt: skip
-CHAIN_KEYS = {"chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method"}
+CHAIN_KEYS = {
+    "chain", "target", "target_bone", "pole", "pole_bone", "pole_angle", "softness", "method", "aim_axis", "aim_spread",
+    "move_root", "root_stiffness",
+}  # fmt: skip
 # Keys that name something: never empty. The others may be "" (as if left out): target_bone,
 # pole, pole_bone.
 NAMING_KEYS = {"name", "blend", "output", "armature", "interpolation", "chain", "target", "method"}
-KIND_NAMES = {str: "a string", int: "an integer", float: "a number"}
+KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
 
 
 @dataclass
@@ -37,6 +42,7 @@ class Shot:
     max_error: float | None = None  # None: the run's bound, if any
     chains: list[dict] = field(default_factory=list)  # empty: the armature's chains from the panel
     label: str = ""  # "shot 2 ('sh020')": how problems name it
+    contacts: bool = False  # detect the feet's contacts, then bake honouring them (cli.py --contacts)
 
 
 def _finite(value: float) -> bool:
@@ -97,12 +103,20 @@ def _chains(where: str, value, problems: list[str]) -> list[dict]:
                 problems.append(f"{at}: '{key}' is required")
         chain = {}
         for key in sorted(CHAIN_KEYS & set(entry)):
-            kinds = (int, float) if key in ("pole_angle", "softness") else str
+            kinds = (int, float) if key in ("pole_angle", "softness", "aim_spread", "root_stiffness") else str
+            kinds = bool if key == "move_root" else kinds
             if _check_type(at, key, entry[key], kinds, problems):
                 chain[key] = entry[key]
         if "softness" in chain and not 0.0 <= chain["softness"] < 1.0:  # checked finite above
             got = chain["softness"]
             problems.append(f"{at}: 'softness' must be a share of the reach within 0..1 (below 1), got {got!r}")
+        if "aim_spread" in chain and not 0.0 <= chain["aim_spread"] <= 1.0:
+            problems.append(f"{at}: 'aim_spread' must be within 0..1, got {chain['aim_spread']!r}")
+        if "aim_axis" in chain and chain["aim_axis"] not in AIM_AXIS_NAMES:
+            problems.append(f"{at}: unknown aim_axis '{chain['aim_axis']}' (choose one of {', '.join(AIM_AXIS_NAMES)})")
+        if "root_stiffness" in chain and not 0.0 <= chain["root_stiffness"] <= 1.0:
+            got = chain["root_stiffness"]
+            problems.append(f"{at}: 'root_stiffness' must be within 0..1 (0 moves the root most, 1 never), got {got!r}")
         if "chain" in chain:
             try:
                 parse_chain(chain["chain"])
@@ -156,7 +170,8 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
             problems.append(f"{where}: '{key}' is required")
     values = {}
     for key, kinds in (("name", str), ("blend", str), ("output", str), ("armature", str), ("step", int),
-                       ("interpolation", str), ("reduce", (int, float)), ("max_error", (int, float))):  # fmt: skip
+                       ("interpolation", str), ("reduce", (int, float)), ("max_error", (int, float)),
+                       ("contacts", bool)):  # fmt: skip
         if key in entry and _check_type(where, key, entry[key], kinds, problems):
             values[key] = entry[key]
     blend, output = _paths(where, values, base, problems, files)
@@ -174,6 +189,8 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
             problems.append(f"{where}: '{key}' must be >= 0, got {values[key]}")
     frames = _frames(where, entry["frames"], problems) if "frames" in entry else None
     chains = _chains(where, entry["chains"], problems) if "chains" in entry else []
+    if values.get("contacts") and "chains" in entry:
+        problems.append(f"{where}: 'contacts' keys the armature's panel chains' Contact: leave 'chains' out")
     if len(problems) > before:
         return None
     shot_name = values.get("name") or blend.stem
@@ -189,4 +206,5 @@ def entry_shot(index: int, entry: dict, base: Path, problems: list[str], files: 
         max_error=None if "max_error" not in values else float(values["max_error"]),
         chains=chains,
         label=f"shot {index} ('{shot_name}')",
+        contacts=bool(values.get("contacts", False)),
     )

@@ -15,6 +15,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from .aim_axis_names import DEFAULT_AIM_SPREAD
 from .shot_entries import Shot, entry_shot
 from .shot_files import ListedFile, clashes, library_files
 
@@ -121,6 +122,16 @@ def cli_arguments(shot: Shot, max_error: float | None = None) -> list[str]:
         args += [f"--pole-angle={float(chain.get('pole_angle', 0.0))!r}" for chain in shot.chains]
     if any("softness" in chain for chain in shot.chains):
         args += [f"--softness={float(chain.get('softness', 0.0))!r}" for chain in shot.chains]
+    if any("aim_axis" in chain for chain in shot.chains):
+        args += [f"--aim-axis={chain.get('aim_axis', 'NONE')}" for chain in shot.chains]
+    if any("aim_spread" in chain for chain in shot.chains):
+        args += [f"--aim-spread={float(chain.get('aim_spread', DEFAULT_AIM_SPREAD))!r}" for chain in shot.chains]
+    if shot.contacts:
+        args.append("--contacts")
+    if any("move_root" in chain for chain in shot.chains):
+        args += [f"--move-root={'on' if chain.get('move_root', False) else 'off'}" for chain in shot.chains]
+    if any("root_stiffness" in chain for chain in shot.chains):
+        args += [f"--root-stiffness={float(chain.get('root_stiffness', 0.5))!r}" for chain in shot.chains]
     bound = shot.max_error if shot.max_error is not None else max_error
     if bound is not None:
         args.append(f"--max-error={float(bound)!r}")

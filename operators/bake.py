@@ -174,6 +174,14 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         )
         for chain in result.chains:
             self.report({"INFO"}, chain.line())
+            if chain.contacts:  # the Contacts panel shows the last bake's figures
+                item = obj.chain_ik.chains.get(chain.name)
+                if item is not None:
+                    item.contact_figures = bake_report.contact_line(chain.contacts)
+        for name, moved in result.root_moved.items():
+            self.report(
+                {"INFO"}, f"Move Root keyed bone '{name}''s location: its head moved up to {moved:.3g} on playback"
+            )
         if not result.chains:  # not measured: the paths alone (a measured chain's line says it)
             for label, why in result.reasons.items():
                 self.report({"INFO"}, f"chain '{label}': {why}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from bpy.props import FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..app import spec
+from ..properties import AIM_AXIS_ITEMS
 
 # Script arguments: never remembered, and kept out of the Adjust Last Operation panel (see ChainArguments).
 SCRIPT_ONLY = {"SKIP_SAVE", "HIDDEN"}
@@ -50,6 +51,32 @@ class ChainArguments:
         " alone: over every chain's, as Solver); refused outside 0..1 (below 1), never clamped",
         options=SCRIPT_ONLY,
     )
+    aim_axis: EnumProperty(
+        name="Aim Axis",
+        description="Aim this axis of the tip bone at the target instead of reaching it, NONE: reach (unset: each"
+        " chain's own, or NONE with a Tip Bone; alone: over every chain's, as Solver)",
+        items=AIM_AXIS_ITEMS,
+        options=SCRIPT_ONLY,
+    )
+    aim_spread: FloatProperty(
+        name="Aim Spread",
+        description="An aim's spread over the chain, 0 (the tip bone) to 1 (evenly) (unset: each chain's own, or"
+        " the default with a Tip Bone); refused outside 0..1, never clamped",
+        options=SCRIPT_ONLY,
+    )
+
+    move_root: BoolProperty(
+        name="Move Root",
+        description="The unit's top bone may move to reach (unset: each chain's own, or off with a Tip Bone;"
+        " alone: over every chain's, as Solver)",
+        options=SCRIPT_ONLY,
+    )
+    root_stiffness: FloatProperty(
+        name="Root Stiffness",
+        description="0 moves the root most, 1 never (unset: each chain's own, or 0.5 with a Tip Bone); refused"
+        " outside 0..1, never clamped",
+        options=SCRIPT_ONLY,
+    )
 
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
@@ -59,6 +86,10 @@ class ChainArguments:
         props = self.properties
         angle = props.pole_angle if props.is_property_set("pole_angle") else None
         softness = props.softness if props.is_property_set("softness") else None
+        aim_axis = props.aim_axis if props.is_property_set("aim_axis") else None
+        aim_spread = props.aim_spread if props.is_property_set("aim_spread") else None
+        move_root = props.move_root if props.is_property_set("move_root") else None
+        root_stiffness = props.root_stiffness if props.is_property_set("root_stiffness") else None
         return spec.specs_from_arguments(
             obj,
             props.tip,
@@ -71,4 +102,8 @@ class ChainArguments:
             pole_bone=props.pole_bone,
             pole_angle=angle,
             softness=softness,
+            aim_axis=aim_axis,
+            aim_spread=aim_spread,
+            move_root=move_root,
+            root_stiffness=root_stiffness,
         )

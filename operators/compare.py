@@ -36,9 +36,14 @@ class CHAINIK_OT_compare(bpy.types.Operator):
         try:
             items = scope.scoped_items(obj.chain_ik)
             pinned = [item.name for item in items if item.pin]
-            items = [item for item in items if not item.pin]  # a pin has no target to compare reaching
+            # An aim's pass is the same for every method (solvers.common.aim_goals): nothing to compare.
+            aiming = [item.name for item in items if item.aim_axis != "NONE" and not item.pin]
+            items = [item for item in items if not item.pin and item.aim_axis == "NONE"]  # a pin has no target
             if not items:
-                raise ValueError("every chain in scope is pinned: a pin holds its tip, it has no target to compare")
+                raise ValueError(
+                    "every chain in scope is pinned or aims: a pin has no target to compare reaching, an aim's pass is"
+                    " the same for every solver"
+                )
             # Every solver from the same start, the chain's rest pose: not from whatever the last Solve left.
             rows = [
                 [
@@ -52,6 +57,8 @@ class CHAINIK_OT_compare(bpy.types.Operator):
             return {"CANCELLED"}
         if pinned:
             self.report({"INFO"}, f"pinned chains not compared (no target): {', '.join(pinned)}")
+        if aiming:
+            self.report({"INFO"}, f"aiming chains not compared (one aim pass for every solver): {', '.join(aiming)}")
         grouped = groups.membership(obj)
         for index, item in enumerate(obj.chain_ik.chains):
             if item in items and index in grouped:

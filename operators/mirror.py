@@ -11,7 +11,7 @@ from .solve import armature_poll
 
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
 SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "result", "has_result", "comparison", "select"}  # fmt: skip
+        "constraint", "result", "has_result", "comparison", "select", "aim_axis"}  # fmt: skip
 
 
 def mirrored_pole_angle(angle: float) -> float:
@@ -20,6 +20,12 @@ def mirrored_pole_angle(angle: float) -> float:
     it toward the mirrored pole is pi - angle (Rigify's -90° stays -90°)."""
     mirrored = math.pi - angle
     return math.atan2(math.sin(mirrored), math.cos(mirrored))
+
+
+def mirrored_aim_axis(axis: str) -> str:
+    """The aim axis of the mirrored bone: its X axis is minus the mirror of the original's (see
+    mirrored_pole_angle), its Y and Z the mirrors: +X and -X swap, the others stay."""
+    return {"+X": "-X", "-X": "+X"}.get(axis, axis)
 
 
 def _counterpart(ob, obj):
@@ -112,6 +118,7 @@ class CHAINIK_OT_chain_mirror(bpy.types.Operator):
             "pole_target": pole,
             "pole_subtarget": pole_bone,
             "pole_angle": mirrored_pole_angle(src.pole_angle),
+            "aim_axis": mirrored_aim_axis(src.aim_axis),
         }
 
 

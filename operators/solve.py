@@ -64,17 +64,22 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             rig.keying_set.insert(obj, auto_keys, context.scene.frame_current)
             if auto_keys.keying_set:
                 self.report({"INFO"}, f"auto-keyed with the keying set '{auto_keys.keying_set}'")
-            else:  # rotations keyed: the Y scale IK stretch wrote too
+            else:  # rotations keyed: the Y scale IK stretch wrote too, and a moved root's location
                 stretched = [name for o in outcomes for name in o.write.scales]
                 rig.stretch.insert_keyframes(obj, stretched, context.scene.frame_current)
+                self._key_roots(obj, outcomes, context.scene.frame_current)
         locked = [name for o in outcomes for name in o.write.locked]
         # On the written pose: locks, influence, constraints and drivers make it differ from the solver's.
         depsgraph = context.evaluated_depsgraph_get()
         for (item, _), outcome in zip(pairs, outcomes, strict=True):
             error = result.measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
+            angle = result.measured_angle(depsgraph, obj, outcome.spec)
             if item is not None:
-                result.store_result(item, outcome, error, obj)
-            self.report({"INFO"}, result.result_line(outcome, error))
+                result.store_result(item, outcome, error, obj, angle)
+            self.report({"INFO"}, result.result_line(outcome, error, angle))
+            moved = result.root_line(depsgraph, obj, outcome)
+            if moved:
+                self.report({"INFO"}, moved)
             unheld = result.pin_warning(obj, outcome, error)
             if unheld:
                 self.report({"WARNING"}, unheld)
@@ -89,6 +94,16 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
         if driven:
             self.report({"WARNING"}, f"drivers on the rotation of {', '.join(driven)} override the solved pose")
         return {"FINISHED"}
+
+    def _key_roots(self, obj, outcomes, frame) -> None:
+        """Auto-keying: the location of every root Move Root moved (refused channels skipped, and said)."""
+        roots = [name for o in outcomes for name in o.write.locations]
+        paths = {rig.keys.data_path(n, "location") for n in roots}
+        refusal = protected.keying_refusal(obj, roots, paths) if roots else ""
+        if refusal:
+            self.report({"WARNING"}, f"auto-keying: the moved root's location is not keyed: {refusal}")
+            return
+        rig.root_location.insert_keyframes(obj, roots, frame)
 
 
 CLASSES = (CHAINIK_OT_solve,)

@@ -1,6 +1,6 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keying_set, keys, read, stretch, tree, unevaluated, unit
+from . import ik_settings, keying_set, keys, read, root_location, stretch, tree, unevaluated, unit
 from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
@@ -51,6 +51,7 @@ __all__ = [
     "stretch",
     "tree",
     "unit",
+    "root_location",
     "PoseFK",
     "read_chain_posed",
 ]

@@ -61,3 +61,14 @@ class GroundProbe:
             if hit is not None:
                 out[i] = hit.z
         return out
+
+    def normals_below(self, points: np.ndarray, reach: float) -> np.ndarray:
+        """(m, 3) the ground's unit normal straight below each world point (facing up; NaN where no
+        face is below), as `heights_below` finds the face."""
+        out = np.full((len(points), 3), np.nan)
+        lift = Vector((0.0, 0.0, reach))
+        for i, p in enumerate(points.tolist()):
+            hit, normal = self.tree.ray_cast(Vector(p) + lift, DOWN)[:2]
+            if hit is not None:
+                out[i] = normal.normalized() if normal.z >= 0.0 else -normal.normalized()
+        return out

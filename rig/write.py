@@ -38,6 +38,9 @@ class PoseWrite:
     # IK stretch (rig.stretch): Y scale channel per stretchable bone, and its value before.
     scales: dict[str, float] = field(default_factory=dict, compare=False)
     scales_before: dict[str, float] = field(default_factory=dict, compare=False)
+    # A movable root (rig.root_location): location channel per moved root bone, and its value before.
+    locations: dict[str, tuple[float, float, float]] = field(default_factory=dict, compare=False)
+    locations_before: dict[str, tuple[float, float, float]] = field(default_factory=dict, compare=False)
 
 
 def _rotation_rows(rig: RigChain, rotations) -> list:

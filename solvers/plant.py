@@ -67,6 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import quat
 from .contacts import (
     SPEED_WINDOW,
     ContactSettings,
@@ -263,3 +264,51 @@ def plant_metrics(points, planted, fps: float, ground=None, window: float = SPEE
     points = check_points(points, "planted points")
     flags = _check_planted(planted, len(points))
     return PlantFigures(foot_slide(points, points, flags, fps, window), lowest_height(points, points, ground))
+
+
+@dataclass(frozen=True)
+class HeelFirst:
+    """A contact's heel strike held too: plan `points` with `planted`, then add `offset` to the target."""
+
+    points: np.ndarray  # (F, 3) the track to plan on
+    planted: np.ndarray  # (F,) bool: the contacts on which the tip comes down, whole
+    offset: np.ndarray  # (F, 3) added to the planned target (non-zero on heel-strike frames only)
+
+
+def heel_first(tip, heel, rotations, planted, down) -> HeelFirst:
+    """Hold a contact from its first keyed frame (heel strike), not only from where the tip lands
+    (`down`, tip_down's flags). On the frames between, the foot (world rotations `rotations`
+    (F, 4), w x y z) turns as captured about a pivot fixed in the world: the point under its heel
+    end (the ankle) at the tip's landing height, where the heel touches; its tip comes down onto
+    the point it then holds to the contact's last frame. Plan the returned `points` with
+    `planted`, then add `offset` to the target: on heel-strike frames k of a contact whose tip
+    lands at d, offset_k = tip'_k - tip'_d (tip' the tip as the foot turns about the pivot) and
+    points_k = tip_k - offset_k, so `plan` holds tip'_d from the contact's first frame (where
+    tip' is the input's own tip: no jump) and the ground snap, eased in before the contact,
+    moves both phases alike. A contact on which the tip is never down is not held (as tip_down)."""
+    tip, heel = check_points(tip, "planted points"), check_points(heel, "heel positions")
+    frames = len(tip)
+    if len(heel) != frames:
+        raise ValueError(f"heel and tip positions must have the same frames, got {len(heel)} and {frames}")
+    turns = np.asarray(rotations, dtype=float)
+    if turns.shape != (frames, 4) or not np.all(np.isfinite(turns)):
+        raise ValueError(f"foot rotations must be (frames, 4) finite quaternions, got shape {turns.shape}")
+    flags, down = _check_planted(planted, frames), _check_planted(down, frames)
+    points, offset = tip.copy(), np.zeros_like(tip)
+    held = np.zeros(frames, dtype=bool)
+    for start, end in contact_runs(flags):
+        landed = np.flatnonzero(down[start:end])
+        if not len(landed):
+            continue
+        first = start + landed[0]
+        held[start:end] = True
+        if first == start:
+            continue
+        pivot = np.array([heel[start, 0], heel[start, 1], tip[first, 2]])
+        arm = quat.rotate(quat.conjugate(turns[start]), heel[start] - pivot)  # in the foot's frame
+        span = slice(start, first + 1)
+        ankle = pivot + quat.rotate(turns[span], np.broadcast_to(arm, (first + 1 - start, 3)))
+        turned = ankle + tip[span] - heel[span]
+        offset[start:first] = turned[:-1] - turned[-1]
+        points[start:first] = tip[start:first] - offset[start:first]
+    return HeelFirst(points, held, offset)

@@ -24,6 +24,7 @@ import numpy as np
 from . import quat
 from .limits import JointLimits
 from .maths.floats import conjugate, multiply, normalize4, rotate, side, swing
+from .model.aim_axis import DEFAULT_SPREAD, NO_AIM, axis_vector, check_spread
 from .model.chain import Chain, as_point, as_real, check_radii
 
 
@@ -143,7 +144,14 @@ class Effector:
     `solve_skeleton_many`) read the goals (solvers.common.soft_goals): measured from the head of the
     skeleton's root bone above this bone (the group's root, which the effector's bones hang from)
     with the reach of that whole branch (`branch_reach`). A lone chain is a one-branch skeleton:
-    the same as `solvers.solve`'s softness. Pins ignore it."""
+    the same as `solvers.solve`'s softness. Pins ignore it.
+
+    `aim_axis` (one of model.aim_axis.AIM_AXES; '' or NO_AIM: reach) makes it an aim goal: the
+    tip bone's axis (in its own frame) through its head must point at `position`; the turn is
+    shared over the branch's bones with `aim_spread` (solvers.common.aim). Aims are solved after
+    every reaching effector and pin, on the bones none of those depends on
+    (solvers.common.aim_goals); an aim takes no pole, orientation, softness or pin, and its
+    weight and priority do not apply."""
 
     bone: int
     position: np.ndarray | None = None
@@ -155,8 +163,12 @@ class Effector:
     priority: int = 0
     pin: bool = False
     softness: float = 0.0
+    aim_axis: str = ""
+    aim_spread: float = DEFAULT_SPREAD
 
     def __post_init__(self) -> None:
+        if self.aim_axis or self.aim_spread != DEFAULT_SPREAD:
+            self._check_aim()
         if self.softness != 0.0 or type(self.softness) is not float:  # as solvers.common.soft.check_softness
             share = as_real(self.softness, "effector softness")
             if not 0.0 <= share < 1.0:
@@ -181,6 +193,20 @@ class Effector:
             raise ValueError(f"effector rotation_weight must be within 0..1, got {self.rotation_weight!r}")
         if not (isinstance(self.priority, (int, np.integer)) and self.priority >= 0):
             raise ValueError(f"effector priority must be an integer >= 0, got {self.priority!r}")
+
+    def _check_aim(self) -> None:
+        object.__setattr__(self, "aim_spread", check_spread(self.aim_spread))
+        if not isinstance(self.aim_axis, str):
+            raise ValueError(f"effector aim_axis must be a string, got {self.aim_axis!r}")
+        if self.aim_axis.upper() in ("", NO_AIM):
+            object.__setattr__(self, "aim_axis", "")
+            return
+        axis_vector(self.aim_axis)  # a ValueError naming the bad value
+        object.__setattr__(self, "aim_axis", self.aim_axis.upper())
+        goals = {"pin": self.pin, "pole": self.pole is not None, "orientation": self.orientation is not None}
+        given = [name for name, used in goals.items() if used] + (["softness"] if self.softness else [])
+        if given:
+            raise ValueError(f"an aiming effector (bone {self.bone}) takes no {' or '.join(given)}: it turns an axis")
 
 
 # Where a method weighs priority levels instead of solving them in turn (FABRIK, CCD,
@@ -223,8 +249,15 @@ class SkeletonSolution:
     method: str
     reason: str = ""  # as Solution.reason; also a pin that could not hold
     unheld: tuple[int, ...] = ()  # the effectors (indices) that are pins and could not hold (common.pins)
+    # (effectors,) radians: each aiming effector's remaining angle (its `error` is the distance by
+    # which its ray misses the target, common.aim_goals), NaN for the others; None: nothing aims
+    angles: np.ndarray | None = None
+    # A movable root (common.root_move): the root bone's head moved by this (3,) in the skeleton's
+    # space, `local` posing the bones from there; None: the root was not free to move.
+    root_shift: np.ndarray | None = None
     # One effector solved as a chain (skeleton_solve): (that Chain, its Solution: the world turns a
-    # writer applies to the frames as read, the bones of its branch); None from a tree kernel.
+    # writer applies to the frames as read, the bones of its branch); None from a tree kernel,
+    # an aim or a movable root (their turns are not from the frames as read).
     branch: tuple | None = None
 
 
@@ -239,6 +272,8 @@ class SkeletonBatch:
     method: str
     # Why the frames were solved one by one, and a pin that could not hold ("" when neither).
     reason: str = ""
+    angles: np.ndarray | None = None  # (m, k) as SkeletonSolution.angles per frame; None: nothing aims
+    root_shift: np.ndarray | None = None  # (m, 3) a movable root's move per frame (SkeletonSolution's)
 
 
 def resolve_pins(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector]) -> list[Effector]:

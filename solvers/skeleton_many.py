@@ -16,8 +16,10 @@ import numpy as np
 
 from . import registry
 from .api import method_settings
+from .common.aim_goals import after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.pins import hold, off_frames
+from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_positions
 from .common.tree_run_lanes import errors_many
 from .skeleton import (
@@ -44,6 +46,8 @@ def solve_skeleton_many(
     tolerance: float | None = None,
     max_iterations: int | None = None,
     poles: np.ndarray | None = None,
+    move_root: bool = False,
+    root_stiffness: float = DEFAULT_STIFFNESS,
     **options: object,
 ) -> SkeletonBatch:
     """Solve `effectors` at m frames, each from the local rotations `local` (n, 4).
@@ -55,8 +59,17 @@ def solve_skeleton_many(
     Orientations, weights, priorities and the rest are the effectors' own on every frame.
     `tolerance` and `max_iterations` as `solve_skeleton`'s (the default tolerance from the bones
     the effectors move), the same on every frame. An effector's `softness` softens its positions
-    on every frame (common.soft_goals), once, here."""
+    on every frame (common.soft_goals), once, here. `move_root`, `root_stiffness`: as
+    solve_skeleton's, frame by frame (the batch's `root_shift`: the root's move per frame)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    if aiming(effectors):  # aims after the reach, frame by frame (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)
+        settings = {"tolerance": tolerance, "max_iterations": max_iterations}
+
+        def reach(goals, rows, poles):
+            return solve_skeleton_many(skeleton, local, goals, rows, method=method, poles=poles, **settings, **options)
+
+        return after_reach_frames(skeleton, local, effectors, positions, poles, reach, **settings, method=method)
     positions, effectors = soften_positions(skeleton, effectors, positions)
     k = len(effectors)
     entry = registry.get(method)
@@ -65,7 +78,9 @@ def solve_skeleton_many(
     if iterations_cap is None and entry.tree_max_iterations:
         iterations_cap = entry.tree_max_iterations
     _, tol, iters, checked = method_settings(method, tolerance, iterations_cap, options, length)
-    if k == 1 and not effectors[0].pin:
+    if move_root:
+        why = MOVING_ROOT
+    elif k == 1 and not effectors[0].pin:
         why = "one effector: a chain, solved by solvers.solve"
     elif entry.tree_many is None:
         why = f"{method} has no batch tree kernel"
@@ -85,6 +100,7 @@ def solve_skeleton_many(
             method=method,
             tolerance=tolerance,
             max_iterations=max_iterations,
+            **({"move_root": True, "root_stiffness": root_stiffness} if move_root else {}),
             **options,
         )
 

@@ -46,9 +46,11 @@ from dataclasses import replace
 import numpy as np
 
 from . import quat, registry
-from .api import DEFAULT_RELATIVE_TOLERANCE
+from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
 from .chain_sequence import solve_sequence
+from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
+from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_positions
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
 from .skeleton_solve import Pose, branch_chain, branch_locals, effector_goals, solve_skeleton
@@ -78,15 +80,33 @@ def solve_skeleton_next(
     tolerance: float | None = None,
     max_iterations: int | None = None,
     pose: Pose | None = None,
+    move_root: bool = False,
+    root_stiffness: float = DEFAULT_STIFFNESS,
     **options: object,
 ) -> SkeletonSolution:
     """One frame of a bake: `effectors` on `skeleton` with the frame's input local rotations
     `local` (n, 4), continuing `previous` (the last frame's solution; None on the first frame)
     whose input pose was `previous_input` (None: `local`, an input that did not move). Settings
     as solve_skeleton's; see the module doc for which start is kept. One effector (not a pin):
-    a chain's start (module doc); `pose`, the pose of that start as read (solve_skeleton's)."""
+    a chain's start (module doc); `pose`, the pose of that start as read (solve_skeleton's).
+    `move_root`: solve_skeleton's movable root, from the last solution (pins where this frame's
+    input has them), the root fitted again on every frame."""
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     local = np.asarray(local, dtype=float)
+    reach = [e for e in effectors if not e.aim_axis]
+    if len(reach) < len(effectors):  # aims after the reach, each from this frame's input (common.aim_goals)
+        if not reach:
+            return solve_skeleton(skeleton, local, effectors, pose=pose, **settings)
+        root = {"move_root": move_root, "root_stiffness": root_stiffness}
+        solved = solve_skeleton_next(skeleton, local, reach, previous, previous_input, pose=pose, **root, **settings)
+        return after_reach(skeleton, local, effectors, solved, **_aim_settings(settings))
+    if move_root:
+        effectors = resolve_pins(skeleton, local, effectors)
+        start = local if previous is None else previous
+        return solve_skeleton(
+            skeleton, start, effectors, move_root=True, root_stiffness=root_stiffness,
+            pose=pose if previous is None else None, **settings,
+        )  # fmt: skip
     if len(effectors) == 1 and not effectors[0].pin:  # a chain: from the last solution, with a pole from its input
         start = local if previous is None or effectors[0].pole is not None else previous
         return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
@@ -109,6 +129,11 @@ def solve_skeleton_next(
         return own if own.reached else continued
     pops = largest_turn(previous, own.local) > POP_RATIO * largest_turn(previous, continued.local) + POP_MARGIN
     return continued if pops else own
+
+
+def _aim_settings(settings: dict) -> dict:
+    """common.aim_goals.after_reach's keywords from a frame's solve settings."""
+    return {key: settings[key] for key in ("method", "tolerance", "max_iterations")}
 
 
 def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
@@ -149,18 +174,35 @@ def solve_skeleton_sequence(
     max_iterations: int | None = None,
     poles: np.ndarray | None = None,
     pose: Pose | None = None,
+    move_root: bool = False,
+    root_stiffness: float = DEFAULT_STIFFNESS,
     **options: object,
 ) -> SkeletonBatch:
     """Solve `effectors` at m frames in order, every frame with the same input pose `local` (n, 4),
     each continuing the last (`solve_skeleton_next`). `positions`, `poles`, `tolerance` and
     `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons.
     One effector (not a pin): the branch's chain through `solve_sequence` (`pose`: the input pose
-    as read, see `solve_skeleton`)."""
+    as read, see `solve_skeleton`). `move_root`: every frame through solve_skeleton_next's movable
+    root (the batch's `root_shift`: the root's move per frame; reason MOVING_ROOT)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    if aiming(effectors):  # aims after the reach, frame by frame (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)
+        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+
+        def reach(goals, rows, poles):
+            return solve_skeleton_sequence(
+                skeleton, local, goals, rows, method=method, poles=poles, pose=pose, move_root=move_root,
+                root_stiffness=root_stiffness, **limits, **options,
+            )  # fmt: skip
+
+        return after_reach_frames(skeleton, local, effectors, positions, poles, reach, **limits, method=method)
     positions, effectors = soften_positions(skeleton, effectors, positions)  # soft IK: once, here
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     reason = ""
-    if len(effectors) == 1 and not effectors[0].pin:
+    if move_root:
+        settings.update(move_root=True, root_stiffness=root_stiffness)
+        reason = MOVING_ROOT
+    elif len(effectors) == 1 and not effectors[0].pin:
         posed = np.isfinite(poles[:, 0, 0])
         if posed.all() or not posed.any():
             return _chain_sequence(skeleton, local, effectors[0], positions, poles, pose, settings)

@@ -5,7 +5,9 @@ solve path with its fast kernels, with the very chain a chain solve of those bon
 (`branch_chain`: built from the pose as read, not re-derived by forward kinematics). Several
 go to the method's tree kernel (`registry.Method.tree`); a method without one is solved by the
 least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's reason says so
-(`tree_kernel`). Then any pin still off is held (common.pins.hold).
+(`tree_kernel`). Then any pin still off is held (common.pins.hold). Effectors that aim
+(`Effector.aim_axis`) are solved after the others, on the bones those leave free
+(common.aim_goals), here and in the many-frame entry points alike.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import numpy as np
 
 from . import quat, registry
 from .api import method_settings, solve
+from .common import root_move
+from .common.aim_goals import after_reach, aiming
 from .common.pins import hold
 from .common.soft_goals import soften_effectors
 from .maths import floats
@@ -41,6 +45,8 @@ def solve_skeleton(
     tolerance: float | None = None,
     max_iterations: int | None = None,
     pose: Pose | None = None,
+    move_root: bool = False,
+    root_stiffness: float = root_move.DEFAULT_STIFFNESS,
     **options: object,
 ) -> SkeletonSolution:
     """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4).
@@ -55,7 +61,12 @@ def solve_skeleton(
     move) and iteration cap filled in; then any pin still off is held (`common.pins.hold`, which
     names one that cannot hold in the reason). Errors are each given effector's (an effector with
     `softness`: from its soft position; several effectors softened once here, common.soft_goals,
-    one by the chain's solve on its branch's chain, as a chain is)."""
+    one by the chain's solve on its branch's chain, as a chain is).
+
+    `move_root`: the effectors' one top bone may move its head too (common.root_move, every
+    method: the root placed by a reach fit, the turns solved by the method, again while a goal is
+    off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
+    `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
     local = np.asarray(local, dtype=float)
     if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
@@ -64,7 +75,43 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
-    if len(effectors) == 1 and not effectors[0].pin:  # the chain's solve softens it, as a chain's
+    if aiming(effectors):  # aims after the reach, on the bones it leaves free (common.aim_goals)
+        method_settings(method, tolerance, max_iterations, options, 1.0)  # the settings checked all the same
+        reach = [e for e in effectors if not e.aim_axis]
+        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+        solved = None
+        if reach:
+            root = {"move_root": move_root, "root_stiffness": root_stiffness}
+            solved = solve_skeleton(skeleton, local, reach, method=method, pose=pose, **root, **limits, **options)
+        return after_reach(skeleton, local, effectors, solved, **limits, method=method)
+    if move_root:
+        effectors = soften_effectors(skeleton, effectors)  # soft IK: once, on the input pose
+        return _solve_moving_root(
+            skeleton, local, effectors, method, tolerance, max_iterations, pose, root_stiffness, options
+        )
+    return _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options)
+
+
+def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterations, pose, stiffness, options):
+    """solve_skeleton with a movable root: common.root_move around the fixed-root solve, the
+    tolerance (default as the tree's) and pins resolved once, on the input pose."""
+    stiffness = root_move.check_stiffness(stiffness)
+    if tolerance is None:
+        length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+        tolerance = method_settings(method, None, max_iterations, options, length)[1]
+    resolved = resolve_pins(skeleton, local, effectors)
+
+    def turn(moved: Skeleton, start: np.ndarray, goals: list[Effector], at: Pose | None) -> SkeletonSolution:
+        return _solve_fixed(moved, start, goals, method, tolerance, max_iterations, at, options)
+
+    solved = root_move.solve_moving_root(skeleton, local, resolved, stiffness, float(tolerance), turn, pose)
+    return replace(solved, branch=None)  # its turns may start from a moved pose: the writer takes `local`
+
+
+def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options) -> SkeletonSolution:
+    """solve_skeleton's solve with the root where it is (effectors checked). One effector (not a
+    pin): the chain's solve softens it, as a chain's; several: softened once here."""
+    if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
     effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     entry = registry.get(method)

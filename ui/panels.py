@@ -97,6 +97,7 @@ class VIEW3D_PT_chain_ik_settings(_ChainIKPanel, bpy.types.Panel):
             layout.active = False
         layout.prop(item, "influence", slider=True)
         _draw_limits(layout, obj, item)
+        _draw_root(layout, obj, item)
         layout.separator()
         layout.prop(item, "method")
         method = solvers.REGISTRY.get(item.method)
@@ -136,18 +137,27 @@ def _draw_group(layout, obj, item, group) -> None:
 
 
 def _draw_goals(layout, item) -> None:
-    """Pole target and tip orientation, laid out like the IK constraint's."""
+    """Pole target and tip orientation, laid out like the IK constraint's (greyed for an aim, which
+    has neither), then the aim: its axis, and its spread (greyed when the chain reaches)."""
+    aims = item.aim_axis != "NONE"
     col = layout.column()
+    col.active = not aims
     col.prop(item, "pole_target")
     if item.pole_target is not None:
         if item.pole_target.type == "ARMATURE":
             col.prop_search(item, "pole_subtarget", item.pole_target.data, "bones")
         col.prop(item, "pole_angle")
     row = layout.row(heading="Rotation")
+    row.active = not aims
     row.prop(item, "use_rotation", text="")
     sub = row.row()
     sub.active = item.use_rotation
     sub.prop(item, "rotation_weight", text="", slider=True)
+    row = layout.row(align=True)
+    row.prop(item, "aim_axis")
+    sub = row.row()
+    sub.active = aims
+    sub.prop(item, "aim_spread", slider=True)
 
 
 def _draw_limits(layout, obj, item) -> None:
@@ -155,6 +165,7 @@ def _draw_limits(layout, obj, item) -> None:
     layout.prop(item, "use_limits")
     layout.prop(item, "use_locks")
     row = layout.row(align=True)
+    row.active = item.aim_axis == "NONE"  # an aim neither stretches nor softens (it turns an axis)
     row.prop(item, "use_stretch")
     row.prop(item, "softness", slider=True)
     lines = rig.read.chain_limit_lines(obj, item.tip, item.chain_length, item.use_tail)
@@ -164,6 +175,23 @@ def _draw_limits(layout, obj, item) -> None:
         col.label(text="No IK limits on the chain's bones")
     for line in lines:
         col.label(text=line, icon="CON_ROTLIMIT")
+
+
+def _draw_root(layout, obj, item) -> None:
+    """Move Root and its stiffness, greyed where the chain's top bone is connected (its head cannot move)."""
+    try:
+        top = rig.chain_bone_names(obj, item.tip, item.chain_length, item.use_tail)[0]
+    except (ValueError, KeyError):
+        top = ""
+    connected = bool(top) and obj.data.bones[top].use_connect
+    row = layout.row(align=True)
+    row.active = not connected
+    row.prop(item, "move_root")
+    sub = row.row(align=True)
+    sub.active = item.move_root and not connected
+    sub.prop(item, "root_stiffness", slider=True)
+    if connected and item.move_root:
+        layout.label(text=f"'{top}' is connected to its parent: its head cannot move", icon="ERROR")
 
 
 class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
@@ -185,6 +213,8 @@ class VIEW3D_PT_chain_ik_result(_ChainIKPanel, bpy.types.Panel):
             else:
                 state, error = ("reached" if r.reached else "not reached"), "Tip error"
             box.label(text=f"{r.method}: {state}", icon="CHECKMARK" if r.reached else "ERROR")
+            if r.aimed:  # the angle left, and how far the aim ray passes from the target
+                error = f"Aim {r.angle:.3g}° off · ray misses by"
             box.label(text=f"{error} {r.error:.3g} · {r.iterations} it · cost {r.cost:.1f}° · {r.time_ms:.2f} ms")
             if r.group:
                 box.label(text=f"Solved together: {r.group}", icon="LINKED")
@@ -258,6 +288,15 @@ class VIEW3D_PT_chain_ik_contacts(_ChainIKPanel, bpy.types.Panel):
             row = layout.row()
             row.use_property_decorate = True
             row.prop(item, "contact", text=f"Contact ({item.name})")
+        # A bake honours the contacts (app.bake.contact_targets): its ease and its last figures.
+        layout.prop(settings, "contact_blend")
+        layout.prop(settings, "contact_align")
+        for chain in settings.chains:
+            if chain.contact_figures:
+                box = layout.box()
+                box.label(text=f"{chain.name}: last bake")
+                for part in chain.contact_figures.split("; "):
+                    box.label(text=part)
 
 
 CLASSES = (

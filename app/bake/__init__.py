@@ -24,8 +24,10 @@ from ...rig import keys, protected, reduce
 from .. import live, solve
 from ..checks import changed_mid_bake
 from ..live import live_above
+from ..solve.group_solve import group_rig
 from ..spec import ChainSpec, groups
-from . import bake_report, bake_solve
+from . import bake_report, bake_solve, contact_targets
+from .bake_frames import Solved
 
 
 @dataclass
@@ -62,6 +64,8 @@ class BakeResult:
     # By chain label: why the fastest kernel did not serve it (bake_solve), e.g. "baked frame by
     # frame: bone 'x' has constraints"; chains the fastest kernel served are not listed.
     reasons: dict[str, str] = field(default_factory=dict)
+    # Move Root: each keyed root bone -> the largest distance its head played back from where it was (world).
+    root_moved: dict[str, float] = field(default_factory=dict)
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -178,6 +182,7 @@ def bake_steps(
     frames = bake_frames(options)
     if not specs:
         raise ValueError("no chains to bake")
+    specs = contact_targets.as_planted(specs)  # a chain with contacts needs no target (issue 21)
     refusal = keys.tweak_refusal(obj)
     if refusal:
         raise ValueError(refusal)
@@ -191,11 +196,14 @@ def bake_steps(
         weights = stretch_weights(obj, spec)
         stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
     _refuse_live_above(obj, specs, names)
+    contact_targets.check_alone(obj, specs)
     specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
-    if stretched:
+    roots = movable_roots(obj, specs)  # Move Root: the top bone's location may be keyed
+    if stretched or roots:
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
         paths |= {keys.data_path(n, "scale") for n in stretched}
+        paths |= {keys.data_path(n, "location") for n in roots}
     refusal = protected.keying_refusal(obj, names, paths)
     if refusal:
         raise ValueError(refusal)
@@ -204,17 +212,28 @@ def bake_steps(
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     try:
-        solved = yield from bake_solve.solve_frames(context, obj, specs, frames, progress, stepwise)
+        plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
+        others = [s for s in specs if not s.contacts]
+        solved = Solved({}, {}, seconds={})
+        if others:
+            solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise)
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
         scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in specs]
+    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in others]
     values = solved.values
-    curves = key_curves(obj, frames, values, options, chains, solved.scales)
+    curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
     bone_keys = write_curves(obj, curves, options)
+    # Chains with contacts: their changed frames only (app.bake.contact_targets).
+    bone_keys.update(contact_targets.write(obj, plants, frames, options.interpolation))
+    for planted in plants.chains:
+        label, tip = planted.spec.label, planted.spec.tip
+        values.update(zip(planted.leg.names, planted.values, strict=True))
+        solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
+        solved.held[label], solved.reasons[label] = planted.held, plants.reason
     chain_keys = {}
     for spec in specs:
         bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
@@ -224,15 +243,21 @@ def bake_steps(
     seconds = time.perf_counter() - start_time
     reports: list[bake_report.ChainReport] = []
     measure_start = time.perf_counter()
+    root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
     if options.measure:
-        for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held):
+        for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held, root_moved):
             yield "measure"
+        contact_targets.measure(context, obj, plants, frames)
     measure_seconds = time.perf_counter() - measure_start
     reasons = {label: why for label, why in solved.reasons.items() if why}
     for report in reports:
         report.path = reasons.get(report.name, "")
     for report, label in zip(reports, groups.labels(obj, specs), strict=False):
         report.group = label
+    figures = {c.spec.label: c.figures for c in plants.chains if c.figures is not None}
+    for report in reports:
+        if report.name in figures:
+            report.contacts = figures[report.name].as_dict()
     # Show the baked pose at the current frame (the new keys drive it now).
     scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(
@@ -253,7 +278,18 @@ def bake_steps(
         keys_before=len(frames) * len(curves),
         reduced=options.reduce,
         reasons=reasons,
+        root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
     )
+
+
+def movable_roots(obj, specs: list[ChainSpec]) -> list[str]:
+    """The top bones Move Root may key (each unit led by a chain with Move Root on)."""
+    out = []
+    for unit in groups.units(obj, specs):
+        lead = specs[unit.members[0]]
+        if lead.move_root:
+            out.append(group_rig(obj, [specs[i] for i in unit.members]).root)
+    return out
 
 
 def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
@@ -298,6 +334,7 @@ def key_curves(
     options: BakeOptions,
     chains: list[tuple[tuple[str, ...], bool, str]] | None = None,
     scales: dict[str, np.ndarray] | None = None,
+    locations: dict[str, np.ndarray] | None = None,
 ) -> list[Curve]:
     """Every channel to key: the rotations `values` (bone -> (frames, channels)) and, for IK
     stretch, the Y scales `scales` (bone -> (frames,)), reduced together when asked. Computed
@@ -322,6 +359,9 @@ def key_curves(
     for name, column in scales.items():  # scale[1] only: X and Z stay as they are
         kept, column, handles = reduced.scales[name] if reduced else (frames, column, None)
         curves.append(Curve(name, keys.data_path(name, "scale"), 1, kept, column, handles))
+    for name, table in (locations or {}).items():  # a moved root: keyed on every frame (not reduced)
+        for index in range(3):
+            curves.append(Curve(name, keys.data_path(name, "location"), index, frames, table[:, index]))
     return curves
 
 

@@ -51,7 +51,14 @@ class ChainFrames:
             chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, start, spec.use_limits)
         else:
             chain, own = rig.stretch.read_stretched(
-                obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, weights, target, start,
+                obj_eval,
+                spec.tip,
+                spec.chain_length,
+                spec.use_tail,
+                spec.use_limits,
+                weights,
+                target,
+                start,
                 softness=spec.softness,
             )
             for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
@@ -65,7 +72,9 @@ class ChainFrames:
         last = goal_chain.pose_matrices[-1]
         goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
         solution = solvers.solve(
-            chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)),
+            chain.chain,
+            target,
+            **spec.solver_arguments(spec.local_tolerance(space)),
             **goals.arguments(weights is not None and rig.stretch.stretched(own)),
         )
         if solution.reason:

@@ -25,6 +25,9 @@ class Solved:
     scales: dict[str, np.ndarray] = field(default_factory=dict)  # IK stretch: bone -> Y scale per frame
     reasons: dict[str, str] = field(default_factory=dict)  # chain label -> why a faster kernel did not serve
     held: dict[str, np.ndarray] = field(default_factory=dict)  # pinned chain label -> (frames, 3) held tip, world
+    # Move Root: the moved root bone -> (frames, 3) its location channel (only where it moved on some frame).
+    locations: dict[str, np.ndarray] = field(default_factory=dict)
+    root_heads: dict[str, np.ndarray] = field(default_factory=dict)  # ... its head per frame before the bake, world
 
 
 class FrameChains:
@@ -34,10 +37,10 @@ class FrameChains:
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs, self.count = obj, specs, frames
         units = groups.units(obj, specs) if specs else []
-        # One kernel per unit, in the units' order: a group (or a pinned chain alone), or a chain alone.
+        # One kernel per unit, in the units' order: a group (or a pinned or aiming chain alone), or a chain alone.
         self.kernels = [
             bake_group.GroupFrames(obj, [specs[i] for i in u.members], frames)
-            if u.is_group or specs[u.members[0]].pin
+            if u.is_group or specs[u.members[0]].pin or specs[u.members[0]].aims or specs[u.members[0]].move_root
             else ChainFrames(obj, specs[u.members[0]])
             for u in units
         ]
@@ -124,6 +127,9 @@ class FrameChains:
             self.solved.values[name] = modes.series_values(mode, quats, self.first[name], self.locks[name])
         for group in self.groups:
             self.solved.held.update(group.held)
+            if group.moved:
+                self.solved.locations[group.rig.root] = group.locations
+                self.solved.root_heads[group.rig.root] = group.heads_in
             if group.reason:  # already worded ("solver: ...", notes on what a group does not do)
                 self.notes.update((s.tip, group.reason) for s in group.specs)
         return self.solved

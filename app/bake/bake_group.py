@@ -14,14 +14,19 @@ Two ways through it (the bake's report says which):
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from ... import rig, solvers
 from ...rig import keys, modes, sampling, sequence, tree_write
 from ...rig.fk import PoseFK
-from ..solve.group_solve import group_effectors, group_notes, group_rig
+from ...solvers import quat
+from ...solvers.common.aim_goals import aim_miss
+from ...solvers.model.aim_axis import axis_vector
+from ..solve.group_solve import group_effectors, group_notes, group_rig, named_bones
 from ..spec import ChainSpec
 from ..spec.groups import group_label
 from .bake_chain import check_rigid_at
@@ -43,6 +48,10 @@ class GroupFrames:
         pose = obj.pose.bones
         roots = [self.layout.names[i] for i, p in enumerate(self.layout.parents) if p == -1]
         self.above = {a.name for root in roots for a in pose[root].parent_recursive}
+        # Move Root: the root's location channel per frame, and whether it moved on any (then it is keyed).
+        self.locations = np.empty((frames, 3))
+        self.heads_in = np.empty((frames, 3))  # its head before the bake (world), for the report's measure
+        self.moved = False
         # The last frame's solution and input pose (tree locals): the next frame continues them.
         self.previous: np.ndarray | None = None
         self.previous_input: np.ndarray | None = None
@@ -93,13 +102,19 @@ class GroupFrames:
             state.solved.scales[name][k] = y
         start = time.perf_counter()
         previous = self.previous if k else None
-        solution = solvers.solve_skeleton_next(
-            skeleton, local, effectors, previous, self.previous_input, **self.lead.solver_arguments(tolerance)
-        )
+        try:
+            solution = solvers.solve_skeleton_next(
+                skeleton, local, effectors, previous, self.previous_input,
+                **self.lead.solver_arguments(tolerance), **self.lead.root_arguments(),
+            )  # fmt: skip
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), names)) from None
+        self._root(k, obj_eval, solution.root_shift)
         self.previous, self.previous_input = solution.local, local
         seconds = time.perf_counter() - start
-        if solution.reason and solution.reason not in self.reason:
-            self.reason = "; ".join(filter(None, (self.reason, f"solver: {solution.reason}")))
+        said = named_bones(solution.reason, names)
+        if said and said not in self.reason:
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {said}")))
         self._write(state, k, names, local, solution.local)
         effectors = solvers.skeleton.resolve_pins(skeleton, local, effectors)
         self._errors(state, [k], space, skeleton, solution.local[None], solution.error[None], effectors, seconds)
@@ -117,11 +132,11 @@ class GroupFrames:
                 rows.append(_to_local(inverse, sampling.target_positions(spec.target, frames)))
         positions = np.stack(rows, axis=1)
         poles = None
-        if any(s.pole is not None for s in self.specs):
+        if any(s.pole is not None and not s.aims for s in self.specs):
             poles = np.stack(
                 [
                     np.full((len(frames), 3), np.nan)
-                    if s.pole is None
+                    if s.pole is None or s.aims  # an aim has no pole (app.solve.goals)
                     else _to_local(inverse, sampling.target_positions(s.pole, frames))
                     for s in self.specs
                 ],
@@ -134,12 +149,18 @@ class GroupFrames:
         template = group_effectors(obj_eval, space, self.specs, self.layout.effectors, names, None, placeholders)
         start = time.perf_counter()
         lead = self.lead
-        batch = solvers.solve_skeleton_sequence(
-            skeleton, local, template, positions, poles=poles, **lead.solver_arguments(tolerance)
-        )
+        try:
+            batch = solvers.solve_skeleton_sequence(
+                skeleton, local, template, positions, poles=poles,
+                **lead.solver_arguments(tolerance), **lead.root_arguments(),
+            )  # fmt: skip
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), names)) from None
+        for k in range(len(frames)) if batch.root_shift is not None else ():
+            self._root(k, obj_eval, batch.root_shift[k])
         seconds = time.perf_counter() - start
         if batch.reason:
-            self.reason = "; ".join(filter(None, (self.reason, f"solver: {batch.reason}")))
+            self.reason = "; ".join(filter(None, (self.reason, f"solver: {named_bones(batch.reason, names)}")))
         if lead.influence == 1.0:
             # No locks here (static_reason) and nothing blends: the solved rotations are the keys'
             # (modes.series_values converts them once at the end, with sign continuity).
@@ -150,7 +171,16 @@ class GroupFrames:
             for k in range(len(frames)):
                 self._write(state, k, names, local, batch.local[k])
         pins = solvers.skeleton.resolve_pins(skeleton, local, template)
-        self._errors(state, range(len(frames)), space, skeleton, batch.local, batch.error, pins, seconds)
+        self._errors(state, range(len(frames)), space, skeleton, batch.local, batch.error, pins, seconds, positions)
+
+    def _root(self, k: int, obj_eval, shift) -> None:
+        """Frame k's location channel of a movable root (its input location where it stayed)."""
+        if shift is None:
+            return
+        root = self.rig.root
+        self.locations[k] = rig.root_location.location_values(self.obj, obj_eval, root, shift, self.lead.influence)
+        self.heads_in[k] = rig.root_location.head_world(obj_eval, root)
+        self.moved = self.moved or bool(np.any(shift))
 
     def _write(self, state, k: int, names, local, solved) -> None:
         """Channel values as Solve writes them (influence, locks, continuity with the last frame)."""
@@ -165,19 +195,20 @@ class GroupFrames:
             state.solved.locked.update(write.locked)
             state.solved.constrained.update(write.constrained)
 
-    def _errors(self, state, ks, space, skeleton, solved, errors, effectors, seconds: float) -> None:
+    def _errors(self, state, ks, space, skeleton, solved, errors, effectors, seconds: float, rows=None) -> None:
         """Each tip's world error as solved at frames `ks` (`solved` (m, n, 4), `errors` (m, k) in
-        armature space); pins' held points for the report's playback pass."""
+        armature space); pins' held points for the report's playback pass. `rows` (m, k, 3): each
+        frame's goal positions (armature space) where the effectors hold placeholders (the sampled route)."""
         scale = space.uniform_scale()
         if scale is not None:  # the solver's own errors, scaled
             world = np.asarray(errors) * scale
         else:
-            world = np.array(
-                [
-                    [np.linalg.norm(space.to_world(ends[e.bone]) - space.to_world(e.position)) for e in effectors]
-                    for ends in (skeleton.forward(q)[2] for q in solved)
-                ]
-            )
+            world = np.empty((len(solved), len(effectors)))
+            for f, q in enumerate(solved):
+                posed = skeleton.forward(q)
+                for j, e in enumerate(effectors):
+                    goal = e if rows is None or e.pin else replace(e, position=rows[f, j])
+                    world[f, j] = _world_error(space, posed, goal)
         result = state.solved
         for j, (spec, goal) in enumerate(zip(self.specs, effectors, strict=True)):
             result.seconds[spec.tip] += seconds / len(self.specs)
@@ -186,6 +217,18 @@ class GroupFrames:
                 for k in ks:
                     self.held[spec.label][k] = held
             result.worst[spec.tip] = max(result.worst[spec.tip], float(np.max(world[:, j])))
+
+
+def _world_error(space, posed, effector) -> float:
+    """An effector's world error on the pose `posed` (Skeleton.forward's frames, heads, ends): its
+    tip's distance to its position, or for an aim the world ray's miss (app.solve.result.aim_figures)."""
+    frames, heads, ends = posed
+    if not effector.aim_axis:
+        return float(np.linalg.norm(space.to_world(ends[effector.bone]) - space.to_world(effector.position)))
+    axis = np.array(space.matrix.to_3x3()) @ quat.rotate(frames[effector.bone], axis_vector(effector.aim_axis))
+    to_target = space.to_world(effector.position) - space.to_world(heads[effector.bone])
+    angle = math.atan2(float(np.linalg.norm(np.cross(axis, to_target))), float(axis @ to_target))
+    return aim_miss(angle, float(np.linalg.norm(to_target)))
 
 
 def _to_local(inverse: np.ndarray, points: np.ndarray) -> np.ndarray:

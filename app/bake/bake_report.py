@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ... import rig, solvers
 from ...solvers import quat
+from ..solve.result import aim_figures
+from .contact_targets import ContactFigures, Slide
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -40,6 +42,13 @@ class ChainReport:
     # A pinned chain: its "target" is the point it held on each frame, so `missed` counts the
     # frames where the pin did not hold (its tip farther than `tolerance` from that point).
     pinned: bool = False
+    # An aiming chain (its Aim Axis): the largest angle (degrees) left between its tip bone's aim axis
+    # and the line to the target on playback, and its frame; its errors are the aim ray's miss
+    # (solvers.common.aim_goals). None: the chain reaches.
+    worst_angle: float | None = None
+    angle_frame: int = 0
+    # A chain with contacts (issue 21): app.bake.contact_targets.ContactFigures as a dict, else {}.
+    contacts: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -58,6 +67,7 @@ class _Track:
         self.errors: list[float] = []
         self.previous: list | None = None
         self.jump, self.jump_frame = 0.0, 0
+        self.angles: list[float] = []  # an aiming chain's angle left per frame (degrees)
 
     def sample(self, obj_eval, target_world, frame: int) -> None:
         bones = [obj_eval.pose.bones[n] for n in self.names]
@@ -66,9 +76,14 @@ class _Track:
             to_world = obj_eval.matrix_world.to_3x3()
             length = sum((to_world @ (b - a)).length for a, b in zip(joints, joints[1:], strict=False))
             self.tolerance = RELATIVE_TOLERANCE * length
-        tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
-        point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
-        self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
+        if self.spec.aims:  # the ray's miss is its error; the angle left is kept too
+            angle, miss = aim_figures(obj_eval, self.spec, target_world)
+            self.errors.append(miss)
+            self.angles.append(angle)
+        else:
+            tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
+            point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
+            self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
         rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
         if self.previous is not None:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
@@ -93,19 +108,31 @@ class _Track:
             largest_jump=float(self.jump),
             jump_frame=int(self.jump_frame),
             pinned=bool(self.spec.pin),
+            **self._aim(frames),
         )
 
+    def _aim(self, frames) -> dict:
+        if not self.angles:
+            return {}
+        worst = int(np.argmax(self.angles))
+        return {"worst_angle": float(self.angles[worst]), "angle_frame": int(frames[worst])}
 
-def measure(context, obj, specs, frames, into: list, held: dict | None = None) -> Iterator[None]:
+
+def measure(
+    context, obj, specs, frames, into: list, held: dict | None = None, roots: dict | None = None
+) -> Iterator[None]:
     """Play the baked `frames` back and append one ChainReport per spec to `into`.
 
     A generator (one step per frame) so a modal bake can keep the UI alive; run it
     to the end with `for _ in measure(...): pass`. The frame is restored after.
-    `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there."""
+    `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there.
+    `roots`: Move Root's keyed bones -> (frames, 3) their heads before the bake (world); each
+    entry is replaced by the largest distance its head plays back from there."""
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     tracks = [_Track(spec, obj) for spec in specs]
     held = held or {}
+    moved: dict[str, float] = {}
     try:
         for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
@@ -118,10 +145,16 @@ def measure(context, obj, specs, frames, into: list, held: dict | None = None) -
                 else:
                     target = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
                 track.sample(obj_eval, np.asarray(target, dtype=float), int(frame))
+            for name, before in (roots or {}).items():
+                head = rig.root_location.head_world(obj_eval, name)
+                moved[name] = max(moved.get(name, 0.0), math.dist(head, before[k]))
             yield
     finally:
         scene.frame_set(frame0, subframe=subframe0)
     into.extend(track.report(frames) for track in tracks)
+    if roots is not None:
+        roots.clear()
+        roots.update(moved)
 
 
 def chain_line(chain: dict) -> str:
@@ -133,6 +166,10 @@ def chain_line(chain: dict) -> str:
             else ", the pin held"
         )
         worst = "worst tip movement"
+    elif chain.get("worst_angle") is not None:
+        missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+        angle = f"worst aim angle {chain['worst_angle']:.3g}° (frame {chain['angle_frame']}), "
+        worst = angle + "worst aim ray miss"
     else:
         missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
         worst = "worst tip error"
@@ -141,8 +178,18 @@ def chain_line(chain: dict) -> str:
         + (f", group {chain['group']}" if chain.get("group") else "")
         + f"): {chain['frames']} frame(s){missed}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
-        f" (frame {chain['jump_frame']})" + (f"; {chain['path']}" if chain.get("path") else "")
+        f" (frame {chain['jump_frame']})"
+        + (f"; {chain['path']}" if chain.get("path") else "")
+        + (f"; contacts: {contact_line(chain['contacts'])}" if chain.get("contacts") else "")
     )
+
+
+def contact_line(figures: dict) -> str:
+    """A chain's contact figures (ContactFigures.as_dict) as one line."""
+    values = dict(figures)
+    for key in ("slide_before", "slide_after"):
+        values[key] = Slide(**values[key])
+    return ContactFigures(**values).line()
 
 
 def missed_warning(reports: list[ChainReport]) -> str:

@@ -59,8 +59,10 @@ def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
     # Chains sharing bones are solved together, as a group, frame by frame (app.bake.bake_group).
     for unit in groups.units(obj, specs):
         members = [specs[i] for i in unit.members]
-        if unit.is_group or members[0].pin:
-            why = "pinned"
+        if unit.is_group or members[0].pin or members[0].aims or members[0].move_root:
+            why = "pinned" if members[0].pin else "Move Root (the tree's frames)"
+            if members[0].aims:
+                why = "aims (the tree's aim pass: solvers.common.aim_goals)"
             if unit.is_group:
                 why = f"chains that share bones solved together as one group ({groups.group_label(members)})"
             for i in unit.members:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import bpy
 
 from ... import rig, solvers
+from ...solvers.model.aim_axis import AIM_AXES, NO_AIM
 
 if TYPE_CHECKING:
     from ..spec import ChainSpec
@@ -28,10 +29,21 @@ def check_spec(obj, spec: ChainSpec) -> None:
         raise ValueError(f"the rotation weight must be within 0..1, got {spec.rotation_weight:g}")
     if not 0.0 <= spec.softness < 1.0:  # the core's range (solvers.common.soft); NaN too
         raise ValueError(f"softness must be a share of the chain's reach within 0..1 (below 1), got {spec.softness:g}")
+    if not 0.0 <= spec.root_stiffness <= 1.0:  # the core's range (solvers.common.root_move); NaN too
+        got = spec.root_stiffness
+        raise ValueError(f"root stiffness must be within 0..1 (0 moves most, 1 never moves), got {got:g}")
     if not (math.isfinite(spec.weight) and spec.weight > 0.0):
         raise ValueError(f"the chain's weight must be a finite number > 0, got {spec.weight:g}")
     if spec.max_iterations < 0:
         raise ValueError(f"max iterations must be >= 0 (0: the solver's default), got {spec.max_iterations}")
+    if spec.aim_axis != NO_AIM and spec.aim_axis not in AIM_AXES:
+        raise ValueError(f"unknown aim axis '{spec.aim_axis}'; choose one of: {NO_AIM}, {', '.join(AIM_AXES)}")
+    if not 0.0 <= spec.aim_spread <= 1.0:  # NaN too
+        raise ValueError(f"aim spread must be within 0..1, got {spec.aim_spread:g}")
+    if spec.aims and not spec.use_tail:
+        raise ValueError(f"chain '{spec.label}' aims with Use Tail off: its tip bone aims, so it must be in the chain")
+    if spec.aims and spec.pin:
+        raise ValueError(f"chain '{spec.label}' is pinned and aims: a pin holds its tip, an aim turns it")
     if spec.target is None and not spec.pin:
         raise ValueError(f"chain '{spec.label or '?'}' has no target object")
     if spec.target is obj and not spec.target_bone:
@@ -39,10 +51,10 @@ def check_spec(obj, spec: ChainSpec) -> None:
     if spec.pole is not None and spec.pole is obj and not spec.pole_bone:
         raise ValueError("the armature cannot be its own pole target (pick a bone of it, or another object)")
     # With Rotation on, the target's orientation is read too: what turns it counts.
-    rotation_read = spec.use_rotation and spec.rotation_weight > 0.0
+    rotation_read = spec.use_rotation and spec.rotation_weight > 0.0 and not spec.aims
     if spec.target is not None:
         _refuse_target_moving_with_chain(obj, spec, spec.target, spec.target_bone, "target", not rotation_read)
-    if spec.pole is not None:
+    if spec.pole is not None and not spec.aims:  # an aim has no pole (app.solve.goals)
         _refuse_target_moving_with_chain(obj, spec, spec.pole, spec.pole_bone, "pole target")
 
 
@@ -205,3 +217,20 @@ def _refuse_target_moving_with_chain(
                 f" '{b}'): pick another {what}"
             )
         todo.extend(_carriers(ob, b, own))
+
+
+def check_movable_root(obj, bone: str, label: str) -> None:
+    """Refuse Move Root where the unit's top bone `bone` cannot move its location: connected to its
+    parent (its head is the parent's tail), or a location channel locked (never written unasked)."""
+    if obj.data.bones[bone].use_connect:
+        raise ValueError(
+            f"Move Root on '{label}': bone '{bone}', the top of the chains it moves, is connected to its parent, so"
+            " its head cannot move; turn Move Root off, lengthen the chain to a bone that is not connected, or"
+            " disconnect the bone"
+        )
+    locked = [axis for axis, lock in zip("XYZ", obj.pose.bones[bone].lock_location, strict=True) if lock]
+    if locked:
+        raise ValueError(
+            f"Move Root on '{label}': bone '{bone}' has its location locked ({', '.join(locked)}); unlock it or turn"
+            " Move Root off"
+        )

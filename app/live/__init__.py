@@ -28,7 +28,7 @@ from ... import properties, rig
 from ...rig import protected
 from ...rig.sampling import LIVE_HANDLER_MARK
 from .. import solve, spec
-from ..solve.result import measured_error, store_result
+from ..solve.result import measured_angle, measured_error, store_result
 from ..spec import groups
 
 # Per live unit: (armature, chain index) for a lone chain, (armature, member indices) for a group.
@@ -56,6 +56,8 @@ def _goal_parts(item, target_eval, depsgraph) -> list:
     parts.append((item.tolerance, item.max_iterations, tuple(spec.method_options(item, item.method).items())))
     parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
     parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin, item.softness))
+    parts.append((item.aim_axis, item.aim_spread))
+    parts.append((item.move_root, item.root_stiffness))
     if target_eval is not None:
         try:
             parts.append(rig.space.target_world_point(target_eval, item.target_bone))
@@ -136,7 +138,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             if not any(item.live for item in items):
                 continue
             obj_eval = obj.evaluated_get(depsgraph)
-            alone = len(members) == 1 and not items[0].pin
+            alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
             key = (obj.name, members[0]) if alone else (obj.name, members)
             live_keys.add(key)
             what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"
@@ -204,7 +206,8 @@ def _solve_unit(obj, obj_eval, items, alone: bool, key, depsgraph) -> int:
     # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
     depsgraph.update()
     for item, outcome in zip(items, outcomes, strict=True):
-        store_result(item, outcome, measured_error(depsgraph, obj, outcome.spec, outcome.goal_world), obj)
+        error = measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
+        store_result(item, outcome, error, obj, measured_angle(depsgraph, obj, outcome.spec))
     return len(items)
 
 

@@ -1,5 +1,5 @@
-"""A chain's goals (target, pole, tip orientation, softness; in a group its weight, priority, pin), read
-from its spec once, in armature space: the chain kernel's `solvers.solve` keywords and the tree's
+"""A chain's goals (target, pole, tip orientation, softness; in a group its weight, priority, pin; or an
+aim), read from its spec once, in armature space: the chain kernel's `solvers.solve` keywords and the tree's
 `solvers.Effector` are both made from them."""
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class Goals:
         spec = self.spec
         if spec.pin:  # solve_skeleton holds the bone's input end point and frame
             return solvers.Effector(bone, weight=spec.weight, priority=spec.priority, pin=True)
+        if spec.aims:  # the tip bone's axis turns onto the target, after the reach (solvers.common.aim_goals)
+            return solvers.Effector(bone, self.position, aim_axis=spec.aim_axis, aim_spread=float(spec.aim_spread))
         return solvers.Effector(
             bone,
             self.position,
@@ -73,6 +75,8 @@ def chain_goals(
     if target_world is None:
         target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     position = space.to_local_point(target_world)
+    if spec.aims:  # a direction goal: no pole, tip orientation or softness (greyed in the panel)
+        return Goals(spec, position)
     pole = orientation = None
     if spec.pole is not None:
         if pole_world is None:

@@ -10,11 +10,12 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from ... import rig, solvers
 from ...rig import tree
-from ..checks import check_group, check_no_stretch_scale
+from ..checks import check_group, check_movable_root, check_no_stretch_scale
 from ..spec import ChainSpec
 from ..spec.groups import chain_names
 from .goals import chain_goals
@@ -45,6 +46,11 @@ class GroupRig:
             skeleton = dataclasses.replace(skeleton, limits=None)
         return skeleton, local, names, group_tolerance(space, lead, skeleton, names, self.chain_bones)
 
+    @property
+    def root(self) -> str:
+        """The group's one top bone (Move Root moves it)."""
+        return self.layout.names[self.layout.parents.index(-1)]
+
     def stretch(self, obj_eval, skeleton, local, effectors) -> tuple:
         """(the skeleton stretched toward the effectors, own Y channel per stretching bone, the
         effectors to solve toward) as a chain alone stretches (rig.stretch.stretch_tree); the
@@ -52,7 +58,10 @@ class GroupRig:
         if self.stretch_weights is None:
             return skeleton, {}, effectors
         names, w = self.layout.names, self.stretch_weights
-        return rig.stretch.stretch_tree(obj_eval, names, skeleton, local, effectors, w, self.inherit)
+        reach = [e for e in effectors if not e.aim_axis]  # an aim's target is no point to stretch to
+        skeleton, own, solved = rig.stretch.stretch_tree(obj_eval, names, skeleton, local, reach, w, self.inherit)
+        solved = iter(solved)
+        return skeleton, own, [e if e.aim_axis else next(solved) for e in effectors]
 
 
 def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
@@ -60,9 +69,17 @@ def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
     its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout."""
     layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
     check_group(obj, specs, layout.names)
+    if specs[0].move_root:  # the lead's setting serves the group: its one top bone moves
+        tops = [layout.names[i] for i, p in enumerate(layout.parents) if p == -1]
+        if len(tops) != 1:
+            raise ValueError(
+                f"Move Root on '{specs[0].label}': the chains solved with it hang from several top bones"
+                f" ({', '.join(tops)}); lengthen them to one shared bone, or turn Move Root off"
+            )
+        check_movable_root(obj, tops[0], specs[0].label)
     chains = tuple(chain_names(obj, s) for s in specs)
     # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
-    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch for n in chain}
+    stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch and not s.aims for n in chain}
     pose = obj.pose.bones
     w = tuple(float(pose[n].ik_stretch) if n in stretching else 0.0 for n in layout.names)
     check_no_stretch_scale(obj, [n for n, wi in zip(layout.names, w, strict=True) if wi == 0.0])
@@ -103,5 +120,10 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
     """What the group's solve did not honour, and the solver's own reason: shown with the result."""
     notes = []
     if solver_reason:
-        notes.append(f"solver: {solver_reason}")
+        notes.append(f"solver: {named_bones(solver_reason, names)}")
     return "; ".join(notes)
+
+
+def named_bones(text: str, names) -> str:
+    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names."""
+    return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)

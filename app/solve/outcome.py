@@ -27,6 +27,12 @@ class ChainOutcome:
     # The unit's solve (solvers.solve_skeleton); a chain alone: `.branch` holds its Chain and the
     # chain kernel's Solution.
     solution: solvers.SkeletonSolution | None = None
+    # An aiming chain (spec.aims): the degrees left between its tip bone's aim axis and the line from
+    # its head to the target; `error` is then how far that ray misses the target. None: it reaches.
+    angle: float | None = None
+    # A movable root that moved: (its bone, its head in world space before the solve); the report
+    # measures the move on the written pose (app.solve.result.root_line). None: no root moved.
+    root_moved: tuple[str, tuple[float, float, float]] | None = None
 
 
 def chain_reason(solver_reason: str, terms) -> str:

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ... import rig, solvers
+from ...solvers.common.aim_goals import aim_miss
+from ...solvers.model.aim_axis import AIM_AXES
 from ..spec import ChainSpec
 from .outcome import ChainOutcome
 
 
-def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=None) -> None:
+def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=None, angle: float | None = None) -> None:
     """The panel's result. `error`: measured on the written pose (with `obj`, the armature): then
-    "reached" also needs that error within the chain's tolerance, not only the solver's word."""
+    "reached" also needs that error within the chain's tolerance, not only the solver's word.
+    `angle`: an aiming chain's angle left (degrees) measured there (`measured_angle`)."""
     r = item.result
+    aimed = outcome.angle is not None
+    if r.aimed != aimed:
+        r.aimed = aimed
+    if aimed:
+        r.angle = outcome.angle if angle is None else angle
     # Fields that usually repeat are compared first: a property read costs a fraction of a write.
     if r.method != outcome.spec.method:
         r.method = outcome.spec.method
@@ -47,11 +57,15 @@ def pin_warning(obj, outcome: ChainOutcome, error: float) -> str:
     )
 
 
-def result_line(outcome: ChainOutcome, error: float) -> str:
-    """The Solve report's line; it ends with why a faster kernel did not serve, if one did not."""
+def result_line(outcome: ChainOutcome, error: float, angle: float | None = None) -> str:
+    """The Solve report's line; it ends with why a faster kernel did not serve, if one did not.
+    An aiming chain's: the angle left (`angle`, measured, else the solver's) and the ray's miss."""
     reason = outcome.reason
     together = f" (group {outcome.group})" if outcome.group else ""
     what = "pinned, tip moved" if outcome.spec.pin else "tip error"
+    if outcome.angle is not None:  # the angle left, and how far the aim ray misses the target
+        left = outcome.angle if angle is None else angle
+        what = f"aims {outcome.spec.aim_axis} {left:.3g}° off the target, its ray misses by"
     return (
         f"chain '{outcome.spec.label}'{together}: {outcome.spec.method}, {what} {error:.3g},"
         f" {outcome.iterations} iteration(s), rotation cost {outcome.cost:.1f}°, {outcome.time_ms:.2f} ms"
@@ -75,9 +89,42 @@ def measured_error(depsgraph, obj, spec: ChainSpec, goal_world=None) -> float:
     """World tip error of the written pose (`depsgraph` evaluated after the write; plain mathutils:
     this runs on every Solve). `goal_world`: the point the tip should be at when it is not the
     target (a pinned chain's held point)."""
+    if spec.aims:
+        return measured_aim(depsgraph, obj, spec)[1]
     obj_eval = obj.evaluated_get(depsgraph)
     bone = obj_eval.pose.bones[spec.tip]
     tip = obj_eval.matrix_world @ (bone.tail if spec.use_tail else bone.head)
     if goal_world is None:
         goal_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     return math.dist(tip, goal_world)
+
+
+def measured_aim(depsgraph, obj, spec: ChainSpec) -> tuple[float, float]:
+    """An aiming chain on the written pose: (degrees between its tip bone's aim axis and the line
+    from the bone's head to the target, the world distance by which that ray misses the target:
+    the error "reached" compares with the tolerance, solvers.common.aim_goals)."""
+    target = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
+    return aim_figures(obj.evaluated_get(depsgraph), spec, target)
+
+
+def aim_figures(obj_eval, spec: ChainSpec, target_world) -> tuple[float, float]:
+    """`measured_aim`'s figures on the evaluated armature `obj_eval`, the target at `target_world`
+    (in float64, atan2: mathutils' single-precision acos reads 0 below ~0.03 degrees)."""
+    matrix = np.array(obj_eval.matrix_world @ obj_eval.pose.bones[spec.tip].matrix, dtype=float)
+    axis = matrix[:3, :3] @ np.array(AIM_AXES[spec.aim_axis])
+    to_target = np.asarray(target_world, dtype=float) - matrix[:3, 3]
+    dist = float(np.linalg.norm(to_target))
+    angle = math.atan2(float(np.linalg.norm(np.cross(axis, to_target))), float(axis @ to_target))
+    return math.degrees(angle), aim_miss(angle, dist)
+
+
+def measured_angle(depsgraph, obj, spec: ChainSpec) -> float | None:
+    """`measured_aim`'s angle (degrees) for an aiming chain, None for one that reaches."""
+    return measured_aim(depsgraph, obj, spec)[0] if spec.aims else None
+def root_line(depsgraph, obj, outcome: ChainOutcome) -> str:
+    """The report's line for a movable root that moved, measured on the written pose ('' if none)."""
+    if outcome.root_moved is None:
+        return ""
+    name, before = outcome.root_moved
+    moved = math.dist(rig.root_location.head_world(obj.evaluated_get(depsgraph), name), before)
+    return f"chain '{outcome.spec.label}': Move Root moved bone '{name}' by {moved:.3g} (world units)"

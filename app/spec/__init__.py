@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import bpy
 
 from ... import properties
+from ...rig import contacts as rig_contacts
+from ...solvers.model.aim_axis import DEFAULT_SPREAD, NO_AIM
 from . import scope
 
 
@@ -42,6 +44,21 @@ class ChainSpec:
     weight: float = 1.0  # its share of the least-squares compromise when targets conflict
     priority: int = 0  # 0 highest; a lower level is met only as far as the higher ones allow
     pin: bool = False  # hold the tip where the pose has it (a planted foot); no target needed
+    # Aim (solvers.common.aim_goals): the tip bone's axis (properties.AIM_AXIS_ITEMS) points at the
+    # target, the turn spread over the chain by aim_spread; NO_AIM: the tip reaches.
+    aim_axis: str = NO_AIM
+    aim_spread: float = DEFAULT_SPREAD
+
+    @property
+    def aims(self) -> bool:
+        """The chain aims its tip bone's axis instead of reaching (no pole, tip rotation, softness, stretch)."""
+        return self.aim_axis != NO_AIM
+    # The data path of the chain's keyed Contact (issue 21) when it has contacts, else '': a bake
+    # then plants its foot on the contacts (app.bake.contact_targets) and needs no target.
+    contacts: str = ""
+    # A movable root (solvers.common.root_move): the unit's top bone moves its head too (the lead's serves a group).
+    move_root: bool = False
+    root_stiffness: float = 0.5  # 0 moves most, 1 never moves
 
     @property
     def label(self) -> str:
@@ -57,6 +74,10 @@ class ChainSpec:
         of solvers.solve, solve_skeleton, solve_skeleton_next and solve_skeleton_sequence."""
         cap = self.max_iterations or None
         return {"method": self.method, "tolerance": tolerance, "max_iterations": cap, **self.options}
+
+    def root_arguments(self) -> dict:
+        """solve_skeleton's movable-root keywords ({} when the root stays)."""
+        return {"move_root": True, "root_stiffness": float(self.root_stiffness)} if self.move_root else {}
 
 
 def spec_from_item(item, **overrides) -> ChainSpec:
@@ -86,6 +107,11 @@ def spec_from_item(item, **overrides) -> ChainSpec:
         weight=item.weight,
         priority=item.priority,
         pin=item.pin,
+        aim_axis=item.aim_axis,
+        aim_spread=item.aim_spread,
+        contacts=contact_channel(item),
+        move_root=item.move_root,
+        root_stiffness=item.root_stiffness,
     )
     fields.update((key, value) for key, value in overrides.items() if key != "method" and value is not None)
     return ChainSpec(**fields)
@@ -103,6 +129,10 @@ def specs_from_arguments(
     pole_bone: str = "",
     pole_angle: float | None = None,
     softness: float | None = None,
+    aim_axis: str | None = None,
+    aim_spread: float | None = None,
+    move_root: bool | None = None,
+    root_stiffness: float | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -115,10 +145,14 @@ def specs_from_arguments(
       the muted ones; see app.spec.scope) or the one at chain_index, with `method` over their
       solver when given.
     `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
-    `pole_angle`, `softness` None: not given (the panel's, or 0)."""
+    `pole_angle`, `softness` None: not given (the panel's, or 0). `aim_axis`, `aim_spread`,
+    `move_root` and `root_stiffness` as `softness` (None: the panel's; or no aim, Move Root off
+    and stiffness 0.5 with `tip`)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
-    overrides["softness"] = softness
+    per_chain = {"softness": softness, "aim_axis": aim_axis, "aim_spread": aim_spread}
+    per_chain.update(move_root=move_root, root_stiffness=root_stiffness)
+    overrides.update(per_chain)
     if tip:
         if not target:
             raise ValueError(f"tip '{tip}' given with no target: pass target (and target_bone for a bone)")
@@ -141,7 +175,7 @@ def specs_from_arguments(
         scope.check_not_muted(items[0])
     else:
         items = scope.scoped_items(settings)
-    return [(item, spec_from_item(item, method=method or None, softness=softness)) for item in items]
+    return [(item, spec_from_item(item, method=method or None, **per_chain)) for item in items]
 
 
 def _overrides(target: str, target_bone: str, pole: str, pole_bone: str, pole_angle: float | None) -> dict:
@@ -174,3 +208,13 @@ class _PanelDefaults:
 def method_options(item, method: str) -> dict:
     """See properties.method_options (the solver registry's options from a chain item)."""
     return properties.method_options(item, method)
+
+
+def contact_channel(item) -> str:
+    """The data path of chain `item`'s Contact when it has contacts (keys, or Contact on), else ''."""
+    obj = item.id_data
+    if getattr(obj, "type", None) != "ARMATURE":
+        return ""
+    if rig_contacts.contact_curve(obj, item) is not None or item.contact:
+        return rig_contacts.contact_path(item)
+    return ""

@@ -54,18 +54,11 @@ import numpy as np
 
 from .. import quat
 from ..limits import clamp
+from ..model.aim_axis import AIM_AXES as AIM_AXES  # declared there (the tree's Effector carries it too)
+from ..model.aim_axis import DEFAULT_SPREAD, axis_vector, check_spread
 from ..model.chain import Chain, as_point, as_real
 from ..skeleton import Skeleton
 
-AIM_AXES = {
-    "+X": (1.0, 0.0, 0.0),
-    "-X": (-1.0, 0.0, 0.0),
-    "+Y": (0.0, 1.0, 0.0),
-    "-Y": (0.0, -1.0, 0.0),
-    "+Z": (0.0, 0.0, 1.0),
-    "-Z": (0.0, 0.0, -1.0),
-}
-DEFAULT_SPREAD = 0.7
 DEFAULT_TOLERANCE = 1e-4  # radians (0.006 degrees)
 DEFAULT_MAX_ITERATIONS = 50
 # A pass that gains less than this (radians, or this fraction of the angle) has stalled.
@@ -127,19 +120,10 @@ class AimBatch:
         )
 
 
-def axis_vector(aim_axis: str) -> np.ndarray:
-    """The unit axis (3,) in the tip bone's frame, or ValueError naming the bad value."""
-    if not isinstance(aim_axis, str) or aim_axis.upper() not in AIM_AXES:
-        raise ValueError(f"aim_axis must be one of {', '.join(AIM_AXES)}, got {aim_axis!r}")
-    return np.array(AIM_AXES[aim_axis.upper()])
-
-
 def aim_shares(chain: Chain, aim_spread: float = DEFAULT_SPREAD, movable: object = None) -> np.ndarray:
     """Each bone's share f (n,) of the turn (module docstring; sums to 1, or all 0 when no bone
     may turn)."""
-    spread = as_real(aim_spread, "aim_spread")
-    if not 0.0 <= spread <= 1.0:
-        raise ValueError(f"aim_spread must be within 0..1, got {aim_spread!r}")
+    spread = check_spread(aim_spread)
     n = chain.n_bones
     free = _movable(movable, n)
     k = np.arange(n - 1, -1, -1, dtype=float)  # bones from the tip

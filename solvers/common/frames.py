@@ -68,8 +68,12 @@ def solve_frames(
     reached = np.empty(m, dtype=bool)
     iterations = np.empty(m, dtype=np.int64)
     name, reasons = method, []
+    shifts = None
     for f in range(m):
         sol = solve(f)
+        if sol.root_shift is not None:  # a movable root: its move per frame
+            shifts = np.zeros((m, 3)) if shifts is None else shifts
+            shifts[f] = sol.root_shift
         rotations[f], error[f], reached[f], iterations[f], name = (
             sol.local,
             sol.error,
@@ -79,7 +83,7 @@ def solve_frames(
         )
         if sol.reason and sol.reason not in reasons:
             reasons.append(sol.reason)
-    return SkeletonBatch(rotations, error, reached, iterations, name, reason or "; ".join(reasons))
+    return SkeletonBatch(rotations, error, reached, iterations, name, reason or "; ".join(reasons), root_shift=shifts)
 
 
 def _frame_rows(value, k: int, what: str) -> np.ndarray:

@@ -88,8 +88,11 @@ def test_bench_contacts_prints_its_table(scene, capsys):
     spec.loader.exec_module(bench)
     rows = bench.main(["--clips", "walk"])
     out = capsys.readouterr().out
-    assert "after (bake with contacts: not yet)" in out
+    assert "after: slide mean" in out and "Blender's route" in out
     assert out.count("| walk |") == 6 == len(rows)
+    retargets = [r for r in rows if r.after]
+    assert len(retargets) == 4
+    assert all(r.after["slide_mean"] <= 0.1 * r.slide_mean and r.after["lowest"] >= -1e-3 for r in retargets)
     assert all(r.contacts >= 3 for r in rows)
     assert all(r.f1 >= 0.9 for r in rows if r.f1 is not None)
     assert all(math.isfinite(r.slide_mean) and 0.0 <= r.skating <= 1.0 for r in rows)

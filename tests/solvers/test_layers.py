@@ -200,6 +200,7 @@ SOLVERS_MODULES = {
             "keyfit",
             "metrics",
             "plant",
+            "plant_legs",
         )
     },
     "solvers": 5,

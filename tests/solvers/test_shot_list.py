@@ -401,3 +401,76 @@ def test_softness_reaches_cli_py_per_chain(show):
     for bad in ("-0.1", "1", "nan"):
         with pytest.raises(SystemExit):
             cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig", f"--softness={bad}"])
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"aim_axis": "+W"}, "chain 1: unknown aim_axis '+W' (choose one of NONE, +X, -X, +Y, -Y, +Z, -Z)"),
+    ({"aim_spread": 1.5}, "chain 1: 'aim_spread' must be within 0..1, got 1.5"),
+    ({"aim_axis": 3}, "chain 1: 'aim_axis'"),
+])  # fmt: skip
+def test_bad_aim_keys_are_refused(show, entry, expected):
+    shot = {"name": "sh", "blend": "sh010.blend", "output": "baked/a.blend",
+            "chains": [{"chain": "head:3", "target": "Look", **entry}]}  # fmt: skip
+    assert expected in _problems(write_list(show / "shots.toml", [shot]))
+
+
+def test_aim_keys_reach_cli_py_per_chain(show):
+    """aim_axis and aim_spread go to cli.py once per chain (NONE and the default where a chain has none)."""
+    from headless import cli_arguments
+
+    chains = [{"chain": "head:3", "target": "Look", "aim_axis": "-Z", "aim_spread": 0.2},
+              {"chain": "hand:2", "target": "Goal"}]  # fmt: skip
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "armature": "Rig", "chains": chains}])  # fmt: skip
+    (shot,) = shot_list.load(listed)
+    args = cli_arguments.parser(True).parse_args([str(shot.blend), *shot_list.cli_arguments(shot)])
+    assert args.aim_axis == ["-Z", "NONE"] and args.aim_spread == [0.2, 0.7]
+    checked = cli_arguments.check_arguments(args, None)
+    assert [(c["aim_axis"], c["aim_spread"]) for c in checked.chains] == [("-Z", 0.2), ("NONE", 0.7)]
+    plain = cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig"])
+    bare = cli_arguments.check_arguments(plain, None)
+    assert bare.chains[0]["aim_axis"] == "" and bare.chains[0]["aim_spread"] is None  # the panel's
+
+
+def test_contacts_reach_cli_py_and_must_be_true_or_false(show):
+    """`contacts = true`: cli.py detects the feet's contacts, then bakes honouring them (--contacts)."""
+    from headless import cli_arguments
+
+    shots = [
+        {"name": "a", "blend": "sh010.blend", "output": "a.blend", "armature": "Rig", "contacts": True},
+        {"name": "b", "blend": "sh020.blend", "output": "b.blend", "armature": "Rig"},
+    ]
+    a, b = shot_list.load(write_list(show / "shots.toml", shots))
+    assert a.contacts and not b.contacts
+    assert "--contacts" in shot_list.cli_arguments(a) and "--contacts" not in shot_list.cli_arguments(b)
+    assert cli_arguments.parser(True).parse_args([str(a.blend), *shot_list.cli_arguments(a)]).contacts
+    bad = write_list(show / "bad.toml", [{**shots[0], "contacts": 1}])
+    assert "shot 1 ('a'): 'contacts' must be true or false, got 1" in _problems(bad)
+    both = write_list(show / "both.toml", [{**shots[0], "chains": [{"chain": "shin.L:2", "target": "Foot.L"}]}])
+    assert "shot 1 ('a'): 'contacts' keys the armature's panel chains' Contact: leave 'chains' out" in _problems(both)
+
+
+def test_move_root_reaches_cli_py_per_chain(show):
+    """A chain's move_root and root_stiffness go to cli.py once per chain (off / 0.5 where a chain has
+    none); a stiffness outside 0..1 or a move_root that is not true/false is refused, naming it."""
+    from headless import cli_arguments
+
+    chains = [{"chain": "hand.L:8", "target": "Goal", "move_root": True, "root_stiffness": 0.25},
+              {"chain": "foot.L:4", "target": "Foot"}]  # fmt: skip
+    listed = write_list(show / "shots.toml", [{"name": "a", "blend": "sh010.blend", "output": "o.blend",
+                                               "armature": "Rig", "chains": chains}])  # fmt: skip
+    (shot,) = shot_list.load(listed)
+    args = cli_arguments.parser(True).parse_args([str(shot.blend), *shot_list.cli_arguments(shot)])
+    assert args.move_root == [True, False] and args.root_stiffness == [0.25, 0.5]
+    checked = cli_arguments.check_arguments(args, None)
+    assert [(c["move_root"], c["root_stiffness"]) for c in checked.chains] == [(True, 0.25), (False, 0.5)]
+    bare = cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig"])
+    assert cli_arguments.check_arguments(bare, None).chains[0]["move_root"] is None  # the panel's
+    for bad in ("--root-stiffness=-0.1", "--root-stiffness=1.5", "--root-stiffness=nan", "--move-root=maybe"):
+        with pytest.raises(SystemExit):
+            cli_arguments.parser(True).parse_args([str(shot.blend), "--armature=Rig", bad])
+    for key, value, message in (("root_stiffness", 1.5, "'root_stiffness' must be within 0..1"),
+                                ("move_root", 1, "'move_root' must be true or false")):  # fmt: skip
+        shot = {"name": "sh", "blend": "sh010.blend", "output": "baked/a.blend",
+                "chains": [{"chain": "hand:2", "target": "Goal", key: value}]}  # fmt: skip
+        assert message in _problems(write_list(show / "bad.toml", [shot]))

@@ -1,0 +1,395 @@
+"""A bake that honours contacts (issue 21 items 2-4): chains with Contact keys plant their foot.
+
+For each chain with contacts (`ChainSpec.contacts`; it needs no target), over the bake's frames:
+1. its input pose is read in one pass (rig.plant_read: one `frame_set` per frame for all legs);
+2. its planted frames: the Contact keys as they play, narrowed to where the tip itself is down
+   (solvers.plant.tip_down: a contact keyed from heel strike would pull the ankle below the ground);
+3. the tip's target per frame (solvers.plant.plan): held where it is on a contact's first frame
+   (on the ground's surface when the armature has a ground: a raycast on its evaluated mesh,
+   rig.ground), eased back to the input over `contact_blend` frames after, never ahead of the
+   input before, clamped above the ground on every frame;
+4. the ankle's goal: the foot keeps its input world rotation (pitch: heel rise, toe roll) and
+   its tip lands on the target (solvers.plant.head_targets); thigh and shin reach it by the
+   analytic two-bone leg (solvers.plant_legs, the input's knee swivel kept; the chain's
+   `softness` against the knee pop beyond reach), every frame independently, all at once;
+5. keys on the frames that changed only (and the frame either side, at its input value, which
+   bounds the new keys' interpolation), in each channel's spans (rig.plant_keys): every other
+   key, bone and channel as it was.
+
+The hips are not moved: a planted foot beyond the leg's reach is reached as far as the leg
+allows (`unreached` frames in the figures). Moving the root (issue 20's `move_root`) would
+enter at `hip_offsets` below: the hips' per-frame offset, applied to the input pose before the
+legs are solved; none until that lands.
+
+The figures (`ContactFigures`) are measured on the written keys as they play back.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from ...rig import keys, plant_curves, plant_keys, plant_read
+from ...rig.ground import GroundProbe
+from ...rig.read import chain_pose_bones
+from ...solvers import foot_metrics, plant
+from ...solvers.contacts import ContactSettings, contact_runs
+from ..spec import ChainSpec
+from . import contact_legs
+
+PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
+FROM_CURVES = "legs read from the action's curves"
+FRAME_BY_FRAME = "legs read frame by frame"
+
+
+@dataclass
+class Slide:
+    mean: float
+    median: float
+    largest: float
+
+
+@dataclass
+class ContactFigures:
+    """One chain's figures (world units; speeds per second): the input's (before) and the
+    played-back bake's (after)."""
+
+    contacts: int  # contact runs in the keys
+    planted_frames: int  # frames the tip was held (on the ground, with one)
+    slide_before: Slide  # the planted end's slide per 1/30 s during contacts
+    slide_after: Slide
+    lowest_before: float | None  # the tip's lowest height above the ground (None: no ground)
+    lowest_after: float | None
+    angular_before: float  # largest joint angular speed of the chain's bones, radians per second
+    angular_after: float
+    root_moved: float  # how far the hips were moved (0: move_root is not there yet)
+    float_largest: float | None  # the held tip's largest height above the ground during holds (None: no ground)
+    unreached: int  # frames where the leg could not reach the planted point
+    ground: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        """The figures as one line (the bake report, the panel, cli.py)."""
+        low = ""
+        if self.lowest_after is not None:
+            low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
+        miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
+        if self.float_largest is not None and self.float_largest > 1e-4:
+            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (the hips not lowered)"
+        return (
+            f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
+            f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
+            f"{1000 * self.slide_after.largest:.2f} mm{low}; largest joint speed "
+            f"{math.degrees(self.angular_before):.0f} -> {math.degrees(self.angular_after):.0f} °/s;"
+            f" root moved {1000 * self.root_moved:.1f} mm{miss}"
+        )
+
+
+@dataclass
+class PlantedChain:
+    """One chain's planted bake, solved, before any key is written."""
+
+    spec: ChainSpec
+    leg: plant_read.LegFrames
+    contacts: np.ndarray  # (F,) the Contact keys as they play
+    plan: plant.PlantPlan
+    keyed: np.ndarray  # (F,) frames keyed: those that changed and the frame either side
+    values: list[np.ndarray]  # per bone (F, channels), the input's where nothing changed
+    errors: np.ndarray  # (F,) world distance of the ankle from its goal
+    probe: GroundProbe | None
+    basis: np.ndarray | None = None  # (F, 3, 4) the solved local rotations (the input's where unchanged)
+    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world)
+    figures: ContactFigures | None = None
+    keys: int = 0
+
+    @property
+    def held(self) -> np.ndarray:
+        """(F, 3) where the tip must be on playback (the report's pin): the planned point on hold
+        frames, where the solve put it on the others (eases and clamps are not positional goals)."""
+        return np.where((self.plan.weight == 1.0)[:, None], self.plan.target, self.tips)
+
+
+@dataclass
+class Plants:
+    chains: list[PlantedChain] = field(default_factory=list)
+    seconds: float = 0.0
+    reading: str = FROM_CURVES  # how the legs' input was read (and why not from the curves)
+
+    @property
+    def reason(self) -> str:
+        return f"{PLANTED}; {self.reading}"
+
+
+def as_planted(specs: list[ChainSpec]) -> list[ChainSpec]:
+    """The specs with each chain with contacts as a pin (no target needed; the report measures its
+    tip against the point it holds)."""
+    return [replace(s, pin=True) if s.contacts else s for s in specs]
+
+
+def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
+    """The chain's thigh, shin and foot (its tip bone), or ValueError naming the chain."""
+    try:
+        bones, end = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
+    except ValueError as exc:
+        raise ValueError(f"chain '{spec.label}' has contacts but {exc}; nothing was keyed") from None
+    names = [b.name for b in bones]
+    if end.name not in names:
+        names.append(end.name)
+    try:
+        plant_read.check_leg(obj, names)
+    except ValueError as exc:
+        raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
+    return tuple(names)
+
+
+def check_alone(obj, specs: list[ChainSpec]) -> None:
+    """Refuse a chain with contacts sharing bones with another chain of the bake (it is solved alone)."""
+    if not any(spec.contacts for spec in specs):
+        return
+    owner = {}
+    for spec in specs:
+        if spec.contacts:
+            for name in leg_bones(obj, spec):
+                owner[name] = spec.label
+    for spec in specs:
+        if spec.contacts:
+            continue
+        bones, end = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
+        for bone in bones:
+            if bone.name in owner:
+                raise ValueError(
+                    f"chain '{spec.label}' shares bone '{bone.name}' with chain '{owner[bone.name]}', which has"
+                    " contacts (a planted leg is baked alone); nothing was keyed"
+                )
+
+
+def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
+    """(F,) the Contact at `path` as it plays at scene `frames` (keys, else its value)."""
+    curve = next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+    if curve is None:
+        return np.full(len(frames), bool(obj.path_resolve(path)))
+    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+
+
+def blend_frames(obj, fps: float) -> float:
+    blend = obj.chain_ik.contact_blend
+    return float(plant.default_blend(fps)) if blend < 0 else float(blend)
+
+
+def leg_length(obj, names) -> float:
+    m3 = obj.matrix_world.to_3x3()
+    bones = obj.data.bones
+    return float(sum((m3 @ (bones[n].tail_local - bones[n].head_local)).length for n in names))
+
+
+def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float):
+    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
+    if probe is None:
+        return None
+    heights = probe.heights_below(points, reach)
+    missing = np.flatnonzero(np.isnan(heights))
+    if len(missing):
+        raise ValueError(
+            f"the foot of chain '{spec.label}' is not above the ground '{probe.name}' at frame"
+            f" {int(frames[missing[0]])} ({len(missing)} frame(s) in all): extend the ground under it, or pick"
+            " none; nothing was keyed"
+        )
+    return heights
+
+
+def hip_offsets(obj, legs: list[plant_read.LegFrames]) -> None:
+    """Where moving the root (issue 20's `move_root`) will enter: the hips' per-frame offset that
+    brings every planted ankle within reach, added to the legs' input before they are solved.
+    None: the root is not moved (not available yet)."""
+    return None
+
+
+def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generator[str, None, tuple[list, str]]:
+    """The legs' input pose at `frames`, from the action's curves where that is provably the pose
+    (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame
+    (yielding 'solve' after each frame); and how it was read."""
+    why = plant_curves.curves_reason(obj, legs) if legs else ""
+    if not why and legs:
+        sampled = plant_curves.sample_legs(obj, legs, frames)
+        rows = np.unique([0, len(frames) // 2, len(frames) - 1])
+        check = plant_read.sample_legs(context, obj, legs, frames[rows])
+        off = plant_curves.mismatch(sampled, check, rows)
+        if off <= plant_curves.MATCH:
+            if progress is not None:
+                progress(1.0, int(frames[-1]))
+            return sampled, FROM_CURVES
+        why = f"the curves' pose differs from the evaluated one by {off:.2g} of the leg"
+    sampled = yield from _each_frame(plant_read.legs_in_steps(context, obj, legs, frames, progress))
+    return sampled, f"{FRAME_BY_FRAME}: {why}"
+
+
+def _each_frame(steps) -> Generator[str, None, list]:
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        yield "solve"
+
+
+def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None) -> Plants:
+    """`solve_steps` run to its end."""
+    return _each_frame_value(solve_steps(context, obj, specs, frames, progress))
+
+
+def _each_frame_value(steps):
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def solve_steps(
+    context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None
+) -> Generator[str, None, Plants]:
+    """Plan and solve every chain with contacts in `specs` (nothing is written)."""
+    start = time.perf_counter()
+    planted_specs = [s for s in specs if s.contacts]
+    if not planted_specs:  # a bake without contacts: nothing to read or plan
+        return Plants(seconds=time.perf_counter() - start)
+    legs = [leg_bones(obj, s) for s in planted_specs]
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    blend = blend_frames(obj, fps)
+    ground = obj.chain_ik.ground
+    probe = None
+    if ground is not None:
+        frame0, subframe0 = scene.frame_current, scene.frame_subframe
+        scene.frame_set(int(frames[0]))  # the ground as it is on the range's first frame
+        try:
+            probe = GroundProbe(context, ground)
+        finally:
+            scene.frame_set(frame0, subframe=subframe0)
+    flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
+    sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
+    out = Plants(reading=reading)
+    for spec, names, leg, contacts in zip(planted_specs, legs, sampled, flags, strict=True):
+        length = leg_length(obj, names)
+        toe, heel = leg.toe_world, leg.heel_world
+        under = ground_under(probe, spec, toe, frames, length)
+        settings = ContactSettings.for_leg(length)
+        down = plant.tip_down(contacts, toe, fps, settings, under)
+        first = plant.heel_first(toe, heel, leg.world_rotations(2), contacts, down)
+        plan = plant.plan(first.points, first.planted, fps, blend, ground=under)
+        if under is not None:  # held as low as the leg reaches (the hips are not moved: see hip_offsets)
+            lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
+            plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
+        offset = np.any(first.offset != 0.0, axis=1)
+        plan = replace(plan, target=plan.target + first.offset, changed=plan.changed | offset)
+        tilt = None
+        if probe is not None and obj.chain_ik.contact_align and plan.holds:
+            points = np.array([hold.point for hold in plan.holds])
+            tilt = contact_legs.ground_tilts(plan, probe.normals_below(points, length))
+        ground_at = None
+        if probe is not None:
+
+            def ground_at(points, spec=spec, length=length):
+                return ground_under(probe, spec, points, frames, length)
+
+        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
+        keyed = changed.copy()
+        keyed[1:] |= changed[:-1]
+        keyed[:-1] |= changed[1:]
+        values = []
+        for b in range(3):
+            table = leg.values[b].copy()
+            for first, end in contact_runs(keyed):
+                run = slice(first, end)
+                new = plant_read.channel_values(obj, leg, b, solved[run, b], leg.values[b][first])
+                keep = ~changed[run]  # unchanged frames keep their input values exactly
+                new[keep] = leg.values[b][run][keep]
+                table[run] = new
+            if not np.all(np.isfinite(table)):
+                raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
+            values.append(table)
+        out.chains.append(PlantedChain(spec, leg, contacts, plan, keyed, values, errors, probe, solved, tips))
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[str, int]:
+    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone."""
+    action_frames = keys.action_frames(obj, frames)
+    fcurves = keys.FCurves(obj)
+    per_bone = {}
+    for chain in plants.chains:
+        runs = plant_keys.spans(action_frames, chain.keyed)
+        at = action_frames[chain.keyed]
+        for name, table in zip(chain.leg.names, chain.values, strict=True):
+            path = plant_read.rotation_path(obj, name)
+            written = 0
+            for index in range(table.shape[1]):
+                fc = fcurves.ensure(path, index, name)
+                written += plant_keys.write_in_spans(fc, at, table[chain.keyed, index], runs, interpolation)
+            per_bone[name] = written
+        chain.keys = sum(per_bone[n] for n in chain.leg.names)
+    return per_bone
+
+
+def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
+    """Each chain's figures, before (its input) and after (the written keys, played back)."""
+    if not plants.chains:
+        return
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
+    for chain, played in zip(plants.chains, after, strict=True):
+        chain.figures = figures(chain, played, fps, frames)
+
+
+def _slide(heel, toe, planted, fps) -> Slide:
+    s = foot_metrics.foot_slide(heel, toe, planted, fps)
+    return Slide(s.mean, s.median, s.largest)
+
+
+def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    if chain.probe is None:
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe, frames, reach)
+    return float(np.min(toe[:, 2] - under))
+
+
+def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames) -> ContactFigures:
+    before, leg = chain.leg, played
+    return ContactFigures(
+        contacts=len(contact_runs(chain.contacts)),
+        planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
+        slide_before=_slide(before.heel_world, before.toe_world, chain.contacts, fps),
+        slide_after=_slide(leg.heel_world, leg.toe_world, chain.contacts, fps),
+        lowest_before=_lowest(chain, before.toe_world, frames),
+        lowest_after=_lowest(chain, leg.toe_world, frames),
+        angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
+        angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
+        root_moved=0.0,
+        float_largest=_float(chain, leg.toe_world, frames),
+        unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
+        ground=chain.probe.name if chain.probe is not None else "",
+    )
+
+
+def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    """The tip's largest height above the ground on the frames it is held (None without ground)."""
+    held = np.flatnonzero(chain.plan.weight == 1.0)
+    if chain.probe is None or not len(held):
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe[held], frames[held], reach)
+    return float(np.max(toe[held, 2] - under))
+
+
+def leg_reach(chain: PlantedChain) -> float:
+    heads = chain.leg.heads[0]
+    return float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))

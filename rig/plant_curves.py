@@ -1,0 +1,151 @@
+"""Legs over time read from the action's F-Curves, without evaluating the scene at each frame.
+
+`scene.frame_set` is most of a planted bake's time (rig.plant_read): it evaluates every object of
+the scene at every frame. Where provably nothing but the armature's own action moves the legs
+(`curves_reason` is ''), the bones from the armature's root down to each foot are posed from
+their F-Curves (`FCurve.evaluate`: interpolation, easing and modifiers as playback) by the
+pose's own forward kinematics, parent x (parent rest^-1 x rest) x basis. Strict, as
+rig.sampling is for targets, and checked: the result must match the evaluated pose on the first,
+middle and last frames within `MATCH` of the leg's length, else the caller samples frame by frame
+and says why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..solvers import quat
+from . import sampling
+from .keys import action_frames, data_path
+from .plant_read import LegFrames, rotation_channels
+
+MATCH = 1e-5  # share of the leg's length
+
+
+def _path_bones(obj, legs) -> list[str]:
+    """Every bone from the armature's root to each leg's foot, parents first."""
+    pose = obj.pose.bones
+    wanted = {a.name for leg in legs for name in leg for a in (pose[name], *pose[name].parent_recursive)}
+    return [b.name for b in pose if b.name in wanted]  # pose bones list parents before children
+
+
+def curves_reason(obj, legs) -> str:
+    """Why the legs cannot be read from the action's curves ('' when they can)."""
+    if obj.parent is not None or obj.rigid_body is not None:
+        return "the armature is parented or simulated"
+    if any(c.enabled and c.influence > 0.0 for c in obj.constraints):
+        return "the armature has constraints"
+    data = obj.data.animation_data
+    if data is not None and (data.action is not None or len(data.drivers) or len(data.nla_tracks)):
+        return "the armature data is animated"
+    why, curves = sampling.active_curves(obj)
+    if why:
+        return why
+    if any(fc.data_path.startswith(sampling.TRANSFORM_PATHS) for fc in curves):
+        return "the armature object is animated"
+    if not sampling._frame_handlers_quiet():
+        return "frame-change handlers"
+    if obj.animation_data is not None and obj.animation_data.use_tweak_mode:
+        return "NLA tweak mode"
+    for name in _path_bones(obj, legs):
+        pbone = obj.pose.bones[name]
+        if any(c.enabled and c.influence > 0.0 for c in pbone.constraints):
+            return f"bone '{name}' has constraints"
+        bone = pbone.bone
+        if not bone.use_inherit_rotation or bone.inherit_scale != "FULL" or not bone.use_local_location:
+            return f"bone '{name}' has non-default inheritance"
+    return ""
+
+
+def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray) -> np.ndarray:
+    """(F, width) a bone property's values at `frames`: its curves where keyed, else as posed."""
+    pbone = obj.pose.bones[name]
+    current = np.array(getattr(pbone, path)[:], dtype=float)
+    out = np.tile(current, (len(frames), 1))
+    full = data_path(name, path)
+    for index in range(width):
+        fc = curves.get((full, index))
+        if fc is not None:
+            out[:, index] = [fc.evaluate(f) for f in frames.tolist()]
+    return out
+
+
+def _rotation(mode: str, values: np.ndarray) -> np.ndarray:
+    """(F, 4) unit quaternions of rotation channel values in `mode`."""
+    if mode == "QUATERNION":
+        return quat.normalize(values)
+    if mode == "AXIS_ANGLE":
+        return quat.from_axis_angle(quat.normalize(values[:, 1:]), values[:, 0])
+    out = np.zeros((len(values), 4))
+    out[:, 0] = 1.0
+    for axis in mode:  # 'XYZ': X applied first
+        i = "XYZ".index(axis)
+        unit = np.zeros(3)
+        unit[i] = 1.0
+        out = quat.multiply(quat.from_axis_angle(np.tile(unit, (len(values), 1)), values[:, i]), out)
+    return out
+
+
+def _basis(rotation: np.ndarray, location: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    m = np.zeros((len(rotation), 4, 4))
+    m[:, :3, :3] = quat.to_matrix(rotation) * scale[:, None, :]
+    m[:, :3, 3] = location
+    m[:, 3, 3] = 1.0
+    return m
+
+
+def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
+    """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
+    curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1] if not fc.mute}
+    at = action_frames(obj, frames).astype(float)
+    m = len(frames)
+    pose = obj.pose.bones
+    posed: dict[str, np.ndarray] = {}
+    basis_q: dict[str, np.ndarray] = {}
+    values: dict[str, np.ndarray] = {}
+    for name in _path_bones(obj, legs):
+        pbone = pose[name]
+        path, width = rotation_channels(pbone.rotation_mode)
+        values[name] = _channels(obj, name, path, width, curves, at)
+        basis_q[name] = _rotation(pbone.rotation_mode, values[name])
+        location = _channels(obj, name, "location", 3, curves, at)
+        scale = _channels(obj, name, "scale", 3, curves, at)
+        basis = _basis(basis_q[name], location, scale)
+        rest = np.array(pbone.bone.matrix_local)
+        if pbone.parent is None:
+            posed[name] = rest @ basis
+        else:
+            relative = np.linalg.inv(np.array(pbone.parent.bone.matrix_local)) @ rest
+            posed[name] = posed[pbone.parent.name] @ relative @ basis
+    world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
+    out = []
+    for leg in legs:
+        matrices = np.stack([posed[n] for n in leg], axis=1)  # (F, 3, 4, 4)
+        foot = pose[leg[-1]].bone
+        toe = matrices[:, 2] @ np.array([0.0, foot.length, 0.0, 1.0])
+        three = matrices[..., :3, :3] / np.linalg.norm(matrices[..., :3, :3], axis=-2, keepdims=True)
+        out.append(
+            LegFrames(
+                tuple(leg),
+                tuple(pose[n].rotation_mode for n in leg),
+                world,
+                matrices[..., :3, 3],
+                toe[:, :3],
+                quat.from_matrix(three),
+                np.stack([basis_q[n] for n in leg], axis=1),
+                [values[n] for n in leg],
+            )
+        )
+    return out
+
+
+def mismatch(read: list[LegFrames], evaluated: list[LegFrames], rows: np.ndarray) -> float:
+    """Largest distance, as a share of the leg's length, between the curves' joints and the evaluated
+    pose's at `rows` of the frames (the evaluated legs sampled at those frames only)."""
+    worst = 0.0
+    for ours, theirs in zip(read, evaluated, strict=True):
+        length = float(np.sum(np.linalg.norm(np.diff(theirs.heads[0], axis=0), axis=1))) or 1.0
+        joints = np.concatenate((ours.heads[rows], ours.toe[rows, None]), axis=1)
+        truth = np.concatenate((theirs.heads, theirs.toe[:, None]), axis=1)
+        worst = max(worst, float(np.max(np.linalg.norm(joints - truth, axis=-1))) / length)
+    return worst

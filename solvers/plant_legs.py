@@ -1,0 +1,194 @@
+"""A planted leg over many frames at once (issue 21 item 2): thigh, shin and foot turned so the foot's
+head (the ankle) reaches its goal on every frame while the foot keeps its input world rotation
+(numpy + stdlib only).
+
+With the foot's world rotation fixed (its pitch follows the input: heel rise and toe roll stay as
+captured), a planted tip fixes the ankle (`plant.head_targets`), and a thigh and shin reach an
+ankle in one way up to the swivel about the hip-ankle line: the input's is kept (the knee stays
+in the plane of the hip-ankle line and the input knee), so the knee points where the capture
+had it. This is the analytic two-bone IK of footskate cleanup (Kovar, Schreiner and Gleicher
+2002), per frame, vectorised: every frame is independent of the others (no warm start, no
+drift), exact to rounding where the ankle is within reach.
+
+Out of reach (farther from the hip than thigh + shin, or nearer than their difference) the leg
+straightens (or folds) toward the goal and `reached` is False for that frame. `softness` (soft
+IK, solvers.common.soft: a share of the leg's reach) brings each goal in by Nicholas' formula
+first, so the knee never snaps straight: the ankle then lags the goal by a little near full
+reach (`goal` gives where it is aimed).
+
+Turns are world (armature-space) deltas: `thigh` turns the thigh about the hip, `shin` is the
+shin's whole turn (the thigh's composed with its own, about the new knee); the foot's is the
+identity. `basis_after` gives each bone's new local (basis) rotation from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .common.soft import check_softness, soft_distances
+from .contacts import check_points
+
+# Keep a straightened or folded leg this share of its length off the exact limit: the knee's
+# direction stays defined (sqrt of a rounding-level negative is 0, which is fine; a goal on the
+# hip is not).
+FOLD_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class LegTurns:
+    thigh: np.ndarray  # (F, 4) world delta of the thigh (w, x, y, z)
+    shin: np.ndarray  # (F, 4) world delta of the shin (includes the thigh's)
+    goal: np.ndarray  # (F, 3) where the ankle is aimed (the goal, softened by `softness`)
+    ankle: np.ndarray  # (F, 3) where the turned leg puts the ankle (the aim, where within reach)
+    reached: np.ndarray  # (F,) bool: the ankle is within reach of `goal`
+
+
+def _checked(points, frames: int, what: str) -> np.ndarray:
+    array = check_points(points, what)
+    if len(array) != frames:
+        raise ValueError(f"{what} must have {frames} frames, got {len(array)}")
+    return array
+
+
+def swivel(hip, knee, ankle, window: int = 0, forward=None) -> np.ndarray:
+    """(F, 3) the side the knee bends to on each frame: the input knee's offset from its hip-ankle
+    line, summed over `window` frames either side (unnormalised, so bent frames outweigh nearly
+    straight ones, whose offset is capture noise: a straight input leg bent by a plant would
+    otherwise swivel its knee from frame to frame), plus `forward` (F, 3) (e.g. the foot's toe
+    direction) times 1e-3 of the thigh for a leg straight over the whole window."""
+    hip, knee, ankle = (np.asarray(a, dtype=float) for a in (hip, knee, ankle))
+    upper = knee - hip
+    line = quat.normalize(ankle - hip)
+    offset = upper - np.sum(upper * line, axis=1, keepdims=True) * line
+    if window > 0:
+        kernel = np.ones(2 * window + 1)
+        offset = np.stack([np.convolve(offset[:, j], kernel, mode="same") for j in range(3)], axis=1)
+    if forward is not None:
+        offset = offset + 1e-3 * quat.norm(upper)[:, None] * quat.normalize(np.asarray(forward, dtype=float))
+    return offset
+
+
+def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTurns:
+    """World turns of thigh and shin taking the input leg (hip, knee and ankle joints, (F, 3) each,
+    one space) to an ankle at `goal` (F, 3), keeping the input's swivel (module docstring), or
+    bending the knee toward `pole` (F, 3) directions (`swivel`) where given."""
+    hip = check_points(hip, "hip positions")
+    frames = len(hip)
+    knee, ankle = _checked(knee, frames, "knee positions"), _checked(ankle, frames, "ankle positions")
+    goal = _checked(goal, frames, "ankle goals")
+    share = check_softness(softness)
+    upper, lower = knee - hip, ankle - knee
+    l1, l2 = quat.norm(upper), quat.norm(lower)
+    if np.any(l1 <= 0.0) or np.any(l2 <= 0.0):
+        raise ValueError("the thigh or the shin has no length (knee on the hip, or ankle on the knee)")
+    reach, inner = l1 + l2, np.abs(l1 - l2)
+    offset = goal - hip
+    distance = quat.norm(offset)
+    if share:
+        soft = soft_distances(distance, reach, share)
+        aimed = hip + offset * np.divide(soft, distance, out=np.ones_like(distance), where=distance > 0.0)[:, None]
+        distance = soft
+    else:
+        aimed = goal
+    margin = FOLD_MARGIN * reach
+    reached = (distance <= reach + margin) & (distance >= inner - margin)
+    # Along the hip->goal line; a goal on the hip itself keeps the input's hip->ankle line.
+    line = np.where((distance > 0.0)[:, None], offset, ankle - hip)
+    line = quat.normalize(line)
+    d = np.clip(distance, inner + margin, reach - margin)
+    # The swivel: the input knee's offset across the line (the input's own line where the leg
+    # is straight along the new one: then the input leg plane's normal decides).
+    side = upper if pole is None else _checked(pole, frames, "knee directions")
+    across = side - np.sum(side * line, axis=1, keepdims=True) * line
+    flat = quat.norm(across) <= 1e-9 * reach
+    if np.any(flat):
+        normal = quat.cross(upper, lower)
+        fallback = np.where((quat.norm(normal) > 1e-12 * reach * reach)[:, None], quat.cross(normal, line), 0.0)
+        fallback = np.where((quat.norm(fallback) > 0.0)[:, None], fallback, quat.any_perpendicular(line))
+        across = np.where(flat[:, None], fallback, across)
+    across = quat.normalize(across)
+    along = (l1 * l1 - l2 * l2 + d * d) / (2.0 * d)
+    height = np.sqrt(np.maximum(l1 * l1 - along * along, 0.0))
+    new_knee = hip + along[:, None] * line + height[:, None] * across
+    new_ankle = hip + d[:, None] * line
+    thigh = quat.swing(upper / l1[:, None], (new_knee - hip) / l1[:, None], quat.any_perpendicular(upper / l1[:, None]))
+    turned = quat.rotate(thigh, lower) / l2[:, None]
+    wanted = quat.normalize(new_ankle - new_knee)
+    shin = quat.multiply(quat.swing(turned, wanted, quat.any_perpendicular(turned)), thigh)
+    return LegTurns(thigh, quat.normalize(shin), aimed, new_ankle, reached)
+
+
+def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:
+    """(F, 4) a bone's new local (basis) rotation: `basis` and `world` its input local and
+    armature-space rotations, `parent_turn` the world turn its parent took (None: none) and
+    `own_turn` the world turn it should take (None: none: it keeps its input world rotation,
+    the parent's turn undone). Its world rotation is parent x rest x basis, so the new basis is
+    basis world^-1 parent_turn^-1 own_turn world."""
+    basis, world = np.asarray(basis, dtype=float), np.asarray(world, dtype=float)
+    if basis.shape != world.shape or basis.ndim != 2 or basis.shape[1] != 4:
+        raise ValueError(f"basis and world rotations must be alike (F, 4), got {basis.shape} and {world.shape}")
+    turn = np.zeros_like(world)
+    turn[:, 0] = 1.0
+    if parent_turn is not None:
+        turn = quat.conjugate(np.asarray(parent_turn, dtype=float))
+    if own_turn is not None:
+        turn = quat.multiply(turn, np.asarray(own_turn, dtype=float))
+    out = quat.multiply(quat.multiply(basis, quat.conjugate(world)), quat.multiply(turn, world))
+    return quat.normalize(out)
+
+
+def reach_lift(held, offsets, hips, reach: float) -> float:
+    """How far above `held` (a planted tip, (3,)) it must be held so that the ankle, at held + offset
+    on each frame of the hold (`offsets` (k, 3): the input's ankle minus tip, the foot's pitch),
+    stays within `reach` of the hip (`hips` (k, 3)) on every frame: 0 when it does already. The
+    hips are not moved (issue 20's `move_root` would lower them instead); a frame whose hip is
+    farther than `reach` sideways cannot be helped by height and is left out."""
+    held = np.asarray(held, dtype=float)
+    offsets, hips = np.asarray(offsets, dtype=float), np.asarray(hips, dtype=float)
+    ankle = held + offsets  # (k, 3)
+    side = np.linalg.norm((ankle - hips)[:, :2], axis=1)
+    room = reach * reach - side * side
+    ok = room > 0.0
+    if not np.any(ok):
+        return 0.0
+    # The ankle's lowest reachable height on each frame: the hip's minus the vertical room.
+    lowest = hips[ok, 2] - np.sqrt(room[ok])
+    return float(max(0.0, np.max(lowest - ankle[ok, 2])))
+
+
+def slerp_identity(q: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(k, 4) the rotations `q` (k, 4) scaled by `weight` (k,) along their shortest arc (1: q, 0: none)."""
+    q = np.where(np.asarray(q)[:, :1] < 0.0, -np.asarray(q), np.asarray(q))
+    return quat.from_rotation_vector(quat.to_rotation_vector(q) * np.asarray(weight, dtype=float)[:, None])
+
+
+def faded(basis, correction, weight) -> np.ndarray:
+    """(k, 4) local rotations `basis` (k, 4) with a correction (4,) (new basis x input basis^-1 of
+    the frame the plant ends or starts on) applied to the parent's side by `weight` (k,): the
+    ease of a plant in joint space. The joints then move at most |correction| x the ease's slope
+    faster than the input's, whatever the leg's reach (an ease of the foot's position through IK
+    would turn a nearly straight knee far faster)."""
+    k = len(basis)
+    step = slerp_identity(np.broadcast_to(np.asarray(correction, dtype=float), (k, 4)), weight)
+    return quat.normalize(quat.multiply(step, np.asarray(basis, dtype=float)))
+
+
+def leg_points(hip, knee, ankle, toe, world, basis, new_basis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(knee, ankle, toe) (F, 3) once the leg's three local rotations `basis` (F, 3, 4) become
+    `new_basis`: `world` (F, 3, 4) their input armature-space rotations (forward kinematics of the
+    changes only: each bone's world turn is its parent's times world basis^-1 basis' world^-1)."""
+    turn = None
+    points = []
+    joints = (hip, knee, ankle, toe)
+    for b in range(3):
+        own = quat.multiply(
+            quat.multiply(world[:, b], quat.conjugate(basis[:, b])),
+            quat.multiply(new_basis[:, b], quat.conjugate(world[:, b])),
+        )
+        turn = own if turn is None else quat.multiply(turn, own)
+        base = joints[0] if b == 0 else points[-1]
+        points.append(base + quat.rotate(turn, joints[b + 1] - joints[b]))
+    return points[0], points[1], points[2]

@@ -1,0 +1,316 @@
+"""Bake honours contacts (issue 21 items 2-4) on a small built walk: a planted foot holds while the
+hips move on, eases back continuously, never goes below the ground; keys only the changed frames;
+contact keys survive save, reload and a re-bake that uses their edits; bad input refused, changing
+nothing."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from builders import add_empty, make_armature
+
+FPS, FIRST, LAST = 24, 1, 48
+CONTACTS = [(6, 17), (30, 40)]  # frames keyed planted (inclusive)
+TOE_REST = 0.0
+
+
+def built_walk(ground: float | None = None):
+    """A leg (thigh, shin bent forward, foot; the toe on z = 0 at rest) under hips that walk forward
+    1 cm per frame, bobbing; a 'spine' bone nobody bakes; Contact keyed on CONTACTS (CONSTANT)."""
+    obj = make_armature(
+        [
+            ("hips", (0.1, 0, 1.0), (0.1, 0, 1.1), None, False, 0.0),
+            ("spine", (0.1, 0, 1.1), (0.1, 0, 1.4), "hips", True, 0.0),
+            ("thigh", (0.1, 0, 1.0), (0.1, -0.15, 0.55), "hips", False, 0.0),
+            ("shin", (0.1, -0.15, 0.55), (0.1, 0, 0.1), "thigh", True, 0.0),
+            ("foot", (0.1, 0, 0.1), (0.1, -0.2, TOE_REST), "shin", True, 0.0),
+        ]
+    )
+    bpy.ops.object.mode_set(mode="OBJECT")
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = FPS, 1.0
+    scene.frame_start, scene.frame_end = FIRST, LAST
+    hips = obj.pose.bones["hips"]
+    for frame in range(FIRST, LAST + 1):
+        hips.location = (0.0, 0.005 * np.sin(frame / 3.0), -0.01 * (frame - FIRST))  # bone space: y up the bone
+        hips.keyframe_insert("location", frame=frame)
+    spine = obj.pose.bones["spine"]
+    spine.rotation_mode = "XYZ"
+    spine.rotation_euler = (0.1, 0.0, 0.0)
+    spine.keyframe_insert("rotation_euler", frame=FIRST)
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length = "Foot", "foot", 3
+    item.contact = False
+    item.keyframe_insert("contact", frame=FIRST)  # before the first key the curve holds its value
+    for start, end in CONTACTS:
+        for frame, on in ((start, True), (end + 1, False)):
+            item.contact = on
+            item.keyframe_insert("contact", frame=frame)
+    if ground is not None:
+        bpy.ops.mesh.primitive_plane_add(size=20.0, location=(0.0, 0.0, ground))
+        obj.chain_ik.ground = bpy.context.object
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    scene.frame_set(FIRST)
+    return obj
+
+
+def toe_track(obj, frames) -> np.ndarray:
+    scene = bpy.context.scene
+    out = []
+    for frame in frames:
+        scene.frame_set(int(frame))
+        ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        out.append(np.array(ev.matrix_world @ ev.pose.bones["foot"].tail))
+    scene.frame_set(FIRST)
+    return np.array(out)
+
+
+def fcurve_state(obj) -> dict:
+    from chain_ik.rig import keys
+
+    state = {}
+    for fc in keys.assigned_fcurves(obj):
+        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        state[fc.data_path, fc.array_index] = co.reshape(-1, 2).copy()
+    return state
+
+
+FRAMES = np.arange(FIRST, LAST + 1)
+
+
+def test_a_planted_foot_holds_while_the_hips_move_then_eases_back(scene):
+    obj = built_walk()
+    before = toe_track(obj, FRAMES)
+    keys_before = fcurve_state(obj)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after = toe_track(obj, FRAMES)
+    for start, end in CONTACTS:
+        held = after[start - FIRST : end - FIRST + 1]
+        # The input foot slides with the hips (1 cm a frame); the planted one holds to 1e-4.
+        assert np.linalg.norm(before[end - FIRST] - before[start - FIRST]) > 0.09
+        assert np.max(np.linalg.norm(held - before[start - FIRST], axis=1)) < 1e-4
+    # Eases back: continuous (no frame moves more than the input's step plus the ease's share of
+    # the hold's offset), and the input again once the ease is over.
+    from chain_ik.solvers.plant import STEEPEST, default_blend
+
+    blend = default_blend(FPS)
+    steps = np.linalg.norm(np.diff(after, axis=0), axis=1)
+    input_steps = np.linalg.norm(np.diff(before, axis=0), axis=1)
+    offset = max(
+        np.linalg.norm(before - before[s - FIRST], axis=1)[s - FIRST : e - FIRST + blend + 2].max() for s, e in CONTACTS
+    )
+    assert np.all(steps <= input_steps + STEEPEST / (blend + 1) * offset + 1e-5)
+    # Keys: the hips' and spine's curves untouched; the leg keyed only on frames its pose changed
+    # (and the frame either side, at its input value), and the input played on every other frame.
+    keys_after = fcurve_state(obj)
+    for path, co in keys_before.items():
+        if "contact" in path[0] or "hips" in path[0] or "spine" in path[0]:
+            assert np.array_equal(keys_after[path], co), path
+    moved = np.linalg.norm(after - before, axis=1) > 1e-7
+    near = moved.copy()
+    for _ in range(2):  # an ease's last frames move the foot by less than float32 shows
+        near[1:] |= near[:-1].copy()
+        near[:-1] |= near[1:].copy()
+    leg = [p for p in keys_after if any(f'"{b}"' in p[0] for b in ("thigh", "shin", "foot"))]
+    assert leg
+    keyed = np.zeros(len(FRAMES), dtype=bool)
+    for path in leg:
+        frames = keys_after[path][:, 0].astype(int)
+        assert near[frames - FIRST].all(), (path, frames[~near[frames - FIRST]])
+        keyed[frames - FIRST] = True
+    assert not keyed[: CONTACTS[0][0] - FIRST - 1].any()  # no ground: no snap to ease in before it
+    assert np.allclose(after[~keyed], before[~keyed], atol=1e-6)
+    assert not [p for p in keys_after if "spine" in p[0] and "rotation_quaternion" in p[0]]
+
+
+def test_the_report_gives_the_figures_and_the_panel_keeps_them(scene):
+    obj = built_walk(ground=0.0)
+    from chain_ik.app import bake as baking
+    from chain_ik.app.spec import spec_from_item
+
+    specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+    assert specs[0].contacts == "chain_ik.chains[0].contact" and specs[0].target is None
+    result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    (report,) = result.chains
+    figures = report.contacts
+    assert figures["contacts"] == 2
+    assert figures["slide_after"]["largest"] < 1e-4 < figures["slide_before"]["mean"]
+    assert figures["lowest_after"] >= -1e-6 and figures["root_moved"] == 0.0
+    assert figures["unreached"] == 0
+    assert report.pinned and report.missed == 0
+    assert "contacts: 2 contact(s)" in report.line()
+    bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST)
+    assert obj.chain_ik.chains[0].contact_figures.startswith("2 contact(s)")
+
+
+def test_the_ground_is_never_crossed(scene):
+    # The ground 3 cm above the toe's rest height: the input toe is below it on every frame.
+    obj = built_walk(ground=0.03)
+    before = toe_track(obj, FRAMES)
+    assert np.all(before[:, 2] < 0.03)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after = toe_track(obj, FRAMES)
+    assert np.all(after[:, 2] >= 0.03 - 1e-5)
+    for start, end in CONTACTS:  # held on the ground's surface
+        assert np.allclose(after[start - FIRST : end - FIRST + 1, 2], 0.03, atol=1e-5)
+
+
+def test_contact_keys_survive_save_reload_and_a_rebake_uses_their_edits(scene, tmp_path):
+    obj = built_walk()
+    path = str(tmp_path / "walk.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Rig"]
+    bpy.context.view_layer.objects.active = obj
+    contacts = fcurve_state(obj)[("chain_ik.chains[0].contact", 0)]
+    assert contacts[:, 0].tolist() == [1.0, 6.0, 18.0, 30.0, 41.0]
+    before = toe_track(obj, FRAMES)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    assert np.array_equal(fcurve_state(obj)[("chain_ik.chains[0].contact", 0)], contacts)
+    # Edit: a third contact on frames the first bake left free; a re-bake plants it too (keys the
+    # bake wrote stay where the bake left them: it reads the baked pose as its input there).
+    item = obj.chain_ik.chains[0]
+    for frame, on in ((24, True), (29, False)):
+        item.contact = on
+        item.keyframe_insert("contact", frame=frame)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after = toe_track(obj, FRAMES)
+    held = after[24 - FIRST : 29 - FIRST]
+    assert np.linalg.norm(before[28 - FIRST] - before[24 - FIRST]) > 0.03
+    assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+    first = CONTACTS[0]
+    held = after[first[0] - FIRST : first[1] - FIRST + 1]
+    assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+
+
+@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg"])
+def test_bad_input_is_refused_and_changes_nothing(scene, case):
+    obj = built_walk()
+    item = obj.chain_ik.chains[0]
+    arguments = {"frame_start": FIRST, "frame_end": LAST}
+    match = {
+        "no frames": "before frame start",
+        "no tip": "no tip bone",
+        "ground not a mesh": "is not a mesh",
+        "not a leg": "leg of three bones",
+    }[case]
+    if case == "no frames":
+        arguments["frame_end"] = FIRST - 1
+    elif case == "no tip":
+        item.tip = ""
+    elif case == "ground not a mesh":
+        obj.chain_ik.ground = add_empty("Floor")
+        bpy.context.view_layer.objects.active = obj
+    else:
+        item.chain_length = 2
+    state = fcurve_state(obj)
+    from chain_ik.app import bake as baking
+    from chain_ik.app.spec import spec_from_item
+
+    options = baking.BakeOptions(arguments["frame_start"], arguments["frame_end"])
+    with pytest.raises(ValueError, match=match):
+        baking.bake(bpy.context, obj, [spec_from_item(item)], options)
+    with pytest.raises(RuntimeError, match=match):  # the operator: an ERROR report, CANCELLED
+        bpy.ops.chain_ik.bake(**arguments)
+    after = fcurve_state(obj)
+    assert after.keys() == state.keys()
+    assert all(np.array_equal(after[k], state[k]) for k in state)
+    assert bpy.context.scene.frame_current == FIRST
+
+
+def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    obj = built_walk(ground=0.0)
+    item = obj.chain_ik.chains[0]
+    from chain_ik.rig import contacts as rig_contacts
+
+    rig_contacts.clear_contacts(obj, item)  # cli.py --contacts keys them from the motion
+    blend, out, summary = tmp_path / "walk.blend", tmp_path / "baked.blend", tmp_path / "bake.json"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    cli = Path(__file__).resolve().parents[2] / "cli.py"
+    args = [blend, "--", "--armature", "Rig", "--contacts", "--output", out, "--json", summary]
+    run = subprocess.run([sys.executable, str(cli), *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(summary.read_text())
+    assert data["detected"]["Foot"]["contacts"] >= 1
+    (chain,) = data["per_chain"]
+    assert chain["contacts"]["contacts"] == data["detected"]["Foot"]["contacts"]
+    assert chain["contacts"]["slide_after"]["mean"] <= chain["contacts"]["slide_before"]["mean"]
+    assert "contacts:" in run.stdout
+    both = [blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"]
+    refused = subprocess.run([sys.executable, str(cli), *map(str, both)], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and "leave --chain out" in refused.stderr
+
+
+def test_frame_by_frame_reading_holds_too_and_esc_cancels_it(scene):
+    """An animated armature object cannot be read from the bones' curves alone: the legs are read
+    frame by frame (the report says why), hold the same, and a modal bake cancelled during that
+    reading keys nothing and puts the frame back."""
+    from chain_ik.app import bake as baking
+    from chain_ik.app.bake import bake_job
+    from chain_ik.app.spec import spec_from_item
+
+    obj = built_walk()
+    for frame in (FIRST, LAST):
+        obj.location = (0.0, 0.0, 0.001 * frame)
+        obj.keyframe_insert("location", frame=frame)
+    state = fcurve_state(obj)
+    specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+    job = bake_job.BakeJob(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    assert not job.step(0.0) and job.phase == "solve"
+    assert job.cancel()
+    job.end()
+    after = fcurve_state(obj)
+    assert after.keys() == state.keys() and all(np.array_equal(after[k], state[k]) for k in state)
+    assert bpy.context.scene.frame_current == FIRST
+    before = toe_track(obj, FRAMES)
+    result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    assert "legs read frame by frame: the armature object is animated" in result.reasons["Foot"]
+    played = toe_track(obj, FRAMES)
+    for start, end in CONTACTS:
+        held = played[start - FIRST : end - FIRST + 1]
+        assert np.linalg.norm(before[end - FIRST] - before[start - FIRST]) > 0.09
+        assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+
+
+def test_align_to_ground_tilts_a_planted_foot_with_the_slope(scene):
+    import math
+
+    from mathutils import Matrix
+
+    obj = built_walk(ground=0.0)
+    ground = obj.chain_ik.ground
+    ground.rotation_euler = (math.radians(10.0), 0.0, 0.0)  # a slope along the walk
+    obj.chain_ik.contact_align = True
+    bpy.context.view_layer.update()
+
+    def foot_rotations():
+        scene = bpy.context.scene
+        out = []
+        for frame in FRAMES:
+            scene.frame_set(int(frame))
+            ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            out.append((ev.matrix_world @ ev.pose.bones["foot"].matrix).to_quaternion())
+        scene.frame_set(FIRST)
+        return out
+
+    before = foot_rotations()
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after, tips = foot_rotations(), toe_track(obj, FRAMES)
+    slope = Matrix.Rotation(math.radians(10.0), 3, "X").to_quaternion()
+    for start, end in CONTACTS:
+        for frame in range(start, end + 1):
+            k = frame - FIRST
+            turn = after[k] @ before[k].inverted()  # the hold's tilt, on top of the motion's rotation
+            assert turn.rotation_difference(slope).angle < 1e-3, frame
+        held = tips[start - FIRST : end - FIRST + 1]
+        assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+        # On the slope's surface: z = y tan(10°) (the plane turns about the world X axis).
+        assert abs(held[0][2] - held[0][1] * math.tan(math.radians(10.0))) < 1e-4

@@ -1,0 +1,102 @@
+"""solvers.plant_legs: the planted leg's analytic two-bone turns, its new local rotations, the lift a
+hold needs to stay within reach."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers import quat
+from solvers.plant_legs import basis_after, leg_turns, reach_lift
+
+
+def _leg(rng, frames: int):
+    hip = rng.normal(size=(frames, 3))
+    upper = quat.normalize(rng.normal(size=(frames, 3))) * 0.45
+    lower = quat.normalize(rng.normal(size=(frames, 3))) * 0.42
+    return hip, hip + upper, hip + upper + lower
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_the_ankle_reaches_every_goal_within_reach_and_the_knee_keeps_its_swivel(seed):
+    rng = np.random.default_rng(seed)
+    hip, knee, ankle = _leg(rng, 20)
+    direction = quat.normalize(rng.normal(size=(20, 3)))
+    goal = hip + direction * rng.uniform(0.05, 0.86, size=(20, 1))
+    turns = leg_turns(hip, knee, ankle, goal)
+    assert turns.reached.all()
+    new_knee = hip + quat.rotate(turns.thigh, knee - hip)
+    new_ankle = new_knee + quat.rotate(turns.shin, ankle - knee)
+    assert np.allclose(new_ankle, goal, atol=1e-12)
+    assert np.allclose(turns.ankle, goal, atol=1e-12)
+    # Bone lengths kept; the new knee in the plane of the hip-goal line and the input knee.
+    assert np.allclose(np.linalg.norm(new_knee - hip, axis=1), 0.45)
+    normal = quat.cross(goal - hip, knee - hip)
+    side = np.sum(normal * (new_knee - hip), axis=1) / np.maximum(np.linalg.norm(normal, axis=1), 1e-300)
+    assert np.all(np.abs(side) < 1e-9)
+
+
+def test_a_goal_at_the_input_ankle_turns_nothing():
+    rng = np.random.default_rng(3)
+    hip, knee, ankle = _leg(rng, 30)
+    turns = leg_turns(hip, knee, ankle, ankle)
+    assert np.all(quat.angle(turns.thigh) < 1e-7) and np.all(quat.angle(turns.shin) < 1e-7)
+
+
+def test_beyond_reach_the_leg_straightens_toward_the_goal_and_says_so():
+    hip = np.zeros((1, 3))
+    knee, ankle = np.array([[0.0, 0.1, -0.4]]), np.array([[0.0, 0.0, -0.8]])
+    goal = np.array([[0.3, 0.0, -2.0]])
+    turns = leg_turns(hip, knee, ankle, goal)
+    reach = np.linalg.norm(knee) + np.linalg.norm(ankle - knee)
+    assert not turns.reached[0]
+    assert np.isclose(np.linalg.norm(turns.ankle[0]), reach)
+    assert np.allclose(quat.normalize(turns.ankle), quat.normalize(goal))
+    # Soft IK: aimed inside the reach, so the knee never quite straightens.
+    soft = leg_turns(hip, knee, ankle, goal, softness=0.1)
+    assert soft.reached[0] and np.linalg.norm(soft.goal[0]) < reach
+
+
+def test_basis_after_composes_to_the_wanted_world_rotations():
+    rng = np.random.default_rng(5)
+    frames = 12
+    rest = quat.normalize(rng.normal(size=(frames, 4)))  # parent x rest, per frame
+    basis = quat.normalize(rng.normal(size=(frames, 4)))
+    world = quat.multiply(rest, basis)
+    parent_turn = quat.normalize(rng.normal(size=(frames, 4)))
+    own_turn = quat.normalize(rng.normal(size=(frames, 4)))
+    new = basis_after(basis, world, parent_turn, own_turn)
+    # The parent turned: world' = parent_turn x rest x new, which must be own_turn x world.
+    assert np.allclose(
+        quat.angle_between(quat.multiply(parent_turn, quat.multiply(rest, new)), quat.multiply(own_turn, world)),
+        0.0,
+        atol=1e-9,
+    )
+    kept = basis_after(basis, world, parent_turn, None)
+    assert np.allclose(quat.angle_between(quat.multiply(parent_turn, quat.multiply(rest, kept)), world), 0.0, atol=1e-9)
+
+
+def test_reach_lift_raises_a_hold_just_enough():
+    hips = np.array([[0.0, 0.0, 1.0], [0.3, 0.0, 1.0]])
+    offsets = np.zeros((2, 3))
+    held = np.array([0.0, 0.0, 0.0])
+    lift = reach_lift(held, offsets, hips, 0.9)
+    # The farther hip (0.3 sideways) needs the point at 1 - sqrt(0.81 - 0.09).
+    assert np.isclose(lift, 1.0 - np.sqrt(0.72))
+    assert reach_lift(held + [0.0, 0.0, lift], offsets, hips, 0.9) == pytest.approx(0.0, abs=1e-12)
+    assert reach_lift(np.array([0.0, 0.0, 0.5]), offsets, hips, 0.9) == 0.0
+
+
+def test_bad_input_is_named():
+    hip = np.zeros((2, 3))
+    with pytest.raises(ValueError, match="no length"):
+        leg_turns(hip, hip, hip + 1.0, hip)
+    with pytest.raises(ValueError, match="knee positions must have 2 frames"):
+        leg_turns(hip, np.zeros((3, 3)), hip, hip)
+    with pytest.raises(ValueError, match="softness"):
+        leg_turns(hip, hip + [0, 0, -0.4], hip + [0, 0, -0.8], hip, softness=1.5)
+    with pytest.raises(ValueError, match="alike"):
+        basis_after(np.zeros((2, 4)), np.zeros((3, 4)), None, None)
