@@ -136,16 +136,16 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
             inherits = parent is not None and pb.bone.use_inherit_rotation
             roots.append((i, parent.name if inherits else None))
         parents.append(p)
-    rests = np.array([pb.bone.matrix.to_quaternion()[:] for pb in pbs])
+    rests = [pb.bone.matrix.to_quaternion() for pb in pbs]  # mathutils until the end: no array round trip
     for i in [i for i, source in roots if source is None]:
         # An armature root, or a root not inheriting rotation: its rest in armature space.
-        rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
-    read_rests = rests.copy()
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()
+    read_rests = np.array([q[:] for q in rests])
     for i in hinged:  # its rest in armature space too (rig.tree_write.unit_pose writes it through it)
-        rests[i] = pbs[i].bone.matrix_local.to_quaternion()[:]
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()
     # The tree kernels' rests: normalised in mathutils (float32), as ever. (Normalised in float64 as
     # a chain's are, every group record of the outcome corpus moved: docs/design.md, "Solve: one path".)
-    rests = np.array([Quaternion(q).normalized()[:] for q in rests])
+    rests = np.array([q.normalized()[:] for q in rests])
     return TreeLayout(
         names,
         tuple(parents),
@@ -238,9 +238,10 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     lengths = np.array(lengths)
     offsets, links = np.array(offsets), np.array(links)
     frame_rows = np.array([q[:] for q in frames])
-    if not (np.all(np.isfinite(frame_rows)) and np.all(np.isfinite(offsets)) and np.all(np.isfinite(lengths))):
+    # ndarray methods: numpy's wrappers cost more than these checks on a few rows (a Solve reads per call).
+    if not (np.isfinite(frame_rows).all() and np.isfinite(offsets).all() and np.isfinite(lengths).all()):
         raise ValueError("the pose of the tree is not finite")
-    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(np.max(lengths)))))
+    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(lengths.max()))))
     if short.size:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
     reference = layout.rests.copy()

@@ -50,7 +50,7 @@ def unit_pose(obj, unit, solution, influence: float = 1.0, use_locks: bool = Tru
     if solution.branch is not None:
         return _channels(obj, unit.names, _turned(obj, unit, solution.branch), None, influence, use_locks)
     rows = np.asarray(solution.local, dtype=float)
-    if rows.shape != (len(unit.names), 4) or not np.all(np.isfinite(rows)):
+    if rows.shape != (len(unit.names), 4) or not np.isfinite(rows).all():
         raise ValueError("the solved rotations are not finite; pose left unchanged")
     hinges = unit.layout.hinges
     if hinges:  # the solved world frame through the bone's own (armature-space) rest

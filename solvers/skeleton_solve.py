@@ -68,7 +68,7 @@ def solve_skeleton(
     off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
     `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
     local = np.asarray(local, dtype=float)
-    if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
+    if local.shape != (skeleton.n_bones, 4) or not np.isfinite(local).all():
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
     if not effectors:
         raise ValueError("no effectors to solve")
