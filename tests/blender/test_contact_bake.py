@@ -15,9 +15,12 @@ CONTACTS = [(6, 17), (30, 40)]  # frames keyed planted (inclusive)
 TOE_REST = 0.0
 
 
-def built_walk(ground: float | None = None):
+def built_walk(ground: float | None = None, rise: float = 0.0, knee: float = 0.0):
     """A leg (thigh, shin bent forward, foot; the toe on z = 0 at rest) under hips that walk forward
-    1 cm per frame, bobbing; a 'spine' bone nobody bakes; Contact keyed on CONTACTS (CONSTANT)."""
+    1 cm per frame, bobbing (and rising by `rise` about frame 16, late in the first contact: the
+    planted foot then beyond the leg's reach), the knee bending by `knee` radians and back each
+    second; a 'spine' bone nobody bakes; Contact keyed on
+    CONTACTS (CONSTANT)."""
     obj = make_armature(
         [
             ("hips", (0.1, 0, 1.0), (0.1, 0, 1.1), None, False, 0.0),
@@ -33,8 +36,14 @@ def built_walk(ground: float | None = None):
     scene.frame_start, scene.frame_end = FIRST, LAST
     hips = obj.pose.bones["hips"]
     for frame in range(FIRST, LAST + 1):
-        hips.location = (0.0, 0.005 * np.sin(frame / 3.0), -0.01 * (frame - FIRST))  # bone space: y up the bone
+        up = 0.005 * np.sin(frame / 3.0) + rise * np.exp(-(((frame - 17) / 6.0) ** 2))
+        hips.location = (0.0, up, -0.01 * (frame - FIRST))  # bone space: y up the bone
         hips.keyframe_insert("location", frame=frame)
+    if knee:
+        shin = obj.pose.bones["shin"]
+        for frame in range(FIRST, LAST + 1):
+            shin.rotation_quaternion = (np.cos(knee * np.sin(2 * np.pi * frame / FPS) / 2), np.sin(knee * np.sin(2 * np.pi * frame / FPS) / 2), 0, 0)
+            shin.keyframe_insert("rotation_quaternion", frame=frame)
     spine = obj.pose.bones["spine"]
     spine.rotation_mode = "XYZ"
     spine.rotation_euler = (0.1, 0.0, 0.0)
@@ -124,6 +133,55 @@ def test_a_planted_foot_holds_while_the_hips_move_then_eases_back(scene):
     assert not keyed[: CONTACTS[0][0] - FIRST - 1].any()  # no ground: no snap to ease in before it
     assert np.allclose(after[~keyed], before[~keyed], atol=1e-6)
     assert not [p for p in keys_after if "spine" in p[0] and "rotation_quaternion" in p[0]]
+
+
+def _speeds(obj, frames) -> np.ndarray:
+    """The leg's local rotations as they play (for the joints' largest angular speed)."""
+    scene, out = bpy.context.scene, []
+    for frame in frames:
+        scene.frame_set(int(frame))
+        out.append([np.array(obj.pose.bones[b].matrix_basis.to_quaternion()) for b in ("thigh", "shin", "foot")])
+    scene.frame_set(FIRST)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("move_root", [True, False])
+def test_a_foot_beyond_reach_lowers_the_hips_instead_of_missing(scene, move_root):
+    from chain_ik.solvers import foot_metrics
+
+    obj = built_walk(ground=0.0, rise=0.06)
+    obj.chain_ik.chains[0].move_root = move_root
+    before = toe_track(obj, FRAMES)
+    rotations_before = _speeds(obj, FRAMES)
+    hips_before = fcurve_state(obj)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after = toe_track(obj, FRAMES)
+    figures = obj.chain_ik.chains[0].contact_figures
+    start, end = CONTACTS[0]
+    held = after[start - FIRST : end - FIRST + 1]
+    hips_after = fcurve_state(obj)
+    hips_paths = [p for p in hips_before if '"hips"' in p[0] and "location" in p[0]]
+    if not move_root:  # today's behaviour: the hold raised as far as the leg reaches, the hips kept
+        assert held[:, 2].max() > 1e-3, held[:, 2]
+        assert all(np.array_equal(hips_after[p], hips_before[p]) for p in hips_paths)
+        assert "root moved 0.0 mm" in figures and "beyond the leg's reach" in figures
+        return
+    # The hips went down (their location keyed on the frames it changed only) and the planted
+    # foot holds at ground level to 1e-4 on every frame of its contact.
+    assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+    assert np.abs(held[:, 2]).max() < 1e-4, held[:, 2]
+    assert after[:, 2].min() > -1e-4  # the ground is never crossed
+    changed = [f for p in hips_paths for (f, v), (f0, v0) in zip(hips_after[p], hips_before[p]) if v != v0]
+    assert changed and all(start - 8 <= f <= end + 12 for f in changed)  # about the first contact only
+    moved = float(figures.split("root moved ")[1].split(" mm")[0])
+    assert 10.0 < moved < 80.0, figures
+    # No new pop: the leg's joints turn at most 1.1x as fast as the input's.
+    fps = bpy.context.scene.render.fps
+    speed = [foot_metrics.largest_angular_speed(r, fps) for r in (rotations_before, _speeds(obj, FRAMES))]
+    assert speed[1] <= 1.1 * speed[0], np.degrees(speed)
+    # The second contact, reachable, is planted as without Move Root.
+    start, end = CONTACTS[1]
+    assert np.max(np.linalg.norm(after[start - FIRST : end - FIRST + 1] - before[start - FIRST], axis=1)) < 1e-4 + 1e-2
 
 
 def test_the_report_gives_the_figures_and_the_panel_keeps_them(scene):
