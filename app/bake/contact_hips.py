@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...rig import plant_read
-from ...solvers import plant
+from ...solvers import plant, plant_legs, quat
 from ..spec import ChainSpec
 from .contact_legs import REACH_SHARE
 
@@ -110,3 +110,39 @@ def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFram
         leg.basis,
         leg.values,
     )
+
+
+def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> tuple:
+    """(the leg as its input would be with the hips lowered and its foot kept where the input has
+    it (world): the input the plant then eases to and from, (F,) the frames that differ from the
+    input). `moved`: the leg shifted with the hips (`shifted`); `solve(leg, targets)`: the planted
+    leg's positional solve (contact_legs), giving (F, 3, 4) local rotations. Without it a lowered
+    hip would drop the swinging foot with it."""
+    changed = np.any(moved.heads[:, 0] != leg.heads[:, 0], axis=1)
+    if not np.any(changed):
+        return moved, changed
+    basis = np.where(changed[:, None, None], solve(moved, leg.toe_world), moved.basis)
+    heads = moved.heads
+    knee, ankle, toe = plant_legs.leg_points(
+        heads[:, 0], heads[:, 1], heads[:, 2], moved.toe, moved.rotations, moved.basis, basis
+    )
+    rotations = np.empty_like(moved.rotations)
+    turn = None
+    for b in range(3):  # each bone's armature-space turn: its parent's times its own (leg_points)
+        own = quat.multiply(
+            quat.multiply(moved.rotations[:, b], quat.conjugate(moved.basis[:, b])),
+            quat.multiply(basis[:, b], quat.conjugate(moved.rotations[:, b])),
+        )
+        turn = own if turn is None else quat.multiply(turn, own)
+        rotations[:, b] = quat.normalize(quat.multiply(turn, moved.rotations[:, b]))
+    kept = plant_read.LegFrames(
+        moved.names,
+        moved.modes,
+        moved.world,
+        np.stack([heads[:, 0], knee, ankle], axis=1),
+        toe,
+        rotations,
+        basis,
+        moved.values,
+    )
+    return kept, changed

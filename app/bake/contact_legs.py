@@ -41,7 +41,7 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     return lifts
 
 
-def _positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
+def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
     """The leg's local rotations (F, 3, 4) with its tip on world `target` (F, 3), the foot keeping
     its input world rotation (turned by `tilt` (F, 4), world, where given: the ground's slope),
     and the ankle's world distance from its goal per frame."""
@@ -151,7 +151,7 @@ def solve_leg(
     below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground)."""
-    solved, errors = _positional(leg, plan.target, softness, fps, tilt)
+    solved, errors = positional(leg, plan.target, softness, fps, tilt)
     out, changed = _joint_eases(plan, leg.basis, solved, fps)
     errors = np.where(plan.weight == 1.0, errors, 0.0)
     heads = leg.heads
@@ -165,7 +165,7 @@ def solve_leg(
     if np.any(low):
         lifted = toe.copy()
         lifted[:, 2] = np.maximum(toe[:, 2], floor)
-        clamped, missed = _positional(leg, lifted, softness, fps)
+        clamped, missed = positional(leg, lifted, softness, fps)
         out[low], errors[low], toe[low] = clamped[low], missed[low], lifted[low]
         changed |= low
     return out, errors, changed, toe

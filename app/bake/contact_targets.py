@@ -291,13 +291,25 @@ def solve_steps(
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
     moved = None
     if hips is not None:  # the hips lowered where a held ankle is beyond reach (contact_hips)
-        ankles = [plan.target + first.offset + leg.heel_world - leg.toe_world for leg, (_, _, first, plan) in zip(sampled, steps, strict=True)]
-        moved = contact_hips.offsets(sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps)
+        ankles = [
+            plan.target + first.offset + leg.heel_world - leg.toe_world
+            for leg, (_, _, first, plan) in zip(sampled, steps, strict=True)
+        ]
+        moved = contact_hips.offsets(
+            sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps
+        )
         out.hips, out.hips_offset = hips, moved
     for spec, names, input_leg, contacts, (length, under, first, plan) in zip(
         planted_specs, legs, sampled, flags, steps, strict=True
     ):
-        leg = input_leg if moved is None else contact_hips.shifted(input_leg, moved)
+        leg, kept = input_leg, None
+        if moved is not None:  # the hips lowered, the feet kept where the input has them
+            leg, kept = contact_hips.kept_feet(
+                input_leg,
+                contact_hips.shifted(input_leg, moved),
+                # no soft IK: lowered hips are nearer every foot below them than the input's were
+                lambda legs, targets: contact_legs.positional(legs, targets, 0.0, fps)[0],
+            )
         toe, heel = input_leg.toe_world, input_leg.heel_world
         if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
             lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
@@ -315,6 +327,9 @@ def solve_steps(
                 return ground_under(probe, spec, points, frames, length)
 
         solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
+        if kept is not None:  # frames where the hips moved differ from the input's pose
+            solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
+            changed = changed | kept
         keyed = changed.copy()
         keyed[1:] |= changed[:-1]
         keyed[:-1] |= changed[1:]
@@ -393,7 +408,7 @@ def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
     fps = scene.render.fps / scene.render.fps_base
     after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
     for chain, played in zip(plants.chains, after, strict=True):
-        chain.figures = figures(chain, played, fps, frames)
+        chain.figures = figures(chain, played, fps, frames, bool(plants.hips))
     plants.hips_moved = max(c.figures.root_moved for c in plants.chains)
 
 
@@ -410,7 +425,9 @@ def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
     return float(np.min(toe[:, 2] - under))
 
 
-def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames) -> ContactFigures:
+def figures(
+    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
+) -> ContactFigures:
     before, leg = chain.leg, played
     return ContactFigures(
         contacts=len(contact_runs(chain.contacts)),
@@ -421,7 +438,7 @@ def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frame
         lowest_after=_lowest(chain, leg.toe_world, frames),
         angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
         angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
-        root_moved=_hips_moved(before, leg),
+        root_moved=_hips_moved(before, leg) if hips else 0.0,
         float_largest=_float(chain, leg.toe_world, frames),
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
