@@ -263,7 +263,7 @@ def test_contact_keys_survive_save_reload_and_a_rebake_uses_their_edits(scene, t
     assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
 
 
-@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg"])
+@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked"])
 def test_bad_input_is_refused_and_changes_nothing(scene, case):
     obj = built_walk()
     item = obj.chain_ik.chains[0]
@@ -273,6 +273,7 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
         "no tip": "no tip bone",
         "ground not a mesh": "is not a mesh",
         "not a leg": "leg of three bones",
+        "hips locked": "locked F-Curves",
     }[case]
     if case == "no frames":
         arguments["frame_end"] = FIRST - 1
@@ -281,6 +282,13 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
     elif case == "ground not a mesh":
         obj.chain_ik.ground = add_empty("Floor")
         bpy.context.view_layer.objects.active = obj
+    elif case == "hips locked":  # Move Root would key the hips' location: locked, it is refused
+        item.move_root = True
+        from chain_ik.rig import keys
+
+        for fc in keys.assigned_fcurves(obj):
+            if fc.data_path.endswith('"hips"].location'):
+                fc.lock = True
     else:
         item.chain_length = 2
     state = fcurve_state(obj)
