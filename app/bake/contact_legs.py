@@ -1,6 +1,7 @@
 """The planted leg's solve for a bake that honours contacts (app.bake.contact_targets): holds solved
 for their targets by the analytic two-bone leg, eases in joint space, the ground clamp after the
-solve, and how far a hold must rise for the leg to reach it (the hips are not moved yet)."""
+solve, and how far a hold must rise for the leg to reach it (without Move Root; with it,
+app.bake.contact_hips lowers the hips instead)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def _frames(seconds: float, fps: float) -> int:
 def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) -> np.ndarray:
     """(F,) the clearance above the ground each hold needs (on its first frame) for the leg to reach
     it on all its frames within REACH_SHARE (solvers.plant_legs.reach_lift; `ankles` (F, 3) the
-    ankle's offset from the held point per frame); 0 elsewhere. The hips do not move (see
-    hip_offsets), so where a capture's foot slid forward during its contact and the leg is nearly
+    ankle's offset from the held point per frame); 0 elsewhere. Where the hips do not move (Move
+    Root off; with it, contact_hips lowers them first and this is 0 but for feet beyond reach
+    sideways), where a capture's foot slid forward during its contact and the leg is nearly
     straight, holding the foot where it landed means holding it above the ground: the figures give
     by how much (`float_largest`). A hold that let the leg straighten instead would miss its point
     and pop the knee."""
