@@ -399,3 +399,21 @@ def test_align_to_ground_tilts_a_planted_foot_with_the_slope(scene):
         assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
         # On the slope's surface: z = y tan(10°) (the plane turns about the world X axis).
         assert abs(held[0][2] - held[0][1] * math.tan(math.radians(10.0))) < 1e-4
+
+
+def test_the_hips_drop_is_the_least_and_eased(scene):
+    """contact_hips: the drop puts a held ankle exactly at the reach (none where it is within it),
+    and the envelope covers every frame's need, easing it out over the blend either side."""
+    from chain_ik.app.bake import contact_hips
+
+    hips = np.array([[0.0, 0.0, 1.0]] * 3)
+    ankles = np.array([[0.0, 0.3, 0.1], [0.0, 0.3, 0.1], [0.0, 0.0, 0.5]])
+    drops = contact_hips.least_drops(ankles, hips, np.array([True, False, True]), 0.9)
+    lowered = hips[0] - [0.0, 0.0, drops[0]]
+    assert np.isclose(np.linalg.norm(ankles[0] - lowered), 0.9) and drops[1] == 0.0 == drops[2]
+    need = np.zeros(21)
+    need[10] = 0.05
+    out = contact_hips.envelope(need, 4.0)
+    assert np.all(out >= need) and out[10] == 0.05
+    assert np.all(np.diff(out[:11]) >= 0.0) and np.all(np.diff(out[10:]) <= 0.0)
+    assert out[4] == 0.0 == out[16] and out[6] > 0.0
