@@ -6,8 +6,8 @@ which calls rig/ (the bpy <-> numpy bridge) and solvers/. Imports only point dow
 # Grouped by job (each package's __init__ holds its entry points):
 #   spec/    what a job is given: ChainSpec from a panel chain or script arguments, which chains act
 #            (scope), which solve together (groups), chains from IK constraints (adopt), contacts;
-#   solve/   the one solve path (solve_unit, solve_and_write), goals, the tree kernel
-#            (group_solve), pins, the outcome and its figures (result);
+#   solve/   the one solve path of a unit, a chain alone or a group (solve_unit, solve_and_write),
+#            goals, a group's parts (group_solve), pins, the outcome and its figures (result);
 #   bake/    baking to keys (bake): its solve path, per-frame kernels, report, job, IK -> FK;
 #   checks/  refusals before anything is solved or keyed (settings, targets, auto-keying);
 #   live/    Live's handlers and state, and the Live chains a bake must reckon with.

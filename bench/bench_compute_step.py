@@ -1,4 +1,5 @@
-"""The Solve operator's compute step (`app.solve.solve_spec`: read, solve, channel values, figures)
+"""The Solve operator's compute step of a chain alone (`app.solve.solve_unit`, in older checkouts
+`app.solve.solve_spec`: read, solve, channel values, figures)
 against Blender's IK constraint, same 5-bone chain, same run; optionally several checkouts at once.
 
 Run inside a bpy venv:
@@ -7,7 +8,7 @@ Run inside a bpy venv:
 
 Each --checkout (a directory holding an extracted commit, e.g. `git archive <rev> | tar -x -C DIR`)
 is loaded as its own package beside this one, so before/after compare in one process. Per target,
-the checkouts' `solve_spec` calls alternate (order reversed every other target), best of --reps
+the checkouts' compute calls alternate (order reversed every other target), best of --reps
 calls each, on the chain of bench_pose_operator (bent, 5 bones); nothing is written. The anchor is
 Blender's IK constraint on the same chain (500 iterations): per target, moving the target and
 `view_layer.update()` with the constraint, minus the same without it (the armature's own
@@ -77,7 +78,7 @@ def blender_net(goals, reps: int) -> float:
 
 
 def compute_times(packages, method: str, goals, reps: int) -> list[float]:
-    """Median over targets of each package's best solve_spec time, seconds, alternated per target."""
+    """Median over targets of each package's best compute time, seconds, alternated per target."""
     obj, target = build("ChainIK")
     tip = f"b{N_BONES - 1}"
     specs = [p.app.spec.ChainSpec(tip=tip, chain_length=N_BONES, target=target, method=method) for p in packages]
@@ -88,9 +89,18 @@ def compute_times(packages, method: str, goals, reps: int) -> list[float]:
         depsgraph = bpy.context.evaluated_depsgraph_get()
         order = range(len(packages)) if k % 2 == 0 else range(len(packages) - 1, -1, -1)
         for i in order:
-            call = packages[i].app.solve.solve_spec
+            call = compute_call(packages[i])
             times[i].append(best(lambda call=call, spec=specs[i], dg=depsgraph: call(obj, spec, dg), reps))
     return [statistics.median(t) for t in times]
+
+
+def compute_call(package):
+    """`(obj, spec, depsgraph) -> outcome` of a chain alone in `package`: `solve_unit` (a unit of
+    one), or `solve_spec` in checkouts from before the one path."""
+    solve = package.app.solve
+    if hasattr(solve, "solve_unit") and not hasattr(solve, "solve_spec"):
+        return lambda obj, spec, dg: solve.solve_unit(obj, [spec], dg)[0]
+    return solve.solve_spec
 
 
 def main() -> None:
@@ -107,7 +117,10 @@ def main() -> None:
     goals = [tuple(g) for g in targets(args.targets, sum(b.length for b in obj.data.bones))]
     anchor = blender_net(goals, args.reps)
     print(f"Blender {bpy.app.version_string}, {N_BONES}-bone chain, {args.targets} targets; compute step =")
-    print(f"app.solve.solve_spec (best of {args.reps} per target, median); Blender IK = net constraint evaluation.\n")
+    print(
+        f"app.solve.solve_unit of a chain alone (best of {args.reps} per target, median);"
+        " Blender IK = net constraint evaluation.\n"
+    )
     print("| method | " + " | ".join(f"{label}: µs (ratio to Blender IK)" for label in labels) + " |")
     print("|---|" + "---|" * len(labels))
     print(f"| Blender IK constraint (500 it.) | {anchor * 1e6:.1f} µs (1.00) |" + " |" * (len(labels) - 1))

@@ -15,7 +15,7 @@ reachable; two paths:
   clear_constraints=True) on the tree's bones (bench_tree.bake_blender).
 - Chain IK: its own bake (app.bake.bake, what the Bake operator runs) of panel chains set as
   the constraints, tolerance 1e-5, per method; two routes through the group bake
-  (app.bake.bake_group): "sampled" (nothing but the targets moves: every frame in one
+  (app.bake.bake_unit): "sampled" (nothing but the targets moves: every frame in one
   solvers.solve_skeleton_many call) and "per frame" (a frame-change handler forces frame_set at
   every frame, as a rig with animated bones would).
 Measured on playback of the written keys, every frame: the largest per-frame joint turn (the

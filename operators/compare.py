@@ -47,7 +47,7 @@ class CHAINIK_OT_compare(bpy.types.Operator):
             # Every solver from the same start, the chain's rest pose: not from whatever the last Solve left.
             rows = [
                 [
-                    solve.solve_spec(obj, spec.spec_from_item(item, method=m), depsgraph, from_rest=True)
+                    solve.solve_unit(obj, [spec.spec_from_item(item, method=m)], depsgraph, from_rest=True)[0]
                     for m in solvers.METHODS
                 ]
                 for item in items

@@ -1,7 +1,7 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
-from . import ik_settings, keying_set, keys, read, root_location, stretch, tree, unevaluated
-from .fk import PoseFK, read_chain_posed, read_chain_rest
+from . import ik_settings, keying_set, keys, read, root_location, stretch, tree, unevaluated, unit
+from .fk import PoseFK, read_chain_posed
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
 from .space import (
@@ -21,7 +21,6 @@ from .write import (
     snapshot,
     snapshot_channels,
     solved_pose_matrices,
-    tip_location,
 )
 
 __all__ = [
@@ -44,7 +43,6 @@ __all__ = [
     "snapshot",
     "snapshot_channels",
     "solved_pose_matrices",
-    "tip_location",
     "keys",
     "unevaluated",
     "evaluated",
@@ -52,8 +50,8 @@ __all__ = [
     "ik_settings",
     "stretch",
     "tree",
+    "unit",
     "root_location",
     "PoseFK",
     "read_chain_posed",
-    "read_chain_rest",
 ]

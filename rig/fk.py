@@ -109,10 +109,3 @@ def read_chain_posed(
     parent_matrix = None if parent is None else fk.matrix(parent.name)
     bones = [obj_eval.pose.bones[n] for n in names]
     return assemble(names, tip, use_tail, bones, mats, points, parent_matrix, use_limits)
-
-
-def read_chain_rest(obj_eval, tip: str, length: int, use_tail: bool, use_limits: bool = False) -> RigChain:
-    """The chain with its own bones' rotations at rest (parents as evaluated): a starting pose
-    that does not depend on what was solved before (Compare Solvers)."""
-    names = chain_bone_names(obj_eval, tip, length, use_tail)
-    return read_chain_posed(obj_eval, tip, length, use_tail, {n: Quaternion() for n in names}, use_limits)

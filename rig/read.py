@@ -55,14 +55,18 @@ class RigChain:
 
 @dataclass(frozen=True, slots=True)
 class PoseTerms:
-    """Per chain bone, what its new local rotation is made of when every pose matrix involved is a
+    """Per bone, what its new local rotation is made of when every pose matrix involved is a
     rotation times a uniform scale (see rig.write): then basis' = (inherited')^-1 @ R_i @ F_i with
     inherited' = P' @ rest_i (or rest_i alone), as Bone.convert_local_to_pose computes."""
 
     frames: tuple[Quaternion, ...]  # F_i: evaluated armature-space rotation (unit)
     rests: tuple[Quaternion, ...]  # rest rotation in the parent (Bone.matrix), or Bone.matrix_local
     inherits: tuple[bool, ...]  # the rest rotation follows the parent's pose rotation
-    parent_frame: Quaternion | None  # the root's parent's pose rotation (None: no parent)
+    parent_frame: Quaternion | None  # the (first) root's parent's pose rotation (None: no parent)
+    # A tree (rig.unit): per bone its parent's index (-1: a root) and, for a root, its Blender
+    # parent's pose rotation; () for a chain (each bone's parent the bone before).
+    parents: tuple[int, ...] = ()
+    root_frames: tuple[Quaternion | None, ...] = ()
 
 
 # A pose matrix counts as a similarity (rotation x uniform scale) when its unit axes are
@@ -87,25 +91,42 @@ def _dissimilar(m3: Matrix) -> str:
 
 def pose_terms(bones, frames, mats, parent_matrix: Matrix | None) -> PoseTerms | str:
     """The writer's PoseTerms for chain `bones` posed at `mats` with unit `frames`, or why not."""
-    parent_frame = None
-    if parent_matrix is not None:
+    return tree_terms(bones, frames, mats, tuple(range(-1, len(bones) - 1)), (parent_matrix,), chain=True)
+
+
+def tree_terms(
+    bones, frames, mats, parents: tuple[int, ...], root_parents: tuple, chain: bool = False
+) -> PoseTerms | str:
+    """The writer's PoseTerms for `bones` (parents first; `parents`: each one's index, -1 for a
+    root) posed at `mats` with unit `frames`, or why not. `root_parents`: per root in order, its
+    Blender parent's pose matrix or None. `chain`: a chain's terms (no parent indices kept)."""
+    roots = iter(root_parents)
+    root_frames = []
+    for p in parents:
+        if p != -1:
+            root_frames.append(None)
+            continue
+        parent_matrix = next(roots)
+        if parent_matrix is None:
+            root_frames.append(None)
+            continue
         m3 = parent_matrix.to_3x3()
         why = _dissimilar(m3)
         if why:
             return f"the chain's parent bone has {why}"
-        parent_frame = m3.to_quaternion()
+        root_frames.append(m3.to_quaternion())
     rests, inherits = [], []
-    has_parent = parent_frame is not None
-    for pb, m in zip(bones, mats, strict=True):
+    for pb, m, p, root_frame in zip(bones, mats, parents, root_frames, strict=True):
         why = _dissimilar(m.to_3x3())
         if why:
             return f"bone '{pb.name}' has {why}"
         bone = pb.bone
-        inherit = has_parent and bone.use_inherit_rotation
+        inherit = (p != -1 or root_frame is not None) and bone.use_inherit_rotation
         rests.append((bone.matrix if inherit else bone.matrix_local).to_quaternion())
         inherits.append(inherit)
-        has_parent = True
-    return PoseTerms(tuple(frames), tuple(rests), tuple(inherits), parent_frame)
+    if chain:
+        return PoseTerms(tuple(frames), tuple(rests), tuple(inherits), root_frames[0])
+    return PoseTerms(tuple(frames), tuple(rests), tuple(inherits), root_frames[0], tuple(parents), tuple(root_frames))
 
 
 def chain_pose_bones(obj, tip: str, length: int, use_tail: bool = True) -> tuple[list, object]:
@@ -133,7 +154,7 @@ def chain_pose_bones(obj, tip: str, length: int, use_tail: bool = True) -> tuple
             " up to the root"
         )
     bones.reverse()
-    return bones[shared_heads(bones):], end
+    return bones[shared_heads(bones) :], end
 
 
 # A link this much shorter than its two bones is taken as zero (float32 pose heads).
@@ -178,7 +199,7 @@ def read_chain(
         mats.append(m)
         points.append(m.translation[:])
         frames.append(m.to_quaternion().normalized())
-        if _constrained(b):
+        if is_constrained(b):
             constrained.append(names[-1])
     points.append((end.tail if use_tail else end.head)[:])
     parent = bones[0].parent
@@ -258,7 +279,7 @@ def _check_rigid(pbone, pose: Matrix) -> bool:
     return check_rigid_pose(pbone, pose, pbone.matrix_basis)
 
 
-def _constrained(pbone) -> bool:
+def is_constrained(pbone) -> bool:
     constraints = pbone.constraints
     return bool(constraints) and any(c.enabled and c.influence > 0.0 for c in constraints)
 
@@ -266,7 +287,7 @@ def _constrained(pbone) -> bool:
 def check_rigid_pose(pbone, pose: Matrix, basis: Matrix) -> bool:
     """`_check_rigid` for the bone posed at `pose` by the local matrix `basis` (rig.stretch
     checks the chain with its own stretch divided out)."""
-    if _constrained(pbone):
+    if is_constrained(pbone):
         return True
     basis = basis.to_3x3()
     if abs(basis.determinant()) < 1e-12:

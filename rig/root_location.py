@@ -96,3 +96,16 @@ def channel_frames(context, obj, name: str, frames: np.ndarray, rows: np.ndarray
     finally:
         scene.frame_set(frame0, subframe=subframe0)
     return out
+
+
+def shift_map(obj, obj_eval, name: str, parent: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """(current (3,), A (3, 3)): the bone's location channel moving its head by d, a move in bone
+    `parent`'s pose space ('' armature space; a unit carried there, rig.sequence.UnitSpace), is
+    current + A @ d (`location_values` for many frames at once)."""
+    frame = channel_frame(obj, obj_eval, name)
+    to_armature = obj_eval.pose.bones[parent].matrix.to_3x3() if parent else Matrix.Identity(3)
+    try:
+        inverse = frame.inverted()
+    except ValueError:
+        raise ValueError(f"bone '{name}' has a degenerate parent or rest matrix: its location cannot move") from None
+    return np.array(obj.pose.bones[name].location[:], dtype=float), np.array(inverse @ to_armature, dtype=float)

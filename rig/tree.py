@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Quaternion, Vector
+from mathutils import Matrix, Quaternion, Vector
 
 from ..solvers import quat
 from ..solvers.limits import JointLimits
@@ -69,13 +69,22 @@ class TreeLayout:
     rests: np.ndarray  # (n, 4) Bone.matrix per bone (a root not inheriting rotation: Bone.matrix_local)
     root_parents: tuple[tuple[int, str | None], ...]  # (root index, the Blender parent it hangs from or None)
     limits: JointLimits | None
+    # Bones inside the tree not inheriting their parent's rotation (Inherit Rotation off; only
+    # when `tree_layout(..., hinges=True)`): their rest is Bone.matrix_local (armature space).
+    hinges: tuple[int, ...] = ()
+    # The rests as Blender gives them (Bone.matrix's quaternion; a root not hanging from a parent's
+    # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them: a
+    # chain alone's (rig.unit.as_chain), which its Chain normalises once in float64.
+    rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
 
 
-def tree_layout(obj, chains) -> TreeLayout:
-    """The layout of the union of `chains` [(tip, chain_count, use_tail)], or ValueError."""
+def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
+    """The layout of the union of `chains` [(tip, chain_count, use_tail)], or ValueError.
+    `hinges`: accept bones inside the tree with Inherit Rotation off (`TreeLayout.hinges`), for a
+    writer that writes the solved world frames (rig.unit); else they are refused."""
     if not chains:
         raise ValueError("no chains to read")
     members: dict[str, object] = {}
@@ -87,20 +96,23 @@ def tree_layout(obj, chains) -> TreeLayout:
         ends.setdefault(end, []).append((tip, bool(use_tail)))
         end_names.append(end)
 
-    index = {b.name: i for i, b in enumerate(obj.pose.bones)}
+    if len(chains) == 1:  # one chain: its bones are a parent walk, root first (no armature-wide index)
+        pbs = list(members.values())
+    else:
+        index = {name: i for i, name in enumerate(obj.pose.bones.keys())}  # one RNA call, not one per bone
 
-    def path(pb) -> tuple[int, ...]:
-        # Root-to-bone positions: sorting by them is a depth-first order.
-        out = []
-        while pb is not None:
-            out.append(index[pb.name])
-            pb = pb.parent
-        return tuple(reversed(out))
+        def path(pb) -> tuple[int, ...]:
+            # Root-to-bone positions: sorting by them is a depth-first order.
+            out = []
+            while pb is not None:
+                out.append(index[pb.name])
+                pb = pb.parent
+            return tuple(reversed(out))
 
-    pbs = sorted(members.values(), key=path)
+        pbs = sorted(members.values(), key=path)
     names = tuple(pb.name for pb in pbs)
     where = {n: i for i, n in enumerate(names)}
-    parents, roots = [], []
+    parents, roots, hinged = [], [], []
     for i, pb in enumerate(pbs):
         parent = pb.parent
         p = -1 if parent is None else where.get(parent.name, -1)
@@ -113,6 +125,8 @@ def tree_layout(obj, chains) -> TreeLayout:
                     f"bone '{pb.name}' hangs from '{above.name}' through '{parent.name}', which no chain includes:"
                     " lengthen a chain to join them, or solve them apart"
                 )
+        elif p != -1 and not pb.bone.use_inherit_rotation and hinges:
+            hinged.append(i)
         elif p != -1 and not pb.bone.use_inherit_rotation:
             raise ValueError(
                 f"bone '{pb.name}' does not inherit its parent's rotation, so it cannot be inside a tree"
@@ -122,10 +136,16 @@ def tree_layout(obj, chains) -> TreeLayout:
             inherits = parent is not None and pb.bone.use_inherit_rotation
             roots.append((i, parent.name if inherits else None))
         parents.append(p)
-    rests = np.array([pb.bone.matrix.to_quaternion().normalized()[:] for pb in pbs])
-    for i, source in roots:
-        if source is None:  # an armature root, or a root not inheriting rotation: its rest in armature space
-            rests[i] = pbs[i].bone.matrix_local.to_quaternion().normalized()[:]
+    rests = [pb.bone.matrix.to_quaternion() for pb in pbs]  # mathutils until the end: no array round trip
+    for i in [i for i, source in roots if source is None]:
+        # An armature root, or a root not inheriting rotation: its rest in armature space.
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()
+    read_rests = np.array([q[:] for q in rests])
+    for i in hinged:  # its rest in armature space too (rig.tree_write.unit_pose writes it through it)
+        rests[i] = pbs[i].bone.matrix_local.to_quaternion()
+    # The tree kernels' rests: normalised in mathutils (float32), as ever. (Normalised in float64 as
+    # a chain's are, every group record of the outcome corpus moved: docs/design.md, "Solve: one path".)
+    rests = np.array([q.normalized()[:] for q in rests])
     return TreeLayout(
         names,
         tuple(parents),
@@ -134,6 +154,8 @@ def tree_layout(obj, chains) -> TreeLayout:
         rests,
         tuple(roots),
         ik_settings.read_limits(pbs),
+        tuple(hinged),
+        read_rests,
     )
 
 
@@ -158,20 +180,41 @@ def read_tree_pose(
     tip's head. `layout`: `tree_layout(obj, chains)` when reading the same tree frame after frame.
     `fk`: a `rig.fk.PoseFK` whose replaced rotations (bones above the tree, solved earlier this
     frame by a bake) pose the tree's bones, instead of the evaluated pose."""
+    read = read_tree_read(obj, obj_eval, chains, layout, fk)
+    return read.skeleton, read.local, read.names, read.pose
+
+
+@dataclass(frozen=True)
+class TreeRead:
+    """A tree as read: the skeleton and its input, and the mathutils pose a writer turns."""
+
+    skeleton: Skeleton
+    local: np.ndarray  # (n, 4) each bone's local rotation (its channels, or `fk`'s replaced one)
+    names: tuple[str, ...]
+    pose: tuple[np.ndarray, np.ndarray, np.ndarray]  # world frames, heads, end points as read
+    layout: TreeLayout
+    matrices: tuple[Matrix, ...]  # each bone's armature-space pose matrix as read
+    frames: tuple[Quaternion, ...]  # their rotations, normalised (mathutils)
+    root_parents: tuple[Matrix | None, ...]  # per root in order: its Blender parent's pose matrix
+    bones: tuple  # the pose bones (evaluated)
+
+
+def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None, check: bool = True) -> TreeRead:
+    """`read_tree_pose`'s reading in full (`TreeRead`). `check`: run the rigidity check here (else
+    the caller runs `check_rigid`)."""
     layout = tree_layout(obj, chains) if layout is None else layout
     names = layout.names
     pose = obj_eval.pose.bones
     pbs = [pose[n] for n in names]
-    if fk is not None and fk.scales:  # IK stretch: checked with the bones' own stretch divided out
-        fk.check_rigid(names)
-    else:
-        check_rigid_bones(obj_eval, names)
+    if check:
+        check_rigid(obj_eval, names, fk)
     # mathutils bone by bone: for a few dozen bones ~10x cheaper than numpy calls on tiny arrays.
-    frames, heads, ends = [], [], []
-    matrix = (lambda pb: pb.matrix) if fk is None else (lambda pb: fk.matrix(pb.name))
+    frames, heads, ends, mats = [], [], [], []
+    matrix = (lambda pb: pb.matrix.copy()) if fk is None else (lambda pb: fk.matrix(pb.name))
     tail = (lambda pb: pb.tail) if fk is None else (lambda pb: fk.matrix(pb.name) @ Vector((0.0, pb.bone.length, 0.0)))
     for pb, chains_here in zip(pbs, layout.ends, strict=True):
         m = matrix(pb)
+        mats.append(m)
         frames.append(m.to_quaternion().normalized())
         heads.append(m.translation)
         end = tail(pb)
@@ -195,12 +238,15 @@ def read_tree_pose(
     lengths = np.array(lengths)
     offsets, links = np.array(offsets), np.array(links)
     frame_rows = np.array([q[:] for q in frames])
-    if not (np.all(np.isfinite(frame_rows)) and np.all(np.isfinite(offsets)) and np.all(np.isfinite(lengths))):
+    # ndarray methods: numpy's wrappers cost more than these checks on a few rows (a Solve reads per call).
+    if not (np.isfinite(frame_rows).all() and np.isfinite(offsets).all() and np.isfinite(lengths).all()):
         raise ValueError("the pose of the tree is not finite")
-    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(np.max(lengths)))))
+    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(lengths.max()))))
     if short.size:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
     reference = layout.rests.copy()
+    for i in layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
+        reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])
     sources = {source for _, source in layout.root_parents}
     if len(sources) == 1:
         (source,) = sources
@@ -212,13 +258,25 @@ def read_tree_pose(
             if source is not None:
                 parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
-    local = np.array([modes.current_quaternion(pb)[:] for pb in pbs])
-    pose = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
+    replaced = {} if fk is None else fk.rotations
+    local = np.array([(replaced[pb.name] if pb.name in replaced else modes.current_quaternion(pb))[:] for pb in pbs])
+    root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
+    posed = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
+    parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
-        return layout.last[0], local, names, pose
+        return TreeRead(layout.last[0], local, names, posed, *parts)
     skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
     layout.last[:] = [skeleton]
-    return skeleton, local, names, pose
+    return TreeRead(skeleton, local, names, posed, *parts)
+
+
+def check_rigid(obj_eval, names, fk=None) -> None:
+    """The rigidity check (rig.read) on the pose a tree is read at; with IK stretch (`fk` with
+    scales) on the pose with the bones' own stretch divided out."""
+    if fk is not None and fk.scales:
+        fk.check_rigid(names)
+    else:
+        check_rigid_bones(obj_eval, names)
 
 
 # Geometry read from float32 pose data differs by rounding from frame to frame (~1e-7 of a bone's

@@ -1,15 +1,29 @@
-"""A tree solve's pose as channel values (a `PoseWrite`, as one chain's): influence, locks,
-continuity with the current channels, and which bones have constraints that may override it."""
+"""The one writer of a solve: a unit's solution (rig.unit, solvers.solve_skeleton) as channel values
+(a `PoseWrite`): influence, locks, continuity with the current channels, and which bones have
+constraints that may override it. Computed and checked in full before anything is written.
+
+Each bone's new local rotation comes from the kernel that solved it:
+- the chain kernel (one effector: `SkeletonSolution.branch`) turns each bone in armature space;
+  the turned frames become local rotations by quaternion products (`rig.write.turned_locals`,
+  when every pose matrix is a similarity: `UnitRead.terms`), else through
+  Bone.convert_local_to_pose (`rig.write.converted_locals`; the terms say why);
+- a tree kernel gives the local rotations themselves (the skeleton's own, Bone.matrix's rest in
+  the parent), written as they are; a bone not inheriting rotation takes its solved world frame
+  through its armature-space rest.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 from mathutils import Quaternion
 
+from ..solvers import quat as q64
 from . import modes
-from .write import PoseWrite
+from .read import PoseTerms
+from .write import PoseWrite, converted_locals, turned_locals, turned_matrices
 
 
 def tree_pose(
@@ -24,18 +38,65 @@ def tree_pose(
     rows = np.asarray(solved, dtype=float)
     if rows.shape != (len(names), 4) or not np.all(np.isfinite(rows)):
         raise ValueError("the solved rotations are not finite; pose left unchanged")
+    starts = [Quaternion(q0) for q0 in np.asarray(local_in, dtype=float).tolist()]
+    return _channels(obj, names, [Quaternion(q) for q in rows.tolist()], starts, influence, use_locks, previous)
+
+
+def unit_pose(obj, unit, solution, influence: float = 1.0, use_locks: bool = True) -> PoseWrite:
+    """Channel values putting `unit`'s bones (a rig.unit.UnitRead of `obj`, the original) in the pose
+    of `solution` (solvers.solve_skeleton's), blended by `influence` from the current channels."""
+    if not (0.0 <= influence <= 1.0):
+        raise ValueError(f"influence must be within 0..1, got {influence}")
+    if solution.branch is not None:
+        return _channels(obj, unit.names, _turned(obj, unit, solution.branch), None, influence, use_locks)
+    rows = np.asarray(solution.local, dtype=float)
+    if rows.shape != (len(unit.names), 4) or not np.isfinite(rows).all():
+        raise ValueError("the solved rotations are not finite; pose left unchanged")
+    hinges = unit.layout.hinges
+    if hinges:  # the solved world frame through the bone's own (armature-space) rest
+        frames = unit.skeleton.forward(rows)[0]
+        rows = rows.copy()
+        rows[list(hinges)] = q64.multiply(q64.conjugate(unit.layout.rests[list(hinges)]), frames[list(hinges)])
+    quats = [Quaternion(q) for q in rows.tolist()]
+    return _channels(obj, unit.names, quats, None, influence, use_locks)
+
+
+def _turned(obj, unit, branch) -> list[Quaternion]:
+    """New local rotations from the chain kernel's world turns of the frames as read."""
+    _, solved, bones = branch
+    _, turns = solved.rows()  # floats: no array round trip
+    rows = turns
+    if list(bones) != list(range(len(unit.names))):
+        rows = [[1.0, 0.0, 0.0, 0.0]] * len(unit.names)
+        for i, row in zip(bones, turns, strict=True):
+            rows[i] = row
+    try:
+        finite = len(rows) == len(unit.names) and all(map(math.isfinite, itertools.chain.from_iterable(rows)))
+    except TypeError:
+        finite = False
+    if not finite:
+        raise ValueError("the solver returned invalid rotations")
+    if isinstance(unit.terms, PoseTerms):
+        return turned_locals(unit.terms, rows)
+    matrices = turned_matrices(unit.matrices, unit.parents, rows)
+    return converted_locals(obj.pose.bones, unit.names, unit.parents, unit.root_parents, matrices)
+
+
+def _channels(obj, names, quats, starts, influence: float, use_locks: bool, previous: dict | None = None) -> PoseWrite:
+    """Channel values per bone of `names` for its new local rotation in `quats`, blended by
+    `influence` from `starts` (default: its current channels)."""
     pose = obj.pose.bones
     values, before, locked, constrained = {}, {}, [], []
-    for name, q, q0 in zip(names, rows.tolist(), np.asarray(local_in, dtype=float).tolist(), strict=True):
+    for k, (name, q) in enumerate(zip(names, quats, strict=True)):
         pb = pose[name]
         mode = pb.rotation_mode
         current = before[name] = modes.channel_values(pb, mode)
-        quat = Quaternion(q)
         if influence < 1.0:
-            quat = Quaternion(q0).slerp(quat, influence)
+            start = modes.to_quaternion(mode, current) if starts is None else starts[k]
+            q = start.slerp(q, influence)
         lock, four, lock_w = modes.locks(pb) if use_locks else modes.NO_LOCKS
         old = current if previous is None else tuple(previous[name])
-        vals = modes.values_in_mode(mode, quat, old, lock, four, lock_w)
+        vals = modes.values_in_mode(mode, q, old, lock, four, lock_w)
         if not all(map(math.isfinite, vals)):
             raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")
         values[name] = vals

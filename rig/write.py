@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Matrix, Quaternion
 
 from . import modes
 from .read import PoseTerms, RigChain
@@ -64,18 +64,25 @@ def _rotation_rows(rig: RigChain, rotations) -> list:
 
 def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
     """New armature-space pose matrices of the chain bones, root first."""
-    rows = _rotation_rows(rig, rotations)
+    return turned_matrices(rig.pose_matrices, range(-1, rig.n_bones - 1), _rotation_rows(rig, rotations))
+
+
+def turned_matrices(olds, parents, rows: list) -> list[Matrix]:
+    """New armature-space pose matrices of bones posed at `olds` (parents first; `parents`: each
+    one's index, -1 for a root) turned by the rows of floats `rows` (w, x, y, z) about their
+    heads, each head carried by its parent's turn (the link is rigid in the parent's frame)."""
     out: list[Matrix] = []
-    olds = rig.pose_matrices
-    head = olds[0].translation.copy()
-    last = len(olds) - 1
-    for i, old in enumerate(olds):
-        r = Quaternion(rows[i]).normalized().to_matrix()
+    turns = []
+    for old, p, row in zip(olds, parents, rows, strict=True):
+        r = Quaternion(row).normalized().to_matrix()
         new = (r @ old.to_3x3()).to_4x4()
-        new.translation = head
+        new.translation = (
+            old.translation.copy()
+            if p == -1
+            else out[p].translation + turns[p] @ (old.translation - olds[p].translation)
+        )
         out.append(new)
-        if i < last:
-            head = head + r @ (olds[i + 1].translation - old.translation)
+        turns.append(r)
     return out
 
 
@@ -102,9 +109,11 @@ def compute_pose(
         raise ValueError(f"influence must be within 0..1, got {influence}")
     pose_bones = obj.pose.bones
     if isinstance(rig.pose_terms, PoseTerms):
-        local_rotations = _turned_locals(rig.pose_terms, _rotation_rows(rig, rotations))
+        local_rotations = turned_locals(rig.pose_terms, _rotation_rows(rig, rotations))
     else:
-        local_rotations = _converted_locals(pose_bones, rig, solved_pose_matrices(rig, rotations))
+        parents = range(-1, rig.n_bones - 1)
+        matrices = solved_pose_matrices(rig, rotations)
+        local_rotations = converted_locals(pose_bones, rig.names, parents, (rig.parent_matrix,), matrices)
     values: dict[str, tuple[float, ...]] = {}
     before: dict[str, tuple[float, ...]] = {}
     locked, constrained = [], []
@@ -129,30 +138,33 @@ def compute_pose(
     return PoseWrite(values, tuple(locked), tuple(constrained), before)
 
 
-def _turned_locals(terms: PoseTerms, rows: list) -> list[Quaternion]:
+def turned_locals(terms: PoseTerms, rows: list) -> list[Quaternion]:
     """Each bone's new local rotation from quaternions alone (the kernel for similarities; see
-    read.PoseTerms): what Bone.convert_local_to_pose gives there, without a call per bone."""
-    out = []
-    parent = terms.parent_frame
-    for row, frame, rest, inherit in zip(rows, terms.frames, terms.rests, terms.inherits, strict=True):
+    read.PoseTerms), the bones turned by `rows` (w, x, y, z floats, armature space): what
+    Bone.convert_local_to_pose gives there, without a call per bone."""
+    out, news = [], []
+    parents = terms.parents or range(-1, len(rows) - 1)
+    root_frames = terms.root_frames or (terms.parent_frame,)
+    for row, frame, rest, inherit, p in zip(rows, terms.frames, terms.rests, terms.inherits, parents, strict=True):
         new = Quaternion(row).normalized() @ frame
+        parent = root_frames[len(news)] if p == -1 else news[p]
         inherited = parent @ rest if inherit else rest
         out.append(inherited.conjugated() @ new)
-        parent = new
+        news.append(new)
     return out
 
 
-def _converted_locals(pose_bones, rig: RigChain, matrices: list[Matrix]) -> list[Quaternion]:
+def converted_locals(pose_bones, names, parents, root_parents: tuple, matrices: list[Matrix]) -> list[Quaternion]:
     """Each bone's new local rotation through Bone.convert_local_to_pose (any bone settings and
-    scales), root to tip with the new parent matrix."""
+    scales), parents first with the new parent matrix. `parents`: each bone's index, -1 for a
+    root; `root_parents`: per root in order, its Blender parent's pose matrix (or None)."""
     out = []
-    parent_pose = rig.parent_matrix
-    parent_local = None  # the parent's rest matrix (the chain is a parent walk: the bone before, after the root)
-    for i, (name, pose) in enumerate(zip(rig.names, matrices, strict=True)):
+    roots = iter(root_parents)
+    for name, pose, p in zip(names, matrices, parents, strict=True):
         bone = pose_bones[name].bone
         local = bone.matrix_local
-        if i == 0 and bone.parent is not None:
-            parent_local = bone.parent.matrix_local
+        parent_pose = next(roots) if p == -1 else matrices[p]
+        parent_local = None if bone.parent is None else bone.parent.matrix_local
         if parent_local is not None and parent_pose is not None:
             basis = bone.convert_local_to_pose(
                 pose, local, parent_matrix=parent_pose, parent_matrix_local=parent_local, invert=True
@@ -160,7 +172,6 @@ def _converted_locals(pose_bones, rig: RigChain, matrices: list[Matrix]) -> list
         else:
             basis = bone.convert_local_to_pose(pose, local, invert=True)
         out.append(basis.to_quaternion())
-        parent_pose, parent_local = pose, local
     return out
 
 
@@ -197,9 +208,3 @@ def apply_channels(obj, saved: dict[str, tuple[tuple[float, ...], ...]]) -> None
         for prop, value in zip(CHANNELS, values, strict=True):
             if getattr(pbone, prop)[:] != value:
                 setattr(pbone, prop, value)
-
-
-def tip_location(obj_eval, rig: RigChain) -> Vector:
-    """Armature-space location of the chain's reaching point in an evaluated object."""
-    bone = obj_eval.pose.bones[rig.tip]
-    return (bone.tail if rig.use_tail else bone.head).copy()

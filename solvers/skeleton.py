@@ -49,9 +49,11 @@ class Skeleton:
         shapes = {"offsets": (n, 3), "links": (n, 3), "lengths": (n,), "reference": (n, 4), "base_frame": (4,)}
         for name, shape in shapes.items():
             value = getattr(self, name)
-            if np.shape(value) != shape or not np.all(np.isfinite(value)):
-                raise ValueError(f"{name} must be finite with shape {shape}, got {np.shape(value)}")
-        if np.any(self.lengths <= 0.0):
+            # ndarray's own methods: a Solve builds a skeleton per call, numpy's wrappers cost more than the checks.
+            got = value.shape if isinstance(value, np.ndarray) else np.shape(value)
+            if got != shape or not np.isfinite(value).all():
+                raise ValueError(f"{name} must be finite with shape {shape}, got {got}")
+        if (np.asarray(self.lengths) <= 0.0).any():
             raise ValueError("every bone needs a positive length")
         if self.limits is not None and self.limits.n_bones != n:
             raise ValueError(f"limits must be JointLimits for {n} bones")
@@ -253,6 +255,10 @@ class SkeletonSolution:
     # A movable root (common.root_move): the root bone's head moved by this (3,) in the skeleton's
     # space, `local` posing the bones from there; None: the root was not free to move.
     root_shift: np.ndarray | None = None
+    # One effector solved as a chain (skeleton_solve): (that Chain, its Solution: the world turns a
+    # writer applies to the frames as read, the bones of its branch); None from a tree kernel,
+    # an aim or a movable root (their turns are not from the frames as read).
+    branch: tuple | None = None
 
 
 @dataclass(frozen=True)

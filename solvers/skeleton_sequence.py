@@ -1,4 +1,4 @@
-"""A bake's frames of one tree in order, each continuing the last (app.bake_group's solve).
+"""A bake's frames of one tree in order, each continuing the last (app.bake.bake_unit's solve).
 
 Solved from its input pose as Solve does, every frame restarts the method: on a smooth path
 FABRIK, CCD and triangulation then land on another branch of the solution from one frame to the
@@ -41,6 +41,7 @@ reason says so.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -170,32 +171,53 @@ def solve_skeleton_sequence(
     positions: np.ndarray,
     *,
     method: str,
-    tolerance: float | None = None,
+    tolerance: object = None,
     max_iterations: int | None = None,
     poles: np.ndarray | None = None,
+    orientations: np.ndarray | None = None,
+    previous: np.ndarray | None = None,
     pose: Pose | None = None,
+    progress: Callable[[int], None] | None = None,
     move_root: bool = False,
     root_stiffness: float = DEFAULT_STIFFNESS,
     **options: object,
 ) -> SkeletonBatch:
     """Solve `effectors` at m frames in order, every frame with the same input pose `local` (n, 4),
-    each continuing the last (`solve_skeleton_next`). `positions`, `poles`, `tolerance` and
-    `max_iterations` as solve_skeleton_many's; the result's reason joins the frames' reasons.
+    each continuing the last (`solve_skeleton_next`). `positions`, `poles` and `max_iterations` as
+    solve_skeleton_many's; `tolerance` one distance or one per frame (m,); `orientations` (m, k, 4):
+    each frame's tip orientations (NaN rows: the effector's own); `previous`: the solution the
+    first frame continues (None: it is a first frame); `progress(f)` after frame f (about every
+    hundredth). The result's reason joins the frames' reasons.
     One effector (not a pin): the branch's chain through `solve_sequence` (`pose`: the input pose
-    as read, see `solve_skeleton`). `move_root`: every frame through solve_skeleton_next's movable
-    root (the batch's `root_shift`: the root's move per frame; reason MOVING_ROOT)."""
+    as read, see `solve_skeleton`; used where the chain starts from `local`). `move_root`: every
+    frame through solve_skeleton_next's movable root (the batch's `root_shift`: the root's move per
+    frame; reason MOVING_ROOT)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
-    if aiming(effectors):  # aims after the reach, frame by frame (common.aim_goals)
-        method_settings(method, tolerance, max_iterations, options, 1.0)
-        limits = {"tolerance": tolerance, "max_iterations": max_iterations}
+    m = len(positions)
+    tolerances = None
+    if tolerance is not None and np.ndim(tolerance) > 0:
+        tolerances = np.asarray(tolerance, dtype=float)
+        if tolerances.shape != (m,):
+            raise ValueError(f"tolerance must be a distance or one per frame ({m}), got shape {tolerances.shape}")
+    turns = _orientation_rows(effectors, orientations, m)
+    aims = aiming(effectors)
+    if aims:  # aims after the reach, frame by frame (common.aim_goals)
+        method_settings(method, None if tolerances is not None else tolerance, max_iterations, options, 1.0)
+        reaching = [j for j in range(len(effectors)) if j not in aims]
+        if turns is not None and np.any(np.isfinite(turns[:, aims])):
+            raise ValueError("an aiming effector takes no tip orientation")
 
         def reach(goals, rows, poles):
             return solve_skeleton_sequence(
-                skeleton, local, goals, rows, method=method, poles=poles, pose=pose, move_root=move_root,
-                root_stiffness=root_stiffness, **limits, **options,
+                skeleton, local, goals, rows, method=method, tolerance=tolerance, max_iterations=max_iterations,
+                poles=poles, orientations=None if turns is None else turns[:, reaching], previous=previous,
+                pose=pose, progress=progress, move_root=move_root, root_stiffness=root_stiffness, **options,
             )  # fmt: skip
 
-        return after_reach_frames(skeleton, local, effectors, positions, poles, reach, **limits, method=method)
+        return after_reach_frames(
+            skeleton, local, effectors, positions, poles, reach,
+            tolerance=tolerance, max_iterations=max_iterations, method=method,
+        )  # fmt: skip
     positions, effectors = soften_positions(skeleton, effectors, positions)  # soft IK: once, here
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     reason = ""
@@ -205,24 +227,67 @@ def solve_skeleton_sequence(
     elif len(effectors) == 1 and not effectors[0].pin:
         posed = np.isfinite(poles[:, 0, 0])
         if posed.all() or not posed.any():
-            return _chain_sequence(skeleton, local, effectors[0], positions, poles, pose, settings)
+            return _chain_sequence(
+                skeleton, local, effectors[0], positions, poles, turns, previous, pose, settings, progress
+            )
         reason = SOME_POLES
-    previous = [None]
+    last = [None if previous is None else np.asarray(previous, dtype=float)]
+    report = _sparse(progress, m)
 
     def frame(f: int) -> SkeletonSolution:
         frame_goals = frame_effectors(effectors, positions, poles, f)
-        sol = solve_skeleton_next(skeleton, local, frame_goals, previous[0], **settings)
-        previous[0] = sol.local
+        if turns is not None:
+            frame_goals = [e if e.pin else replace(e, orientation=turns[f, j]) for j, e in enumerate(frame_goals)]
+        if tolerances is not None:
+            settings["tolerance"] = float(tolerances[f])
+        sol = solve_skeleton_next(skeleton, local, frame_goals, last[0], **settings)
+        last[0] = sol.local
+        if report is not None:
+            report(f)
         return sol
 
     return solve_frames(local, positions, method, frame, reason)
 
 
-def _chain_sequence(skeleton, local, effector: Effector, positions, poles, pose, settings: dict) -> SkeletonBatch:
-    """One effector's frames: its branch's chain through `solve_sequence`."""
-    chain, bones = branch_chain(skeleton, local, effector.bone, pose)
+def _orientation_rows(effectors: list[Effector], orientations, m: int) -> np.ndarray | None:
+    """(m, k, 4) tip orientations per frame, each effector's own where a row is NaN; None: none given."""
+    if orientations is None:
+        return None
+    rows = np.array(orientations, dtype=float)
+    k = len(effectors)
+    if rows.shape != (m, k, 4):
+        raise ValueError(f"orientations must have shape ({m}, {k}, 4), got {rows.shape}")
+    for j, e in enumerate(effectors):
+        unset = ~np.all(np.isfinite(rows[:, j]), axis=1)
+        if unset.any():
+            if e.orientation is None and not unset.all():
+                raise ValueError("an effector's orientation must be given on every frame or none")
+            rows[unset, j] = np.nan if e.orientation is None else e.orientation
+    if not np.any(np.isfinite(rows)):
+        return None
+    return rows
+
+
+def _sparse(progress: Callable[[int], None] | None, m: int) -> Callable[[int], None] | None:
+    """`progress` called for about every hundredth frame and the last one."""
+    if progress is None:
+        return None
+    stride = max(1, m // 100)
+    return lambda f: progress(f) if (f + 1) % stride == 0 or f == m - 1 else None
+
+
+def _chain_sequence(
+    skeleton, local, effector: Effector, positions, poles, turns, previous, pose, settings: dict, progress
+) -> SkeletonBatch:
+    """One effector's frames: its branch's chain through `solve_sequence`, from `previous` (the
+    solution the first frame continues) unless the pole restarts every frame from the input."""
+    poled = bool(np.isfinite(poles[0, 0, 0]))
+    start = local if previous is None or poled else np.asarray(previous, dtype=float)
+    chain, bones = branch_chain(skeleton, start, effector.bone, pose if start is local else None)
     goals = effector_goals(effector)
-    goals["pole"] = poles[:, 0] if np.isfinite(poles[0, 0, 0]) else None
-    steps = solve_sequence(chain, positions[:, 0], keep_points=False, **goals, **settings)
-    rotations = branch_locals(skeleton, local, bones, steps.frames)
+    goals["pole"] = poles[:, 0] if poled else None
+    if turns is not None and np.all(np.isfinite(turns[:, 0])):
+        goals.update(target_rotation=turns[:, 0], rotation_weight=effector.rotation_weight)
+    steps = solve_sequence(chain, positions[:, 0], keep_points=False, progress=progress, **goals, **settings)
+    rotations = branch_locals(skeleton, start, bones, steps.frames)
     return SkeletonBatch(rotations, steps.error[:, None], steps.reached, steps.iterations, steps.method, steps.reason)

@@ -22,6 +22,7 @@ from .common import root_move
 from .common.aim_goals import after_reach, aiming
 from .common.pins import hold
 from .common.soft_goals import soften_effectors
+from .maths import floats
 from .model.chain import Chain
 from .model.method import Method
 from .skeleton import Effector, Skeleton, SkeletonSolution, finish, merge_shared, moved_bones, resolve_pins
@@ -59,14 +60,15 @@ def solve_skeleton(
     tolerance (default: DEFAULT_RELATIVE_TOLERANCE x the length of the bones the effectors
     move) and iteration cap filled in; then any pin still off is held (`common.pins.hold`, which
     names one that cannot hold in the reason). Errors are each given effector's (an effector with
-    `softness`: from its soft position, common.soft_goals).
+    `softness`: from its soft position; several effectors softened once here, common.soft_goals,
+    one by the chain's solve on its branch's chain, as a chain is).
 
     `move_root`: the effectors' one top bone may move its head too (common.root_move, every
     method: the root placed by a reach fit, the turns solved by the method, again while a goal is
     off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
     `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
     local = np.asarray(local, dtype=float)
-    if local.shape != (skeleton.n_bones, 4) or not np.all(np.isfinite(local)):
+    if local.shape != (skeleton.n_bones, 4) or not np.isfinite(local).all():
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
     if not effectors:
         raise ValueError("no effectors to solve")
@@ -82,8 +84,8 @@ def solve_skeleton(
             root = {"move_root": move_root, "root_stiffness": root_stiffness}
             solved = solve_skeleton(skeleton, local, reach, method=method, pose=pose, **root, **limits, **options)
         return after_reach(skeleton, local, effectors, solved, **limits, method=method)
-    effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     if move_root:
+        effectors = soften_effectors(skeleton, effectors)  # soft IK: once, on the input pose
         return _solve_moving_root(
             skeleton, local, effectors, method, tolerance, max_iterations, pose, root_stiffness, options
         )
@@ -102,13 +104,16 @@ def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterat
     def turn(moved: Skeleton, start: np.ndarray, goals: list[Effector], at: Pose | None) -> SkeletonSolution:
         return _solve_fixed(moved, start, goals, method, tolerance, max_iterations, at, options)
 
-    return root_move.solve_moving_root(skeleton, local, resolved, stiffness, float(tolerance), turn, pose)
+    solved = root_move.solve_moving_root(skeleton, local, resolved, stiffness, float(tolerance), turn, pose)
+    return replace(solved, branch=None)  # its turns may start from a moved pose: the writer takes `local`
 
 
 def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options) -> SkeletonSolution:
-    """solve_skeleton's solve with the root where it is (effectors checked and softened)."""
+    """solve_skeleton's solve with the root where it is (effectors checked). One effector (not a
+    pin): the chain's solve softens it, as a chain's; several: softened once here."""
     if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
+    effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     entry = registry.get(method)
     runs, reason = tree_kernel(entry)
     # The default tolerance's scale: the length of the bones the effectors move.
@@ -167,7 +172,8 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
             "reference": skeleton.reference[bones],
             "base_frame": skeleton.base_frame,
         }
-    chain = Chain(np.concatenate((heads[bones], ends[bones[-1:]])), frames[bones], **joints)
+    points = np.concatenate((heads[bones], ends[bones[-1:]])).tolist()
+    chain = Chain.from_float_rows(points, frames[bones].tolist(), **joints)  # rows of floats by construction
     return chain, bones
 
 
@@ -179,6 +185,22 @@ def branch_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frame
     base = np.broadcast_to(skeleton.base_frame, frames.shape[:-2] + (1, 4))
     parents = np.concatenate((base, frames[..., :-1, :]), axis=-2)
     solved[..., bones, :] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), frames)
+    return solved
+
+
+def _branch_locals_one(
+    skeleton: Skeleton, local: np.ndarray, bones: list[int], turns: list, frames: list
+) -> np.ndarray:
+    """`branch_locals` of one solve, its bones' world frames the solver's `turns` of the chain's
+    `frames` (rows of floats): the same products in the same order on plain floats (the same bits),
+    without numpy's per-call cost on a few rows."""
+    solved = np.array(local, dtype=float)
+    parent = tuple(skeleton.base_frame.tolist())
+    reference = skeleton.reference
+    for i, turn, frame in zip(bones, turns, frames, strict=True):
+        new = floats.multiply(turn, frame)
+        solved[i] = floats.multiply(floats.conjugate(floats.multiply(parent, tuple(reference[i].tolist()))), new)
+        parent = new
     return solved
 
 
@@ -208,8 +230,12 @@ def _solve_branch(
         method=method,
         tolerance=tolerance,
         max_iterations=max_iterations,
+        softness=effector.softness,  # measured on the branch's chain (its length), as solve does
         **effector_goals(effector),
         **options,
     )
-    solved = branch_locals(skeleton, local, bones, sol.frames(chain))
-    return SkeletonSolution(solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason)
+    solved = _branch_locals_one(skeleton, local, bones, sol.rows()[1], chain.frames.tolist())
+    branch = (chain, sol, tuple(bones))
+    return SkeletonSolution(
+        solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason, branch=branch
+    )

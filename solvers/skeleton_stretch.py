@@ -83,8 +83,15 @@ def stretch_skeleton(
     for i, p in enumerate(skeleton.parents):
         inherited = world[p] if (p != -1 and inherit[i]) else 1.0
         world.append(inherited * own[i])
+    return SkeletonStretch(stretched_geometry(skeleton, world), tuple(own), tuple(world), tuple(solve_toward))
+
+
+def stretched_geometry(skeleton, world: Sequence[float]):
+    """`skeleton` with each bone scaled by `world[i]` along its own Y axis: its link and its
+    children's head offsets (held in its frame); the skeleton itself when every factor is 1."""
     if all(c == 1.0 for c in world):
-        return SkeletonStretch(skeleton, tuple(own), tuple(world), tuple(solve_toward))
+        return skeleton
+    n = skeleton.n_bones
     scale = np.ones((n, 3))
     scale[:, 1] = world
     ends = skeleton.lengths[:, None] * skeleton.links * scale
@@ -93,5 +100,4 @@ def stretch_skeleton(
     for i, p in enumerate(skeleton.parents):
         if p != -1:
             offsets[i, 1] *= world[p]  # the child's head, held in its parent's stretched frame
-    stretched = dataclasses.replace(skeleton, offsets=offsets, links=ends / lengths[:, None], lengths=lengths)
-    return SkeletonStretch(stretched, tuple(own), tuple(world), tuple(solve_toward))
+    return dataclasses.replace(skeleton, offsets=offsets, links=ends / lengths[:, None], lengths=lengths)

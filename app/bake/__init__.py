@@ -1,8 +1,9 @@
 """Baking chains to rotation keys over a frame range (the Bake operator and cli.py share it).
 
 The checks, the range, Live kept out of the way, then `bake_solve.solve_frames` (the one solve
-path: every chain frame after frame from its previous solution, through the sequence kernel or
-frame by frame, with the reason when not the fastest), then the keys are written in one go:
+path: every unit, a chain alone or chains sharing bones, frame after frame from its previous
+solution, carried in its top bone's parent space or frame by frame, with the reason when not the
+fastest), then the keys are written in one go:
 a failure before that leaves the action untouched. The per-chain report is measured on
 playback afterwards (bake_report).
 """

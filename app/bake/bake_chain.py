@@ -1,7 +1,12 @@
-"""The bake's per-frame kernel for a chain alone (`ChainFrames`; a group's is app.bake.bake_group's
-`GroupFrames`, with the same `step`): at each evaluated frame the chain is read on the previous
-frame's solution (rig.fk), or from its input pose with a pole, solved with `solvers.solve` and
-its channel values kept continuous with the previous frame's."""
+"""A chain alone with IK stretch, frame by frame: the one unit the tree read does not serve yet.
+
+`rig.stretch.read_stretched` builds a lone chain's stretch straight in float64, so the tip lands
+exactly at full reach and a bone inheriting its parent's stretch with Inherit Scale Full follows
+(docs/design.md, "IK stretch"); the tree's stretch (`rig.stretch.stretch_tree`) leaves a slack
+and refuses Full. Until rig.tree/the core stretch one effector exactly (issue 19 item 1, Solve's
+side), this kernel reads such a chain with the chain reader on the previous frame's solution
+(`rig.fk`), solves it with `solvers.solve` and writes it with `rig.compute_pose`, into the same
+shared state as `bake_unit.UnitFrames`, with the same `step`."""
 
 from __future__ import annotations
 
@@ -10,59 +15,44 @@ import time
 import numpy as np
 
 from ... import rig, solvers
-from ...rig import modes, read
+from ...rig import modes
 from ..solve.goals import chain_goals
 from ..spec import ChainSpec
+from .bake_unit import check_rigid_at, stretch_weights  # noqa: F401 - check_rigid_at: its callers'
 
 
-def stretch_weights(obj, spec: ChainSpec) -> list[float] | None:
-    """The chain bones' ik_stretch when the chain stretches (rig.stretch), else None."""
-    return rig.stretch.weights(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_stretch)
+class StretchedChainFrames:
+    """One stretching chain's frames (a unit of one: `UnitFrames`' attributes the bake reads)."""
 
-
-def check_rigid_at(obj_eval, names, frame) -> None:
-    """The first frame's rigidity check again at a later frame: a parent's animated scale can
-    turn non-uniform part way through, which would shear the chain."""
-    try:
-        read.check_rigid_bones(obj_eval, names)
-    except ValueError as exc:
-        raise ValueError(f"{exc} (at frame {int(frame)}); nothing was keyed") from None
-
-
-class ChainFrames:
-    """One chain's frames, written into the bake's shared state (`state`: app.bake.bake_frames.FrameChains)."""
-
-    def __init__(self, obj, spec: ChainSpec) -> None:
-        self.obj, self.spec = obj, spec
+    def __init__(self, obj, specs: list[ChainSpec], members: tuple[int, ...], frames: int) -> None:
+        self.obj, self.members, self.count = obj, members, frames
+        self.specs = [specs[i] for i in members]
+        self.lead = spec = self.specs[0]
         self.names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-        self.stretch = stretch_weights(obj, spec)  # None: the chain does not stretch
+        self.weights = stretch_weights(obj, spec)
+        self.stretched = tuple(n for n, w in zip(self.names, self.weights, strict=True) if w > 0.0)
+        self.roots = [self.names[0]]
+        self.above = {a.name for a in obj.pose.bones[self.names[0]].parent_recursive}
+        self.held: dict = {}
+        self.reason = ""  # the solver's reason (the first frame that had one)
+        self.carried_reason = ""
+
+    def carry_reason(self, obj, animated) -> str:
+        return "IK stretch"
 
     def step(self, state, k: int, frame, obj_eval, depsgraph, space) -> None:
-        """Frame `k`, evaluated: read, solve, keep its channel values."""
-        obj, spec, names, weights = self.obj, self.spec, self.names, self.stretch
-        if k and weights is None:  # a stretching chain's read checks its unstretched pose itself
-            check_rigid_at(obj_eval, names, frame)
+        """Frame `k`, evaluated: read on the last frame's solution, solve, keep its channel values."""
+        obj, spec, names = self.obj, self.spec, self.names
         target_world = rig.target_world_location(rig.evaluated(spec.target, depsgraph), spec.target_bone)
         target = space.to_local(target_world)
-        # A pole chain starts every frame from its input pose (its own bones as evaluated), as
-        # Blender's IK and solve_sequence do; the solver pre-turns it toward the pole (solvers.goals).
+        # A pole chain starts every frame from its input pose (its own bones as evaluated).
         start = state.state_q if spec.pole is None else {n: q for n, q in state.state_q.items() if n not in names}
-        if weights is None:
-            chain = rig.read_chain_posed(obj_eval, spec.tip, spec.chain_length, spec.use_tail, start, spec.use_limits)
-        else:
-            chain, own = rig.stretch.read_stretched(
-                obj_eval,
-                spec.tip,
-                spec.chain_length,
-                spec.use_tail,
-                spec.use_limits,
-                weights,
-                target,
-                start,
-                softness=spec.softness,
-            )
-            for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
-                state.solved.scales[name][k] = y
+        chain, own = rig.stretch.read_stretched(
+            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, self.weights, target, start,
+            softness=spec.softness,
+        )  # fmt: skip
+        for name, y in rig.stretch.blend(obj_eval.pose.bones, own, spec.influence)[0].items():
+            state.solved.scales[name][k] = y
         solve_start = time.perf_counter()
         # The tip's goal orientation with use_tail off keeps the tip bone's offset from the last
         # chain bone: read both from the evaluated pose, where they are consistent.
@@ -72,13 +62,11 @@ class ChainFrames:
         last = goal_chain.pose_matrices[-1]
         goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
         solution = solvers.solve(
-            chain.chain,
-            target,
-            **spec.solver_arguments(spec.local_tolerance(space)),
-            **goals.arguments(weights is not None and rig.stretch.stretched(own)),
-        )
-        if solution.reason:
-            state.solver_reasons.setdefault(spec.tip, solution.reason)
+            chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)),
+            **goals.arguments(rig.stretch.stretched(own)),
+        )  # fmt: skip
+        if solution.reason and not self.reason:
+            self.reason = f"solver: {solution.reason}"
         blend = None
         if spec.influence < 1.0:
             blend = {name: modes.current_quaternion(obj_eval.pose.bones[name]) for name in chain.names}
@@ -96,3 +84,7 @@ class ChainFrames:
         state.solved.seconds[spec.tip] += time.perf_counter() - solve_start
         error = float(np.linalg.norm(space.to_world(solution.points[-1]) - target_world))
         state.solved.worst[spec.tip] = max(state.solved.worst[spec.tip], error)
+
+    @property
+    def spec(self) -> ChainSpec:
+        return self.lead

@@ -138,7 +138,7 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
             if not any(item.live for item in items):
                 continue
             obj_eval = obj.evaluated_get(depsgraph)
-            alone = len(members) == 1 and not items[0].pin and not items[0].move_root  # else the tree's
+            alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
             key = (obj.name, members[0]) if alone else (obj.name, members)
             live_keys.add(key)
             what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"

@@ -1,5 +1,6 @@
-"""Solving a group: chains that share bones (app.spec.groups) as one tree, every tip an effector of
-one `solvers.solve_skeleton` call, written as one pose.
+"""A group's parts: chains that share bones (app.spec.groups) as one tree, every tip an effector of
+one `solvers.solve_skeleton` call (app.solve.solve_unit solves it; the bake's group kernel reads
+and stretches it here too).
 
 The group's first chain leads: its solver, options, tolerance, iteration cap, limits, locks and
 influence serve the whole tree. Each chain adds its own goals: target (or a pin), pole, tip
@@ -9,121 +10,15 @@ orientation, weight and priority. Poles work inside groups (Blender's IK switche
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from ... import rig, solvers
-from ...rig import tree, tree_write
-from ...solvers.common import root_move as movable_root
-from ...solvers.common.aim_goals import aim_miss
-from ...solvers.common.pins import without_unheld
-from ...solvers.metrics import rotation_cost_rows
-from ..checks import check_group, check_in_view_layer, check_movable_root, check_no_stretch_scale, check_spec
+from ...rig import tree
+from ..checks import check_group, check_movable_root, check_no_stretch_scale
 from ..spec import ChainSpec
-from ..spec.groups import chain_names, group_label, led_by
-from . import pins, root_home
+from ..spec.groups import chain_names
 from .goals import chain_goals
-from .outcome import ChainOutcome
-
-
-def solve_group(obj, specs: list[ChainSpec], depsgraph) -> list[ChainOutcome]:
-    """Solve the chains `specs` of `obj` (the original object) together on the evaluated pose;
-    compute, don't write. One outcome per spec, in order."""
-    start = time.perf_counter()
-    specs = led_by(specs)
-    lead = specs[0]
-    for spec in specs:
-        check_spec(obj, spec)
-        check_in_view_layer(obj, spec, depsgraph)
-    obj_eval = obj.evaluated_get(depsgraph)
-    space = rig.object_space(obj_eval)
-    group = group_rig(obj, specs)
-    skeleton, local, names, tolerance = group.read(obj, obj_eval, space)
-    effectors = group_effectors(obj_eval, space, specs, group.layout.effectors, names, depsgraph)
-    held = {}
-    if any(spec.pin for spec in specs):  # pins hold where the user's pose put them (app.solve.pins)
-        held = pins.held_points(obj, names, skeleton, local, [e.bone for e in effectors if e.pin])
-        effectors = [
-            dataclasses.replace(e, position=held[e.bone][0], orientation=held[e.bone][1], rotation_weight=1.0)
-            if e.pin
-            else e
-            for e in effectors
-        ]
-    skeleton, stretched, effectors = group.stretch(obj_eval, skeleton, local, effectors)
-    home = _root_home(obj, obj_eval, group, names, skeleton) if lead.move_root else None
-    if home is not None:  # a movable root starts from where the user put it (app.solve.root_home)
-        skeleton = movable_root.shifted(skeleton, names.index(group.root), home[1])
-    try:
-        solution = solve_tree(lead, skeleton, local, effectors, tolerance)
-    except ValueError as exc:  # the core names bones by index
-        raise ValueError(named_bones(str(exc), names)) from None
-    whole = tree_write.tree_pose(obj, names, local, solution.local, lead.influence, lead.use_locks)
-    if stretched:
-        scales, scales_before = rig.stretch.blend(obj.pose.bones, stretched, lead.influence)
-        whole = dataclasses.replace(whole, scales=scales, scales_before=scales_before)
-    root_moved = None
-    shift = solution.root_shift if home is None else home[1] + solution.root_shift
-    if shift is not None and np.any(shift):  # a movable root moved (or went home): its location
-        top = group.root
-        before = tuple(obj.pose.bones[top].location)
-        values = rig.root_location.location_values(obj, obj_eval, top, shift, lead.influence)
-        if home is not None and not np.any(solution.root_shift) and lead.influence == 1.0:
-            values = home[0]  # home exactly, not through the matrices' rounding
-        whole = dataclasses.replace(whole, locations={top: values}, locations_before={top: before})
-        root_moved = (top, tuple(rig.root_location.head_world(obj_eval, top)))
-        skeleton = movable_root.shifted(skeleton, names.index(top), solution.root_shift)
-        root_home.remember(obj, top, before, values)
-    if held:
-        pins.remember(obj, names, skeleton, held, whole.values)
-    _, heads_in, ends_in = skeleton.forward(local)
-    _, heads, ends = skeleton.forward(solution.local)
-    where = {n: i for i, n in enumerate(names)}
-    label = group_label(specs) if len(specs) > 1 else ""  # a pinned chain alone is no group
-    # The solver's word on pins that cannot hold is said per chain below, by name.
-    notes = group_notes(obj, specs, names, without_unheld(solution.reason))
-    unheld = ", ".join(f"'{specs[k].label}'" for k in solution.unheld)
-    unheld = f"pinned {unheld} could not hold" if unheld else ""
-    elapsed = (time.perf_counter() - start) * 1e3
-    outcomes, claimed = [], set()
-    for k, (spec, goal, chain) in enumerate(zip(specs, effectors, group.chain_bones, strict=True)):
-        own = [n for n in chain if n not in claimed]
-        claimed.update(own)
-        part = rig.PoseWrite(
-            {n: whole.values[n] for n in own},
-            tuple(n for n in whole.locked if n in own),
-            tuple(n for n in whole.constrained if n in own),
-            {n: whole.before[n] for n in own},
-            {n: whole.scales[n] for n in own if n in whole.scales},
-            {n: whole.scales_before[n] for n in own if n in whole.scales_before},
-            {n: whole.locations[n] for n in own if n in whole.locations},
-            {n: whole.locations_before[n] for n in own if n in whole.locations_before},
-        )
-        rows = [where[n] for n in chain]
-        points = [heads[i].tolist() for i in rows] + [ends[rows[-1]].tolist()]
-        first = ends_in[rows[0]] - heads_in[rows[0]]
-        cost = rotation_cost_rows((first / np.linalg.norm(first)).tolist(), points)
-        pinned = tuple(space.to_world(goal.position).tolist()) if spec.pin else None
-        goal_world = pinned if spec.pin else space.to_world(goal.position)
-        error = space.world_distance(ends[goal.bone], goal_world)
-        angle = None
-        if spec.aims:  # the ray's miss (world) and the angle left (solvers.common.aim_goals)
-            angle = float(solution.angles[k])
-            error = aim_miss(angle, space.world_distance(heads[goal.bone], goal_world))
-            angle = math.degrees(angle)
-        own = f"the pin could not hold: its tip ends {error:.3g} from its point" if k in solution.unheld else unheld
-        reason = "; ".join(filter(None, (own, notes)))
-        outcomes.append(
-            ChainOutcome(
-                spec, part, chain, error, cost, elapsed, solution.iterations,
-                bool(solution.error[k] <= tolerance), reason, label, pinned, angle=angle,
-                root_moved=root_moved if k == 0 else None,
-            )
-        )  # fmt: skip
-    return outcomes
 
 
 @dataclass(frozen=True)
@@ -169,10 +64,10 @@ class GroupRig:
         return skeleton, own, [e if e.aim_axis else next(solved) for e in effectors]
 
 
-def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
+def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
     """The group's tree layout and chains, after the checks only a group needs (targets riding on
-    its bones, a bone left stretched)."""
-    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs])
+    its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout."""
+    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
     check_group(obj, specs, layout.names)
     if specs[0].move_root:  # the lead's setting serves the group: its one top bone moves
         tops = [layout.names[i] for i, p in enumerate(layout.parents) if p == -1]
@@ -192,23 +87,6 @@ def group_rig(obj, specs: list[ChainSpec]) -> GroupRig:
         return GroupRig(tuple(specs), layout, chains)
     inherit = tuple(rig.stretch.tree_inherit(obj, layout.names, layout.parents))
     return GroupRig(tuple(specs), layout, chains, w, inherit)
-
-
-def _root_home(obj, obj_eval, group: GroupRig, names, skeleton) -> tuple | None:
-    """(the root's home location, the move of its head there in armature space) when a solve moved
-    the root and nobody moved it since (app.solve.root_home), else None."""
-    top = group.root
-    start = root_home.home(obj, top)
-    if start is None:
-        return None
-    return start, rig.root_location.head_move(obj, obj_eval, top, start)
-
-
-def solve_tree(lead: ChainSpec, skeleton, local, effectors, tolerance: float) -> solvers.SkeletonSolution:
-    """`solvers.solve_skeleton` with the lead chain's solver settings."""
-    return solvers.solve_skeleton(
-        skeleton, local, effectors, **lead.solver_arguments(tolerance), **lead.root_arguments()
-    )
 
 
 def group_tolerance(space, lead: ChainSpec, skeleton, names, chains) -> float:

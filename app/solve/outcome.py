@@ -23,8 +23,10 @@ class ChainOutcome:
     reason: str
     group: str = ""  # the chains it was solved with (app.spec.groups.group_label), '' when alone
     goal_world: tuple[float, float, float] | None = None  # a pin: where it holds the tip (world)
-    rig: rig.RigChain | None = None  # a chain alone: its read (rig.read_chain and its forms)
-    solution: solvers.Solution | None = None  # a chain alone: the solver's result
+    unit: rig.unit.UnitRead | None = None  # the unit as read (rig.unit.read_unit)
+    # The unit's solve (solvers.solve_skeleton); a chain alone: `.branch` holds its Chain and the
+    # chain kernel's Solution.
+    solution: solvers.SkeletonSolution | None = None
     # An aiming chain (spec.aims): the degrees left between its tip bone's aim axis and the line from
     # its head to the target; `error` is then how far that ray misses the target. None: it reaches.
     angle: float | None = None
@@ -33,12 +35,13 @@ class ChainOutcome:
     root_moved: tuple[str, tuple[float, float, float]] | None = None
 
 
-def chain_reason(solution: solvers.Solution, rig_chain: rig.RigChain) -> str:
+def chain_reason(solver_reason: str, terms) -> str:
     """Why a faster kernel did not serve a chain alone ('' when they all did): the solver's
-    plain-float kernel (solvers.Solution.reason) and the writer's quaternion kernel (rig.write)."""
+    plain-float kernel (solvers.Solution.reason) and the writer's quaternion kernel (`terms`:
+    rig.read.PoseTerms, or why not)."""
     parts = []
-    if solution.reason:
-        parts.append(f"general solver: {solution.reason}")
-    if isinstance(rig_chain.pose_terms, str):
-        parts.append(f"general writer: {rig_chain.pose_terms}")
+    if solver_reason:
+        parts.append(f"general solver: {solver_reason}")
+    if isinstance(terms, str):
+        parts.append(f"general writer: {terms}")
     return "; ".join(parts)

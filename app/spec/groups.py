@@ -1,5 +1,5 @@
 """Which chains are solved together: chains that share a bone form one group (transitively),
-solved as one tree (`app.solve.group_solve`); a chain sharing none is solved alone.
+solved as one tree (`app.solve.solve_unit`); a chain sharing none is solved alone (a unit of one).
 
 Blender's legacy IK merges only constraints whose chains end on the same root bone; here any
 shared bone joins chains, so two chains never pull one bone in turn. Units (groups, or single

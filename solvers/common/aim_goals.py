@@ -137,7 +137,8 @@ def after_reach_frames(
 ) -> SkeletonBatch:
     """Many frames (rows as common.frames.frame_rows checked them): the reaching effectors'
     frames by `reach(effectors, positions, poles)` (a many-frame entry point; None: every
-    effector aims), then each frame's aims (`after_reach`; `settings` its keywords)."""
+    effector aims), then each frame's aims (`after_reach`; `settings` its keywords, `tolerance`
+    one distance or one per frame)."""
     aims = aiming(effectors)
     if np.any(np.isfinite(poles[:, aims])):
         raise ValueError("an aiming effector takes no pole")
@@ -156,7 +157,9 @@ def after_reach_frames(
                 batch.local[f], batch.error[f], bool(batch.reached[f]), int(batch.iterations[f]), batch.method,
                 root_shift=shift,
             )
-        rows.append(after_reach(skeleton, local, frame, solved, **settings))
+        tolerance = settings.get("tolerance")
+        own = settings if np.ndim(tolerance) == 0 else {**settings, "tolerance": float(tolerance[f])}
+        rows.append(after_reach(skeleton, local, frame, solved, **own))
     reasons = [batch.reason] if batch is not None else []
     reasons += [r.reason for r in rows]
     return SkeletonBatch(

@@ -59,7 +59,7 @@ def test_app_solve(scene):
     goal = add_empty("Goal", (0.5, 0.5, 2.0))
     bpy.context.view_layer.update()
     spec = run.ChainSpec(tip="b2", chain_length=3, target=goal)
-    outcome = run.solve_spec(obj, spec, bpy.context.evaluated_depsgraph_get())
+    (outcome,) = run.solve_unit(obj, [spec], bpy.context.evaluated_depsgraph_get())
     assert outcome.error < 1e-4
 
 

@@ -159,7 +159,7 @@ def test_a_live_pin_holds_the_point_it_was_given(rigify, method):
     its tolerance of where it was pinned on every update, and the point the next solve holds is still
     exactly that one (it used to be re-read from the last result, creeping ~1.6e-6 per update)."""
     from chain_ik.app import spec
-    from chain_ik.app.solve import group_solve
+    from chain_ik.app.solve import solve_unit
 
     obj = _rig(LEGS_SPINE, method)
     left, held = _pin(obj, 0)
@@ -168,7 +168,7 @@ def test_a_live_pin_holds_the_point_it_was_given(rigify, method):
     tolerance = _tolerance(obj, left)
     specs = [spec.spec_from_item(item) for item in obj.chain_ik.chains]
     # The point the first update will hold (computed on the same pose; nothing written).
-    given = np.array(group_solve.solve_group(obj, specs, bpy.context.evaluated_depsgraph_get())[0].goal_world)
+    given = np.array(solve_unit(obj, specs, bpy.context.evaluated_depsgraph_get())[0].goal_world)
     assert np.linalg.norm(given - held) <= 0.2 * tolerance  # the pose's own ankle, as read
     head.live = True
     try:
@@ -179,7 +179,7 @@ def test_a_live_pin_holds_the_point_it_was_given(rigify, method):
             assert left.result.reached
     finally:
         head.live = False
-    (outcome, *_) = group_solve.solve_group(obj, specs, bpy.context.evaluated_depsgraph_get())
+    (outcome, *_) = solve_unit(obj, specs, bpy.context.evaluated_depsgraph_get())
     assert np.linalg.norm(np.array(outcome.goal_world) - given) < 1e-9  # no drift at all
 
 

@@ -306,3 +306,63 @@ def test_live_on_the_metarig_keeps_the_feet_and_brings_the_hips_home(rigify, met
             assert (moved > 0.1 * reach) == away, moved
     finally:
         hand.live = False
+
+
+def _hanging(animated_parent: bool, scale=(1.5, 1.5, 1.5)):
+    """_lone's chain hanging (not connected) from a turned 'hold' bone, on a turned and scaled
+    armature; the target beyond reach on frames 2-3 (location curves). `animated_parent`: the
+    hold bone keyed (the same turn on both keys), so every frame is evaluated."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bones = [
+        ("hold", (0, 0, -1), (0, 0, -0.5), None, False, 0.0),
+        ("base", (0, 0, 0), (0, 0, 1), "hold", False, 0.0),
+        ("mid", (0, 0, 1), (0, 0, 2), "base", True, 0.0),
+        ("tip", (0, 0, 2), (0, 0, 3), "mid", True, 0.0),
+    ]
+    obj = make_armature(bones)
+    obj.location, obj.rotation_euler, obj.scale = (0.3, -0.4, 0.2), (0.2, 0.0, 0.6), scale
+    hold = obj.pose.bones["hold"]
+    hold.rotation_quaternion = (math.cos(0.15), math.sin(0.15), 0.0, 0.0)
+    if animated_parent:
+        for frame in (1, 3):
+            hold.keyframe_insert("rotation_quaternion", frame=frame)
+    target = add_empty("Goal", (1.0, 0.0, 3.0))
+    target.keyframe_insert("location", frame=1)
+    target.location = (3.5, -1.0, 4.0)  # beyond reach
+    target.keyframe_insert("location", frame=3)
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length, item.target, item.method = "arm", "tip", 3, target, "fabrik"
+    item.move_root = True
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    return obj, item, target
+
+
+@pytest.mark.parametrize("scale", [(1.5, 1.5, 1.5), (1.0, 1.6, 0.7)])
+def test_bake_moves_a_root_hanging_from_a_turned_parent_alike_carried_and_frame_by_frame(ext, scale):
+    """Move Root on a unit carried in its top bone's parent space (nothing but the target's curves
+    moves) keys the same location as frame by frame (the parent keyed): the root's move is mapped
+    from the parent's space to its location channel; the tip reaches on playback, and the solver's
+    figure (measured on the moved skeleton where the armature's scale is not uniform) says so."""
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    out = {}
+    for animated in (False, True):
+        obj, item, target = _hanging(animated, scale)
+        specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+        result = bake_run.bake(bpy.context, obj, specs, bake_run.BakeOptions(frame_start=1, frame_end=3))
+        (report,) = result.chains
+        kernel = "targets read from their curves" if not animated else "baked frame by frame"
+        assert kernel in report.path and "Move Root" in report.path, report.path
+        assert report.missed == 0 and result.root_moved["base"] > 0.5, (report, result.root_moved)
+        assert result.per_chain_error["tip"] <= report.tolerance, result.per_chain_error
+        rows = []
+        for frame in (1, 2, 3):
+            bpy.context.scene.frame_set(frame)
+            error = float(np.linalg.norm(world_point(obj, "tip") - np.array(target.matrix_world.translation)))
+            assert error <= report.tolerance, (animated, frame, error)
+            rows.append(tuple(obj.pose.bones["base"].location))
+        out[animated] = np.array(rows)
+    assert np.abs(out[False][2]).max() > 0.3
+    np.testing.assert_allclose(out[False], out[True], atol=1e-4)

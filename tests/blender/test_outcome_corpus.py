@@ -104,8 +104,9 @@ def test_operator_records_hold_the_exact_pose_reports_and_keys(recorded, scene):
 def test_app_live_and_cli_records(recorded):
     _, records = recorded
     app = records[("test_app_solve", "app", 0)]
-    assert app["name"] == "app.solve.solve_spec" and app["returned"]["__type__"] == "ChainOutcome"
-    assert app["returned"]["time_ms"] == "<t>" and app["returned"]["spec"]["target"] == "bpy.data.objects['Goal']"
+    (returned,) = app["returned"]  # one outcome per chain of the unit
+    assert app["name"] == "app.solve.solve_unit" and returned["__type__"] == "ChainOutcome"
+    assert returned["time_ms"] == "<t>" and returned["spec"]["target"] == "bpy.data.objects['Goal']"
     # Live: one record per target move (the update Live runs inside its own handler is not one).
     live = [r for (test, kind, _), r in records.items() if test == "test_live" and kind == "live"]
     assert len(live) == len(corpus_sample.LIVE_MOVES)

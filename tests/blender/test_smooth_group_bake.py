@@ -74,16 +74,16 @@ def _key_path(obj, frames: int, radius: float = 0.04) -> None:
 
 
 def _own_solves(obj, frames: int) -> list[dict]:
-    """Per frame, the channel values Solve computes there from the frame's input pose (app.solve.group_solve)."""
+    """Per frame, the channel values Solve computes there from the frame's input pose (app.solve.solve_unit)."""
     from chain_ik.app import spec
-    from chain_ik.app.solve import group_solve
+    from chain_ik.app.solve import solve_unit
 
     specs = [spec.spec_from_item(item) for item in obj.chain_ik.chains]
     out = []
     for f in range(1, frames + 1):
         bpy.context.scene.frame_set(f)
         values = {}
-        for outcome in group_solve.solve_group(obj, specs, bpy.context.evaluated_depsgraph_get()):
+        for outcome in solve_unit(obj, specs, bpy.context.evaluated_depsgraph_get()):
             values.update(outcome.write.values)
         out.append(values)
     return out

@@ -37,8 +37,9 @@ def test_result_figures_match_the_numpy_definitions(scene, ck, method):
         random_pose(obj, ["upper", "fore", "hand"], rng)
         target.location = rng.uniform(-2, 2, 3)
         bpy.context.view_layer.update()
-        outcome = run.solve_spec(obj, _spec(run, target, method), bpy.context.evaluated_depsgraph_get())
-        chain, points = outcome.rig.chain, outcome.solution.points
+        (outcome,) = run.solve_unit(obj, [_spec(run, target, method)], bpy.context.evaluated_depsgraph_get())
+        chain, solution, _ = outcome.solution.branch
+        points = solution.points
         assert outcome.cost == pytest.approx(float(solvers.rotation_cost(chain, points)), rel=1e-9, abs=1e-6)
         tip_world = np.array(obj.matrix_world @ rig.space.vector(points[-1]))
         assert outcome.error == pytest.approx(float(np.linalg.norm(tip_world - np.array(target.location))), abs=1e-6)

@@ -1,6 +1,7 @@
-"""The one Solve path (rig.read_chain, solvers.solve, rig.compute_pose) with its faster kernels
-against the same path with the writer's quaternion kernel switched off (Bone.convert_local_to_pose
-for every bone), and the reasons it gives where a faster kernel cannot serve.
+"""The one Solve path of a chain alone (rig.unit.read_unit, solvers.solve_skeleton's chain kernel,
+rig.tree_write.unit_pose) with its faster kernels against the same path with the writer's quaternion
+kernel switched off (Bone.convert_local_to_pose for every bone), and the reasons it gives where a
+faster kernel cannot serve.
 
 Every case solves the same chain both ways in the same state and compares: the
 solver's points and rotations to the bit, the written channel values to float32
@@ -30,6 +31,12 @@ def run(ext):
     return run
 
 
+def _solve(run, obj, spec, depsgraph):
+    """The outcome of a chain alone (a unit of one)."""
+    (outcome,) = run.solve_unit(obj, [spec], depsgraph)
+    return outcome
+
+
 def _spec(run, target, tip="hand", length=3, **fields):
     if fields.get("method", "triangulation") == "triangulation":
         fields.setdefault("options", {"fold_angle": 180.0, "smooth_fold": 1.0})  # the panel's defaults
@@ -42,10 +49,10 @@ def _both(run, monkeypatch, obj, spec):
 
     bpy.context.view_layer.update()
     depsgraph = bpy.context.evaluated_depsgraph_get()
-    fast = run.solve_spec(obj, spec, depsgraph)
+    fast = _solve(run, obj, spec, depsgraph)
     with monkeypatch.context() as m:
-        m.setattr(read, "pose_terms", lambda *args: "off in this test")
-        slow = run.solve_spec(obj, spec, depsgraph)
+        m.setattr(read, "tree_terms", lambda *args: "off in this test")
+        slow = _solve(run, obj, spec, depsgraph)
     assert "general writer: off in this test" in slow.reason
     return fast, slow
 
@@ -53,15 +60,16 @@ def _both(run, monkeypatch, obj, spec):
 def _assert_same(run, fast, slow) -> None:
     from chain_ik.rig.read import PoseTerms
 
-    assert isinstance(fast.rig.pose_terms, PoseTerms), f"the quaternion kernel was not taken: {fast.reason}"
+    assert isinstance(fast.unit.terms, PoseTerms), f"the quaternion kernel was not taken: {fast.reason}"
     assert "general writer" not in fast.reason
-    np.testing.assert_array_equal(fast.solution.points, slow.solution.points)
-    np.testing.assert_array_equal(fast.solution.rotations, slow.solution.rotations)
+    (fast_chain, fast_solution, _), (slow_chain, slow_solution, _) = fast.solution.branch, slow.solution.branch
+    np.testing.assert_array_equal(fast_solution.points, slow_solution.points)
+    np.testing.assert_array_equal(fast_solution.rotations, slow_solution.rotations)
     figures = [(o.error, o.cost, o.iterations, o.reached) for o in (fast, slow)]
     assert figures[0] == figures[1]
-    assert fast.rig.names == slow.rig.names and fast.rig.parent_matrix == slow.rig.parent_matrix
-    np.testing.assert_array_equal(fast.rig.chain.points, slow.rig.chain.points)
-    np.testing.assert_array_equal(fast.rig.chain.frames, slow.rig.chain.frames)
+    assert fast.unit.names == slow.unit.names and fast.unit.root_parents == slow.unit.root_parents
+    np.testing.assert_array_equal(fast_chain.points, slow_chain.points)
+    np.testing.assert_array_equal(fast_chain.frames, slow_chain.frames)
     assert fast.write.values.keys() == slow.write.values.keys()
     for name, values in slow.write.values.items():
         np.testing.assert_allclose(fast.write.values[name], values, atol=2e-5, err_msg=name)
@@ -154,8 +162,8 @@ def test_the_operator_takes_the_fast_kernels_and_stores_its_result(scene, run, m
     item = obj.chain_ik.chains.add()
     item.tip, item.chain_length, item.target = "b4", 5, target
     taken = []
-    solve_spec = run.solve_spec
-    monkeypatch.setattr(run, "solve_spec", lambda *a, **k: taken.append(solve_spec(*a, **k)) or taken[-1])
+    solve_unit = run.solve_unit
+    monkeypatch.setattr(run, "solve_unit", lambda *a, **k: taken.extend(solve_unit(*a, **k)) or taken[-1:])
     assert bpy.ops.chain_ik.solve() == {"FINISHED"}
     assert taken[0].reason == "" and taken[0].solution.reason == ""
     result = item.result
@@ -215,7 +223,7 @@ def test_scaled_bones_are_written_through_the_general_writer(scene, run, monkeyp
     _writer_declined(run, monkeypatch, obj, _spec(run, target), "bone 'upper' has a non-uniform or negative scale")
     obj.data.bones["fore"].inherit_scale = "FULL"
     with pytest.raises(ValueError, match="bone 'fore' inherits a non-uniform scale"):
-        run.solve_spec(obj, _spec(run, target), bpy.context.evaluated_depsgraph_get())
+        _solve(run, obj, _spec(run, target), bpy.context.evaluated_depsgraph_get())
 
 
 def test_errors_are_the_read_checks(scene, run):
@@ -229,11 +237,11 @@ def test_errors_are_the_read_checks(scene, run):
     ]
     for spec, message in cases:
         with pytest.raises(ValueError, match=message):
-            run.solve_spec(obj, spec, depsgraph)
+            _solve(run, obj, spec, depsgraph)
     target.location = (math.nan, 0.0, 0.0)
     bpy.context.view_layer.update()
     with pytest.raises(ValueError, match="non-finite"):
-        run.solve_spec(obj, _spec(run, target), bpy.context.evaluated_depsgraph_get())
+        _solve(run, obj, _spec(run, target), bpy.context.evaluated_depsgraph_get())
 
 
 # ---------------------------------------------------------------- nothing stale after an edit
@@ -259,7 +267,7 @@ def test_edit_mode_changes_are_seen(scene, run, monkeypatch):
     _edit(obj, move)
     _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=2)
     fast, _ = _both(run, monkeypatch, obj, spec)
-    assert fast.rig.chain.lengths[1] != pytest.approx(lengths[1], abs=1e-3)
+    assert fast.solution.branch[0].lengths[1] != pytest.approx(lengths[1], abs=1e-3)
 
 
 def test_parent_and_name_changes_are_seen(scene, run, monkeypatch):
@@ -275,11 +283,11 @@ def test_parent_and_name_changes_are_seen(scene, run, monkeypatch):
     _edit(obj, reparent)
     fast, slow = _both(run, monkeypatch, obj, spec)
     _assert_same(run, fast, slow)
-    assert fast.rig.names == ("root", "other", "hand")
+    assert fast.unit.names == ("root", "other", "hand")
     obj.pose.bones["other"].name = "renamed"  # pose-mode rename: the walk follows the bones
     fast, slow = _both(run, monkeypatch, obj, spec)
     _assert_same(run, fast, slow)
-    assert fast.rig.names == ("root", "renamed", "hand")
+    assert fast.unit.names == ("root", "renamed", "hand")
 
 
 def test_rotation_mode_changes_are_seen(scene, run, monkeypatch):
@@ -322,7 +330,7 @@ def test_scale_and_constraint_changes_are_seen(scene, run, monkeypatch):
     _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)
     obj.pose.bones["root"].scale = (1.0, 1.5, 1.0)
     with pytest.raises(ValueError, match="bone 'upper' inherits a non-uniform scale"):
-        run.solve_spec(obj, spec, bpy.context.evaluated_depsgraph_get())
+        _solve(run, obj, spec, bpy.context.evaluated_depsgraph_get())
     obj.pose.bones["root"].scale = (1.5, 1.5, 1.5)
     _solve_and_check(run, monkeypatch, obj, spec, rng, rounds=1)
     obj.pose.bones["hand"].constraints.new("COPY_LOCATION")

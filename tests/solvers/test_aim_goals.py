@@ -256,3 +256,29 @@ def test_an_aim_never_moves_a_reach_and_reports_its_angle_honestly(method, axis,
     tol = solvers.DEFAULT_RELATIVE_TOLERANCE * float(skeleton.lengths[skeleton.branch(ix["head"])].sum())
     assert both.reached == (alone.reached and both.error[1] <= tol)
     assert both.error[1] <= tol  # free neck and head: the aim always lands
+
+
+def test_the_sequence_with_an_aim_takes_per_frame_tolerances_and_continues_in_chunks():
+    """solve_skeleton_sequence with an aim beside reaching hands: a tolerance per frame is each
+    frame's (the aim pass's and the reach's), and two chunks, the second continuing the first's
+    last solution (`previous`), are one call (the bake's carried route, app.bake.bake_unit)."""
+    ix, skeleton, rest = _upper_body()
+    hands = [solvers.Effector(ix[n], position=p) for n, p in HANDS.items()]
+    head_at = skeleton.forward(rest)[1][ix["head"]]
+    looks = head_at + np.array([[1.0, -2.0, 0.9], [0.5, -2.0, 0.5], [-1.0, -1.5, 0.2], [0.2, -2.0, 0.4]])
+    effectors = [*hands, solvers.Effector(ix["head"], position=looks[0], aim_axis="-Z")]
+    positions = np.array([[HANDS["hand.L"], HANDS["hand.R"], p] for p in looks])
+    tolerances = np.array([1e-2, 1e-3, 1e-4, 1e-3])
+    whole = solvers.solve_skeleton_sequence(skeleton, rest, effectors, positions, method="ccd", tolerance=tolerances)
+    for f in range(4):
+        assert np.all(whole.error[f] <= tolerances[f] * 1.000001), (f, whole.error[f])
+    first = solvers.solve_skeleton_sequence(
+        skeleton, rest, effectors, positions[:2], method="ccd", tolerance=tolerances[:2]
+    )
+    second = solvers.solve_skeleton_sequence(
+        skeleton, rest, effectors, positions[2:], method="ccd", tolerance=tolerances[2:], previous=first.local[-1]
+    )
+    np.testing.assert_array_equal(np.concatenate([first.local, second.local]), whole.local)
+    np.testing.assert_array_equal(np.concatenate([first.angles, second.angles]), whole.angles)
+    with pytest.raises(ValueError, match="one per frame"):
+        solvers.solve_skeleton_sequence(skeleton, rest, effectors, positions, method="ccd", tolerance=tolerances[:2])
