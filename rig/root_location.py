@@ -65,6 +65,39 @@ def head_world(obj_eval, name: str) -> Vector:
     return obj_eval.matrix_world @ obj_eval.pose.bones[name].head
 
 
+def played_locations(obj, name: str, action_frames: np.ndarray) -> np.ndarray:
+    """(F, 3) the bone's location channel as it plays at `action_frames` (its keys, else its value)."""
+    from .keys import assigned_fcurves, data_path
+
+    path = data_path(name, "location")
+    out = np.tile(np.array(obj.pose.bones[name].location, dtype=float), (len(action_frames), 1))
+    for fc in assigned_fcurves(obj):
+        if fc.data_path == path and 0 <= fc.array_index < 3:
+            out[:, fc.array_index] = [fc.evaluate(float(f)) for f in action_frames]
+    return out
+
+
+def channel_frames(context, obj, name: str, frames: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """(F, 3, 3) the bone's channel frame (channel_frame) at scene `frames`, on the `rows` asked
+    for (identity elsewhere): its rest matrix where it has no parent (no frame set), else evaluated
+    frame by frame (its parent's pose moves it)."""
+    out = np.tile(np.eye(3), (len(frames), 1, 1))
+    bone = obj.data.bones[name]
+    if bone.parent is None:
+        out[rows] = np.array(bone.matrix_local.to_3x3())
+        return out
+    scene = context.scene
+    frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    try:
+        for row in np.flatnonzero(rows):
+            scene.frame_set(int(frames[row]))
+            obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
+            out[row] = np.array(channel_frame(obj, obj_eval, name))
+    finally:
+        scene.frame_set(frame0, subframe=subframe0)
+    return out
+
+
 def shift_map(obj, obj_eval, name: str, parent: str = "") -> tuple[np.ndarray, np.ndarray]:
     """(current (3,), A (3, 3)): the bone's location channel moving its head by d, a move in bone
     `parent`'s pose space ('' armature space; a unit carried there, rig.sequence.UnitSpace), is

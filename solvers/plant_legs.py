@@ -144,7 +144,7 @@ def reach_lift(held, offsets, hips, reach: float) -> float:
     """How far above `held` (a planted tip, (3,)) it must be held so that the ankle, at held + offset
     on each frame of the hold (`offsets` (k, 3): the input's ankle minus tip, the foot's pitch),
     stays within `reach` of the hip (`hips` (k, 3)) on every frame: 0 when it does already. The
-    hips are not moved (issue 20's `move_root` would lower them instead); a frame whose hip is
+    hips are not moved (a bake with Move Root lowers them instead); a frame whose hip is
     farther than `reach` sideways cannot be helped by height and is left out."""
     held = np.asarray(held, dtype=float)
     offsets, hips = np.asarray(offsets, dtype=float), np.asarray(hips, dtype=float)

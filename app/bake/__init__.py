@@ -201,6 +201,7 @@ def bake_steps(
     specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
     roots = movable_roots(obj, specs)  # Move Root: the top bone's location may be keyed
+    roots += contact_targets.hips_to_lower(obj, specs)  # Move Root on planted legs: their hips
     if stretched or roots:
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
         paths |= {keys.data_path(n, "scale") for n in stretched}
@@ -249,6 +250,8 @@ def bake_steps(
         for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held, root_moved):
             yield "measure"
         contact_targets.measure(context, obj, plants, frames)
+        if plants.hips and plants.chains:
+            root_moved[plants.hips] = plants.hips_moved
     measure_seconds = time.perf_counter() - measure_start
     reasons = {label: why for label, why in solved.reasons.items() if why}
     for report in reports:
@@ -288,7 +291,7 @@ def movable_roots(obj, specs: list[ChainSpec]) -> list[str]:
     out = []
     for unit in groups.units(obj, specs):
         lead = specs[unit.members[0]]
-        if lead.move_root:
+        if lead.move_root and not lead.contacts:  # planted legs: their hips (contact_targets)
             out.append(group_rig(obj, [specs[i] for i in unit.members]).root)
     return out
 

@@ -1,6 +1,7 @@
 """The planted leg's solve for a bake that honours contacts (app.bake.contact_targets): holds solved
 for their targets by the analytic two-bone leg, eases in joint space, the ground clamp after the
-solve, and how far a hold must rise for the leg to reach it (the hips are not moved yet)."""
+solve, and how far a hold must rise for the leg to reach it (without Move Root; with it,
+app.bake.contact_hips lowers the hips instead)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def _frames(seconds: float, fps: float) -> int:
 def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) -> np.ndarray:
     """(F,) the clearance above the ground each hold needs (on its first frame) for the leg to reach
     it on all its frames within REACH_SHARE (solvers.plant_legs.reach_lift; `ankles` (F, 3) the
-    ankle's offset from the held point per frame); 0 elsewhere. The hips do not move (see
-    hip_offsets), so where a capture's foot slid forward during its contact and the leg is nearly
+    ankle's offset from the held point per frame); 0 elsewhere. Where the hips do not move (Move
+    Root off; with it, contact_hips lowers them first and this is 0 but for feet beyond reach
+    sideways), where a capture's foot slid forward during its contact and the leg is nearly
     straight, holding the foot where it landed means holding it above the ground: the figures give
     by how much (`float_largest`). A hold that let the leg straighten instead would miss its point
     and pop the knee."""
@@ -41,7 +43,7 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     return lifts
 
 
-def _positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
+def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
     """The leg's local rotations (F, 3, 4) with its tip on world `target` (F, 3), the foot keeping
     its input world rotation (turned by `tilt` (F, 4), world, where given: the ground's slope),
     and the ankle's world distance from its goal per frame."""
@@ -151,7 +153,7 @@ def solve_leg(
     below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground)."""
-    solved, errors = _positional(leg, plan.target, softness, fps, tilt)
+    solved, errors = positional(leg, plan.target, softness, fps, tilt)
     out, changed = _joint_eases(plan, leg.basis, solved, fps)
     errors = np.where(plan.weight == 1.0, errors, 0.0)
     heads = leg.heads
@@ -165,7 +167,7 @@ def solve_leg(
     if np.any(low):
         lifted = toe.copy()
         lifted[:, 2] = np.maximum(toe[:, 2], floor)
-        clamped, missed = _positional(leg, lifted, softness, fps)
+        clamped, missed = positional(leg, lifted, softness, fps)
         out[low], errors[low], toe[low] = clamped[low], missed[low], lifted[low]
         changed |= low
     return out, errors, changed, toe

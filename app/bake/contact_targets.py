@@ -16,10 +16,10 @@ For each chain with contacts (`ChainSpec.contacts`; it needs no target), over th
    bounds the new keys' interpolation), in each channel's spans (rig.plant_keys): every other
    key, bone and channel as it was.
 
-The hips are not moved: a planted foot beyond the leg's reach is reached as far as the leg
-allows (`unreached` frames in the figures). Moving the root (issue 20's `move_root`) would
-enter at `hip_offsets` below: the hips' per-frame offset, applied to the input pose before the
-legs are solved; none until that lands.
+With Move Root on the first chain with contacts, the hips they hang from are lowered by the
+least amount (smoothly) where a held ankle is beyond its leg's reach (app.bake.contact_hips),
+before the legs are solved, and their location keyed on the frames that changed; without it, a
+hold beyond reach is raised as far as the leg needs (contact_legs.lifts; `float_largest`).
 
 The figures (`ContactFigures`) are measured on the written keys as they play back.
 """
@@ -33,13 +33,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ...rig import keys, plant_curves, plant_keys, plant_read
+from ...rig import keys, plant_curves, plant_keys, plant_read, root_location
 from ...rig.ground import GroundProbe
 from ...rig.read import chain_pose_bones
 from ...solvers import foot_metrics, plant
 from ...solvers.contacts import ContactSettings, contact_runs
 from ..spec import ChainSpec
-from . import contact_legs
+from . import contact_hips, contact_legs
 
 PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
 FROM_CURVES = "legs read from the action's curves"
@@ -66,7 +66,7 @@ class ContactFigures:
     lowest_after: float | None
     angular_before: float  # largest joint angular speed of the chain's bones, radians per second
     angular_after: float
-    root_moved: float  # how far the hips were moved (0: move_root is not there yet)
+    root_moved: float  # the hip joint's largest move on playback (the hips lowered with Move Root, else 0)
     float_largest: float | None  # the held tip's largest height above the ground during holds (None: no ground)
     unreached: int  # frames where the leg could not reach the planted point
     ground: str = ""
@@ -81,7 +81,7 @@ class ContactFigures:
             low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
         miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
         if self.float_largest is not None and self.float_largest > 1e-4:
-            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (the hips not lowered)"
+            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (beyond the leg's reach)"
         return (
             f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
             f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
@@ -120,6 +120,11 @@ class Plants:
     chains: list[PlantedChain] = field(default_factory=list)
     seconds: float = 0.0
     reading: str = FROM_CURVES  # how the legs' input was read (and why not from the curves)
+    hips: str = ""  # the bone lowered for feet beyond reach (contact_hips), or none
+    hips_offset: np.ndarray | None = None  # (F, 3) its world offset per frame
+    hips_values: np.ndarray | None = None  # (F, 3) its location channel, the input's where unchanged
+    hips_keyed: np.ndarray | None = None  # (F,) frames its location is keyed on
+    hips_moved: float = 0.0  # the largest move of the legs' hips on playback (world)
 
     @property
     def reason(self) -> str:
@@ -146,6 +151,13 @@ def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
     except ValueError as exc:
         raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
     return tuple(names)
+
+
+def hips_to_lower(obj, specs: list[ChainSpec]) -> list[str]:
+    """The hips a bake with contacts may key (contact_hips.hips_bone), as a list (none or one)."""
+    planted = [s for s in specs if s.contacts]
+    hips = contact_hips.hips_bone(obj, planted, [leg_bones(obj, s) for s in planted]) if planted else None
+    return [hips] if hips else []
 
 
 def check_alone(obj, specs: list[ChainSpec]) -> None:
@@ -201,13 +213,6 @@ def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray,
             " none; nothing was keyed"
         )
     return heights
-
-
-def hip_offsets(obj, legs: list[plant_read.LegFrames]) -> None:
-    """Where moving the root (issue 20's `move_root`) will enter: the hips' per-frame offset that
-    brings every planted ankle within reach, added to the legs' input before they are solved.
-    None: the root is not moved (not available yet)."""
-    return None
 
 
 def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generator[str, None, tuple[list, str]]:
@@ -275,15 +280,38 @@ def solve_steps(
     flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
     sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
     out = Plants(reading=reading)
-    for spec, names, leg, contacts in zip(planted_specs, legs, sampled, flags, strict=True):
-        length = leg_length(obj, names)
-        toe, heel = leg.toe_world, leg.heel_world
+    hips = contact_hips.hips_bone(obj, planted_specs, legs)
+    steps = []  # per chain: (length, the tip's ground heights, its heel-first plan, the first plan)
+    for spec, leg, contacts in zip(planted_specs, sampled, flags, strict=True):
+        length = leg_length(obj, leg.names)
+        toe = leg.toe_world
         under = ground_under(probe, spec, toe, frames, length)
-        settings = ContactSettings.for_leg(length)
-        down = plant.tip_down(contacts, toe, fps, settings, under)
-        first = plant.heel_first(toe, heel, leg.world_rotations(2), contacts, down)
-        plan = plant.plan(first.points, first.planted, fps, blend, ground=under)
-        if under is not None:  # held as low as the leg reaches (the hips are not moved: see hip_offsets)
+        down = plant.tip_down(contacts, toe, fps, ContactSettings.for_leg(length), under)
+        first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down)
+        steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
+    moved = None
+    if hips is not None:  # the hips lowered where a held ankle is beyond reach (contact_hips)
+        ankles = [
+            plan.target + first.offset + leg.heel_world - leg.toe_world
+            for leg, (_, _, first, plan) in zip(sampled, steps, strict=True)
+        ]
+        moved = contact_hips.offsets(
+            sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps
+        )
+        out.hips, out.hips_offset = hips, moved
+    for spec, names, input_leg, contacts, (length, under, first, plan) in zip(
+        planted_specs, legs, sampled, flags, steps, strict=True
+    ):
+        leg, kept = input_leg, None
+        if moved is not None:  # the hips lowered, the feet kept where the input has them
+            leg, kept = contact_hips.kept_feet(
+                input_leg,
+                contact_hips.shifted(input_leg, moved),
+                # no soft IK: lowered hips are nearer every foot below them than the input's were
+                lambda legs, targets: contact_legs.positional(legs, targets, 0.0, fps)[0],
+            )
+        toe, heel = input_leg.toe_world, input_leg.heel_world
+        if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
             lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
             plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
         offset = np.any(first.offset != 0.0, axis=1)
@@ -299,6 +327,9 @@ def solve_steps(
                 return ground_under(probe, spec, points, frames, length)
 
         solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
+        if kept is not None:  # frames where the hips moved differ from the input's pose
+            solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
+            changed = changed | kept
         keyed = changed.copy()
         keyed[1:] |= changed[:-1]
         keyed[:-1] |= changed[1:]
@@ -314,9 +345,31 @@ def solve_steps(
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
             values.append(table)
-        out.chains.append(PlantedChain(spec, leg, contacts, plan, keyed, values, errors, probe, solved, tips))
+        out.chains.append(PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips))
+    if moved is not None:
+        out.hips_values, out.hips_keyed = _hips_locations(context, obj, hips, frames, sampled[0], moved)
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _hips_locations(context, obj, name: str, frames, leg: plant_read.LegFrames, offset: np.ndarray) -> tuple:
+    """((F, 3) the hips' location channel with the world `offset` (F, 3) applied, (F,) the frames
+    to key: those it changed and the frame either side, at its input value)."""
+    changed = np.any(offset != 0.0, axis=1)
+    keyed = changed.copy()
+    keyed[1:] |= changed[:-1]
+    keyed[:-1] |= changed[1:]
+    values = root_location.played_locations(obj, name, keys.action_frames(obj, frames))
+    if not np.any(changed):
+        return values, keyed
+    armature = np.einsum("fij,fj->fi", np.linalg.inv(leg.world[:, :3, :3]), offset)
+    channel = root_location.channel_frames(context, obj, name, frames, changed)
+    delta = np.zeros_like(values)
+    delta[changed] = np.linalg.solve(channel[changed], armature[changed][:, :, None])[:, :, 0]
+    values = values + delta
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"the lowered location of bone '{name}' is not finite; nothing was keyed")
+    return values, keyed
 
 
 def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[str, int]:
@@ -335,6 +388,15 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
                 written += keys.write_keys_in(fc, at, table[chain.keyed, index], runs, interpolation)
             per_bone[name] = written
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
+    if plants.hips and np.any(plants.hips_keyed):
+        runs = plant_keys.spans(action_frames, plants.hips_keyed)
+        at = action_frames[plants.hips_keyed]
+        path = keys.data_path(plants.hips, "location")
+        written = 0
+        for index in range(3):
+            fc = fcurves.ensure(path, index, plants.hips)
+            written += keys.write_keys_in(fc, at, plants.hips_values[plants.hips_keyed, index], runs, interpolation)
+        per_bone[plants.hips] = per_bone.get(plants.hips, 0) + written
     return per_bone
 
 
@@ -346,7 +408,8 @@ def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
     fps = scene.render.fps / scene.render.fps_base
     after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
     for chain, played in zip(plants.chains, after, strict=True):
-        chain.figures = figures(chain, played, fps, frames)
+        chain.figures = figures(chain, played, fps, frames, bool(plants.hips))
+    plants.hips_moved = max(c.figures.root_moved for c in plants.chains)
 
 
 def _slide(heel, toe, planted, fps) -> Slide:
@@ -362,7 +425,9 @@ def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
     return float(np.min(toe[:, 2] - under))
 
 
-def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames) -> ContactFigures:
+def figures(
+    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
+) -> ContactFigures:
     before, leg = chain.leg, played
     return ContactFigures(
         contacts=len(contact_runs(chain.contacts)),
@@ -373,11 +438,18 @@ def figures(chain: PlantedChain, played: plant_read.LegFrames, fps: float, frame
         lowest_after=_lowest(chain, leg.toe_world, frames),
         angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
         angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
-        root_moved=0.0,
+        root_moved=_hips_moved(before, leg) if hips else 0.0,
         float_largest=_float(chain, leg.toe_world, frames),
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
     )
+
+
+def _hips_moved(before: plant_read.LegFrames, after: plant_read.LegFrames) -> float:
+    """The largest world move of the leg's hip joint (its thigh's head) on playback: only the bones
+    above the leg move it, i.e. the hips a bake lowered."""
+    moved = after.to_world(after.heads[:, 0]) - before.to_world(before.heads[:, 0])
+    return float(np.max(np.linalg.norm(moved, axis=1))) if len(moved) else 0.0
 
 
 def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:

@@ -15,9 +15,12 @@ CONTACTS = [(6, 17), (30, 40)]  # frames keyed planted (inclusive)
 TOE_REST = 0.0
 
 
-def built_walk(ground: float | None = None):
+def built_walk(ground: float | None = None, rise: float = 0.0, knee: float = 0.0):
     """A leg (thigh, shin bent forward, foot; the toe on z = 0 at rest) under hips that walk forward
-    1 cm per frame, bobbing; a 'spine' bone nobody bakes; Contact keyed on CONTACTS (CONSTANT)."""
+    1 cm per frame, bobbing (and rising by `rise` about frame 16, late in the first contact: the
+    planted foot then beyond the leg's reach), the knee bending by `knee` radians and back each
+    second; a 'spine' bone nobody bakes; Contact keyed on
+    CONTACTS (CONSTANT)."""
     obj = make_armature(
         [
             ("hips", (0.1, 0, 1.0), (0.1, 0, 1.1), None, False, 0.0),
@@ -33,8 +36,19 @@ def built_walk(ground: float | None = None):
     scene.frame_start, scene.frame_end = FIRST, LAST
     hips = obj.pose.bones["hips"]
     for frame in range(FIRST, LAST + 1):
-        hips.location = (0.0, 0.005 * np.sin(frame / 3.0), -0.01 * (frame - FIRST))  # bone space: y up the bone
+        up = 0.005 * np.sin(frame / 3.0) + rise * np.exp(-(((frame - 17) / 6.0) ** 2))
+        hips.location = (0.0, up, -0.01 * (frame - FIRST))  # bone space: y up the bone
         hips.keyframe_insert("location", frame=frame)
+    if knee:
+        shin = obj.pose.bones["shin"]
+        for frame in range(FIRST, LAST + 1):
+            shin.rotation_quaternion = (
+                np.cos(knee * np.sin(2 * np.pi * frame / FPS) / 2),
+                np.sin(knee * np.sin(2 * np.pi * frame / FPS) / 2),
+                0,
+                0,
+            )
+            shin.keyframe_insert("rotation_quaternion", frame=frame)
     spine = obj.pose.bones["spine"]
     spine.rotation_mode = "XYZ"
     spine.rotation_euler = (0.1, 0.0, 0.0)
@@ -126,6 +140,69 @@ def test_a_planted_foot_holds_while_the_hips_move_then_eases_back(scene):
     assert not [p for p in keys_after if "spine" in p[0] and "rotation_quaternion" in p[0]]
 
 
+def _speeds(obj, frames) -> np.ndarray:
+    """The leg's local rotations as they play (for the joints' largest angular speed)."""
+    scene, out = bpy.context.scene, []
+    for frame in frames:
+        scene.frame_set(int(frame))
+        out.append([np.array(obj.pose.bones[b].matrix_basis.to_quaternion()) for b in ("thigh", "shin", "foot")])
+    scene.frame_set(FIRST)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("move_root", [True, False])
+def test_a_foot_beyond_reach_lowers_the_hips_instead_of_missing(scene, move_root):
+    from chain_ik.solvers import foot_metrics
+
+    fps = bpy.context.scene.render.fps
+    # The reference: the same walk with its foot within reach, baked (its plant alone already turns
+    # the built leg faster than its input: the hips walk on 11 cm while the foot holds).
+    reachable = built_walk(ground=0.0, knee=0.15)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    reference = foot_metrics.largest_angular_speed(_speeds(reachable, FRAMES), fps)
+    for old in (reachable, reachable.chain_ik.ground):
+        bpy.data.objects.remove(old)
+    obj = built_walk(ground=0.0, rise=0.06, knee=0.15)
+    obj.chain_ik.chains[0].move_root = move_root
+    before = toe_track(obj, FRAMES)
+    rotations_before = _speeds(obj, FRAMES)
+    hips_before = fcurve_state(obj)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    after = toe_track(obj, FRAMES)
+    figures = obj.chain_ik.chains[0].contact_figures
+    start, end = CONTACTS[0]
+    held = after[start - FIRST : end - FIRST + 1]
+    hips_after = fcurve_state(obj)
+    hips_paths = [p for p in hips_before if '"hips"' in p[0] and "location" in p[0]]
+    if not move_root:  # today's behaviour: the hold raised as far as the leg reaches, the hips kept
+        assert held[:, 2].max() > 1e-3, held[:, 2]
+        assert all(np.array_equal(hips_after[p], hips_before[p]) for p in hips_paths)
+        assert "root moved 0.0 mm" in figures and "beyond the leg's reach" in figures
+        return
+    # The hips went down (their location keyed on the frames it changed only) and the planted
+    # foot holds at ground level to 1e-4 on every frame of its contact.
+    assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
+    assert np.abs(held[:, 2]).max() < 1e-4, held[:, 2]
+    assert after[:, 2].min() > -1e-4  # the ground is never crossed
+    # The hips only went down (their bone's y is world up), keyed where they did, else untouched.
+    up = [p for p in hips_paths if p[1] == 1][0]
+    assert np.array_equal(hips_after[up][:, 0], hips_before[up][:, 0])  # no key added or removed
+    drop = hips_after[up][:, 1] - hips_before[up][:, 1]
+    assert drop.min() < -0.01 and drop.max() <= 0.0 and np.count_nonzero(drop == 0.0) > 5
+    for p in hips_paths:
+        if p != up:
+            assert np.array_equal(hips_after[p], hips_before[p]), p
+    moved = float(figures.split("root moved ")[1].split(" mm")[0])
+    assert 10.0 < moved < 80.0, figures
+    # No new pop: the leg's joints turn at most 1.1x as fast as on the reachable walk's bake (the
+    # hold raised instead turns them 1.7x as fast).
+    speed = [foot_metrics.largest_angular_speed(r, fps) for r in (rotations_before, _speeds(obj, FRAMES))]
+    assert speed[1] <= 1.1 * reference, np.degrees([*speed, reference])
+    # The second contact, reachable, is planted as without Move Root.
+    start, end = CONTACTS[1]
+    assert np.max(np.linalg.norm(after[start - FIRST : end - FIRST + 1] - before[start - FIRST], axis=1)) < 1e-4 + 1e-2
+
+
 def test_the_report_gives_the_figures_and_the_panel_keeps_them(scene):
     obj = built_walk(ground=0.0)
     from chain_ik.app import bake as baking
@@ -186,7 +263,7 @@ def test_contact_keys_survive_save_reload_and_a_rebake_uses_their_edits(scene, t
     assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
 
 
-@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg"])
+@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked"])
 def test_bad_input_is_refused_and_changes_nothing(scene, case):
     obj = built_walk()
     item = obj.chain_ik.chains[0]
@@ -196,6 +273,7 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
         "no tip": "no tip bone",
         "ground not a mesh": "is not a mesh",
         "not a leg": "leg of three bones",
+        "hips locked": "locked F-Curves",
     }[case]
     if case == "no frames":
         arguments["frame_end"] = FIRST - 1
@@ -204,6 +282,13 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
     elif case == "ground not a mesh":
         obj.chain_ik.ground = add_empty("Floor")
         bpy.context.view_layer.objects.active = obj
+    elif case == "hips locked":  # Move Root would key the hips' location: locked, it is refused
+        item.move_root = True
+        from chain_ik.rig import keys
+
+        for fc in keys.assigned_fcurves(obj):
+            if fc.data_path.endswith('"hips"].location'):
+                fc.lock = True
     else:
         item.chain_length = 2
     state = fcurve_state(obj)
@@ -314,3 +399,21 @@ def test_align_to_ground_tilts_a_planted_foot_with_the_slope(scene):
         assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
         # On the slope's surface: z = y tan(10°) (the plane turns about the world X axis).
         assert abs(held[0][2] - held[0][1] * math.tan(math.radians(10.0))) < 1e-4
+
+
+def test_the_hips_drop_is_the_least_and_eased(scene):
+    """contact_hips: the drop puts a held ankle exactly at the reach (none where it is within it),
+    and the envelope covers every frame's need, easing it out over the blend either side."""
+    from chain_ik.app.bake import contact_hips
+
+    hips = np.array([[0.0, 0.0, 1.0]] * 3)
+    ankles = np.array([[0.0, 0.3, 0.1], [0.0, 0.3, 0.1], [0.0, 0.0, 0.5]])
+    drops = contact_hips.least_drops(ankles, hips, np.array([True, False, True]), 0.9)
+    lowered = hips[0] - [0.0, 0.0, drops[0]]
+    assert np.isclose(np.linalg.norm(ankles[0] - lowered), 0.9) and drops[1] == 0.0 == drops[2]
+    need = np.zeros(21)
+    need[10] = 0.05
+    out = contact_hips.envelope(need, 4.0)
+    assert np.all(out >= need) and out[10] == 0.05
+    assert np.all(np.diff(out[:11]) >= 0.0) and np.all(np.diff(out[10:]) <= 0.0)
+    assert out[4] == 0.0 == out[16] and out[6] > 0.0

@@ -1,0 +1,148 @@
+"""The hips lowered for planted feet beyond reach (issue 21 item 2: "the unit's movable root
+(move_root) lowers or shifts the hips by the least amount"), for app.bake.contact_targets.
+
+Switch: the first chain with contacts has Move Root on. The hips: the nearest bone all the
+planted legs hang from whose head is free (not connected to its parent), e.g. the CMU rig's hips.
+Per frame, the least downward offset of the hips (world) that brings every held ankle within
+REACH_SHARE of its leg's reach (less the chain's soft-IK zone, where soft IK would pull the
+ankle short of its goal); then a one-sided envelope (each frame's need eased out over
+EASE_SECONDS (at least `contact_blend` frames) either side, the largest taken), so the hips go down before the leg
+straightens and come back up after, without a new pop. A held ankle the hips cannot bring within
+reach by going down (farther sideways than the reach) keeps today's hold lift.
+
+The offset moves the legs' input (every joint of a leg translates with the hips), the legs are
+then solved as before; the hips' location channel is keyed on the frames it changed (and the
+frame either side, at its input value), through rig.root_location's channel frame."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...rig import plant_read
+from ...solvers import plant, plant_legs, quat
+from ..spec import ChainSpec
+from .contact_legs import REACH_SHARE
+
+# The hips go down where a held ankle would be farther than this share of its leg's length from
+# the hip: short of a straight knee, whose angle changes fastest as the hip moves.
+HIPS_SHARE = 0.97
+# The hips' lowering eases in and out over at least this long (and at least the contact blend):
+# a quicker one turns the knee faster than the capture does.
+EASE_SECONDS = 0.3
+
+
+def hips_bone(obj, specs: list[ChainSpec], legs: list[tuple[str, str, str]]) -> str | None:
+    """The hips bone to lower (None: the first chain with contacts has Move Root off), or
+    ValueError naming why the planted legs have none."""
+    if not specs or not specs[0].move_root:
+        return None
+    bones = obj.data.bones
+    shared = None
+    for names in legs:
+        above = [b.name for b in bones[names[0]].parent_recursive]
+        shared = above if shared is None else [n for n in shared if n in above]
+    for name in shared or []:
+        if not bones[name].use_connect:
+            return name
+    raise ValueError(
+        f"Move Root on '{specs[0].label}': its planted legs hang from no common bone whose head can move"
+        " (a parent of every thigh, not connected to its own parent); turn Move Root off; nothing was keyed"
+    )
+
+
+def least_drops(ankles: np.ndarray, hips: np.ndarray, held: np.ndarray, reach: float) -> np.ndarray:
+    """(F,) how far (world, down) the hip must go on each frame so that the ankle (F, 3) is within
+    `reach` of it (F, 3) on the `held` (F,) frames; 0 elsewhere and where it is already, and the
+    best a vertical move can do (the hip level with the ankle) where the ankle is farther than
+    `reach` sideways."""
+    side = np.linalg.norm((ankles - hips)[:, :2], axis=1)
+    room = np.sqrt(np.maximum(reach * reach - side * side, 0.0))
+    drop = hips[:, 2] - ankles[:, 2] - room
+    return np.where(held, np.maximum(drop, 0.0), 0.0)
+
+
+def envelope(need: np.ndarray, blend: float) -> np.ndarray:
+    """(F,) at least `need` (F,) on every frame, each frame's need eased (plant.ease) to nothing
+    over `blend` frames either side: the largest of those bumps (a one-sided envelope)."""
+    out = need.copy()
+    span = max(1, int(np.ceil(blend)))
+    frames = len(need)
+    for k in range(1, span + 1):
+        weight = float(plant.ease(np.array([k]), span + 1)[0])
+        if weight <= 0.0:
+            break
+        out[k:] = np.maximum(out[k:], weight * need[:-k] if k < frames else out[k:])
+        out[:-k] = np.maximum(out[:-k], weight * need[k:] if k < frames else out[:-k])
+    return out
+
+
+def reach_of(leg: plant_read.LegFrames, softness: float) -> float:
+    """The world distance a held ankle is kept within from its hip: REACH_SHARE of the leg, and
+    inside the soft-IK zone (solvers.common.soft) where the chain has softness."""
+    heads = leg.heads[0]
+    scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
+    length = scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
+    return min(HIPS_SHARE, REACH_SHARE, 1.0 - float(softness)) * length
+
+
+def offsets(legs, plans, ankles, softness, blend: float, fps: float) -> np.ndarray:
+    """(F, 3) the hips' world offset per frame (down only) for every leg's held ankle (`ankles`:
+    per leg (F, 3) world, where its plan holds it)."""
+    need = np.zeros(len(plans[0].weight))
+    for leg, plan, ankle, soft in zip(legs, plans, ankles, softness, strict=True):
+        hips = leg.to_world(leg.heads[:, 0])
+        need = np.maximum(need, least_drops(ankle, hips, plan.weight == 1.0, reach_of(leg, soft)))
+    out = np.zeros((len(need), 3))
+    out[:, 2] = -envelope(need, max(blend, EASE_SECONDS * fps))
+    return out
+
+
+def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFrames:
+    """The leg's input with its hips moved by `offset` (F, 3) world: every joint translated."""
+    local = np.einsum("fij,fj->fi", np.linalg.inv(leg.world[:, :3, :3]), offset)
+    return plant_read.LegFrames(
+        leg.names,
+        leg.modes,
+        leg.world,
+        leg.heads + local[:, None, :],
+        leg.toe + local,
+        leg.rotations,
+        leg.basis,
+        leg.values,
+    )
+
+
+def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> tuple:
+    """(the leg as its input would be with the hips lowered and its foot kept where the input has
+    it (world): the input the plant then eases to and from, (F,) the frames that differ from the
+    input). `moved`: the leg shifted with the hips (`shifted`); `solve(leg, targets)`: the planted
+    leg's positional solve (contact_legs), giving (F, 3, 4) local rotations. Without it a lowered
+    hip would drop the swinging foot with it."""
+    changed = np.any(moved.heads[:, 0] != leg.heads[:, 0], axis=1)
+    if not np.any(changed):
+        return moved, changed
+    basis = np.where(changed[:, None, None], solve(moved, leg.toe_world), moved.basis)
+    heads = moved.heads
+    knee, ankle, toe = plant_legs.leg_points(
+        heads[:, 0], heads[:, 1], heads[:, 2], moved.toe, moved.rotations, moved.basis, basis
+    )
+    rotations = np.empty_like(moved.rotations)
+    turn = None
+    for b in range(3):  # each bone's armature-space turn: its parent's times its own (leg_points)
+        own = quat.multiply(
+            quat.multiply(moved.rotations[:, b], quat.conjugate(moved.basis[:, b])),
+            quat.multiply(basis[:, b], quat.conjugate(moved.rotations[:, b])),
+        )
+        turn = own if turn is None else quat.multiply(turn, own)
+        rotations[:, b] = quat.normalize(quat.multiply(turn, moved.rotations[:, b]))
+    kept = plant_read.LegFrames(
+        moved.names,
+        moved.modes,
+        moved.world,
+        np.stack([heads[:, 0], knee, ankle], axis=1),
+        toe,
+        rotations,
+        basis,
+        moved.values,
+    )
+    return kept, changed
