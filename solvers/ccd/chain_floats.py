@@ -7,6 +7,9 @@ from math import sqrt
 from ..common.float_loop import Solve, iterated
 from ..maths.floats import swing
 
+# A target nearer a pivot than 1e-12 of the tip's distance gives that joint no direction to turn by.
+PIVOT = 1e-24
+
 
 def solver(tolerance: float, cap: int, options: dict) -> Solve:
     """CCD's float solve (the registry's float kernel; CCD has no options)."""
@@ -36,8 +39,10 @@ def make_step(lengths: tuple, fallbacks: tuple, target: tuple):
             vx, vy, vz = tx - ox, ty - oy, tz - oz  # pivot to target
             uu = ux * ux + uy * uy + uz * uz
             vv = vx * vx + vy * vy + vz * vz
-            if not (uu > 0.0 and vv > 0.0):
-                continue  # tip or target on the pivot: the turn is undefined
+            if not (uu > 0.0 and vv > PIVOT * uu):
+                # Tip or target on the pivot (to rounding: a direction from a denormal offset
+                # underflows to a zero quaternion): the turn is undefined.
+                continue
             r, s = sqrt(uu), sqrt(vv)
             dot = ux * vx + uy * vy + uz * vz
             if dot >= 0.0:
