@@ -59,15 +59,18 @@ def read_unit(
     from_rest: bool = False,
     weights=None,
     layout: tree.TreeLayout | None = None,
+    rotations: dict | None = None,
 ) -> UnitRead:
     """The unit of `chains` [(tip, chain_count, use_tail)] of `obj` (the original; `obj_eval` its
     evaluated object). `use_limits`: the bones' IK settings as joint limits; `from_rest`: the
     unit's bones at their rest rotations (Compare Solvers); `weights`: per tree bone its ik_stretch
     where it stretches (`tree_layout(obj, chains).names` order), read unstretched (rig.stretch);
-    `layout`: `tree.tree_layout(obj, chains, hinges=True)` when the caller has it."""
+    `layout`: `tree.tree_layout(obj, chains, hinges=True)` when the caller has it; `rotations`
+    (bone -> local Quaternion): a bake's previous frame's solution in place of those bones'
+    evaluated rotations (rig.fk)."""
     layout = tree.tree_layout(obj, chains, hinges=True) if layout is None else layout
     names = layout.names
-    rotations = {n: Quaternion() for n in names} if from_rest else {}
+    rotations = {n: Quaternion() for n in names} if from_rest else dict(rotations or {})
     scales = {}
     if weights is not None:
         bones = obj_eval.pose.bones
