@@ -79,6 +79,7 @@ class SpaceView:
         self.obj, self.parent = obj_eval, parent
         self.to_parent = obj_eval.pose.bones[parent].matrix.inverted()
         self.scales: dict = {}  # nothing read unstretched (rig.tree checks the evaluated pose)
+        self.rotations: dict = {}  # no rotation replaced: the local rotations are the evaluated ones
 
     def matrix(self, name: str) -> Matrix:
         if name == self.parent:
