@@ -7,7 +7,7 @@ A lone chain is a unit of one: the same reading as a group's, read once. Inside 
 - the pose matrices are kept with the writer's quaternion kernel terms (`read.tree_terms`), or why
   that kernel cannot serve (then Bone.convert_local_to_pose writes);
 - IK stretch of one effector (not a pin) is planned as a chain's, in float64 straight to the target
-  (`stretch_branch`, as rig.stretch.read_stretched); a group's per branch with the tree's slack
+  (`stretch_branch`; Solve and the bake alike); a group's per branch with the tree's slack
   (rig.stretch.stretch_tree).
 """
 

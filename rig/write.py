@@ -1,4 +1,5 @@
-"""Turn solved armature-space rotations into each chain bone's own channels, and write them.
+"""The pieces of turning solved armature-space rotations into bones' own channels (rig.tree_write
+uses them), and writing channel values.
 
 The solver returns, per bone, the armature-space rotation R_i taking the bone
 from its current orientation to its solved one. The new pose matrix is
@@ -102,7 +103,7 @@ def snapshot(obj, names) -> dict[str, tuple[float, ...]]:
 
 
 def apply(obj, values: dict[str, tuple[float, ...]]) -> None:
-    """Write channel values (from compute_pose or snapshot) to the original object's bones."""
+    """Write channel values (a PoseWrite's, or a snapshot) to the original object's bones."""
     pose_bones = obj.pose.bones
     for name, vals in values.items():
         modes.set_values(pose_bones[name], vals)
