@@ -1,7 +1,7 @@
 """The bridge between Blender data and the numpy solvers (the only bpy<->numpy math)."""
 
 from . import ik_settings, keying_set, keys, read, root_location, stretch, tree, unevaluated, unit
-from .fk import PoseFK, read_chain_posed
+from .fk import PoseFK
 from .modes import EULER_ORDERS, ROTATION_MODES
 from .read import RigChain, chain_bone_names, read_chain
 from .space import (
@@ -17,10 +17,8 @@ from .write import (
     PoseWrite,
     apply,
     apply_channels,
-    compute_pose,
     snapshot,
     snapshot_channels,
-    solved_pose_matrices,
 )
 
 __all__ = [
@@ -39,10 +37,8 @@ __all__ = [
     "PoseWrite",
     "apply",
     "apply_channels",
-    "compute_pose",
     "snapshot",
     "snapshot_channels",
-    "solved_pose_matrices",
     "keys",
     "unevaluated",
     "evaluated",
@@ -53,5 +49,4 @@ __all__ = [
     "unit",
     "root_location",
     "PoseFK",
-    "read_chain_posed",
 ]

@@ -16,10 +16,9 @@ the cost of a few mathutils products per bone and no extra depsgraph update.
 
 from __future__ import annotations
 
-import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
-from .read import RigChain, assemble, chain_bone_names, check_rigid_pose
+from .read import check_rigid_pose
 
 
 class PoseFK:
@@ -90,22 +89,3 @@ class PoseFK:
             )
             check_rigid_pose(pbone, self.matrix(name), basis)
 
-
-def read_chain_posed(
-    obj_eval, tip: str, length: int, use_tail: bool, rotations: dict[str, Quaternion], use_limits: bool = False
-) -> RigChain:
-    """Like `read.read_chain`, with `rotations` replacing the local rotations of those bones.
-
-    The rigidity check of `read_chain` is not repeated (the bake runs it on its first frame)."""
-    names = chain_bone_names(obj_eval, tip, length, use_tail)
-    fk = PoseFK(obj_eval, rotations)
-    mats = tuple(fk.matrix(n) for n in names)
-    if use_tail:
-        reach = fk.matrix(tip) @ Vector((0.0, obj_eval.pose.bones[tip].bone.length, 0.0))
-    else:
-        reach = fk.matrix(tip).translation
-    points = np.array([m.translation[:] for m in mats] + [reach[:]], dtype=float)
-    parent = obj_eval.pose.bones[names[0]].parent
-    parent_matrix = None if parent is None else fk.matrix(parent.name)
-    bones = [obj_eval.pose.bones[n] for n in names]
-    return assemble(names, tip, use_tail, bones, mats, points, parent_matrix, use_limits)

@@ -213,26 +213,6 @@ def read_chain(
     return RigChain(tuple(names), tip, use_tail, tuple(mats), parent_matrix, chain, tuple(constrained), terms)
 
 
-def assemble(
-    names,
-    tip: str,
-    use_tail: bool,
-    bones,
-    mats,
-    points,
-    parent_matrix: Matrix | None,
-    use_limits: bool,
-    why: str = "the chain is posed from given rotations, not read",
-) -> RigChain:
-    """The RigChain of chain bones posed at `mats` (armature space) reaching `points[-1]`
-    ((n+1, 3), an array or rows of floats): the solver's Chain with frames, and joint
-    limits from the bones' IK settings if asked. `why`: why the writer's quaternion kernel is
-    not given terms for this pose (see PoseTerms)."""
-    frames = [m.to_quaternion().normalized() for m in mats]
-    chain = _solver_chain(tip, bones, frames, points, parent_matrix, use_limits)
-    return RigChain(names, tip, use_tail, mats, parent_matrix, chain, pose_terms=why)
-
-
 def _solver_chain(
     tip: str, bones, frames, points, parent_matrix: Matrix | None, use_limits: bool, floats: bool = False
 ) -> Chain:

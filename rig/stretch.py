@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-from mathutils import Matrix, Quaternion, Vector
+from mathutils import Vector
 
-from ..solvers import quat
 from ..solvers import stretch as plan_stretch
 from ..solvers.skeleton_stretch import stretch_skeleton
 from . import fk, read
@@ -46,77 +44,13 @@ def weights(obj_eval, tip: str, length: int, use_tail: bool, use_stretch: bool) 
         bones, _ = read.chain_pose_bones(obj_eval, tip, length, use_tail)
     except ValueError:
         return None  # the ordinary read reports it
-    return bone_weights(bones)
-
-
-def bone_weights(bones) -> list[float] | None:
-    """`weights` of the chain's pose bones (root first, as read.chain_pose_bones gives them), for a
-    chain that stretches."""
     w = [float(b.ik_stretch) for b in bones]
     return w if any(x > 0.0 for x in w) else None
 
 
-def read_stretched(
-    obj_eval,
-    tip: str,
-    length: int,
-    use_tail: bool,
-    use_limits: bool,
-    w: list[float],
-    target,
-    rotations=None,
-    from_rest: bool = False,
-    softness: float = 0.0,
-):
-    """(RigChain with the planned stretch applied, own Y channel per stretchable bone name).
-
-    `target`: the goal in armature space; `softness` (soft IK): planned for the soft stretch
-    (solvers.stretch.stretch_points), after which a chain that stretched (`stretched`) is solved
-    to the target itself. `rotations` (bone -> local Quaternion): a bake's
-    previous solution replacing those bones' evaluated rotations (see rig.fk); `from_rest`: the
-    chain bones at their rest rotations (Compare Solvers). Raises ValueError as
-    read.read_chain does."""
-    bones, end = read.chain_pose_bones(obj_eval, tip, length, use_tail)
-    names = tuple(b.name for b in bones)
-    if from_rest:
-        rotations = {n: Quaternion() for n in names}
-    unstretched = {}  # the stretchable bones' scale channels with Y (Chain IK's) back at 1
-    for b, wi in zip(bones, w, strict=True):
-        if wi > 0.0:
-            x, _, z = b.scale
-            unstretched[b.name] = Vector((x, 1.0, z))
-    inherit = [b.bone.inherit_scale in INHERITS_Y for b in bones]
-    pose = fk.PoseFK(obj_eval, rotations or {}, unstretched)
-    mats = [pose.matrix(n) for n in names]
-    tip_matrix = pose.matrix(tip)
-    end_point = tip_matrix @ Vector((0.0, end.bone.length, 0.0)) if use_tail else tip_matrix.translation
-    # Float64 from here on (mathutils is float32): see solvers.stretch.stretch_points.
-    points = [tuple(map(float, m.translation)) for m in mats] + [tuple(map(float, end_point))]
-    if not all(map(math.isfinite, (c for p in points for c in p))):
-        raise ValueError(f"the pose of chain '{tip}' is not finite")
-    for b, m in zip(bones, mats, strict=True):
-        q = (rotations or {}).get(b.name)
-        basis = Matrix.LocRotScale(
-            b.location, b.matrix_basis.to_quaternion() if q is None else q, unstretched.get(b.name, b.scale)
-        )
-        read.check_rigid_pose(b, m, basis)
-    # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).
-    frames = quat.to_matrix(quat.normalize(np.array([m.to_quaternion()[:] for m in mats]))).tolist()
-    goal = tuple(map(float, target))
-    links, world, channels, new_points = plan_stretch.stretch_points(points, frames, w, inherit, goal, softness)
-    check_followed(bones, links, world, bent=bool(softness))
-    new_mats = tuple(m @ Matrix.Diagonal((1.0, c, 1.0, 1.0)) for m, c in zip(mats, world, strict=True))
-    parent = bones[0].parent
-    parent_matrix = None if parent is None else pose.matrix(parent.name)
-    why = "IK stretch scales the bones"
-    rig_chain = read.assemble(names, tip, use_tail, bones, new_mats, new_points, parent_matrix, use_limits, why)
-    scales = {n: y for n, y, wi in zip(names, channels, w, strict=True) if wi > 0.0}
-    return rig_chain, scales
-
-
 def stretched(scales: dict[str, float]) -> bool:
-    """Whether `read_stretched`'s own Y channels lengthen anything (soft IK then solves the target
-    itself: the soft stretch already bends the chain as the soft chain bends)."""
+    """Whether own Y channels (rig.unit.stretch_branch, `stretch_tree`) lengthen anything (soft IK
+    then solves the target itself: the soft stretch already bends the chain as the soft chain bends)."""
     return any(y != 1.0 for y in scales.values())
 
 

@@ -42,13 +42,16 @@ def tree_pose(
     return _channels(obj, names, [Quaternion(q) for q in rows.tolist()], starts, influence, use_locks, previous)
 
 
-def unit_pose(obj, unit, solution, influence: float = 1.0, use_locks: bool = True) -> PoseWrite:
+def unit_pose(
+    obj, unit, solution, influence: float = 1.0, use_locks: bool = True, starts=None, previous: dict | None = None
+) -> PoseWrite:
     """Channel values putting `unit`'s bones (a rig.unit.UnitRead of `obj`, the original) in the pose
-    of `solution` (solvers.solve_skeleton's), blended by `influence` from the current channels."""
+    of `solution` (solvers.solve_skeleton's), blended by `influence` from the current channels (a
+    bake: from `starts`, per bone its input Quaternion, continuous with `previous` channel values)."""
     if not (0.0 <= influence <= 1.0):
         raise ValueError(f"influence must be within 0..1, got {influence}")
     if solution.branch is not None:
-        return _channels(obj, unit.names, _turned(obj, unit, solution.branch), None, influence, use_locks)
+        return _channels(obj, unit.names, _turned(obj, unit, solution.branch), starts, influence, use_locks, previous)
     rows = np.asarray(solution.local, dtype=float)
     if rows.shape != (len(unit.names), 4) or not np.isfinite(rows).all():
         raise ValueError("the solved rotations are not finite; pose left unchanged")
@@ -58,7 +61,7 @@ def unit_pose(obj, unit, solution, influence: float = 1.0, use_locks: bool = Tru
         rows = rows.copy()
         rows[list(hinges)] = q64.multiply(q64.conjugate(unit.layout.rests[list(hinges)]), frames[list(hinges)])
     quats = [Quaternion(q) for q in rows.tolist()]
-    return _channels(obj, unit.names, quats, None, influence, use_locks)
+    return _channels(obj, unit.names, quats, starts, influence, use_locks, previous)
 
 
 def _turned(obj, unit, branch) -> list[Quaternion]:

@@ -7,7 +7,7 @@ A lone chain is a unit of one: the same reading as a group's, read once. Inside 
 - the pose matrices are kept with the writer's quaternion kernel terms (`read.tree_terms`), or why
   that kernel cannot serve (then Bone.convert_local_to_pose writes);
 - IK stretch of one effector (not a pin) is planned as a chain's, in float64 straight to the target
-  (`stretch_branch`, as rig.stretch.read_stretched); a group's per branch with the tree's slack
+  (`stretch_branch`; Solve and the bake alike); a group's per branch with the tree's slack
   (rig.stretch.stretch_tree).
 """
 
@@ -59,15 +59,18 @@ def read_unit(
     from_rest: bool = False,
     weights=None,
     layout: tree.TreeLayout | None = None,
+    rotations: dict | None = None,
 ) -> UnitRead:
     """The unit of `chains` [(tip, chain_count, use_tail)] of `obj` (the original; `obj_eval` its
     evaluated object). `use_limits`: the bones' IK settings as joint limits; `from_rest`: the
     unit's bones at their rest rotations (Compare Solvers); `weights`: per tree bone its ik_stretch
     where it stretches (`tree_layout(obj, chains).names` order), read unstretched (rig.stretch);
-    `layout`: `tree.tree_layout(obj, chains, hinges=True)` when the caller has it."""
+    `layout`: `tree.tree_layout(obj, chains, hinges=True)` when the caller has it; `rotations`
+    (bone -> local Quaternion): a bake's previous frame's solution in place of those bones'
+    evaluated rotations (rig.fk)."""
     layout = tree.tree_layout(obj, chains, hinges=True) if layout is None else layout
     names = layout.names
-    rotations = {n: Quaternion() for n in names} if from_rest else {}
+    rotations = {n: Quaternion() for n in names} if from_rest else dict(rotations or {})
     scales = {}
     if weights is not None:
         bones = obj_eval.pose.bones

@@ -1,4 +1,5 @@
-"""Turn solved armature-space rotations into each chain bone's own channels, and write them.
+"""The pieces of turning solved armature-space rotations into bones' own channels (rig.tree_write
+uses them), and writing channel values.
 
 The solver returns, per bone, the armature-space rotation R_i taking the bone
 from its current orientation to its solved one. The new pose matrix is
@@ -15,15 +16,12 @@ failure never leaves a half-written pose.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass, field
 
-import numpy as np
 from mathutils import Matrix, Quaternion
 
 from . import modes
-from .read import PoseTerms, RigChain
+from .read import PoseTerms
 
 
 @dataclass(frozen=True)
@@ -43,30 +41,6 @@ class PoseWrite:
     locations_before: dict[str, tuple[float, float, float]] = field(default_factory=dict, compare=False)
 
 
-def _rotation_rows(rig: RigChain, rotations) -> list:
-    """The solver's (n, 4) rotations (an array, or the rows of floats `Solution.rows()` gives) as
-    rows of floats, or ValueError."""
-    if type(rotations) is list and len(rotations) == rig.n_bones and set(map(len, rotations)) == {4}:
-        rows = rotations  # the float kernel's own rows: no array round trip
-    else:
-        rot = np.asarray(rotations, dtype=float)
-        if rot.shape != (rig.n_bones, 4):
-            raise ValueError("the solver returned invalid rotations")
-        rows = rot.tolist()
-    try:
-        finite = all(map(math.isfinite, itertools.chain.from_iterable(rows)))
-    except TypeError:
-        finite = False
-    if not finite:
-        raise ValueError("the solver returned invalid rotations")
-    return rows
-
-
-def solved_pose_matrices(rig: RigChain, rotations: np.ndarray) -> list[Matrix]:
-    """New armature-space pose matrices of the chain bones, root first."""
-    return turned_matrices(rig.pose_matrices, range(-1, rig.n_bones - 1), _rotation_rows(rig, rotations))
-
-
 def turned_matrices(olds, parents, rows: list) -> list[Matrix]:
     """New armature-space pose matrices of bones posed at `olds` (parents first; `parents`: each
     one's index, -1 for a root) turned by the rows of floats `rows` (w, x, y, z) about their
@@ -84,58 +58,6 @@ def turned_matrices(olds, parents, rows: list) -> list[Matrix]:
         out.append(new)
         turns.append(r)
     return out
-
-
-def compute_pose(
-    obj,
-    rig: RigChain,
-    rotations: np.ndarray | list,
-    influence: float = 1.0,
-    previous: dict[str, tuple[float, ...]] | None = None,
-    blend_from: dict[str, Quaternion] | None = None,
-    use_locks: bool = True,
-) -> PoseWrite:
-    """Channel values that put `rig`'s bones of `obj` (the original object) in the solved pose:
-    `rotations` (n, 4), an array or rows of floats (`solvers.Solution.rows()`).
-
-    `influence` blends each bone's local rotation from the current one (0) to
-    the solved one (1), like a constraint's influence. Baking passes the
-    previous frame's values (`previous`: continuity and locks) and the
-    animated rotation at this frame (`blend_from`: what influence blends from)
-    instead of the bones' current values. `use_locks` off turns locked channels too, as
-    Blender's IK constraint does.
-    """
-    if not (0.0 <= influence <= 1.0):
-        raise ValueError(f"influence must be within 0..1, got {influence}")
-    pose_bones = obj.pose.bones
-    if isinstance(rig.pose_terms, PoseTerms):
-        local_rotations = turned_locals(rig.pose_terms, _rotation_rows(rig, rotations))
-    else:
-        parents = range(-1, rig.n_bones - 1)
-        matrices = solved_pose_matrices(rig, rotations)
-        local_rotations = converted_locals(pose_bones, rig.names, parents, (rig.parent_matrix,), matrices)
-    values: dict[str, tuple[float, ...]] = {}
-    before: dict[str, tuple[float, ...]] = {}
-    locked, constrained = [], []
-    for name, q in zip(rig.names, local_rotations, strict=True):
-        pbone = pose_bones[name]
-        mode = pbone.rotation_mode
-        current = before[name] = modes.channel_values(pbone, mode)
-        if influence < 1.0:
-            start = blend_from[name] if blend_from is not None else modes.to_quaternion(mode, current)
-            q = start.slerp(q, influence)
-        lock, four, lock_w = modes.locks(pbone) if use_locks else modes.NO_LOCKS
-        vals = modes.values_in_mode(mode, q, current if previous is None else tuple(previous[name]), lock, four, lock_w)
-        if not all(map(math.isfinite, vals)):
-            raise ValueError(f"the solved rotation of bone '{name}' is not finite; pose left unchanged")
-        values[name] = vals
-        if lock[0] or lock[1] or lock[2] or lock_w:
-            locked.append(name)
-    if rig.constrained is not None:
-        constrained = list(rig.constrained)
-    else:
-        constrained = [n for n in rig.names if any(c.enabled and c.influence > 0.0 for c in pose_bones[n].constraints)]
-    return PoseWrite(values, tuple(locked), tuple(constrained), before)
 
 
 def turned_locals(terms: PoseTerms, rows: list) -> list[Quaternion]:
@@ -181,7 +103,7 @@ def snapshot(obj, names) -> dict[str, tuple[float, ...]]:
 
 
 def apply(obj, values: dict[str, tuple[float, ...]]) -> None:
-    """Write channel values (from compute_pose or snapshot) to the original object's bones."""
+    """Write channel values (a PoseWrite's, or a snapshot) to the original object's bones."""
     pose_bones = obj.pose.bones
     for name, vals in values.items():
         modes.set_values(pose_bones[name], vals)

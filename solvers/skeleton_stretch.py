@@ -31,7 +31,7 @@ from .stretch import plan, reach
 # pose that reaches is straight, which the tree kernels approach slowly while the other effectors
 # pull on the shared bones (FABRIK: 100 iterations and 2.8e-4 off on a 3-unit branch); a little
 # slack leaves a slight bend they close at once. (A chain alone is solved straight in float64:
-# rig.stretch.read_stretched.)
+# rig.unit.stretch_branch.)
 SLACK = 1e-3
 
 

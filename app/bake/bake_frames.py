@@ -12,8 +12,7 @@ import numpy as np
 from ... import rig
 from ...rig import modes, sequence
 from ..spec import ChainSpec, groups
-from .bake_chain import StretchedChainFrames
-from .bake_unit import UnitFrames, stretch_weights
+from .bake_unit import UnitFrames
 
 
 @dataclass
@@ -38,17 +37,7 @@ class FrameUnits:
 
     def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
         self.obj, self.specs, self.count = obj, specs, frames
-        # A lone chain with IK stretch keeps the chain reader (bake_chain), unless pinned or with Move
-        # Root (the tree's stretch serves those, as it serves groups).
-        self.units = [
-            StretchedChainFrames(obj, specs, u.members, frames)
-            if not u.is_group
-            and not specs[u.members[0]].pin
-            and not specs[u.members[0]].move_root
-            and stretch_weights(obj, specs[u.members[0]])
-            else UnitFrames(obj, specs, u.members, frames)
-            for u in groups.units(obj, specs)
-        ]
+        self.units = [UnitFrames(obj, specs, u.members, frames) for u in groups.units(obj, specs)]
         self.per_frame: list[UnitFrames] = []  # the units solved at every evaluated frame (bake_solve)
         self.state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
         self.state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (locks' reference)
@@ -87,7 +76,7 @@ class FrameUnits:
             self.solved.values[name] = values
         for unit in self.units:
             self.solved.held.update(unit.held)
-            if getattr(unit, "moved", False):  # Move Root moved the unit's root on some frame
+            if unit.moved:  # Move Root moved the unit's root on some frame
                 self.solved.locations[unit.rig.root] = unit.locations
                 self.solved.root_heads[unit.rig.root] = unit.heads_in
         return self.solved

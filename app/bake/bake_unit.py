@@ -31,6 +31,7 @@ from ...solvers import quat
 from ...solvers.common import root_move
 from ...solvers.common.aim_goals import aim_miss
 from ...solvers.model.aim_axis import axis_vector
+from ..solve import read_alone
 from ..solve.goals import Goals, chain_goals
 from ..solve.group_solve import group_notes, group_rig, group_tolerance, named_bones
 from ..spec import ChainSpec
@@ -125,6 +126,10 @@ class UnitFrames:
         self.locations = np.empty((frames, 3))
         self.heads_in = np.empty((frames, 3))  # its head before the bake (world), for the report's measure
         self.moved = False
+        # A chain alone with IK stretch (not pinned, no Move Root) stretches as Solve's does: straight
+        # to each frame's target in float64 (`_step_alone`); a group's stretch keeps the tree's slack.
+        lead = self.lead
+        self.alone = len(specs) == 1 and not lead.pin and not lead.move_root and bool(stretch_weights(obj, lead))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -176,6 +181,8 @@ class UnitFrames:
 
     def step(self, state, k: int, frame, obj_eval, depsgraph, space) -> None:
         """Frame `k`, evaluated: read, solve continuing frame k-1, keep its channel values."""
+        if self.alone:
+            return self._step_alone(state, k, obj_eval, depsgraph, space)
         if k and not self.stretched:  # a stretching unit's read checks its unstretched pose
             check_rigid_at(obj_eval, self.names, frame)
         skeleton, local, names, tolerance = self._read(obj_eval, space, state)
@@ -209,6 +216,40 @@ class UnitFrames:
             None if solution.root_shift is None else np.asarray(solution.root_shift, dtype=float)[None],
         )  # fmt: skip
 
+    def _step_alone(self, state, k: int, obj_eval, depsgraph, space) -> None:
+        """Frame `k` of a chain alone with IK stretch, as Solve reads it (app.solve.read_alone): read
+        unstretched at the last frame's solution (a pole chain: at its input pose), stretched
+        straight to this frame's target (rig.unit.stretch_branch), solved by `solvers.solve_skeleton`
+        and written by `rig.tree_write.unit_pose`."""
+        spec, pose = self.lead, obj_eval.pose.bones
+        start = state.state_q
+        if spec.pole is not None:  # a pole chain starts every frame from its own bones as evaluated
+            start = {n: q for n, q in start.items() if n not in self.names}
+        read = read_alone(self.obj, obj_eval, space, spec, depsgraph, False, start)
+        unit = read.unit
+        for name, y in rig.stretch.blend(pose, read.stretched, spec.influence)[0].items():
+            state.solved.scales[name][k] = y
+        t0 = time.perf_counter()
+        try:
+            solution = solvers.solve_skeleton(
+                read.skeleton, unit.local, read.effectors, pose=read.pose,
+                **spec.solver_arguments(read.tolerance), **spec.root_arguments(),
+            )  # fmt: skip
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), unit.names)) from None
+        self._note(solution.reason, unit.names)
+        # Influence blends from the rotations animated at this frame; continuity with the last frame.
+        starts = [modes.current_quaternion(pose[n]) for n in unit.names] if spec.influence < 1.0 else None
+        write = tree_write.unit_pose(self.obj, unit, solution, spec.influence, spec.use_locks, starts, state.state_v)
+        self._keep(state, k, write)
+        state.solved.seconds[spec.tip] += time.perf_counter() - t0
+        if solution.branch is not None:  # the chain kernel's own tip
+            tip = solution.branch[1].rows()[0][-1]
+        else:
+            tip = read.skeleton.forward(solution.local)[2][read.effectors[0].bone]
+        error = space.world_distance(tip, read.target_world)
+        state.solved.worst[spec.tip] = max(state.solved.worst[spec.tip], float(error))
+
     def _root(self, k: int, obj_eval, location, moved: bool) -> None:
         """Frame k's location channel of a movable root (its input location where it stayed), and
         its head before the bake (world)."""
@@ -223,8 +264,13 @@ class UnitFrames:
 
     def _write(self, state, k: int, names, local, solved) -> None:
         """Channel values as Solve writes them (influence, locks, continuity with the last frame)."""
-        lead, pose = self.lead, self.obj.pose.bones
+        lead = self.lead
         write = tree_write.tree_pose(self.obj, names, local, solved, lead.influence, lead.use_locks, state.state_v)
+        self._keep(state, k, write)
+
+    def _keep(self, state, k: int, write) -> None:
+        """A frame's written channel values into the bake's shared state."""
+        lead, pose = self.lead, self.obj.pose.bones
         for name, vals in write.values.items():
             state.state_v[name] = vals
             q = state.state_q[name] = modes.to_quaternion(pose[name].rotation_mode, vals)

@@ -50,7 +50,7 @@ def solve_unit(obj, specs: list[ChainSpec], depsgraph, from_rest: bool = False) 
     obj_eval = obj.evaluated_get(depsgraph)
     space = rig.object_space(obj_eval)
     if len(specs) == 1 and not lead.pin:  # one effector: its stretch planned as a chain's
-        read = _read_alone(obj, obj_eval, space, lead, depsgraph, from_rest)
+        read = read_alone(obj, obj_eval, space, lead, depsgraph, from_rest)
     else:
         read = _read_group(obj, obj_eval, space, specs, depsgraph, from_rest)
     unit, effectors, names = read.unit, read.effectors, read.unit.names
@@ -106,9 +106,10 @@ class _Read:
     target_world: object = None  # a chain alone: its target (world)
 
 
-def _read_alone(obj, obj_eval, space, spec: ChainSpec, depsgraph, from_rest: bool) -> _Read:
+def read_alone(obj, obj_eval, space, spec: ChainSpec, depsgraph, from_rest: bool, rotations=None) -> _Read:
     """A chain alone: one effector, which the core solves with the chain kernel (bit for bit a
-    chain's solve); IK stretch planned straight to the target in float64 (rig.unit.stretch_branch)."""
+    chain's solve); IK stretch planned straight to the target in float64 (rig.unit.stretch_branch).
+    `rotations`: the bake's previous frame's solution the chain is read at (rig.unit.read_unit)."""
     chains = [(spec.tip, spec.chain_length, spec.use_tail)]
     layout = rig.tree.tree_layout(obj, chains, hinges=True)
     if spec.move_root:  # a chain alone has one top bone: its first
@@ -118,7 +119,7 @@ def _read_alone(obj, obj_eval, space, spec: ChainSpec, depsgraph, from_rest: boo
         pose = obj_eval.pose.bones
         w = [float(pose[n].ik_stretch) for n in layout.names]
         weights = w if any(x > 0.0 for x in w) else None
-    unit = as_chain(read_unit(obj, obj_eval, chains, spec.use_limits, from_rest, weights, layout))
+    unit = as_chain(read_unit(obj, obj_eval, chains, spec.use_limits, from_rest, weights, layout, rotations))
     target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
     if weights is not None:  # read unstretched, stretched to the target as planned
         unit = stretch_branch(obj_eval, unit, space.to_local_point(target_world), spec.softness)

@@ -21,21 +21,6 @@ class Goals:
     pole: np.ndarray | None = None
     orientation: np.ndarray | None = None  # the last bone's wanted frame (w, x, y, z)
 
-    def arguments(self, stretched: bool = False) -> dict:
-        """solvers.solve's pole, target_rotation and softness keywords, only those in use.
-        `stretched`: the chain was stretched for soft IK (rig.stretch: Nicholas' soft stretch), so
-        the target itself is solved: no softness."""
-        out = {}
-        if self.spec.softness and not stretched:
-            out["softness"] = float(self.spec.softness)
-        if self.pole is not None:
-            out["pole"] = self.pole
-            out["pole_angle"] = float(self.spec.pole_angle)
-        if self.orientation is not None:
-            out["target_rotation"] = self.orientation
-            out["rotation_weight"] = float(self.spec.rotation_weight)
-        return out
-
     def effector(self, bone: int) -> solvers.Effector:
         """The tree's effector on `bone` (the chain's end bone in the skeleton). A pin holds above
         every target and every priority (solvers.skeleton.level)."""

@@ -64,7 +64,8 @@ def test_read_chain_reports_constrained_bones_and_points_as_before(scene, ck):
     heads = [obj_eval.pose.bones[n].head[:] for n in chain.names]
     assert np.allclose(chain.chain.points, heads + [obj_eval.pose.bones["hand"].tail[:]], atol=1e-7)
     assert chain.parent_matrix == obj_eval.pose.bones["root"].matrix
-    assert rig.compute_pose(obj, chain, np.tile([1.0, 0, 0, 0], (3, 1))).constrained == ("fore",)
+    unit = rig.unit.read_unit(obj, obj_eval, [("hand", 3, True)], False)
+    assert unit.names == chain.names and unit.constrained == ("fore",)
 
 
 def _reference_rigid(pose: Matrix, basis: Matrix, tolerance: float) -> bool:

@@ -5,6 +5,9 @@ supports a group now does too (a bone with Inherit Rotation off inside it)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import bpy
 import numpy as np
 import pytest
@@ -21,37 +24,20 @@ def run(ext):
     return run
 
 
-def _chain_path(obj, spec, depsgraph, stretch: bool = False):
-    """(written values, Y scales, solver error) of the former chain-only path: rig.read_chain (or
-    rig.stretch.read_stretched), solvers.solve, rig.compute_pose (still the bake's chain kernel)."""
-    from chain_ik import rig, solvers
-    from chain_ik.app.solve.goals import chain_goals
+# What the former chain-only path (rig.read_chain or rig.stretch.read_stretched, solvers.solve,
+# rig.compute_pose; deleted with the bake's last use of it) wrote for each case below, recorded
+# with it on bpy 5.0.1 and 4.2.23 (the same bits on both): per test id, per solve in order.
+SAVED = json.loads((Path(__file__).with_name("unit_solve_chain_path.json")).read_text())
 
-    obj_eval = obj.evaluated_get(depsgraph)
-    space = rig.object_space(obj_eval)
-    target_world = rig.space.target_world_point(rig.evaluated(spec.target, depsgraph), spec.target_bone)
-    target = space.to_local_point(target_world)
-    scales = {}
-    if stretch:
-        w = rig.stretch.weights(obj_eval, spec.tip, spec.chain_length, spec.use_tail, True)
-        rig_chain, scales = rig.stretch.read_stretched(
-            obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits, w, target, softness=spec.softness
-        )
-    else:
-        rig_chain = rig.read_chain(obj_eval, spec.tip, spec.chain_length, spec.use_tail, spec.use_limits)
-    last = rig_chain.pose_matrices[-1]
-    goals = chain_goals(obj_eval, space, spec, depsgraph, lambda: last.to_quaternion().normalized(), target_world)
-    solution = solvers.solve(
-        rig_chain.chain, target, **spec.solver_arguments(spec.local_tolerance(space)),
-        **goals.arguments(rig.stretch.stretched(scales)),
-    )  # fmt: skip
-    _, rotations = solution.rows()
-    write = rig.compute_pose(obj, rig_chain, rotations, spec.influence, use_locks=spec.use_locks)
-    return write.values, scales, solution.error
+
+def _chain_path(request, i: int):
+    """(written values, Y scales, solver error) the former chain path gave for solve `i` of this test."""
+    saved = SAVED[request.node.name][i]
+    return {k: tuple(v) for k, v in saved["values"].items()}, saved["scales"], saved["error"]
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_lone_chain_with_joint_limits_writes_what_the_chain_path_wrote(scene, run, method):
+def test_a_lone_chain_with_joint_limits_writes_what_the_chain_path_wrote(scene, run, method, request):
     """rig.tree's rests are now normalised in float64 as rig.read's (they differed by float32
     rounding: poses up to 2e-9 apart): the unit path writes the chain path's channels."""
     obj = bent_rolled_disconnected()
@@ -60,14 +46,14 @@ def test_a_lone_chain_with_joint_limits_writes_what_the_chain_path_wrote(scene, 
     obj.pose.bones["upper"].ik_stretch = 0.0
     target = add_empty(location=(0.4, 0.7, 1.9))
     rng = np.random.default_rng(11)
-    for _ in range(3):
+    for i in range(3):
         random_pose(obj, CHAIN, rng, max_angle=0.3)
         target.location = rng.uniform(-1.0, 1.0, 3) + np.array([0.0, 0.5, 1.5])
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         spec = run.ChainSpec(tip="hand", chain_length=3, target=target, method=method, use_limits=True)
         (outcome,) = run.solve_unit(obj, [spec], depsgraph)
-        values, _, error = _chain_path(obj, spec, depsgraph)
+        values, _, error = _chain_path(request, i)
         assert outcome.reason.startswith("general solver: joint limits")
         assert outcome.write.values == values
         assert outcome.solution.error.tolist() == [error]
@@ -75,7 +61,7 @@ def test_a_lone_chain_with_joint_limits_writes_what_the_chain_path_wrote(scene, 
 
 @pytest.mark.parametrize("softness", [0.0, 0.2])
 @pytest.mark.parametrize("method", METHODS)
-def test_a_lone_stretched_chain_writes_what_the_chain_path_wrote(scene, run, method, softness):
+def test_a_lone_stretched_chain_writes_what_the_chain_path_wrote(scene, run, method, softness, request):
     """IK stretch of one effector is planned as a chain's (float64, straight to a far target):
     rotations and Y scales as the chain path's, the reason as before."""
     obj = bent_rolled_disconnected()
@@ -84,13 +70,13 @@ def test_a_lone_stretched_chain_writes_what_the_chain_path_wrote(scene, run, met
     obj.data.bones["fore"].inherit_scale = "ALIGNED"
     obj.data.bones["hand"].inherit_scale = "ALIGNED"
     target = add_empty()
-    for location in ((0.4, 0.7, 1.9), (1.5, 2.5, 3.5), (0.0, -2.0, 4.0)):
+    for i, location in enumerate(((0.4, 0.7, 1.9), (1.5, 2.5, 3.5), (0.0, -2.0, 4.0))):
         target.location = location
         bpy.context.view_layer.update()
         depsgraph = bpy.context.evaluated_depsgraph_get()
         spec = run.ChainSpec(tip="hand", chain_length=3, target=target, method=method, softness=softness)
         (outcome,) = run.solve_unit(obj, [spec], depsgraph)
-        values, scales, error = _chain_path(obj, spec, depsgraph, stretch=True)
+        values, scales, error = _chain_path(request, i)
         assert outcome.reason.endswith("general writer: IK stretch scales the bones")
         assert outcome.write.values == values and outcome.write.scales == scales
         assert outcome.solution.error.tolist() == [error]
