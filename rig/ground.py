@@ -72,3 +72,18 @@ class GroundProbe:
             if hit is not None:
                 out[i] = normal.normalized() if normal.z >= 0.0 else -normal.normalized()
         return out
+
+
+def ground_probe(context, obj, frame: int) -> GroundProbe | None:
+    """The armature's Ground (`obj.chain_ik.ground`) as it is on `frame` (a range's first frame,
+    where detection and the bake read it), the scene's frame restored; None without a ground."""
+    ground = obj.chain_ik.ground
+    if ground is None:
+        return None
+    scene = context.scene
+    frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    scene.frame_set(int(frame))
+    try:
+        return GroundProbe(context, ground)
+    finally:
+        scene.frame_set(frame0, subframe=subframe0)

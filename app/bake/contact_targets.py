@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ...rig import keys, plant_curves, plant_keys, plant_read, root_location
-from ...rig.ground import GroundProbe
+from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
 from ...solvers import foot_metrics, plant
 from ...solvers.contacts import ContactSettings, contact_runs
@@ -268,15 +268,7 @@ def solve_steps(
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
     blend = blend_frames(obj, fps)
-    ground = obj.chain_ik.ground
-    probe = None
-    if ground is not None:
-        frame0, subframe0 = scene.frame_current, scene.frame_subframe
-        scene.frame_set(int(frames[0]))  # the ground as it is on the range's first frame
-        try:
-            probe = GroundProbe(context, ground)
-        finally:
-            scene.frame_set(frame0, subframe=subframe0)
+    probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
     flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
     sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
     out = Plants(reading=reading)

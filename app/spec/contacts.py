@@ -17,7 +17,7 @@ import numpy as np
 from ...headless.frame_limit import check_frames
 from ...rig import contacts as rig_contacts
 from ...rig import keys, protected
-from ...rig.ground import GroundProbe
+from ...rig.ground import GroundProbe, ground_probe
 from ...solvers.contacts import ContactSettings, contact_runs, detect_contacts
 from .scope import scoped_items
 
@@ -105,16 +105,7 @@ def detect(
     settings = [ContactSettings.for_leg(length, **changes) for length in lengths]
     _check_keyable(obj, items)
     _check_evaluated(context, obj)
-    ground = obj.chain_ik.ground
-    probe = None
-    if ground is not None:
-        scene = context.scene
-        frame0, subframe0 = scene.frame_current, scene.frame_subframe
-        scene.frame_set(int(frames[0]))  # the ground as it is on the range's first frame
-        try:
-            probe = GroundProbe(context, ground)
-        finally:
-            scene.frame_set(frame0, subframe=subframe0)
+    probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
     tracks = rig_contacts.sample_feet(context, obj, items, frames, progress)
     fps = context.scene.render.fps / context.scene.render.fps_base
     found = []
@@ -134,7 +125,11 @@ def detect(
     scene = context.scene
     scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)  # the contact shown: the keys' here
     return DetectResult(
-        int(frames[0]), int(frames[-1]), chains, ground.name if ground else "", time.perf_counter() - start_time
+        int(frames[0]),
+        int(frames[-1]),
+        chains,
+        obj.chain_ik.ground.name if probe else "",
+        time.perf_counter() - start_time,
     )
 
 
