@@ -7,8 +7,9 @@ from math import sqrt
 from ..common.float_loop import Solve, iterated
 from ..maths.floats import swing
 
-# A target nearer a pivot than 1e-12 of the tip's distance gives that joint no direction to turn by.
-PIVOT = 1e-24
+# Below this |u||v| the unnormalised quaternion's squares leave float64's normal range (their
+# norm loses precision, then underflows to 0): the unit offsets' swing serves instead.
+TINY_PRODUCT = 1e-140
 
 
 def solver(tolerance: float, cap: int, options: dict) -> Solve:
@@ -39,13 +40,11 @@ def make_step(lengths: tuple, fallbacks: tuple, target: tuple):
             vx, vy, vz = tx - ox, ty - oy, tz - oz  # pivot to target
             uu = ux * ux + uy * uy + uz * uz
             vv = vx * vx + vy * vy + vz * vz
-            if not (uu > 0.0 and vv > PIVOT * uu):
-                # Tip or target on the pivot (to rounding: a direction from a denormal offset
-                # underflows to a zero quaternion): the turn is undefined.
-                continue
+            if not (uu > 0.0 and vv > 0.0):
+                continue  # tip or target on the pivot: the turn is undefined
             r, s = sqrt(uu), sqrt(vv)
             dot = ux * vx + uy * vy + uz * vz
-            if dot >= 0.0:
+            if dot >= 0.0 and r * s > TINY_PRODUCT:
                 # floats.swing's common case (within 90 degrees) on the unnormalised offsets:
                 # (|u||v| + u.v, u x v) is |u||v| times (1 + cos, sin axis).
                 qw, qx, qy, qz = r * s + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 import solvers
 
+AT_ROOT = 1e-6
+
 
 @st.composite
 def chain_and_targets(draw, max_bones: int = 30):
@@ -51,6 +53,12 @@ def compare(chain, targets, config, batch, rtol, unreached_points: bool = True):
         single = ik.solve(chain, targets[k], config)
         item = batch[k]
         assert isinstance(item, solvers.Solution)
+        if not unreached_points and np.linalg.norm(targets[k] - chain.root) < AT_ROOT * chain.total_length:
+            # An iterative method's target (all but) on the root: joint 0's turn follows an offset
+            # below the chain's rounding, so the scalar and the numpy steps fold the chain different
+            # valid ways; each is held to the invariants alone.
+            ik.check_invariants(chain, item, targets[k])
+            continue
         if unreached_points or single.reached:
             np.testing.assert_allclose(item.points, single.points, rtol=0, atol=scale, err_msg=f"target {k} points")
             np.testing.assert_allclose(
