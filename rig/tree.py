@@ -19,6 +19,7 @@ forward(local) and Blender differ by what the constraint does.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -235,15 +236,17 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
         lengths.append(axis.length)
         links.append((inverse @ axis.normalized())[:])
         offsets.append(heads[i][:] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:])
+    frame_list = [q[:] for q in frames]
+    # Plain floats: numpy's per-call cost on a few rows is more than these checks (a Solve reads per call).
+    if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + offsets), lengths))):
+        raise ValueError("the pose of the tree is not finite")
+    shortest = ZERO_LINK * max(1.0, max(lengths))
+    short = [i for i, length in enumerate(lengths) if not length > shortest]
+    if short:
+        raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
     lengths = np.array(lengths)
     offsets, links = np.array(offsets), np.array(links)
-    frame_rows = np.array([q[:] for q in frames])
-    # ndarray methods: numpy's wrappers cost more than these checks on a few rows (a Solve reads per call).
-    if not (np.isfinite(frame_rows).all() and np.isfinite(offsets).all() and np.isfinite(lengths).all()):
-        raise ValueError("the pose of the tree is not finite")
-    short = np.flatnonzero(~(lengths > ZERO_LINK * max(1.0, float(lengths.max()))))
-    if short.size:
-        raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
+    frame_rows = np.array(frame_list)
     reference = layout.rests.copy()
     for i in layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
         reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])

@@ -17,7 +17,8 @@ Limits and stiffness are `JointLimits` over all bones, unchanged in meaning.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -242,7 +243,9 @@ def ranked_weights(effectors: list[Effector]) -> list[float]:
 class SkeletonSolution:
     """Every bone's local rotation after a solve (bones no effector moves keep their input ones)."""
 
-    local: np.ndarray  # (n, 4)
+    # (n, 4), or a function giving them on first use (read them as `local`): one effector's are
+    # products a writer turning the frames as read (`branch`) never needs, and a Solve runs per call.
+    local_rows: np.ndarray | Callable[[], np.ndarray] = field(metadata={"read_as": "local"})
     error: np.ndarray  # (effectors,) distance of each effector's bone end from its position
     reached: bool  # every effector within tolerance
     iterations: int
@@ -259,6 +262,13 @@ class SkeletonSolution:
     # writer applies to the frames as read, the bones of its branch); None from a tree kernel,
     # an aim or a movable root (their turns are not from the frames as read).
     branch: tuple | None = None
+
+    @property
+    def local(self) -> np.ndarray:
+        """(n, 4) every bone's local rotation after the solve."""
+        if callable(self.local_rows):
+            object.__setattr__(self, "local_rows", self.local_rows())
+        return self.local_rows
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,11 @@ def _solve_branch(
         **effector_goals(effector),
         **options,
     )
-    solved = _branch_locals_one(skeleton, local, bones, sol.rows()[1], chain.frames.tolist())
+    local = np.array(local, dtype=float)  # as it is now, whenever the locals are asked for
+
+    def solved() -> np.ndarray:  # on first use (SkeletonSolution.local): a writer turning frames needs none
+        return _branch_locals_one(skeleton, local, bones, sol.rows()[1], chain.frames.tolist())
+
     branch = (chain, sol, tuple(bones))
     return SkeletonSolution(
         solved, np.array([sol.error]), sol.reached, sol.iterations, sol.method, sol.reason, branch=branch

@@ -112,7 +112,8 @@ class Recorder:
 
     def summary(self, value, depth: int = 4):
         """A returned value as JSON: dataclasses and objects by their public fields, arrays as lists,
-        Blender data by its path; time figures as "<t>". Reads stored fields only (no properties)."""
+        Blender data by its path; time figures as "<t>". Reads stored fields only (no properties; a lazy
+        field by the property its metadata "read_as" names, realised)."""
         if value is None or isinstance(value, (bool, int, float)):
             return value
         if isinstance(value, str):
@@ -131,8 +132,8 @@ class Recorder:
             return [self.summary(v, depth - 1) for v in value]
         if isinstance(value, (set, frozenset)):
             return sorted((self.summary(v, depth - 1) for v in value), key=repr)
-        if dataclasses.is_dataclass(value):
-            names = [f.name for f in dataclasses.fields(value)]
+        if dataclasses.is_dataclass(value):  # a lazy field by what reads it (metadata "read_as")
+            names = [f.metadata.get("read_as", f.name) for f in dataclasses.fields(value)]
         else:
             names = list(getattr(value, "__dict__", {})) or list(getattr(type(value), "__slots__", ()))
         fields = {"__type__": type(value).__name__}
