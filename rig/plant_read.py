@@ -17,6 +17,7 @@ import numpy as np
 
 from ..solvers import quat
 from . import keys, modes
+from .steps import run_to_end
 
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
 
@@ -87,12 +88,7 @@ def sample_legs(
     context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray, progress: Callable | None = None
 ) -> list[LegFrames]:
     """Each leg's input pose at every frame of `frames` (scene frames); the frame is put back."""
-    steps = legs_in_steps(context, obj, legs, frames, progress)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_to_end(legs_in_steps(context, obj, legs, frames, progress))
 
 
 def legs_in_steps(

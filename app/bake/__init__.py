@@ -22,6 +22,7 @@ import numpy as np
 from ... import rig
 from ...headless.frame_limit import check_frames
 from ...rig import keys, protected, reduce
+from ...rig.steps import run_to_end
 from .. import live, solve
 from ..checks import changed_mid_bake
 from ..live import live_above
@@ -135,12 +136,7 @@ def bake(
     context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None
 ) -> BakeResult:
     """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
-    steps = bake_steps(context, obj, specs, options, progress)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_to_end(bake_steps(context, obj, specs, options, progress))
 
 
 def _refuse_live_above(obj, specs: list[ChainSpec], names) -> None:

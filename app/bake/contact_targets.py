@@ -36,6 +36,7 @@ import numpy as np
 from ...rig import keys, plant_curves, plant_keys, plant_read, root_location
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
+from ...rig.steps import run_to_end
 from ...solvers import foot_metrics, plant
 from ...solvers.contacts import ContactSettings, contact_runs
 from ..spec import ChainSpec
@@ -245,15 +246,7 @@ def _each_frame(steps) -> Generator[str, None, list]:
 
 def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None) -> Plants:
     """`solve_steps` run to its end."""
-    return _each_frame_value(solve_steps(context, obj, specs, frames, progress))
-
-
-def _each_frame_value(steps):
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
+    return run_to_end(solve_steps(context, obj, specs, frames, progress))
 
 
 def solve_steps(
