@@ -27,7 +27,7 @@ from bpy.app.handlers import persistent
 from ... import properties, rig
 from ...rig import protected
 from ...rig.sampling import LIVE_HANDLER_MARK
-from .. import solve, spec
+from .. import checks, solve, spec
 from ..solve.result import measured_angle, measured_error, store_result
 from ..spec import groups
 
@@ -126,38 +126,84 @@ def solve_live(scene, depsgraph, errors: list | None = None) -> int:
     that cannot be solved is printed once, or, given `errors`, added there as (armature, chain
     names, why) for the caller to say."""
     solved = 0
-    armatures = _live_armatures(scene)
-    for obj in armatures:
-        if obj.mode == "EDIT":
-            continue
-        chains = obj.chain_ik.chains
-        live_keys = set()
-        # In the units' order (app.spec.groups): a chain hanging below a group sees this update's solve.
-        for members in groups.panel_units(obj):
-            items = [chains[i] for i in members]
-            if not any(item.live for item in items):
-                continue
-            obj_eval = obj.evaluated_get(depsgraph)
-            alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
-            key = (obj.name, members[0]) if alone else (obj.name, members)
-            live_keys.add(key)
-            what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"
-            try:
-                count = _solve_unit(obj, obj_eval, items, alone, key, depsgraph)
-            except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
-                if errors is None:
-                    _report_once(key, obj, what, exc)
-                else:
-                    errors.append((obj, tuple(item.name for item in items), _message(exc)))
-            else:
-                if count:  # solved (not merely unchanged): a later failure is news again
-                    _reported.pop(key, None)
-                solved += count
-        _forget(lambda key, obj=obj, live_keys=live_keys: key[0] == obj.name and key not in live_keys)
+    for obj in _live_armatures(scene):
+        if obj.mode != "EDIT":
+            solved += _solve_armature(obj, depsgraph, errors)
     # Armatures with no live chain left (all switched off, or deleted): a fresh start when they are again.
     objects = bpy.data.objects
     _forget(lambda key: not (key[0] in objects and _has_live(objects[key[0]])))
     return solved
+
+
+def _solve_armature(obj, depsgraph, errors: list | None) -> int:
+    """Solve `obj`'s live units whose inputs changed, in the units' order (app.spec.groups), and
+    store each chain's result measured on the pose they all wrote; the number of chains solved.
+
+    The pose is evaluated once after the last write, not after each unit: a unit is read on the
+    pose as evaluated, so before one that reads a bone written since (hanging below it, or riding on
+    it through constraints, its target or pole: `_reads_any`) the pose is evaluated first. Units
+    that do not depend on one another (five separate limbs) thus cost one evaluation, not five."""
+    chains = obj.chain_ik.chains
+    live_keys = set()
+    written: set[str] = set()  # bones written since the pose was last evaluated
+    done = []  # (items, key, outcomes) solved and written, measured once the pose is evaluated
+    for members in groups.panel_units(obj):
+        items = [chains[i] for i in members]
+        if not any(item.live for item in items):
+            continue
+        alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
+        key = (obj.name, members[0]) if alone else (obj.name, members)
+        live_keys.add(key)
+        if written and _reads_any(obj, items, written):
+            depsgraph.update()  # `_busy` keeps this update from running the handler again
+            written.clear()
+        try:
+            outcomes = _solve_unit(obj, obj.evaluated_get(depsgraph), items, alone, key, depsgraph, written)
+        except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
+            _failed(obj, items, key, exc, errors)
+        else:
+            if outcomes:
+                done.append((items, key, outcomes))
+    _forget(lambda key: key[0] == obj.name and key not in live_keys)
+    if written:
+        depsgraph.update()
+    solved = 0
+    for items, key, outcomes in done:
+        # Measured on the written pose (locks, influence, constraints and drivers can make it differ
+        # from the solver's), once every unit has written.
+        try:
+            for item, outcome in zip(items, outcomes, strict=True):
+                error = measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
+                store_result(item, outcome, error, obj, measured_angle(depsgraph, obj, outcome.spec))
+        except Exception as exc:  # noqa: BLE001
+            _failed(obj, items, key, exc, errors)
+        else:
+            _reported.pop(key, None)  # solved (not merely unchanged): a later failure is news again
+            solved += len(items)
+    return solved
+
+
+def _failed(obj, items, key, exc: Exception, errors: list | None) -> None:
+    """A unit's error: printed once, or added to `errors` (see solve_live)."""
+    if errors is None:
+        what = f"chain '{items[0].name}'" if len(items) == 1 else f"group '{' + '.join(i.name for i in items)}'"
+        _report_once(key, obj, what, exc)
+    else:
+        errors.append((obj, tuple(item.name for item in items), _message(exc)))
+
+
+def _reads_any(obj, items, bones: set[str]) -> bool:
+    """Whether the unit of chains `items` of `obj` reads any of `bones` (of `obj`): its own bones,
+    the armature object, its targets and poles ride on one of them (app.checks.carried_by: bone and
+    object parents, constraints). A chain whose bones cannot be found reads none (its solve says why)."""
+    starts = [(obj, "", False)]
+    for item in items:
+        try:
+            starts += [(obj, name, False) for name in groups.chain_names(obj, item)]
+        except ValueError:
+            pass
+        starts += [(item.target, item.target_bone, False), (item.pole_target, item.pole_subtarget, False)]
+    return any(bone in bones and ob == obj for ob, bone in checks.carried_by(starts))
 
 
 def _forget(which) -> None:
@@ -185,30 +231,26 @@ def _group_signature(obj_eval, items, depsgraph) -> tuple:
     return tuple(parts)
 
 
-def _solve_unit(obj, obj_eval, items, alone: bool, key, depsgraph) -> int:
-    """Solve one live unit (a chain alone, or a group with a live chain) if its inputs changed;
-    the number of chains solved."""
+def _solve_unit(obj, obj_eval, items, alone: bool, key, depsgraph, written: set[str]) -> list:
+    """Solve one live unit (a chain alone, or a group with a live chain) and write its pose if its
+    inputs changed, adding the bones written to `written`; its outcomes ([] when unchanged)."""
     if alone:
         target_eval = rig.evaluated(items[0].target, depsgraph) if items[0].target is not None else None
         sig = _signature(obj_eval, items[0], target_eval, depsgraph)
     else:
         sig = _group_signature(obj_eval, items, depsgraph)
     if _signatures.get(key) == sig:
-        return 0
+        return []
     _signatures[key] = sig  # before solving: a failing unit is not retried until something changes
     refusal = protected.pose_refusal(obj)  # a library file saved with Live on
     if refusal:
         raise ValueError(refusal)
     outcomes = solve.solve_unit(obj, [spec.spec_from_item(item) for item in items], depsgraph)
     for outcome in outcomes:
-        solve.apply_write(obj, outcome.write)
-    # Measured on the written pose (locks, influence, constraints and drivers can make it differ from
-    # the solver's): evaluate it now; `_busy` keeps this update from running the handler again.
-    depsgraph.update()
-    for item, outcome in zip(items, outcomes, strict=True):
-        error = measured_error(depsgraph, obj, outcome.spec, outcome.goal_world)
-        store_result(item, outcome, error, obj, measured_angle(depsgraph, obj, outcome.spec))
-    return len(items)
+        write = outcome.write
+        written.update(write.values, write.scales, write.locations)
+        solve.apply_write(obj, write)
+    return outcomes
 
 
 _reported: dict[tuple, str] = {}  # live unit (as `_signatures`) -> the error last printed for it
