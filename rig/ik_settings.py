@@ -146,4 +146,5 @@ SETTING_NAMES = tuple(
 
 def settings_signature(obj, names) -> tuple:
     """The chain bones' IK settings as plain values (Live re-solves when they change)."""
-    return tuple(tuple(getattr(obj.pose.bones[n], s) for s in SETTING_NAMES) for n in names)
+    bones = obj.pose.bones
+    return tuple(tuple(getattr(pb, s) for s in SETTING_NAMES) for pb in map(bones.__getitem__, names))

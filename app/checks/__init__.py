@@ -156,18 +156,28 @@ def _carriers(ob, bone: str, location_only: bool):
         yield *target, False
 
 
-def carried_by(starts) -> list[tuple[object, str]]:
+def carried_by(starts, memo: dict | None = None) -> list[tuple[object, str]]:
     """Every (object, bone) whose pose moves one of `starts` ((object, bone, location_only); bone ''
     for the object itself), through bone parents, object parents and constraints; `starts`
-    included. What a chain, a target or a pole reads from the scene."""
+    included. What a chain, a target or a pole reads from the scene. `memo`: a dict kept over
+    several calls while no parent or constraint changes (Live's units in one update share bones)."""
     todo, seen, out = list(starts), set(), []
     while todo:
         ob, bone, own = todo.pop()
-        if ob is None or (ob.as_pointer(), bone, own) in seen:
+        if ob is None:
             continue
-        seen.add((ob.as_pointer(), bone, own))
+        key = (ob.as_pointer(), bone, own)
+        if key in seen:
+            continue
+        seen.add(key)
         out.append((ob, bone))
-        todo.extend(_carriers(ob, bone, own))
+        if memo is None:
+            todo.extend(_carriers(ob, bone, own))
+            continue
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = list(_carriers(ob, bone, own))
+        todo.extend(found)
     return out
 
 

@@ -146,6 +146,7 @@ def _solve_armature(obj, depsgraph, errors: list | None) -> int:
     chains = obj.chain_ik.chains
     live_keys = set()
     written: set[str] = set()  # bones written since the pose was last evaluated
+    carriers: dict = {}  # app.checks.carried_by's memo: writing poses changes no parent or constraint
     done = []  # (items, key, outcomes) solved and written, measured once the pose is evaluated
     for members in groups.panel_units(obj):
         items = [chains[i] for i in members]
@@ -154,7 +155,7 @@ def _solve_armature(obj, depsgraph, errors: list | None) -> int:
         alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
         key = (obj.name, members[0]) if alone else (obj.name, members)
         live_keys.add(key)
-        if written and _reads_any(obj, items, written):
+        if written and _reads_any(obj, items, written, carriers):
             depsgraph.update()  # `_busy` keeps this update from running the handler again
             written.clear()
         try:
@@ -192,7 +193,7 @@ def _failed(obj, items, key, exc: Exception, errors: list | None) -> None:
         errors.append((obj, tuple(item.name for item in items), _message(exc)))
 
 
-def _reads_any(obj, items, bones: set[str]) -> bool:
+def _reads_any(obj, items, bones: set[str], memo: dict) -> bool:
     """Whether the unit of chains `items` of `obj` reads any of `bones` (of `obj`): its own bones,
     the armature object, its targets and poles ride on one of them (app.checks.carried_by: bone and
     object parents, constraints). A chain whose bones cannot be found reads none (its solve says why)."""
@@ -203,7 +204,7 @@ def _reads_any(obj, items, bones: set[str]) -> bool:
         except ValueError:
             pass
         starts += [(item.target, item.target_bone, False), (item.pole_target, item.pole_subtarget, False)]
-    return any(bone in bones and ob == obj for ob, bone in checks.carried_by(starts))
+    return any(bone in bones and ob == obj for ob, bone in checks.carried_by(starts, memo))
 
 
 def _forget(which) -> None:
