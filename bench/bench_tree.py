@@ -53,6 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
+from tables import print_cases  # noqa: E402
 
 ARMS = [("forearm.L", 5, True), ("forearm.R", 5, True)]
 CASES = {
@@ -423,25 +424,17 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.poses, args.frames, args.repeats = 4, 6, 1
-    import addon_utils
-
     ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
-    if not hasattr(bpy.types.Object, "chain_ik"):  # the bake reads panel chains (a test has registered it)
-        ext.register()
-    addon_utils.enable("rigify", default_set=True)
-    try:
-        lines = [
-            f"bpy {bpy.app.version_string}, {args.poses} poses (random FK within ±{args.angle} rad per axis),"
-            f" {args.frames} baked frames, fastest of {args.repeats} passes",
-            "",
-        ]
-        for name in args.cases:
-            rng = np.random.default_rng(args.seed)
-            measured = measure_case(ext, CASES[name], args, rng)
-            lines += [*table(name, CASES[name], measured), "", "Goals:", *goals(name, measured), ""]
-    finally:
-        addon_utils.disable("rigify", default_set=True)
-    print("\n".join(lines))
+    header = (
+        f"bpy {bpy.app.version_string}, {args.poses} poses (random FK within ±{args.angle} rad per axis),"
+        f" {args.frames} baked frames, fastest of {args.repeats} passes"
+    )
+
+    def case_lines(name: str) -> list[str]:
+        measured = measure_case(ext, CASES[name], args, np.random.default_rng(args.seed))
+        return [*table(name, CASES[name], measured), "", "Goals:", *goals(name, measured)]
+
+    print_cases(ext, header, args.cases, case_lines)
 
 
 if __name__ == "__main__":
