@@ -191,3 +191,29 @@ def test_a_target_riding_on_a_bone_another_unit_moves(rigify):
         assert left.result.error <= 2e-5 and right.result.error <= 2e-5, (left.result.error, right.result.error)
     finally:
         _switch_off(obj)
+
+
+def test_a_unit_whose_bone_has_a_constraint_on_another_units_bone(rigify):
+    """The right shoulder copies the left upper arm's rotation (a constraint, not a parent): the
+    right arm's chain (shoulder.R, upper_arm.R) rides on the left arm's write and is read after it
+    is evaluated, as solving one by one does."""
+    obj = _metarig()
+    chains = [("forearm.L", 2), ("upper_arm.R", 2)]
+    goals = _reachable_goals(obj, chains, np.random.default_rng(11))
+    for (tip, length), goal in zip(chains, goals, strict=True):
+        _add_chain(obj, tip, length, "jacobian", _empty(f"T_{tip}", goal))
+    con = obj.pose.bones["shoulder.R"].constraints.new("COPY_ROTATION")
+    con.target, con.subtarget, con.influence = obj, "upper_arm.L", 0.5
+    bpy.context.view_layer.update()
+    start = channel_state(obj)
+    expected, errors = _one_by_one(obj)
+    restore_channels(obj, start)
+    bpy.context.view_layer.update()
+    try:
+        pose, evaluations = _live_once(obj)
+        assert pose == expected
+        assert evaluations == 3
+        for item, error in zip(obj.chain_ik.chains, errors, strict=True):
+            assert item.result.error == float(np.float32(error)), item.name  # as stored (float32)
+    finally:
+        _switch_off(obj)
