@@ -18,6 +18,7 @@ def test_bench_live_quick(scene, ext, capsys):
     for case in bench.CASES:
         assert f"### {case}:" in out
     assert out.count("| Blender IK constraints |") == len(bench.CASES)
+    assert out.count("(write floor: no solve) |") == len(bench.CASES)  # what showing a written pose costs
     for method in REGISTRY:  # a row per method, each reaching along the path
         rows = [line for line in out.splitlines() if line.startswith(f"| Live, {method} |")]
         assert len(rows) == len(bench.CASES)
