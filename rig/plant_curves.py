@@ -62,7 +62,26 @@ def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.nd
     for index in range(width):
         fc = curves.get((full, index))
         if fc is not None:
-            out[:, index] = [fc.evaluate(f) for f in frames.tolist()]
+            out[:, index] = curve_values(fc, frames)
+    return out
+
+
+def curve_values(fc, frames: np.ndarray) -> np.ndarray:
+    """(F,) `fc` as playback evaluates it at (action) `frames`. Blender's F-Curve evaluation returns a
+    key's own value at its frame (whatever the interpolation), so on frames that are keys (a
+    capture keyed on every frame) the keys are read in one call; modifiers, and the frames between
+    keys, go through `FCurve.evaluate`."""
+    count = len(fc.keyframe_points)
+    if not count or len(fc.modifiers):
+        return np.array([fc.evaluate(f) for f in frames.tolist()])
+    co = np.empty(2 * count, dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    times, values = co[0::2].astype(float), co[1::2].astype(float)
+    at = np.clip(np.searchsorted(times, frames), 0, count - 1)
+    on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
+    out = values[at]
+    for row in np.flatnonzero(~on_key).tolist():
+        out[row] = fc.evaluate(float(frames[row]))
     return out
 
 
@@ -111,7 +130,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         if pbone.parent is None:
             posed[name] = rest @ basis
         else:
-            relative = np.linalg.inv(np.array(pbone.parent.bone.matrix_local)) @ rest
+            relative = np.array(pbone.parent.bone.matrix_local.inverted()) @ rest
             posed[name] = posed[pbone.parent.name] @ relative @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
     out = []

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ...rig import plant_read
+from ...rig import plant_read, pose_frames
 from ...solvers import foot_metrics, plant, plant_legs, quat
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
@@ -33,7 +33,7 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     by how much (`float_largest`). A hold that let the leg straighten instead would miss its point
     and pop the knee."""
     heads = leg.heads[0]
-    scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
+    scale = float(np.cbrt(abs(pose_frames.det3(leg.world[0, :3, :3]))))
     reach = REACH_SHARE * scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
     hips = leg.to_world(leg.heads[:, 0])
     lifts = np.zeros(len(ankles))
@@ -64,7 +64,7 @@ def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, f
         ],
         axis=1,
     )
-    scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
+    scale = np.cbrt(np.abs(pose_frames.det3(leg.world[:, :3, :3])))
     return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
 
 
