@@ -152,7 +152,7 @@ def our_bake(obj, action, specs, frames: np.ndarray) -> tuple[float, float]:
 # Each route is timed this many times, the two alternating (which goes first swaps each round), and
 # the best of each kept: a shared machine's load then weighs on both alike, and CPU time
 # (time.process_time) leaves out the time other processes take the cores.
-REPEATS = 3
+REPEATS = 5
 
 
 def timed_routes(obj, input_action, clip, specs, frames: np.ndarray, tips: list[np.ndarray]) -> dict:

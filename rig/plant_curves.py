@@ -130,7 +130,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         if pbone.parent is None:
             posed[name] = rest @ basis
         else:
-            relative = np.array(pbone.parent.bone.matrix_local.inverted()) @ rest
+            relative = np.linalg.inv(np.array(pbone.parent.bone.matrix_local)) @ rest  # float64: one 4x4
             posed[name] = posed[pbone.parent.name] @ relative @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
     out = []
