@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import keys, protected
+from . import keys, pose_frames, protected
 from .read import chain_pose_bones
+from .steps import run_to_end
 
 CONTACT_GROUP = "Chain IK Contacts"
 
@@ -49,43 +50,21 @@ def leg_length(obj, item) -> float:
 def sample_feet(
     context, obj, items, frames: np.ndarray, progress: Callable | None = None, rotations: bool = False
 ) -> list[FootTrack]:
-    """Each chain's foot at every frame (one `frame_set` per frame for all of them); the frame is
-    put back afterwards. `rotations`: also the chain bones' rotations (for angular speeds)."""
-    scene = context.scene
+    """Each chain's foot at every frame (one `frame_set` per frame for all of them: rig.pose_frames);
+    the frame is put back afterwards. `rotations`: also the chain bones' rotations relative to their
+    parents (for angular speeds)."""
     names = [chain_bones(obj, item) for item in items]
-    m = len(frames)
-    ends = np.empty((m, len(items), 2, 3))
-    world = np.empty((m, 4, 4))
-    turns = [np.empty((m, len(n), 4)) for n in names] if rotations else None
-    frame0, subframe0 = scene.frame_current, scene.frame_subframe
-    try:
-        for k, frame in enumerate(frames.tolist()):
-            scene.frame_set(int(frame))
-            obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
-            pose = obj_eval.pose.bones
-            world[k] = obj_eval.matrix_world
-            for c, chain in enumerate(names):
-                foot = pose[chain[-1]]
-                ends[k, c, 0], ends[k, c, 1] = foot.head, foot.tail
-                if turns is not None:
-                    turns[c][k] = _local_rotations(pose, chain)
-            if progress is not None:
-                progress((k + 1) / m, int(frame))
-    finally:
-        scene.frame_set(frame0, subframe=subframe0)
-    points = np.einsum("mij,mcej->mcei", world[:, :3, :3], ends) + world[:, None, None, :3, 3]
-    return [
-        FootTrack(points[:, c, 0].copy(), points[:, c, 1].copy(), None if turns is None else turns[c])
-        for c in range(len(items))
-    ]
-
-
-def _local_rotations(pose, chain: list[str]) -> list[tuple]:
+    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, progress))
     out = []
-    for name in chain:
-        bone = pose[name]
-        matrix = bone.matrix if bone.parent is None else bone.parent.matrix.inverted_safe() @ bone.matrix
-        out.append(tuple(matrix.to_3x3().normalized().to_quaternion()))
+    for chain in names:
+        foot = read.order[chain[-1]]
+        out.append(
+            FootTrack(
+                read.to_world(read.heads[:, foot]),
+                read.to_world(read.tails[:, foot]),
+                read.rotations(chain, relative=True) if rotations else None,
+            )
+        )
     return out
 
 

@@ -82,6 +82,8 @@ def ground_probe(context, obj, frame: int) -> GroundProbe | None:
         return None
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    if frame0 == int(frame) and subframe0 == 0.0:  # already there: the evaluated depsgraph is that frame's
+        return GroundProbe(context, ground)
     scene.frame_set(int(frame))
     try:
         return GroundProbe(context, ground)

@@ -2,10 +2,9 @@
 shin, foot) read in one pass, one `frame_set` per frame for all of them, and the planted legs'
 local rotations turned into channel values and keys.
 
-Per frame, from the evaluated armature: its world matrix, and for each chain's three bones their
-armature-space rotation (normalised), head, the foot's tail, and their local rotation (basis) as
-a quaternion and as the bone's own channel values. `foreach_get` over all pose bones (one call per
-attribute and frame): a leg's bones read per attribute would cost more than the frame itself.
+Per frame, from the evaluated armature (rig.pose_frames, the one per-frame sampler): its world
+matrix, and for each chain's three bones their armature-space rotation (normalised), head, the
+foot's tail, and their local rotation (basis) as a quaternion and as the bone's own channel values.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solvers import quat
-from . import keys, modes
+from . import keys, modes, pose_frames
+from .pose_frames import inverse3
 from .steps import run_to_end
 
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -42,14 +42,16 @@ class LegFrames:
 
     def to_local(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) world points, one per frame, in armature space."""
+        return np.einsum("fij,fj->fi", self.inverse3(), points - self.world[:, :3, 3])
+
+    def inverse3(self) -> np.ndarray:
+        """(F, 3, 3) the inverse of the world matrix's 3x3 part per frame (cached)."""
         if self._inverse is None:
             # Read from the curves the armature stands still: one inverse serves every frame.
             still = np.all(self.world == self.world[:1])
-            self._inverse = (
-                np.broadcast_to(np.linalg.inv(self.world[0]), self.world.shape) if still else np.linalg.inv(self.world)
-            )
-        inverse = self._inverse
-        return np.einsum("fij,fj->fi", inverse[:, :3, :3], points) + inverse[:, :3, 3]
+            three = self.world[:1, :3, :3] if still else self.world[:, :3, :3]
+            self._inverse = np.broadcast_to(inverse3(three), (len(self.world), 3, 3))
+        return self._inverse
 
     def world_rotations(self, bone: int) -> np.ndarray:
         """(F, 4) bone `bone`'s world rotation (the armature's rotation, scale off, times its own)."""
@@ -94,67 +96,33 @@ def sample_legs(
 def legs_in_steps(
     context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray, progress: Callable | None = None
 ) -> Generator[None, None, list[LegFrames]]:
-    """`sample_legs` yielding after every frame (a modal bake reads Esc between them; closed, it
-    puts the frame back)."""
-    scene = context.scene
+    """`sample_legs` yielding after every frame (rig.pose_frames; closed, it puts the frame back)."""
     pose = obj.pose.bones
-    order = {b.name: i for i, b in enumerate(pose)}
-    count, m = len(pose), len(frames)
     mode_of = {name: pose[name].rotation_mode for leg in legs for name in leg}
-    wanted = {rotation_channels(mode) for mode in mode_of.values()}
-    matrices, heads, tails = (np.empty((m, count * k), dtype=np.float32) for k in (16, 3, 3))
-    basis = np.empty((m, count * 16), dtype=np.float32)
-    channels = {path: np.empty((m, count * width), dtype=np.float32) for path, width in wanted}
-    world = np.empty((m, 4, 4))
-    frame0, subframe0 = scene.frame_current, scene.frame_subframe
-    try:
-        for k, frame in enumerate(frames.tolist()):
-            scene.frame_set(int(frame))
-            obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
-            bones = obj_eval.pose.bones
-            world[k] = obj_eval.matrix_world
-            bones.foreach_get("matrix", matrices[k])
-            bones.foreach_get("matrix_basis", basis[k])
-            bones.foreach_get("head", heads[k])
-            bones.foreach_get("tail", tails[k])
-            for path, array in channels.items():
-                bones.foreach_get(path, array[k])
-            if progress is not None:
-                progress((k + 1) / m, int(frame))
-            yield
-    finally:
-        scene.frame_set(frame0, subframe=subframe0)
-    # foreach_get gives matrices column by column.
-    matrices = matrices.reshape(m, count, 4, 4).transpose(0, 1, 3, 2).astype(float)
-    basis = basis.reshape(m, count, 4, 4).transpose(0, 1, 3, 2).astype(float)
-    heads, tails = heads.reshape(m, count, 3).astype(float), tails.reshape(m, count, 3).astype(float)
+    wanted = tuple(sorted({rotation_channels(mode) for mode in mode_of.values()}))
+    frames_read = yield from pose_frames.pose_in_steps(context, obj, frames, progress, True, wanted)
+    return legs_of(frames_read, legs, mode_of)
+
+
+def legs_of(read: pose_frames.PoseFrames, legs, mode_of: dict[str, str]) -> list[LegFrames]:
+    """The legs' LegFrames from a pose read over frames (with its basis and their channels)."""
     out = []
     for leg in legs:
-        rows = [order[n] for n in leg]
-        values = []
-        for name in leg:
-            path, width = rotation_channels(mode_of[name])
-            values.append(channels[path].reshape(m, count, width)[:, order[name]].astype(float))
+        rows = [read.order[n] for n in leg]
+        values = [read.channels[rotation_channels(mode_of[n])[0]][:, read.order[n]] for n in leg]
         out.append(
             LegFrames(
                 tuple(leg),
                 tuple(mode_of[n] for n in leg),
-                world,
-                heads[:, rows],
-                tails[:, rows[-1]],
-                _rotations(matrices[:, rows]),
-                _rotations(basis[:, rows]),
+                read.world,
+                read.heads[:, rows],
+                read.tails[:, rows[-1]],
+                pose_frames.matrix_rotations(read.matrices[:, rows]),
+                pose_frames.matrix_rotations(read.basis[:, rows]),
                 values,
             )
         )
     return out
-
-
-def _rotations(matrices: np.ndarray) -> np.ndarray:
-    """Unit quaternions of (..., 4, 4) matrices' 3x3 parts, their columns normalised (scale off)."""
-    three = matrices[..., :3, :3]
-    three = three / np.linalg.norm(three, axis=-2, keepdims=True)
-    return quat.from_matrix(three)
 
 
 def channel_values(obj, leg: LegFrames, bone: int, quats: np.ndarray, first: np.ndarray) -> np.ndarray:

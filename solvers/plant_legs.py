@@ -160,20 +160,23 @@ def reach_lift(held, offsets, hips, reach: float) -> float:
 
 
 def slerp_identity(q: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """(k, 4) the rotations `q` (k, 4) scaled by `weight` (k,) along their shortest arc (1: q, 0: none)."""
-    q = np.where(np.asarray(q)[:, :1] < 0.0, -np.asarray(q), np.asarray(q))
-    return quat.from_rotation_vector(quat.to_rotation_vector(q) * np.asarray(weight, dtype=float)[:, None])
+    """(k, ..., 4) the rotations `q` (k, ..., 4) scaled by `weight` (k,) along their shortest arc
+    (1: q, 0: none)."""
+    q = np.asarray(q)
+    q = np.where(q[..., :1] < 0.0, -q, q)
+    w = np.asarray(weight, dtype=float).reshape(len(q), *([1] * (q.ndim - 1)))
+    return quat.from_rotation_vector(quat.to_rotation_vector(q) * w)
 
 
 def faded(basis, correction, weight) -> np.ndarray:
-    """(k, 4) local rotations `basis` (k, 4) with a correction (4,) (new basis x input basis^-1 of
-    the frame the plant ends or starts on) applied to the parent's side by `weight` (k,): the
-    ease of a plant in joint space. The joints then move at most |correction| x the ease's slope
-    faster than the input's, whatever the leg's reach (an ease of the foot's position through IK
-    would turn a nearly straight knee far faster)."""
-    k = len(basis)
-    step = slerp_identity(np.broadcast_to(np.asarray(correction, dtype=float), (k, 4)), weight)
-    return quat.normalize(quat.multiply(step, np.asarray(basis, dtype=float)))
+    """(k, ..., 4) local rotations `basis` (k, ..., 4) with a correction (..., 4) (new basis x input
+    basis^-1 of the frame the plant ends or starts on; one per bone for several bones at once)
+    applied to the parent's side by `weight` (k,): the ease of a plant in joint space. The joints
+    then move at most |correction| x the ease's slope faster than the input's, whatever the leg's
+    reach (an ease of the foot's position through IK would turn a nearly straight knee far faster)."""
+    basis = np.asarray(basis, dtype=float)
+    step = slerp_identity(np.broadcast_to(np.asarray(correction, dtype=float), basis.shape), weight)
+    return quat.normalize(quat.multiply(step, basis))
 
 
 def leg_points(hip, knee, ankle, toe, world, basis, new_basis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...rig import plant_read
+from ...rig import plant_read, pose_frames
 from ...solvers import plant, plant_legs, quat
 from ..spec import ChainSpec
 from .contact_legs import REACH_SHARE
@@ -80,7 +80,7 @@ def reach_of(leg: plant_read.LegFrames, softness: float) -> float:
     """The world distance a held ankle is kept within from its hip: REACH_SHARE of the leg, and
     inside the soft-IK zone (solvers.common.soft) where the chain has softness."""
     heads = leg.heads[0]
-    scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
+    scale = float(np.cbrt(abs(pose_frames.det3(leg.world[0, :3, :3]))))
     length = scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
     return min(HIPS_SHARE, REACH_SHARE, 1.0 - float(softness)) * length
 
@@ -99,7 +99,7 @@ def offsets(legs, plans, ankles, softness, blend: float, fps: float) -> np.ndarr
 
 def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFrames:
     """The leg's input with its hips moved by `offset` (F, 3) world: every joint translated."""
-    local = np.einsum("fij,fj->fi", np.linalg.inv(leg.world[:, :3, :3]), offset)
+    local = np.einsum("fij,fj->fi", leg.inverse3(), offset)
     return plant_read.LegFrames(
         leg.names,
         leg.modes,
@@ -109,6 +109,7 @@ def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFram
         leg.rotations,
         leg.basis,
         leg.values,
+        leg.inverse3(),
     )
 
 
@@ -144,5 +145,6 @@ def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> 
         rotations,
         basis,
         moved.values,
+        moved.inverse3(),
     )
     return kept, changed

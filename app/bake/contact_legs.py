@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ...rig import plant_read
+from ...rig import plant_read, pose_frames
 from ...solvers import foot_metrics, plant, plant_legs, quat
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
@@ -33,7 +33,7 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     by how much (`float_largest`). A hold that let the leg straighten instead would miss its point
     and pop the knee."""
     heads = leg.heads[0]
-    scale = float(np.cbrt(abs(np.linalg.det(leg.world[0, :3, :3]))))
+    scale = float(np.cbrt(abs(pose_frames.det3(leg.world[0, :3, :3]))))
     reach = REACH_SHARE * scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
     hips = leg.to_world(leg.heads[:, 0])
     lifts = np.zeros(len(ankles))
@@ -64,7 +64,7 @@ def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, f
         ],
         axis=1,
     )
-    scale = np.cbrt(np.abs(np.linalg.det(leg.world[:, :3, :3])))
+    scale = np.cbrt(np.abs(pose_frames.det3(leg.world[:, :3, :3])))
     return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
 
 
@@ -111,8 +111,9 @@ def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, 
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
     for hold, following in zip(plan.holds, starts, strict=True):
         last = hold.end - 1
-        corrections = [quat.multiply(solved[last, b], quat.conjugate(inputs[last, b])) for b in range(3)]
-        turn = max(float(quat.angle(c)) for c in corrections)
+        # The three bones at once: (3, 4) corrections of the hold's last frame.
+        corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
+        turn = float(np.max(quat.angle(corrections)))
         length = plan.blend
         if speed > 0.0:
             length = max(length, plant.STEEPEST * turn / (EASE_SHARE * speed) * fps - 1.0)
@@ -122,25 +123,22 @@ def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, 
         if crossed:  # fade from this hold's correction into the next one's over the gap
             after = np.arange(hold.end, following)
             weight = plant.smooth((after - last) / float(following - last))
-            for b in range(3):
-                target = quat.multiply(solved[following, b], quat.conjugate(inputs[following, b]))
-                step = plant_legs.slerp_identity(
-                    np.broadcast_to(quat.multiply(quat.conjugate(corrections[b]), target), (len(after), 4)), weight
-                )
-                out[after, b] = quat.normalize(quat.multiply(quat.multiply(corrections[b], step), inputs[after, b]))
+            target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
+            step = plant_legs.slerp_identity(
+                np.broadcast_to(quat.multiply(quat.conjugate(corrections), target), (len(after), 3, 4)), weight
+            )
+            out[after] = quat.normalize(quat.multiply(quat.multiply(corrections, step), inputs[after]))
         else:
             after = np.arange(hold.end, min(end, frames))
             weight = plant.ease(after - last, length)
-            for b in range(3):
-                out[after, b] = plant_legs.faded(inputs[after, b], corrections[b], weight)
+            out[after] = plant_legs.faded(inputs[after], corrections, weight)
         eased[after] = changed[after] = True
         if ease_in:
             before = hold.start - np.arange(1, ease_in + 1)
             weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
             base = np.where(eased[before, None, None], out[before], inputs[before])
-            for b in range(3):
-                correction = quat.multiply(solved[hold.start, b], quat.conjugate(inputs[hold.start, b]))
-                out[before, b] = plant_legs.faded(base[:, b], correction, weight)
+            correction = quat.multiply(solved[hold.start], quat.conjugate(inputs[hold.start]))
+            out[before] = plant_legs.faded(base, correction, weight)
     return out, changed
 
 

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ...rig import keys, plant_curves, plant_keys, plant_read, root_location
+from ...rig import keys, plant_curves, plant_keys, plant_read, pose_frames, root_location
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
 from ...rig.steps import run_to_end
@@ -347,10 +347,10 @@ def _hips_locations(context, obj, name: str, frames, leg: plant_read.LegFrames, 
     values = root_location.played_locations(obj, name, keys.action_frames(obj, frames))
     if not np.any(changed):
         return values, keyed
-    armature = np.einsum("fij,fj->fi", np.linalg.inv(leg.world[:, :3, :3]), offset)
+    armature = np.einsum("fij,fj->fi", leg.inverse3(), offset)
     channel = root_location.channel_frames(context, obj, name, frames, changed)
     delta = np.zeros_like(values)
-    delta[changed] = np.linalg.solve(channel[changed], armature[changed][:, :, None])[:, :, 0]
+    delta[changed] = np.einsum("fij,fj->fi", pose_frames.inverse3(channel[changed]), armature[changed])
     values = values + delta
     if not np.all(np.isfinite(values)):
         raise ValueError(f"the lowered location of bone '{name}' is not finite; nothing was keyed")

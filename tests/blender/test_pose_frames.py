@@ -1,0 +1,78 @@
+"""The one per-frame sampler (rig.pose_frames) behind the contact detection's feet and the planted
+bake's legs, its batched 3x3 helpers, and the planted bake's curve reading (rig.plant_curves):
+each gives what Blender itself gives."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from test_contacts import FIRST, LAST, walking_leg
+
+
+@pytest.fixture
+def leg(scene):
+    obj = walking_leg()
+    # Turn the leg's bones too (the walk moves the object only), so relative rotations differ.
+    for name, axis in (("thigh", 0), ("shin", 0), ("foot", 2)):
+        pbone = obj.pose.bones[name]
+        pbone.rotation_mode = "XYZ"
+        for frame in (FIRST, 30, LAST):
+            angles = [0.0, 0.0, 0.0]
+            angles[axis] = 0.3 * np.sin(frame / 7.0)
+            pbone.rotation_euler = angles
+            pbone.keyframe_insert("rotation_euler", frame=frame)
+    return obj
+
+
+def test_feet_and_legs_come_from_the_one_sampler_and_agree_with_blender(leg):
+    from chain_ik.rig import contacts, plant_read
+
+    scene = bpy.context.scene
+    frames = np.arange(FIRST, LAST + 1, 5)
+    scene.frame_set(17)
+    (track,) = contacts.sample_feet(bpy.context, leg, leg.chain_ik.chains, frames, rotations=True)
+    (legs,) = plant_read.sample_legs(bpy.context, leg, [("thigh", "shin", "foot")], frames)
+    assert scene.frame_current == 17  # the frame is put back
+    assert np.allclose(track.heel, legs.heel_world, atol=1e-6) and np.allclose(track.toe, legs.toe_world, atol=1e-6)
+    for k, frame in enumerate(frames.tolist()):
+        scene.frame_set(frame)
+        pose = leg.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
+        world = leg.matrix_world
+        assert np.allclose(track.heel[k], world @ pose["foot"].head, atol=1e-6)
+        assert np.allclose(track.toe[k], world @ pose["foot"].tail, atol=1e-6)
+        for j, name in enumerate(("thigh", "shin", "foot")):
+            bone = pose[name]
+            relative = bone.parent.matrix.inverted_safe() @ bone.matrix
+            expected = np.array(relative.to_3x3().normalized().to_quaternion())
+            got = track.rotations[k, j]
+            assert min(np.abs(got - expected).max(), np.abs(got + expected).max()) < 1e-5, (frame, name)
+
+
+def test_batched_inverse_and_determinant_match_numpy():
+    from chain_ik.rig import pose_frames
+
+    rng = np.random.default_rng(3)
+    m = rng.normal(size=(50, 3, 3)) + 3.0 * np.eye(3)
+    assert np.allclose(pose_frames.inverse3(m), np.linalg.inv(m), rtol=1e-12, atol=1e-12)
+    assert np.allclose(pose_frames.det3(m), np.linalg.det(m), rtol=1e-12)
+    assert np.allclose(pose_frames.inverse3(m[0]), np.linalg.inv(m[0]), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("interpolation", ["BEZIER", "LINEAR", "CONSTANT"])
+def test_curves_read_as_playback_evaluates_them_to_the_bit(leg, interpolation):
+    from chain_ik.rig import keys, plant_curves
+
+    curves = [fc for fc in keys.assigned_fcurves(leg) if fc.data_path.endswith("rotation_euler")]
+    assert curves
+    frames = np.concatenate([np.arange(FIRST - 3, LAST + 4, 1.0), [10.5, 30.25, 71.9]])
+    for fc in curves:
+        for key in fc.keyframe_points:
+            key.interpolation = interpolation
+        fc.update()
+        expected = np.array([fc.evaluate(f) for f in frames.tolist()])
+        assert np.array_equal(plant_curves.curve_values(fc, frames), expected)
+    noisy = curves[0]
+    noisy.modifiers.new("NOISE")  # a modifier: every frame through FCurve.evaluate
+    expected = np.array([noisy.evaluate(f) for f in frames.tolist()])
+    assert np.array_equal(plant_curves.curve_values(noisy, frames), expected)
