@@ -77,6 +77,9 @@ class TreeLayout:
     # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them: a
     # chain alone's (rig.unit.as_chain), which its Chain normalises once in float64.
     rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # Per bone what the writer's quaternion kernel turns it through (rig.read.tree_terms `rests`):
+    # its rest in the parent (Bone.matrix) where it follows a parent's rotation, else Bone.matrix_local.
+    writer_rests: tuple = field(default=(), compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
@@ -147,6 +150,11 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
     # The tree kernels' rests: normalised in mathutils (float32), as ever. (Normalised in float64 as
     # a chain's are, every group record of the outcome corpus moved: docs/design.md, "Solve: one path".)
     rests = np.array([q.normalized()[:] for q in rests])
+    writer = []
+    for pb, p in zip(pbs, parents, strict=True):
+        bone = pb.bone
+        inherit = (p != -1 or pb.parent is not None) and bone.use_inherit_rotation
+        writer.append(((bone.matrix if inherit else bone.matrix_local).to_quaternion(), inherit))
     return TreeLayout(
         names,
         tuple(parents),
@@ -157,6 +165,7 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         ik_settings.read_limits(pbs),
         tuple(hinged),
         read_rests,
+        tuple(writer),
     )
 
 
