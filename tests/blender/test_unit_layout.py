@@ -176,3 +176,22 @@ def test_a_solve_after_an_edit_writes_what_a_solve_without_the_kept_layout_write
     assert kept.names == fresh.names
     assert kept.write.values == fresh.write.values
     assert kept.error == fresh.error and not math.isnan(kept.error)
+
+
+def test_a_lone_stretched_chain_bake_builds_its_layout_once(scene, layouts, monkeypatch):
+    """The bake of a lone stretching chain reads it as Solve does, frame by frame (app.solve.read_alone):
+    its layout is built once per bake and handed out again at every frame."""
+    obj = bent_rolled_disconnected()
+    obj.pose.bones["hand"].ik_stretch = 0.5  # its tail leads the link: no shear below it
+    target = add_empty(location=(0.5, 0.6, 1.8))
+    for frame, where in ((1, (0.5, 0.6, 1.8)), (10, (2.0, 2.5, 3.0))):
+        target.location = where
+        target.keyframe_insert("location", frame=frame)
+    reads = []
+    fingerprint = layouts.fingerprint
+    monkeypatch.setattr(layouts, "fingerprint", lambda obj, chains: reads.append(chains) or fingerprint(obj, chains))
+    bpy.context.view_layer.objects.active = obj
+    result = bpy.ops.chain_ik.bake(tip="hand", chain_length=3, target=target.name, frame_start=1, frame_end=10)
+    assert result == {"FINISHED"}
+    assert len(reads) >= 10  # every frame read through the kept layout
+    assert len(layouts.builds) == 2  # once for the bake's unit, once for the chain's reading (hinges)
