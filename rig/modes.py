@@ -117,7 +117,7 @@ def values_in_mode(
         values = q[:]
     else:
         values = axis_angle_values(q, old)
-    if four:
+    if four and (lock_w or lock[0] or lock[1] or lock[2]):  # (4D locks are on by default, rarely set)
         locks4 = (lock_w, *lock)
         values = tuple(o if lk else v for v, o, lk in zip(values, old, locks4, strict=True))
     return values
