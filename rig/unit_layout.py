@@ -58,12 +58,13 @@ def fingerprint(obj, chains) -> tuple:
     walks, tops, members = [], [], {}
     for tip, count, use_tail in chains:
         walk, _ = chain_bones(obj, tip, count, use_tail)
-        walks.append(tuple(b.name for b in walk))
+        names = tuple(b.name for b in walk)
+        walks.append(names)
         parent = walk[0].bone.parent  # inside a walk each bone's parent is the one before it
         tops.append(None if parent is None else (parent.name, parent.matrix_local.copy()))
         if len(chains) > 1:  # a top may hang from another chain's bone through bones of none
             tops.append(tuple(b.name for b in _ancestors(parent)))
-        members.update((b.name, b) for b in walk)
+        members.update(zip(names, walk, strict=True))
     rests = []
     for pb in members.values():
         bone = pb.bone
