@@ -88,5 +88,5 @@ def _ancestors(bone):
 
 
 def forget() -> None:
-    """Drop every kept layout (tests; a file loaded)."""
+    """Drop every kept layout (tests: a read from scratch; nothing else needs it, the fingerprint decides)."""
     _layouts.clear()
