@@ -29,7 +29,14 @@ def current_values(pbone) -> tuple[float, ...]:
 
 def current_quaternion(pbone) -> Quaternion:
     """The bone's local (basis) rotation as a unit quaternion, whatever its mode."""
-    return to_quaternion(pbone.rotation_mode, current_values(pbone))
+    mode = pbone.rotation_mode  # read once (a Solve reads every bone's per call)
+    if mode == "QUATERNION":  # to_quaternion's, on a copy of the channel (the same float32 values)
+        q = pbone.rotation_quaternion.copy()
+        if q.magnitude > 0:
+            q.normalize()
+            return q
+        return Quaternion()
+    return to_quaternion(mode, channel_values(pbone, mode))
 
 
 def to_quaternion(mode: str, values: tuple[float, ...]) -> Quaternion:
@@ -110,7 +117,7 @@ def values_in_mode(
         values = q[:]
     else:
         values = axis_angle_values(q, old)
-    if four:
+    if four and (lock_w or lock[0] or lock[1] or lock[2]):  # (4D locks are on by default, rarely set)
         locks4 = (lock_w, *lock)
         values = tuple(o if lk else v for v, o, lk in zip(values, old, locks4, strict=True))
     return values

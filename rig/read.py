@@ -95,11 +95,13 @@ def pose_terms(bones, frames, mats, parent_matrix: Matrix | None) -> PoseTerms |
 
 
 def tree_terms(
-    bones, frames, mats, parents: tuple[int, ...], root_parents: tuple, chain: bool = False
+    bones, frames, mats, parents: tuple[int, ...], root_parents: tuple, chain: bool = False, rests=None
 ) -> PoseTerms | str:
     """The writer's PoseTerms for `bones` (parents first; `parents`: each one's index, -1 for a
     root) posed at `mats` with unit `frames`, or why not. `root_parents`: per root in order, its
-    Blender parent's pose matrix or None. `chain`: a chain's terms (no parent indices kept)."""
+    Blender parent's pose matrix or None. `chain`: a chain's terms (no parent indices kept).
+    `rests`: per bone (its rest Quaternion, whether it inherits) as read below, read once per
+    layout (rig.tree.TreeLayout.writer_rests)."""
     roots = iter(root_parents)
     root_frames = []
     for p in parents:
@@ -115,6 +117,14 @@ def tree_terms(
         if why:
             return f"the chain's parent bone has {why}"
         root_frames.append(m3.to_quaternion())
+    if rests is not None:  # the same as read below: a root has a frame where it has a parent
+        for pb, m in zip(bones, mats, strict=True):
+            why = _dissimilar(m.to_3x3())
+            if why:
+                return f"bone '{pb.name}' has {why}"
+        rests, inherits = zip(*rests, strict=True)
+        parents_kept = () if chain else (tuple(parents), tuple(root_frames))
+        return PoseTerms(tuple(frames), rests, inherits, root_frames[0], *parents_kept)
     rests, inherits = [], []
     for pb, m, p, root_frame in zip(bones, mats, parents, root_frames, strict=True):
         why = _dissimilar(m.to_3x3())

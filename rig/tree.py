@@ -77,6 +77,9 @@ class TreeLayout:
     # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them: a
     # chain alone's (rig.unit.as_chain), which its Chain normalises once in float64.
     rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # Per bone what the writer's quaternion kernel turns it through (rig.read.tree_terms `rests`):
+    # its rest in the parent (Bone.matrix) where it follows a parent's rotation, else Bone.matrix_local.
+    writer_rests: tuple = field(default=(), compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
@@ -147,6 +150,11 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
     # The tree kernels' rests: normalised in mathutils (float32), as ever. (Normalised in float64 as
     # a chain's are, every group record of the outcome corpus moved: docs/design.md, "Solve: one path".)
     rests = np.array([q.normalized()[:] for q in rests])
+    writer = []
+    for pb, p in zip(pbs, parents, strict=True):
+        bone = pb.bone
+        inherit = (p != -1 or pb.parent is not None) and bone.use_inherit_rotation
+        writer.append(((bone.matrix if inherit else bone.matrix_local).to_quaternion(), inherit))
     return TreeLayout(
         names,
         tuple(parents),
@@ -157,6 +165,7 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         ik_settings.read_limits(pbs),
         tuple(hinged),
         read_rests,
+        tuple(writer),
     )
 
 
@@ -214,12 +223,12 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     matrix = (lambda pb: pb.matrix.copy()) if fk is None else (lambda pb: fk.matrix(pb.name))
     tail = (lambda pb: pb.tail) if fk is None else (lambda pb: fk.matrix(pb.name) @ Vector((0.0, pb.bone.length, 0.0)))
     for pb, chains_here in zip(pbs, layout.ends, strict=True):
-        m = matrix(pb)
+        m = pb.matrix.copy() if fk is None else fk.matrix(pb.name)  # `matrix(pb)`, without a call per bone
         mats.append(m)
         frames.append(m.to_quaternion().normalized())
         heads.append(m.translation)
-        end = tail(pb)
-        if not all(use_tail for _, use_tail in chains_here):
+        end = pb.tail if fk is None else tail(pb)
+        if chains_here and not all(use_tail for _, use_tail in chains_here):
             # A bone's end point is its tail, or the tip's head for chains without Use Tail; chains
             # ending on one bone must agree on it (one effector point per bone).
             points = [tail(pb) if use_tail else matrix(pose[tip]).translation for tip, use_tail in chains_here]
@@ -262,13 +271,20 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
                 parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
                 reference[i] = quat.multiply(parent, reference[i])
     replaced = {} if fk is None else fk.rotations
-    local = np.array([(replaced[pb.name] if pb.name in replaced else modes.current_quaternion(pb))[:] for pb in pbs])
+    current = modes.current_quaternion
+    if replaced:
+        local = np.array([(replaced[pb.name] if pb.name in replaced else current(pb))[:] for pb in pbs])
+    else:
+        local = np.array([current(pb)[:] for pb in pbs])
     root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
     posed = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
         return TreeRead(layout.last[0], local, names, posed, *parts)
-    skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
+    fields = (layout.parents, offsets, links, lengths, reference, base, layout.limits)
+    # Checked above in plain floats but for the rests and base (Skeleton's own check names a bad one).
+    checked = math.isfinite(sum(reference.ravel().tolist()) + sum(base.tolist()))
+    skeleton = Skeleton.read(*fields) if checked else Skeleton(*fields)
     layout.last[:] = [skeleton]
     return TreeRead(skeleton, local, names, posed, *parts)
 

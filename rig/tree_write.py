@@ -22,7 +22,7 @@ from mathutils import Quaternion
 
 from ..solvers import quat as q64
 from . import modes
-from .read import PoseTerms
+from .read import PoseTerms, is_constrained
 from .write import PoseWrite, converted_locals, turned_locals, turned_matrices
 
 
@@ -105,6 +105,6 @@ def _channels(obj, names, quats, starts, influence: float, use_locks: bool, prev
         values[name] = vals
         if lock[0] or lock[1] or lock[2] or lock_w:
             locked.append(name)
-        if any(c.enabled and c.influence > 0.0 for c in pb.constraints):
+        if is_constrained(pb):
             constrained.append(name)
     return PoseWrite(values, tuple(locked), tuple(constrained), before)

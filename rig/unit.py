@@ -26,6 +26,7 @@ from ..solvers.skeleton import Skeleton
 from ..solvers.skeleton_stretch import stretched_geometry
 from . import read, stretch, tree
 from .fk import PoseFK
+from .unit_layout import unit_layout
 
 
 @dataclass(frozen=True)
@@ -65,10 +66,11 @@ def read_unit(
     evaluated object). `use_limits`: the bones' IK settings as joint limits; `from_rest`: the
     unit's bones at their rest rotations (Compare Solvers); `weights`: per tree bone its ik_stretch
     where it stretches (`tree_layout(obj, chains).names` order), read unstretched (rig.stretch);
-    `layout`: `tree.tree_layout(obj, chains, hinges=True)` when the caller has it; `rotations`
+    `layout`: the unit's layout (default: `rig.unit_layout.unit_layout(obj, chains)`, built once while
+    the rig stays the same); `rotations`
     (bone -> local Quaternion): a bake's previous frame's solution in place of those bones'
     evaluated rotations (rig.fk)."""
-    layout = tree.tree_layout(obj, chains, hinges=True) if layout is None else layout
+    layout = unit_layout(obj, chains) if layout is None else layout
     names = layout.names
     rotations = {n: Quaternion() for n in names} if from_rest else dict(rotations or {})
     scales = {}
@@ -90,7 +92,8 @@ def read_unit(
                     f"bone '{names[i]}' has IK limits but does not inherit its parent's rotation: limits cannot"
                     " apply (turn Inherit Rotation on, or turn off Use Bone IK Limits)"
                 )
-    terms = read.tree_terms(got.bones, got.frames, got.matrices, layout.parents, got.root_parents)
+    rests = layout.writer_rests or None  # read once per layout
+    terms = read.tree_terms(got.bones, got.frames, got.matrices, layout.parents, got.root_parents, False, rests)
     if fk is not None:  # not the evaluated pose: the writer's terms are not read there
         terms = "IK stretch scales the bones" if scales else "the chain is posed from given rotations, not read"
     if isinstance(terms, str) or fk is not None:

@@ -172,8 +172,12 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
             "reference": skeleton.reference[bones],
             "base_frame": skeleton.base_frame,
         }
-    points = np.concatenate((heads[bones], ends[bones[-1:]])).tolist()
-    chain = Chain.from_float_rows(points, frames[bones].tolist(), **joints)  # rows of floats by construction
+    if len(bones) == len(heads):  # the whole skeleton (a lone chain): its rows as they are
+        points, rows = heads.tolist(), frames.tolist()
+        points.append(ends[-1].tolist())
+    else:
+        points, rows = np.concatenate((heads[bones], ends[bones[-1:]])).tolist(), frames[bones].tolist()
+    chain = Chain.from_float_rows(points, rows, **joints)  # rows of floats by construction
     return chain, bones
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from ... import rig, solvers
 from ...rig import tree_write
 from ...rig.unit import UnitRead, as_chain, read_unit, stretch_branch
+from ...rig.unit_layout import unit_layout
 from ...solvers.common import root_move as movable_root
 from ...solvers.common.aim_goals import aim_miss
 from ...solvers.common.pins import without_unheld
@@ -111,7 +112,7 @@ def read_alone(obj, obj_eval, space, spec: ChainSpec, depsgraph, from_rest: bool
     chain's solve); IK stretch planned straight to the target in float64 (rig.unit.stretch_branch).
     `rotations`: the bake's previous frame's solution the chain is read at (rig.unit.read_unit)."""
     chains = [(spec.tip, spec.chain_length, spec.use_tail)]
-    layout = rig.tree.tree_layout(obj, chains, hinges=True)
+    layout = unit_layout(obj, chains)  # built once while the rig stays the same (rig.unit_layout)
     if spec.move_root:  # a chain alone has one top bone: its first
         check_movable_root(obj, layout.names[0], spec.label)
     weights = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ... import rig, solvers
 from ...rig import tree
+from ...rig.unit_layout import unit_layout
 from ..checks import check_group, check_movable_root, check_no_stretch_scale
 from ..spec import ChainSpec
 from ..spec.groups import chain_names
@@ -67,7 +68,7 @@ class GroupRig:
 def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
     """The group's tree layout and chains, after the checks only a group needs (targets riding on
     its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout."""
-    layout = tree.tree_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
+    layout = unit_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
     check_group(obj, specs, layout.names)
     if specs[0].move_root:  # the lead's setting serves the group: its one top bone moves
         tops = [layout.names[i] for i, p in enumerate(layout.parents) if p == -1]

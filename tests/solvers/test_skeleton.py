@@ -90,3 +90,22 @@ def _load(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_a_skeleton_read_by_a_rig_is_the_checked_one(limited):
+    """Skeleton.read (a rig's reading, checked by its reader) holds what the checking constructor
+    holds, field by field, and solves the same to the bit."""
+    chain = goal_chains.bent_chain([1.0, 0.8, 0.5], [0.4, 0.3], knee_hinges=limited)
+    checked, local = solvers.Skeleton.from_chain(chain)
+    fields = [getattr(checked, f) for f in ("parents", "offsets", "links", "lengths", "reference", "base_frame")]
+    read = solvers.Skeleton.read(*fields, checked.limits)
+    for f in ("offsets", "links", "lengths", "reference", "base_frame"):
+        np.testing.assert_array_equal(getattr(read, f), getattr(checked, f))
+    assert read.parents == checked.parents and read.radii is None and checked.radii is None
+    assert read.limits is checked.limits and read.n_bones == checked.n_bones
+    (target, _), *_ = goal_chains.pole_targets(chain, 1, seed=2)
+    effector = [solvers.Effector(bone=2, position=target)]
+    a = solvers.solve_skeleton(read, local, effector, method="fabrik")
+    b = solvers.solve_skeleton(checked, local, effector, method="fabrik")
+    np.testing.assert_array_equal(a.local, b.local)
