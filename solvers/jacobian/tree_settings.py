@@ -1,0 +1,22 @@
+"""The tree Jacobian's iteration settings (jacobian.tree and its plain kernel, jacobian.tree_plain)."""
+
+RESOLVES = 2  # re-solves per iteration after locking clamped axes (as jacobian.chain_numpy)
+CORRECTIONS = 3  # Newton steps per iteration taking back what a lower level's step cost the met levels
+PATIENCE = 4  # iterations without progress before a solve stops
+PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
+SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
+# Kept steps in a row after a refused one before the turn widens and the damping drops again:
+# widening at once overshoots again (conflicting goals alternated kept and refused steps).
+CALM = 5
+LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
+# The damping's least share of the option's: while every step is kept (reachable goals: a nearly
+# undamped Newton step converges in fewer iterations: five from the hips on the metarig, 8.6 -> 7.8
+# on average), and once one was refused (nonlinear or conflicting goals settle as before).
+LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
+# DLS's lam2 at least this x |J^T e|^2 / the mean of diag(J J^T) (the squared error the step can
+# remove; Levenberg-Marquardt damping ~ the error keeps Newton's quadratic convergence): far goals
+# are approached in shorter, more nearly least-motion steps. On the metarig (bench/bench_tree.py)
+# the summed turn of reachable poses dropped 20-24% and the iterations 5.5-7.8 -> 5.0-7.3.
+ERROR_DAMPING = float(__import__("os").environ.get("TJ_ED", "0.5"))
+DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
+RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
