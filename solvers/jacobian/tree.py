@@ -298,16 +298,19 @@ def solve(
     start = np.array(local[tree.moved], dtype=float)
     if tree.limits is not None:
         start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+    error = None
     if tree_plain.applies(tree, variant, gain, by_mass):
         max_step = float(options["max_step"])
-        current, iterations, _ = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
+        current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
+        if not segments:  # its last forward kinematics is of the locals returned: their errors
+            error = np.sqrt(squares)
     else:
         current, iterations = _iterate(tree, start, tolerance, max_iterations, options, variant, by_mass, lam2)
     out = np.array(local, dtype=float)
     out[tree.moved] = current
     for effector, segment in segments:
         out = _spin_to_pole(skeleton, out, effector, segment)
-    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian")
+    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)
 
 
 

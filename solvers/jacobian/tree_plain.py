@@ -20,6 +20,9 @@ from .. import quat
 from .tree_settings import CALM, ERROR_DAMPING, LM_DOWN, LM_FLOOR, LM_FLOOR_REFUSED, LM_UP, PATIENCE, PROGRESS, RIDGE
 
 # The raw gufuncs np.linalg.solve wraps (its checks cost more than the 6-15 row solve).
+# The largest J^T map (points to J^T, entries) taken as one product: beyond, two smaller products
+# and a mask cost less (measured on the metarig: 5k and 12k entries faster, 50k slower).
+ONE_PRODUCT = 20000
 _solve = getattr(getattr(np.linalg, "_umath_linalg", None), "solve1", np.linalg.solve)
 
 
@@ -91,9 +94,17 @@ def prepare(tree) -> None:
     cross = np.zeros((count, 3, 3, count, 3))  # (e, b) x (k, e', c): c of e_k x r_e
     for e in range(count):
         cross[e, :, :, e, :] = levi.transpose(2, 1, 0)  # [b, k, c] = eps_{c k b}
-    tree.cross = cross.reshape(3 * count, 9 * count)
-    tree.cross_heads = cross.sum(axis=0).reshape(3, 9 * count)  # the same for a head subtracted from every end
-    tree.cross_mask = np.repeat(np.tile(tree.mask.T[:, None, :], (1, 3, 1)), 3, axis=2).reshape(m, 9 * count)
+    cross = cross.reshape(3 * count, 9 * count)
+    mask = np.repeat(np.tile(tree.mask.T[:, None, :], (1, 3, 1)), 3, axis=2).reshape(m, 9 * count)
+    tree.cross, tree.cross_mask = cross, mask
+    tree.cross_heads = cross.reshape(count, 3, 9 * count).sum(axis=0)  # one head subtracted from every end
+    tree.arms = None
+    if 3 * n * m * 9 * count <= ONE_PRODUCT:  # J^T flattened = the points flattened (3n) @ arms
+        arms = np.zeros((n, 3, m, 9 * count))
+        for i in range(m):
+            arms[m:, :, i, :] = cross.reshape(count, 3, 9 * count)
+            arms[i, :, i, :] = -tree.cross_heads
+        tree.arms = (arms * mask[None, None]).reshape(3 * n, m * 9 * count)
 
 
 def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> None:
@@ -136,7 +147,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     m, count = tree.m, len(tree.bones)
     n, rows = m + count, 3 * count
     targets, bound = tree.targets, tolerance * tolerance
-    cross, cross_heads, cross_mask = tree.cross, tree.cross_heads, tree.cross_mask
+    arms, cross, cross_heads, cross_mask = tree.arms, tree.cross, tree.cross_heads, tree.cross_mask
     dot, matmul = np.dot, np.matmul
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
     turn = np.empty((m, 4))
@@ -146,18 +157,23 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     error = (targets - nodes[m:n, :3, 3]).reshape(rows)
     squares = [x * x + y * y + z * z for x, y, z in error.reshape(count, 3).tolist()]
     cost, done = sum(squares), max(squares) <= bound
-    radius, stale, iterations, kept, jt = max_step, 0, 0, CALM, None
+    radius, stale, iterations, kept, jt, damped = max_step, 0, 0, CALM, None, False
     while iterations < max_iterations and not done:
         if jt is None:  # J^T in world axes (3m, R) at the current pose (a refused step keeps it)
-            arms = dot(nodes[m:n, :3, 3].reshape(rows), cross) - dot(nodes[:m, :3, 3], cross_heads)
-            jt = (arms * cross_mask).reshape(3 * m, rows)
+            if arms is not None:
+                jt = dot(nodes[:n, :3, 3].reshape(3 * n), arms).reshape(3 * m, rows)
+            else:
+                jt = dot(nodes[m:n, :3, 3].reshape(rows), cross) - dot(nodes[:m, :3, 3], cross_heads)
+                jt = (jt * cross_mask).reshape(3 * m, rows)
             square = dot(jt.T, jt)
             trace = sum(square.reshape(-1)[:: rows + 1].tolist())
             pulled = dot(jt, error)
             removable = float(dot(pulled, pulled)) * rows / max(trace, 1e-300)
-        damped = square.copy()
-        damped.reshape(-1)[:: rows + 1] += max(lam2, ERROR_DAMPING * removable, RIDGE * trace / rows, 1e-100)
-        step = dot(jt, _solve(damped, error))
+        elif damped:  # a refused step's: J J^T again, undamped
+            square = dot(jt.T, jt)
+        damped = True
+        square.reshape(-1)[:: rows + 1] += max(lam2, ERROR_DAMPING * removable, RIDGE * trace / rows, 1e-100)
+        step = dot(jt, _solve(square, error))
         if float(dot(step, step)) > radius * radius:  # some joint may turn more than the radius
             step = step.reshape(m, 3)
             biggest = math.sqrt(max(np.einsum("ij,ij->i", step, step).tolist()))
