@@ -42,7 +42,7 @@ from ..common import goals, mass
 from ..model.chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
 from . import tree_plain
-from .tree_plain import _MULTIPLY, _TO_MATRIX
+from .tree_plain import MULTIPLY, TO_MATRIX
 from .tree_settings import (
     CALM,
     CORRECTIONS,
@@ -75,11 +75,11 @@ _SKEW[1, 2] = _SKEW[2, 3] = _SKEW[0, 7] = -1.0
 
 
 def _matrices(q: np.ndarray) -> np.ndarray:
-    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ _TO_MATRIX).reshape(-1, 3, 3)
+    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ TO_MATRIX).reshape(-1, 3, 3)
 
 
 def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _MULTIPLY
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ MULTIPLY
 
 
 class Structure:
@@ -158,7 +158,7 @@ class Structure:
             reference = quat.to_matrix(skeleton.reference[moved])
             reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
             # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
-            self.turn = np.matmul(reference[:, None], _TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
+            self.turn = np.matmul(reference[:, None], TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
             self.rests = rests
         reach = skeleton.lengths[:, None] * skeleton.links
         self.mass_links = reach[moved]

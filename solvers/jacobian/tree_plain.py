@@ -34,7 +34,7 @@ def _bilinear(product) -> np.ndarray:
 
 # Rotation matrices of unit quaternions and Hamilton products, each one matrix product (few numpy calls
 # per iteration: the solve's cost is their count, not their size).
-_TO_MATRIX = _bilinear(
+TO_MATRIX = _bilinear(
     lambda a, b: np.array(
         [
             [
@@ -55,11 +55,11 @@ _TO_MATRIX = _bilinear(
         ]
     ).ravel()
 )
-_MULTIPLY = _bilinear(quat.multiply)
+MULTIPLY = _bilinear(quat.multiply)
 # q (1, d/2) from q and (1, d): the products with d's entries halved.
-_MULTIPLY_HALF = _MULTIPLY * np.where(np.arange(16) % 4 == 0, 1.0, 0.5)[:, None]
+_MULTIPLY_HALF = MULTIPLY * np.where(np.arange(16) % 4 == 0, 1.0, 0.5)[:, None]
 # The rotation matrix of an unnormalised quaternion times its squared norm, and the squared norm (last).
-_TO_SCALED = np.concatenate((_TO_MATRIX, np.eye(4).reshape(16, 1)), axis=1)
+_TO_SCALED = np.concatenate((TO_MATRIX, np.eye(4).reshape(16, 1)), axis=1)
 
 
 def applies(tree, variant: str, gain: float, by_mass: bool) -> bool:
