@@ -86,7 +86,7 @@ def prepare(tree) -> None:
     parent = np.concatenate((np.where(tree.root, n, tree.parent), tree.bones))
     tree.node_jumps, up = [], np.append(parent, n)
     while np.any(up[:n] != n):
-        tree.node_jumps.append(up[:n].copy())
+        tree.node_jumps.append(up.copy())  # (n + 1,): the identity's own entry n keeps it
         up = up[up]
     levi = np.zeros((3, 3, 3))
     levi[0, 1, 2] = levi[1, 2, 0] = levi[2, 0, 1] = 1.0
@@ -115,9 +115,11 @@ def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> N
     m, n = tree.m, tree.m + len(tree.bones)
     eye = np.eye(4)
     block = np.zeros((m, 4, m, 4))
+    back = np.zeros((m, 4, m, 4))
     for i in range(m):
         block[i, :, i, :] = quat.multiply(rests[i][None], eye)  # row j: rest_i e_j
-    tree.rest_block = block.reshape(4 * m, 4 * m)
+        back[i, :, i, :] = quat.multiply(quat.conjugate(rests[i])[None], eye)
+    tree.rest_block, tree.rest_back = block.reshape(4 * m, 4 * m), back.reshape(4 * m, 4 * m)
     start = np.zeros((n + 1, 4, 4))
     start[:, 3, 3] = 1.0
     start[m:, :3, :3] = np.eye(3)
@@ -126,18 +128,17 @@ def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> N
     tree.affine_start = start
 
 
-def _forward(tree, q: np.ndarray):
-    """(nodes' world affines (n + 1, 4, 4)) of the moved bones' locals `q` (m, 4, not necessarily of
-    unit length): frames [:m, :3, :3], heads [:m, :3, 3], ends [m:n, :3, 3]; pointer jumping, two
-    numpy calls a round."""
-    m, n = tree.m, tree.m + len(tree.bones)
-    turned = np.dot(q.reshape(4 * m), tree.rest_block).reshape(m, 4, 1)  # rest_i L_i
-    nodes, spare = tree.affine_start.copy(), tree.affine_start.copy()
+def _forward(tree, turned: np.ndarray):
+    """(nodes' world affines (n + 1, 4, 4)) of the moved bones' rest_i L_i `turned` (m, 4, not
+    necessarily of unit length): frames [:m, :3, :3], heads [:m, :3, 3], ends [m:n, :3, 3]; pointer
+    jumping, one numpy call a round and a gather."""
+    m = len(turned)
+    turned = turned.reshape(m, 4, 1)
+    nodes = tree.affine_start.copy()
     scaled = np.dot((turned * turned.reshape(m, 1, 4)).reshape(m, 16), _TO_SCALED)
     nodes[:m, :3, :3] = (scaled[:, :9] / scaled[:, 9:]).reshape(m, 3, 3)
     for up in tree.node_jumps:
-        np.matmul(nodes.take(up, 0), nodes[:n], out=spare[:n])
-        nodes, spare = spare, nodes
+        nodes = np.matmul(nodes.take(up, 0), nodes)
     return nodes
 
 
@@ -152,7 +153,8 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
     turn = np.empty((m, 4))
     turn[:, 0] = 1.0
-    current = start
+    # The unknowns: rest_i L_i (a turn L_i (1, d/2) is the same product on the right).
+    current = np.dot(start.reshape(4 * m), tree.rest_block).reshape(m, 4)
     nodes = _forward(tree, current)
     error = (targets - nodes[m:n, :3, 3]).reshape(rows)
     squares = [x * x + y * y + z * z for x, y, z in error.reshape(count, 3).tolist()]
@@ -206,4 +208,5 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         stale = 0 if verdict > 0 else stale + 1
         if stale >= PATIENCE:
             break
-    return current / np.sqrt(np.einsum("ij,ij->i", current, current))[:, None], iterations, squares
+    local = np.dot(current.reshape(4 * m), tree.rest_back).reshape(m, 4)
+    return local / np.sqrt(np.einsum("ij,ij->i", local, local))[:, None], iterations, squares
