@@ -21,8 +21,9 @@ from .tree_settings import CALM, ERROR_DAMPING, LM_DOWN, LM_FLOOR, LM_FLOOR_REFU
 
 # The raw gufuncs np.linalg.solve wraps (its checks cost more than the 6-15 row solve).
 # The largest J^T map (points to J^T, entries) taken as one product: beyond, two smaller products
-# and a mask cost less (measured on the metarig: 5k and 12k entries faster, 50k slower).
-ONE_PRODUCT = 20000
+# and a mask cost less (on the metarig: two hands' 4k entries faster, 12k slower; and from about
+# 10k entries OpenBLAS splits a product over threads, milliseconds on a busy machine).
+ONE_PRODUCT = 6000
 _solve = getattr(getattr(np.linalg, "_umath_linalg", None), "solve1", np.linalg.solve)
 
 
@@ -109,23 +110,22 @@ def prepare(tree) -> None:
 
 def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> None:
     """The measures' terms on `tree`: `rests` (m, 4) each bone's rest quaternion (the base frame's
-    folded into the roots'), as one block-diagonal matrix (L_i -> rest_i L_i for every bone in one
-    product); the nodes' affines without their rotations (offsets in the parent's frame; an end
-    point: no rotation, its bone's link)."""
+    folded into the roots'); the nodes' affines without their rotations (offsets in the parent's
+    frame; an end point: no rotation, its bone's link)."""
     m, n = tree.m, tree.m + len(tree.bones)
-    eye = np.eye(4)
-    block = np.zeros((m, 4, m, 4))
-    back = np.zeros((m, 4, m, 4))
-    for i in range(m):
-        block[i, :, i, :] = quat.multiply(rests[i][None], eye)  # row j: rest_i e_j
-        back[i, :, i, :] = quat.multiply(quat.conjugate(rests[i])[None], eye)
-    tree.rest_block, tree.rest_back = block.reshape(4 * m, 4 * m), back.reshape(4 * m, 4 * m)
+    tree.rests, tree.rests_back = rests, rests * [1.0, -1.0, -1.0, -1.0]
     start = np.zeros((n + 1, 4, 4))
     start[:, 3, 3] = 1.0
     start[m:, :3, :3] = np.eye(3)
     start[:m, :3, 3] = offsets
     start[m:n, :3, 3] = ends
     tree.affine_start = start
+
+
+def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton products a_i b_i of (m, 4) quaternions, one matrix product (quat.multiply takes a
+    dozen numpy calls)."""
+    return np.dot((a[:, :, None] * b[:, None, :]).reshape(-1, 16), MULTIPLY)
 
 
 def _forward(tree, turned: np.ndarray):
@@ -154,7 +154,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     turn = np.empty((m, 4))
     turn[:, 0] = 1.0
     # The unknowns: rest_i L_i (a turn L_i (1, d/2) is the same product on the right).
-    current = np.dot(start.reshape(4 * m), tree.rest_block).reshape(m, 4)
+    current = _product(tree.rests, start)
     nodes = _forward(tree, current)
     error = (targets - nodes[m:n, :3, 3]).reshape(rows)
     squares = [x * x + y * y + z * z for x, y, z in error.reshape(count, 3).tolist()]
@@ -208,5 +208,5 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         stale = 0 if verdict > 0 else stale + 1
         if stale >= PATIENCE:
             break
-    local = np.dot(current.reshape(4 * m), tree.rest_back).reshape(m, 4)
+    local = _product(tree.rests_back, current)
     return local / np.sqrt(np.einsum("ij,ij->i", local, local))[:, None], iterations, squares
