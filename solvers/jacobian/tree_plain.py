@@ -113,7 +113,7 @@ def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> N
     folded into the roots'); the nodes' affines without their rotations (offsets in the parent's
     frame; an end point: no rotation, its bone's link)."""
     m, n = tree.m, tree.m + len(tree.bones)
-    tree.rests, tree.rests_back = rests, rests * [1.0, -1.0, -1.0, -1.0]
+    tree.rest_turns, tree.rest_backs = rests, rests * [1.0, -1.0, -1.0, -1.0]
     start = np.zeros((n + 1, 4, 4))
     start[:, 3, 3] = 1.0
     start[m:, :3, :3] = np.eye(3)
@@ -154,7 +154,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     turn = np.empty((m, 4))
     turn[:, 0] = 1.0
     # The unknowns: rest_i L_i (a turn L_i (1, d/2) is the same product on the right).
-    current = _product(tree.rests, start)
+    current = _product(tree.rest_turns, start)
     nodes = _forward(tree, current)
     error = (targets - nodes[m:n, :3, 3]).reshape(rows)
     squares = [x * x + y * y + z * z for x, y, z in error.reshape(count, 3).tolist()]
@@ -208,5 +208,5 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         stale = 0 if verdict > 0 else stale + 1
         if stale >= PATIENCE:
             break
-    local = _product(tree.rests_back, current)
+    local = _product(tree.rest_backs, current)
     return local / np.sqrt(np.einsum("ij,ij->i", local, local))[:, None], iterations, squares
