@@ -27,7 +27,12 @@ y += N (-gain grad H), H = 1/2 sum_i |log(A_i^-1 L_i)|^2 over the moved bones, A
 
 A solve stops when every goal is within the tolerance, or when no level's weighted error has dropped
 for PATIENCE iterations (conflicting goals: the weighted least-squares compromise), and returns the
-best pose it met."""
+best pose it met. DLS damps at least ERROR_DAMPING x the squared error the step can remove (from the
+highest level not yet met; tree_settings): far goals are approached in shorter, more nearly
+least-motion steps, near ones (a bake's next frame) take the plain step.
+
+The common case (positions only, one level, no limits, stiffness, mass or pull) runs in
+jacobian.tree_plain: this very iteration laid out for numpy's per-call cost."""
 
 from __future__ import annotations
 
@@ -160,15 +165,17 @@ class Structure:
             # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
             self.turn = np.matmul(reference[:, None], TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
             self.rests = rests
+            # jacobian.tree_plain's unknowns are rest_i L_i: the rests as quaternions, the base's in the roots'
+            turns = np.array(skeleton.reference[moved], dtype=float)
+            turns[self.root] = quat.multiply(skeleton.base_frame[None], turns[self.root])
+            self.rest_turns, self.rest_backs = turns, turns * [1.0, -1.0, -1.0, -1.0]
         reach = skeleton.lengths[:, None] * skeleton.links
         self.mass_links = reach[moved]
         self.mass_radii = (
             mass.default_radii(skeleton.lengths[moved]) if skeleton.radii is None else skeleton.radii[moved]
         )
         self.point_offsets = np.concatenate((skeleton.offsets[moved], reach[bones]))[:, :, None]
-        rests = np.array(skeleton.reference[moved], dtype=float)
-        rests[self.root] = quat.multiply(skeleton.base_frame[None], rests[self.root])
-        tree_plain.measure(self, rests, skeleton.offsets[moved], reach[bones])
+        tree_plain.measure(self, skeleton.offsets[moved], reach[bones])
         self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in self.branches])
         self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
         self.source = skeleton

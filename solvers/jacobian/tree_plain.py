@@ -108,12 +108,11 @@ def prepare(tree) -> None:
         tree.arms = (arms * mask[None, None]).reshape(3 * n, m * 9 * count)
 
 
-def measure(tree, rests: np.ndarray, offsets: np.ndarray, ends: np.ndarray) -> None:
-    """The measures' terms on `tree`: `rests` (m, 4) each bone's rest quaternion (the base frame's
-    folded into the roots'); the nodes' affines without their rotations (offsets in the parent's
-    frame; an end point: no rotation, its bone's link)."""
+def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
+    """The measures' terms on `tree`: the nodes' affines without their rotations (offsets in the
+    parent's frame; an end point: no rotation, its bone's link). (Its rests, `rest_turns` and their
+    conjugates `rest_backs`, come with the structure's other rest terms: jacobian.tree.)"""
     m, n = tree.m, tree.m + len(tree.bones)
-    tree.rest_turns, tree.rest_backs = rests, rests * [1.0, -1.0, -1.0, -1.0]
     start = np.zeros((n + 1, 4, 4))
     start[:, 3, 3] = 1.0
     start[m:, :3, :3] = np.eye(3)
