@@ -334,6 +334,7 @@ def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
     radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
+    error_damping = ERROR_DAMPING
     inertia = None
     while iterations < max_iterations and not (gain == 0.0 and all(done)):
         pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
@@ -353,7 +354,7 @@ def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_
                 part = jac if len(done) == 1 else jac[rows]
                 pulled = part.T @ error[rows]
                 removable = float(pulled @ pulled) * len(rows) / max(float(np.einsum("ij,ij->", part, part)), 1e-300)
-                damped = max(lam2, ERROR_DAMPING * removable)
+                damped = max(lam2, error_damping * removable)
         trial = _advance(tree, current, jac, error, pull, mode, damped, radius, done, settle, inertia)
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
@@ -389,6 +390,8 @@ def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_
             lam2 = LM_UP * max(lam2, lam2_floor)
             kept = 0
         stale = 0 if verdict > 0 else stale + 1
+        if verdict <= 0:  # the error has stopped falling: no longer damped with it (a compromise's approach)
+            error_damping = 0.0
         if stale >= PATIENCE:
             break
     return current, iterations

@@ -159,6 +159,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     squares = [x * x + y * y + z * z for x, y, z in error.reshape(count, 3).tolist()]
     cost, done = sum(squares), max(squares) <= bound
     radius, stale, iterations, kept, jt, damped = max_step, 0, 0, CALM, None, False
+    error_damping = ERROR_DAMPING
     while iterations < max_iterations and not done:
         if jt is None:  # J^T in world axes (3m, R) at the current pose (a refused step keeps it)
             if arms is not None:
@@ -173,7 +174,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         elif damped:  # a refused step's: J J^T again, undamped
             square = dot(jt.T, jt)
         damped = True
-        square.reshape(-1)[:: rows + 1] += max(lam2, ERROR_DAMPING * removable, RIDGE * trace / rows, 1e-100)
+        square.reshape(-1)[:: rows + 1] += max(lam2, error_damping * removable, RIDGE * trace / rows, 1e-100)
         step = dot(jt, _solve(square, error))
         if float(dot(step, step)) > radius * radius:  # some joint may turn more than the radius
             step = step.reshape(m, 3)
@@ -205,6 +206,8 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
             lam2 = LM_UP * max(lam2, lam2_floor)
             kept = 0
         stale = 0 if verdict > 0 else stale + 1
+        if verdict <= 0:  # as jacobian.tree._iterate: the error has stopped falling
+            error_damping = 0.0
         if stale >= PATIENCE:
             break
     local = _product(tree.rest_backs, current)
