@@ -28,8 +28,9 @@ y += N (-gain grad H), H = 1/2 sum_i |log(A_i^-1 L_i)|^2 over the moved bones, A
 A solve stops when every goal is within the tolerance, or when no level's weighted error has dropped
 for PATIENCE iterations (conflicting goals: the weighted least-squares compromise), and returns the
 best pose it met. DLS damps at least ERROR_DAMPING x the squared error the step can remove (from the
-highest level not yet met; tree_settings): far goals are approached in shorter, more nearly
-least-motion steps, near ones (a bake's next frame) take the plain step.
+highest level not yet met; tree_settings), until a step stops lowering the error: far goals are
+approached in shorter, more nearly least-motion steps, near ones (a bake's next frame) take the
+plain step.
 
 The common case (positions only, one level, no limits, stiffness, mass or pull) runs in
 jacobian.tree_plain: this very iteration laid out for numpy's per-call cost."""

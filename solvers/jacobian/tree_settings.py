@@ -15,7 +15,8 @@ LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
 LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
 # DLS's lam2 at least this x |J^T e|^2 / the mean of diag(J J^T) (about the squared error the step
 # can remove; Levenberg-Marquardt damping ~ the error keeps Newton's quadratic convergence near the
-# goal, and a conflicting goal's removable part vanishes at the compromise): far goals are approached
+# goal, and a conflicting goal's removable part vanishes at the compromise; dropped once a step
+# stops lowering the error, so a stalled approach is not damped on): far goals are approached
 # in shorter, more nearly least-motion steps. On the metarig (bench/bench_tree.py, reachable poses)
 # the summed turn fell 19-22% (to 0.94-0.99x Blender's) and the iterations 5.5-7.8 -> 4.5-6.2.
 # (0.5 turned a little less still, but then a triangulation group bake with a pole, which starts
