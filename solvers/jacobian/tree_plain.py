@@ -1,13 +1,18 @@
 """The tree Jacobian's common case in few numpy calls: positions only, one priority level, every axis
 free with no stiffness or limit, DLS, no pull, no mass weighting (a character's hands, head and feet
-reaching). It runs jacobian.tree's iteration (the same step, damping, trust region and stop), only
-laid out for numpy's per-call cost, which on a tree of 10-20 bones is the whole cost:
+reaching). It runs jacobian.tree._iterate's iteration (the same step, damping, trust region and
+stop: the same poses to rounding, tests/solvers/test_tree_plain.py), laid out for numpy's per-call
+cost, which on a tree of 10-20 bones is the whole cost:
 
-- the joints' unknowns are their rotation vectors in world axes (the DLS step is the same: the
-  change to each bone's own axes is orthogonal), so J^T is one product of the arms
-  (end_e - head_i, masked to the bones on e's branch) with a constant cross-product matrix;
-- (J J^T + lam2 I) x = e is one small LAPACK solve, J J^T being positive definite with the damping;
-- forward kinematics writes into the same buffers each time (pointer jumping, as Tree.forward).
+- the unknowns are rest_i L_i, left unnormalised between steps (a turn L_i (1, d/2) is the same
+  product on the right; the frames are those of the unit quaternions);
+- forward kinematics on 4 x 4 affines (frames, heads and the effectors' end points at once) by
+  pointer jumping: a gather and one batched product a round;
+- the joints' rotation vectors in world axes (the DLS step is the same, each joint's change of axes
+  being orthogonal), so J^T is a product of the points with constant matrices;
+- (J J^T + lam2 I) x = e is one small LAPACK solve (positive definite with the damping), without
+  np.linalg.solve's wrapper;
+- no product large enough for OpenBLAS to split over threads (milliseconds on a busy machine).
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ import numpy as np
 from .. import quat
 from .tree_settings import CALM, ERROR_DAMPING, LM_DOWN, LM_FLOOR, LM_FLOOR_REFUSED, LM_UP, PATIENCE, PROGRESS, RIDGE
 
-# The raw gufuncs np.linalg.solve wraps (its checks cost more than the 6-15 row solve).
 # The largest J^T map (points to J^T, entries) taken as one product: beyond, two smaller products
 # and a mask cost less (on the metarig: two hands' 4k entries faster, 12k slower; and from about
 # 10k entries OpenBLAS splits a product over threads, milliseconds on a busy machine).
 ONE_PRODUCT = 6000
+# The raw gufunc np.linalg.solve wraps (its checks cost more than the 6-15 row solve).
 _solve = getattr(getattr(np.linalg, "_umath_linalg", None), "solve1", np.linalg.solve)
 
 
