@@ -284,7 +284,7 @@ def measure_case(ext, chains, args, rng) -> dict:
     targets = {"reach": fk_targets(skeleton, poses, bones)}
     targets["far"] = out_of_reach(skeleton, local0, bones, targets["reach"])
     empties = add_constraints(obj, chains)
-    methods = list(solvers.REGISTRY)
+    methods = [m for m in solvers.REGISTRY if not args.methods or m in args.methods]
     times, results = {}, {}
 
     def keep(key, seconds: np.ndarray):
@@ -421,6 +421,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--quick", action="store_true", help="a short run (smoke test)")
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
+    parser.add_argument("--methods", nargs="*", default=[], help="only these methods (default: every one)")
     args = parser.parse_args(argv)
     if args.quick:
         args.poses, args.frames, args.repeats = 4, 6, 1

@@ -356,13 +356,16 @@ def finish(
     iterations: int,
     method: str,
     reason: str = "",
+    error: np.ndarray | None = None,
 ) -> SkeletonSolution:
     """The SkeletonSolution of a tree kernel, its errors measured on `local` itself (forward
-    kinematics of what is returned, so no kernel can report an error it did not reach)."""
-    # Plain floats (solvers.skeleton): a tree kernel's whole solve is a few hundred microseconds.
-    frames, heads = forward(skeleton, rows(local))
-    error = np.array([math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) for e in effectors])
-    return SkeletonSolution(local, error, bool(np.all(error <= tolerance)), iterations, method, reason)
+    kinematics of what is returned, so no kernel can report an error it did not reach); `error`:
+    the effectors' distances a kernel measured by its own forward kinematics of this very `local`."""
+    if error is None:  # plain floats (solvers.skeleton): a tree kernel's whole solve is a few hundred µs
+        frames, heads = forward(skeleton, rows(local))
+        ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
+        error = np.array([math.dist(end, e.position.tolist()) for end, e in zip(ends, effectors, strict=True)])
+    return SkeletonSolution(local, error, bool((error <= tolerance).all()), iterations, method, reason)
 
 
 # Forward kinematics on plain floats (lists of tuples), and back (`to_locals`): a character's tree

@@ -27,7 +27,13 @@ y += N (-gain grad H), H = 1/2 sum_i |log(A_i^-1 L_i)|^2 over the moved bones, A
 
 A solve stops when every goal is within the tolerance, or when no level's weighted error has dropped
 for PATIENCE iterations (conflicting goals: the weighted least-squares compromise), and returns the
-best pose it met."""
+best pose it met. DLS damps at least ERROR_DAMPING x the squared error the step can remove (from the
+highest level not yet met; tree_settings), until a step stops lowering the error: far goals are
+approached in shorter, more nearly least-motion steps, near ones (a bake's next frame) take the
+plain step.
+
+The common case (positions only, one level, no limits, stiffness, mass or pull) runs in
+jacobian.tree_plain: this very iteration laid out for numpy's per-call cost."""
 
 from __future__ import annotations
 
@@ -41,22 +47,24 @@ from .. import quat
 from ..common import goals, mass
 from ..model.chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
+from . import tree_plain
+from .tree_plain import MULTIPLY, TO_MATRIX
+from .tree_settings import (
+    CALM,
+    CORRECTIONS,
+    DEFAULT_DAMPING,
+    ERROR_DAMPING,
+    LM_DOWN,
+    LM_FLOOR,
+    LM_FLOOR_REFUSED,
+    LM_UP,
+    PATIENCE,
+    PROGRESS,
+    RESOLVES,
+    RIDGE,
+    SETTLED,
+)
 
-RESOLVES = 2  # re-solves per iteration after locking clamped axes (as jacobian.chain_numpy)
-CORRECTIONS = 3  # Newton steps per iteration taking back what a lower level's step cost the met levels
-PATIENCE = 4  # iterations without progress before a solve stops
-PROGRESS = 1e-4  # relative drop of a level's error that counts as progress
-SETTLED = 0.1  # a level whose step moves its goals less than this x the tolerance is as near as it gets
-# Kept steps in a row after a refused one before the turn widens and the damping drops again:
-# widening at once overshoots again (conflicting goals alternated kept and refused steps).
-CALM = 5
-LM_DOWN, LM_UP = 0.25, 4.0  # DLS damping after a kept / refused step
-# The damping's least share of the option's: while every step is kept (reachable goals: a nearly
-# undamped Newton step converges in fewer iterations: five from the hips on the metarig, 8.6 -> 7.8
-# on average), and once one was refused (nonlinear or conflicting goals settle as before).
-LM_FLOOR, LM_FLOOR_REFUSED = 1e-2, 1e-1
-DEFAULT_DAMPING = 0.05  # the damping a refused pseudoinverse step starts from (relative to the span)
-RIDGE = 1e-12  # the pseudoinverse's damping against rounding, relative to the mean of diag(J J^T)
 _STRUCTURES: dict = {}  # (skeleton's topology and limits, effector layout) -> Structure: reused by later solves
 _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
@@ -70,44 +78,14 @@ _SKEW[2, 1] = _SKEW[0, 5] = _SKEW[1, 6] = 1.0
 _SKEW[1, 2] = _SKEW[2, 3] = _SKEW[0, 7] = -1.0
 
 
-def _bilinear(product) -> np.ndarray:
-    """(16, k): `product` of two quaternions as one matrix product of their outer product (a_i b_j)."""
-    eye = np.eye(4)
-    return np.array([product(eye[i], eye[j]) for i in range(4) for j in range(4)])
-
-
-# Rotation matrices of unit quaternions and Hamilton products, each one matrix product (few numpy calls
-# per iteration: the solve's cost is their count, not their size).
-_TO_MATRIX = _bilinear(
-    lambda a, b: np.array(
-        [
-            [
-                a[0] * b[0] + a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-                2 * (a[1] * b[2] - a[0] * b[3]),
-                2 * (a[1] * b[3] + a[0] * b[2]),
-            ],
-            [
-                2 * (a[1] * b[2] + a[0] * b[3]),
-                a[0] * b[0] - a[1] * b[1] + a[2] * b[2] - a[3] * b[3],
-                2 * (a[2] * b[3] - a[0] * b[1]),
-            ],
-            [
-                2 * (a[1] * b[3] - a[0] * b[2]),
-                2 * (a[2] * b[3] + a[0] * b[1]),
-                a[0] * b[0] - a[1] * b[1] - a[2] * b[2] + a[3] * b[3],
-            ],
-        ]
-    ).ravel()
-)
-_MULTIPLY = _bilinear(quat.multiply)
 
 
 def _matrices(q: np.ndarray) -> np.ndarray:
-    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ _TO_MATRIX).reshape(-1, 3, 3)
+    return ((q[:, :, None] * q[:, None, :]).reshape(-1, 16) @ TO_MATRIX).reshape(-1, 3, 3)
 
 
 def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _MULTIPLY
+    return (a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ MULTIPLY
 
 
 class Structure:
@@ -172,6 +150,7 @@ class Structure:
         # The relative weight of each effector within its level (for the row scales): by the weights.
         self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
         self.effector_bones, self.branches = list(bones), branches
+        tree_plain.prepare(self)
         self.measure(skeleton)
 
     def measure(self, skeleton: Skeleton) -> None:
@@ -185,14 +164,19 @@ class Structure:
             reference = quat.to_matrix(skeleton.reference[moved])
             reference[self.root] = quat.to_matrix(skeleton.base_frame) @ reference[self.root]
             # R_i M(L_i) is linear in the outer product of L_i: one (16, 9) matrix per bone.
-            self.turn = np.matmul(reference[:, None], _TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
+            self.turn = np.matmul(reference[:, None], TO_MATRIX.reshape(1, 16, 3, 3)).reshape(m, 16, 9)
             self.rests = rests
+            # jacobian.tree_plain's unknowns are rest_i L_i: the rests as quaternions, the base's in the roots'
+            turns = np.array(skeleton.reference[moved], dtype=float)
+            turns[self.root] = quat.multiply(skeleton.base_frame[None], turns[self.root])
+            self.rest_turns, self.rest_backs = turns, turns * [1.0, -1.0, -1.0, -1.0]
         reach = skeleton.lengths[:, None] * skeleton.links
         self.mass_links = reach[moved]
         self.mass_radii = (
             mass.default_radii(skeleton.lengths[moved]) if skeleton.radii is None else skeleton.radii[moved]
         )
         self.point_offsets = np.concatenate((skeleton.offsets[moved], reach[bones]))[:, :, None]
+        tree_plain.measure(self, skeleton.offsets[moved], reach[bones])
         self.span = np.array([float(np.sum(skeleton.lengths[branch])) for branch in self.branches])
         self.mean_span, self.max_span = float(np.mean(self.span)), float(np.max(self.span))
         self.source = skeleton
@@ -315,8 +299,6 @@ def solve(
     variant, gain = options["variant"], float(options["nullspace_gain"])
     by_mass = options.get("joint_weighting", "STIFFNESS") == "MASS"
     lam2 = (options["damping"] * tree.mean_span) ** 2
-    lam2_base = lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * tree.mean_span) ** 2
-    lam2_floor = LM_FLOOR * lam2_base
     if variant == "dls" and lam2 == 0.0:
         variant = "pseudoinverse"
     if variant != "dls":
@@ -324,6 +306,28 @@ def solve(
     start = np.array(local[tree.moved], dtype=float)
     if tree.limits is not None:
         start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+    error = None
+    if tree_plain.applies(tree, variant, gain, by_mass):
+        max_step = float(options["max_step"])
+        current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
+        if not segments:  # its last forward kinematics is of the locals returned: their errors
+            error = np.sqrt(squares)
+    else:
+        current, iterations = _iterate(tree, start, tolerance, max_iterations, options, variant, by_mass, lam2)
+    out = np.array(local, dtype=float)
+    out[tree.moved] = current
+    for effector, segment in segments:
+        out = _spin_to_pole(skeleton, out, effector, segment)
+    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)
+
+
+
+def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_mass, lam2) -> tuple[np.ndarray, int]:
+    """(the moved bones' locals (m, 4) of the best pose met, the iterations): the solve's loop
+    (module doc) from `start`; `lam2` the DLS damping to start from (0: undamped)."""
+    gain = float(options["nullspace_gain"])
+    lam2_base = lam2 if lam2 > 0.0 else (DEFAULT_DAMPING * tree.mean_span) ** 2
+    lam2_floor = LM_FLOOR * lam2_base
     attractor = np.array([1.0, 0.0, 0.0, 0.0]) if options["attractor"] == "rest" else start.copy()
     settle = SETTLED * tolerance / tree.max_span
     current = start
@@ -331,6 +335,7 @@ def solve(
     error, costs, done = tree.state(frames, ends, tolerance)
     ranked = _with_pull(costs, current, attractor, gain)
     radius, stale, iterations, jac, kept = float(options["max_step"]), 0, 0, None, CALM
+    error_damping = ERROR_DAMPING
     inertia = None
     while iterations < max_iterations and not (gain == 0.0 and all(done)):
         pull = None if gain == 0.0 else -gain * _away(current, attractor).ravel()[tree.cols]
@@ -338,7 +343,20 @@ def solve(
         if jac is None:  # the Jacobian of the current pose (a refused step keeps the pose, and it)
             jac = tree.jacobian(frames, heads, ends)
             inertia = tree.inertia(frames, heads) if by_mass else None
-        trial = _advance(tree, current, jac, error, pull, mode, lam2, radius, done, settle, inertia)
+        # Damping that shrinks with the error (Levenberg-Marquardt with mu ~ |e|^2, which keeps
+        # Newton's quadratic convergence near the goal): a far goal is approached in shorter, more
+        # nearly least-motion steps (less turning overall, and fewer iterations than an undamped
+        # first step's overshoot); a near one (a bake's next frame) gets the plain step.
+        # (Priority levels: from the highest level not yet met, the one the step serves first.)
+        damped = lam2
+        if variant == "dls":
+            rows = next((rows for ok, rows in zip(done, tree.row_levels, strict=True) if not ok), None)
+            if rows is not None:
+                part = jac if len(done) == 1 else jac[rows]
+                pulled = part.T @ error[rows]
+                removable = float(pulled @ pulled) * len(rows) / max(float(np.einsum("ij,ij->", part, part)), 1e-300)
+                damped = max(lam2, error_damping * removable)
+        trial = _advance(tree, current, jac, error, pull, mode, damped, radius, done, settle, inertia)
         iterations += 1
         trial_frames, trial_heads, trial_ends = tree.forward(trial)
         trial_error, trial_costs, trial_done = tree.state(trial_frames, trial_ends, tolerance)
@@ -373,13 +391,11 @@ def solve(
             lam2 = LM_UP * max(lam2, lam2_floor)
             kept = 0
         stale = 0 if verdict > 0 else stale + 1
+        if verdict <= 0:  # the error has stopped falling: no longer damped with it (a compromise's approach)
+            error_damping = 0.0
         if stale >= PATIENCE:
             break
-    out = np.array(local, dtype=float)
-    out[tree.moved] = current
-    for effector, segment in segments:
-        out = _spin_to_pole(skeleton, out, effector, segment)
-    return finish(skeleton, out, effectors, tolerance, iterations, "jacobian")
+    return current, iterations
 
 
 def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) -> list | str:
