@@ -29,7 +29,7 @@ from mathutils import Matrix, Quaternion, Vector
 from ..solvers import quat
 from ..solvers.limits import JointLimits
 from ..solvers.skeleton import Skeleton
-from . import ik_settings, modes
+from . import capsules, ik_settings, modes
 from .read import ZERO_LINK, chain_pose_bones, check_rigid_bones
 
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
@@ -77,6 +77,8 @@ class TreeLayout:
     # rotation: Bone.matrix_local's), unit within float32, as rig.read's joint frames take them: a
     # chain alone's (rig.unit.as_chain), which its Chain normalises once in float64.
     rests_read: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # (n,) each bone's capsule radius for the mass weighting (rig.capsules: its B-Bone size)
+    radii: np.ndarray | None = field(default=None, compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
@@ -157,6 +159,7 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         ik_settings.read_limits(pbs),
         tuple(hinged),
         read_rests,
+        radii=capsules.bone_radii(pbs),
     )
 
 
@@ -268,7 +271,7 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
         return TreeRead(layout.last[0], local, names, posed, *parts)
-    skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits)
+    skeleton = Skeleton(layout.parents, offsets, links, lengths, reference, base, layout.limits, layout.radii)
     layout.last[:] = [skeleton]
     return TreeRead(skeleton, local, names, posed, *parts)
 
