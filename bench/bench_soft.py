@@ -91,7 +91,8 @@ def formula_gaps(obj, goal, frames: int, soft) -> np.ndarray:
 
 
 def measure(ext, method: str, frames: int = 100) -> dict:
-    """{"exact", "soft": largest knee turn per frame (degrees), "ratio", "formula": worst |gap - formula|}."""
+    """{"exact", "soft": largest knee turn per frame (degrees), "ratio", "formula": worst |gap - formula|,
+    "short": the formula's gap on the last frame over the reach}."""
     bpy.ops.wm.read_homefile(use_empty=True)
     exact, softened = leg("Exact"), leg("Soft")
     goal = through_full_reach("Goal", reach(exact), frames)
@@ -104,6 +105,7 @@ def measure(ext, method: str, frames: int = 100) -> dict:
     gaps = formula_gaps(softened, goal, frames, ext.solvers.common.soft)
     out["ratio"] = out["soft"] / out["exact"]
     out["formula"] = float(np.abs(gaps[:, 0] - gaps[:, 1]).max())
+    out["short"] = float(gaps[-1, 1]) / reach(exact)  # beyond reach the soft tip stays short by this share
     return out
 
 
