@@ -146,33 +146,47 @@ def run(lengths, radii, path, weighted: bool, frame_solve=solve_frame) -> dict:
     return {"energy": energy, "share": turning / turning.sum(), "turn": turning, "its": iterations, "miss": worst}
 
 
-def main() -> None:
+def measure(frames: int, solver: bool) -> list[dict]:
+    """Per arm and sequence: {"arm", "sequence", "plain", "mass"} (each `run`'s figures)."""
+    frame_solve = solve_frame_solver if solver else solve_frame
+    rows = []
+    for name, lengths, radii in ARMS:
+        lengths_a = np.asarray(lengths, dtype=float)
+        radii_a = None if radii is None else np.asarray(radii, dtype=float)
+        start = points_of(start_pose(len(lengths)), lengths_a)[-1]
+        for seq, path in sequences(start, float(lengths_a.sum()), frames).items():
+            plain = run(lengths_a, radii_a, path, False, frame_solve)
+            weighted = run(lengths_a, radii_a, path, True, frame_solve)
+            rows.append({"arm": name, "sequence": seq, "plain": plain, "mass": weighted})
+    return rows
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = [
+        "| arm | sequence | energy plain | energy mass | mass/plain | joint shares plain (root..hand) "
+        "| joint shares mass | total turn plain / mass (rad) | iterations plain / mass | worst miss |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        plain, weighted = row["plain"], row["mass"]
+        shares = [" ".join(f"{s:.2f}" for s in r["share"]) for r in (plain, weighted)]
+        lines.append(
+            f"| {row['arm']} | {row['sequence']} | {plain['energy']:.3e} | {weighted['energy']:.3e} "
+            f"| {weighted['energy'] / plain['energy']:.2f} | {shares[0]} | {shares[1]} "
+            f"| {plain['turn'].sum():.2f} / {weighted['turn'].sum():.2f} | {plain['its']} / {weighted['its']} "
+            f"| {max(plain['miss'], weighted['miss']):.1e} |"
+        )
+    return lines
+
+
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=120)
     parser.add_argument(
         "--solver", action="store_true", help="through solvers.solve (joint_weighting STIFFNESS vs MASS)"
     )
-    args = parser.parse_args()
-    frame_solve = solve_frame_solver if args.solver else solve_frame
-    print(
-        "| arm | sequence | energy plain | energy mass | mass/plain | joint shares plain (root..hand) "
-        "| joint shares mass | total turn plain / mass (rad) | iterations plain / mass | worst miss |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, lengths, radii in ARMS:
-        lengths_a = np.asarray(lengths, dtype=float)
-        radii_a = None if radii is None else np.asarray(radii, dtype=float)
-        start = points_of(start_pose(len(lengths)), lengths_a)[-1]
-        for seq, path in sequences(start, float(lengths_a.sum()), args.frames).items():
-            plain = run(lengths_a, radii_a, path, False, frame_solve)
-            weighted = run(lengths_a, radii_a, path, True, frame_solve)
-            shares = [" ".join(f"{s:.2f}" for s in r["share"]) for r in (plain, weighted)]
-            print(
-                f"| {name} | {seq} | {plain['energy']:.3e} | {weighted['energy']:.3e} "
-                f"| {weighted['energy'] / plain['energy']:.2f} | {shares[0]} | {shares[1]} "
-                f"| {plain['turn'].sum():.2f} / {weighted['turn'].sum():.2f} | {plain['its']} / {weighted['its']} "
-                f"| {max(plain['miss'], weighted['miss']):.1e} |"
-            )
+    args = parser.parse_args(argv)
+    print("\n".join(table(measure(args.frames, args.solver))))
 
 
 if __name__ == "__main__":

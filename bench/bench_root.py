@@ -12,8 +12,14 @@ hand ... spine) and both feet pinned (foot.L/.R, 4 bones: foot ... spine), one g
 - within: the hand's end in random poses of the hand chain's bones (every local rotation within
   0.5 rad of the rest): reachable with the hips where they are.
 Per case and method: `solvers.solve_skeleton` (tolerance 1e-5) without and with move_root
-(root_stiffness 0.5): mean time (each target's fastest of --repeats interleaved passes), share of
-targets reached (every effector within the tolerance), the pins' worst drift, the root's mean move.
+(root_stiffness 0.5), and with the hand's softness 0.05 (soft IK, root fixed): mean time (each
+target's fastest of --repeats interleaved passes), share of targets reached (every effector within
+the tolerance), the pins' worst drift, the root's mean move.
+
+`issue_case(ext, method, move_root)`: issue 20 item 1's case through the Solve operator (the panel's
+chains: the hand chain leading, Move Root on or off, both feet pinned; the first "beyond" target),
+measured on the written pose: the hand's error, the feet's drift, how far the hips moved
+(tools/demo_root.py draws it; bench/bench_full_body.py reports it).
 """
 
 from __future__ import annotations
@@ -28,18 +34,64 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_tree import metarig  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 CHAINS = [("hand.L", 8, True), ("foot.L", 4, True), ("foot.R", 4, True)]
 TOLERANCE = 1e-5
 
 
-def metarig():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    return obj
+HAND, FEET = ("hand.L", 8), (("foot.L", 4), ("foot.R", 4))
+
+
+def issue_scene(method: str, move_root: bool = True):
+    """The metarig with the hand chain (Move Root on or off) and both feet pinned; its target 25%
+    beyond the hand chain's reach from the hips, level with the hips' head and in front."""
+    obj = metarig()
+    bpy.context.view_layer.update()
+    pose = obj.pose.bones
+    names = [HAND[0]]
+    while len(names) < HAND[1]:
+        names.append(pose[names[-1]].parent.name)
+    names.reverse()
+    heads = [np.array(pose[n].head) for n in names]
+    reach = sum(np.linalg.norm(b - a) for a, b in zip(heads, heads[1:], strict=False))
+    reach += float(np.linalg.norm(np.array(pose[names[-1]].tail) - heads[-1]))
+    goal = bpy.data.objects.new("Goal", None)
+    bpy.context.scene.collection.objects.link(goal)
+    goal.location = tuple(heads[0] + 1.25 * reach * np.array([0.0, -1.0, 0.0]))
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length, item.target, item.method = "hand", *HAND, goal, method
+    item.move_root = move_root  # the panel's default tolerance (1e-5 of the chain's length)
+    for tip, length in FEET:
+        foot = obj.chain_ik.chains.add()
+        foot.name, foot.tip, foot.chain_length, foot.pin = tip, tip, length, True
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.view_layer.update()
+    return obj, goal
+
+
+def issue_case(ext, method: str, move_root: bool) -> dict:
+    """Issue 20 item 1's case solved by the Solve operator (module doc), measured on the written pose."""
+    obj, goal = issue_scene(method, move_root)
+    pose = obj.pose.bones
+    feet = {tip: np.array(pose[tip].tail) for tip, _ in FEET}
+    hips = np.array(pose["spine"].head)
+    bone = pose[HAND[0]]
+    chain_length = 0.0
+    for _ in range(HAND[1]):
+        chain_length, bone = chain_length + bone.length, bone.parent
+    result = bpy.ops.chain_ik.solve()
+    bpy.context.view_layer.update()
+    hand = obj.chain_ik.chains[0].result
+    return {
+        "tolerance": 1e-5 * chain_length,  # the panel's default: 1e-5 of the chain's length
+        "finished": result == {"FINISHED"},
+        "reached": bool(hand.reached),
+        "error": float(np.linalg.norm(np.array(pose[HAND[0]].tail) - np.array(goal.matrix_world.translation))),
+        "feet": max(float(np.linalg.norm(np.array(pose[tip].tail) - p)) for tip, p in feet.items()),
+        "hips": float(np.linalg.norm(np.array(pose["spine"].head) - hips)),
+    }
 
 
 def targets_beyond(skeleton, local0, hand: int, rng, count: int) -> tuple[np.ndarray, float]:
@@ -67,13 +119,18 @@ def targets_within(skeleton, local0, hand: int, rng, count: int, quat) -> np.nda
     return np.array(out)
 
 
-def run(solvers, skeleton, local0, bones, targets, method, moving: bool):
+SOFTNESS = 0.05
+VARIANTS = ("plain", "moving", "soft")  # the plain solve, Move Root, soft IK (the hand's softness)
+
+
+def run(solvers, skeleton, local0, bones, targets, method, variant: str):
     hand, left, right = bones
     effectors = [None, solvers.Effector(left, pin=True), solvers.Effector(right, pin=True)]
-    extra = {"move_root": True, "root_stiffness": 0.5} if moving else {}
+    extra = {"move_root": True, "root_stiffness": 0.5} if variant == "moving" else {}
+    softness = SOFTNESS if variant == "soft" else 0.0
     seconds, solutions = [], []
     for target in targets:
-        effectors[0] = solvers.Effector(hand, target)
+        effectors[0] = solvers.Effector(hand, target, softness=softness)
         start = time.perf_counter()
         sol = solvers.solve_skeleton(skeleton, local0, effectors, method=method, tolerance=TOLERANCE, **extra)
         seconds.append(time.perf_counter() - start)
@@ -82,6 +139,12 @@ def run(solvers, skeleton, local0, bones, targets, method, moving: bool):
 
 
 def measure(ext, args) -> list[str]:
+    """The table's lines (module doc)."""
+    return table(measure_rows(ext, args), args)
+
+
+def measure_rows(ext, args) -> dict:
+    """{"reach": the hand chain's reach, "rows": per (case, method) the figures (module doc)}."""
     solvers, tree = ext.solvers, ext.rig.tree
     rng = np.random.default_rng(args.seed)
     obj = metarig()
@@ -91,29 +154,39 @@ def measure(ext, args) -> list[str]:
     bones = list(layout.effectors)
     beyond, reach = targets_beyond(skeleton, local0, bones[0], rng, args.targets)
     cases = {"beyond": beyond, "within": targets_within(skeleton, local0, bones[0], rng, args.targets, solvers.quat)}
-    lines = [
-        f"Metarig, hand chain from the hips (reach {reach:.3f}) and both feet pinned; {args.targets} targets per case,"
-        f" tolerance {TOLERANCE:g}, root_stiffness 0.5; bpy {bpy.app.version_string}",
-        "",
-        "| case | method | plain ms | reached | Move Root ms | reached | x plain | pins' worst drift | root moved |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = {}
     for case, targets in cases.items():
-        for method in solvers.REGISTRY:
-            best = {False: np.full(len(targets), np.inf), True: np.full(len(targets), np.inf)}
+        for method in getattr(args, "methods", None) or solvers.REGISTRY:
+            best = {v: np.full(len(targets), np.inf) for v in VARIANTS}
             sols = {}
             for _ in range(args.repeats):
-                for moving in (False, True):
-                    seconds, sols[moving] = run(solvers, skeleton, local0, bones, targets, method, moving)
-                    best[moving] = np.minimum(best[moving], seconds)
-            reached = {m: np.mean([s.reached for s in sols[m]]) for m in (False, True)}
-            drift = max(float(np.max(s.error[1:])) for s in sols[True])
-            moved = np.mean([np.linalg.norm(s.root_shift) for s in sols[True]])
-            plain, moving = best[False].mean() * 1e3, best[True].mean() * 1e3
-            lines.append(
-                f"| {case} | {method} | {plain:.2f} | {reached[False]:.0%} | {moving:.2f} | {reached[True]:.0%}"
-                f" | {moving / plain:.2f} | {drift:.1e} | {moved:.3f} |"
-            )
+                for variant in VARIANTS:
+                    seconds, sols[variant] = run(solvers, skeleton, local0, bones, targets, method, variant)
+                    best[variant] = np.minimum(best[variant], seconds)
+            row = {f"{v} ms": best[v].mean() * 1e3 for v in VARIANTS}
+            row.update({f"{v} reached": float(np.mean([s.reached for s in sols[v]])) for v in VARIANTS})
+            row["drift"] = max(float(np.max(s.error[1:])) for s in sols["moving"])
+            row["moved"] = float(np.mean([np.linalg.norm(s.root_shift) for s in sols["moving"]]))
+            rows[case, method] = row
+    return {"reach": reach, "rows": rows}
+
+
+def table(measured: dict, args) -> list[str]:
+    lines = [
+        f"Metarig, hand chain from the hips (reach {measured['reach']:.3f}) and both feet pinned; {args.targets}"
+        f" targets per case, tolerance {TOLERANCE:g}, root_stiffness 0.5, softness {SOFTNESS:g};"
+        f" bpy {bpy.app.version_string}",
+        "",
+        "| case | method | plain ms | reached | Move Root ms | reached | x plain | pins' worst drift | root moved"
+        " | soft ms | x plain |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (case, method), r in measured["rows"].items():
+        plain, moving, soft = r["plain ms"], r["moving ms"], r["soft ms"]
+        lines.append(
+            f"| {case} | {method} | {plain:.2f} | {r['plain reached']:.0%} | {moving:.2f} | {r['moving reached']:.0%}"
+            f" | {moving / plain:.2f} | {r['drift']:.1e} | {r['moved']:.3f} | {soft:.2f} | {soft / plain:.2f} |"
+        )
     return lines
 
 
@@ -122,6 +195,7 @@ def main(argv=None) -> None:
     p.add_argument("--targets", type=int, default=30)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--methods", nargs="*", default=None, help="default: every method in solvers.REGISTRY")
     args = p.parse_args(argv)
     ext = load_extension("solvers", "rig.tree")
     import addon_utils

@@ -29,7 +29,7 @@ from mathutils import Matrix, Quaternion, Vector
 from ..solvers import quat
 from ..solvers.limits import JointLimits
 from ..solvers.skeleton import Skeleton
-from . import ik_settings, modes
+from . import capsules, ik_settings, modes
 from .read import ZERO_LINK, chain_pose_bones, check_rigid_bones
 
 IDENTITY = (1.0, 0.0, 0.0, 0.0)
@@ -80,6 +80,8 @@ class TreeLayout:
     # Per bone what the writer's quaternion kernel turns it through (rig.read.tree_terms `rests`):
     # its rest in the parent (Bone.matrix) where it follows a parent's rotation, else Bone.matrix_local.
     writer_rests: tuple = field(default=(), compare=False, repr=False)
+    # (n,) each bone's capsule radius for the mass weighting (rig.capsules: its B-Bone size)
+    radii: np.ndarray | None = field(default=None, compare=False, repr=False)
     # The skeleton read last through this layout: handed out again while the geometry stays the
     # same, so the tree kernels' per-skeleton plans (solvers.common.tree_plan) carry from frame to frame.
     last: list = field(default_factory=list, compare=False, repr=False)
@@ -166,6 +168,7 @@ def tree_layout(obj, chains, hinges: bool = False) -> TreeLayout:
         tuple(hinged),
         read_rests,
         tuple(writer),
+        radii=capsules.bone_radii(pbs),
     )
 
 
@@ -281,7 +284,7 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
         return TreeRead(layout.last[0], local, names, posed, *parts)
-    fields = (layout.parents, offsets, links, lengths, reference, base, layout.limits)
+    fields = (layout.parents, offsets, links, lengths, reference, base, layout.limits, layout.radii)
     # Checked above in plain floats but for the rests and base (Skeleton's own check names a bad one).
     checked = math.isfinite(sum(reference.ravel().tolist()) + sum(base.tolist()))
     skeleton = Skeleton.read(*fields) if checked else Skeleton(*fields)

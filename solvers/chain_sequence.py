@@ -155,7 +155,7 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress, extra)
             solved = sol.frames(current)
             frames[k] = solved
         if extra is None or extra.pole is None:
-            current = Chain(sol.points, solved, limits=chain.limits, **keep)
+            current = Chain(sol.points, solved, limits=chain.limits, radii=chain.radii, **keep)
         if progress is not None:
             progress(k)
     return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)

@@ -62,7 +62,7 @@ class Skeleton:
             object.__setattr__(self, "radii", check_radii(self.radii, n))
 
     @classmethod
-    def read(cls, parents, offsets, links, lengths, reference, base_frame, limits=None) -> Skeleton:
+    def read(cls, parents, offsets, links, lengths, reference, base_frame, limits=None, radii=None) -> Skeleton:
         """A skeleton from arrays its caller built and checked as `__post_init__` would (a rig's
         reading, rig.tree: parents before children, float64 rows of the fields' shapes, finite,
         positive lengths, limits for these bones), without checking them again: on a few bones
@@ -70,7 +70,7 @@ class Skeleton:
         skeleton = cls.__new__(cls)
         skeleton.__dict__.update(
             parents=parents, offsets=offsets, links=links, lengths=lengths, reference=reference,
-            base_frame=base_frame, limits=limits, radii=None,
+            base_frame=base_frame, limits=limits, radii=radii,
         )  # fmt: skip
         return skeleton
 

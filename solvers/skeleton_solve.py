@@ -20,7 +20,7 @@ from . import quat, registry
 from .api import method_settings, solve
 from .common import root_move
 from .common.aim_goals import after_reach, aiming
-from .common.pins import hold
+from .common.pins import hold, placed
 from .common.soft_goals import soften_effectors
 from .maths import floats
 from .model.chain import Chain
@@ -100,8 +100,12 @@ def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterat
         length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
         tolerance = method_settings(method, None, max_iterations, options, length)[1]
     resolved = resolve_pins(skeleton, local, effectors)
+    entry = registry.get(method)
 
     def turn(moved: Skeleton, start: np.ndarray, goals: list[Effector], at: Pose | None) -> SkeletonSolution:
+        if moved is not skeleton and entry.root_pins_first:  # the root moved the pins' branches away
+            held = placed(moved, start, goals, float(tolerance), registry.LEAST_SQUARES)
+            start, at = (start, at) if held is start else (held, None)
         return _solve_fixed(moved, start, goals, method, tolerance, max_iterations, at, options)
 
     solved = root_move.solve_moving_root(skeleton, local, resolved, stiffness, float(tolerance), turn, pose)
@@ -172,6 +176,8 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
             "reference": skeleton.reference[bones],
             "base_frame": skeleton.base_frame,
         }
+    if skeleton.radii is not None:  # the capsules of the mass weighting, as the rig read them
+        joints["radii"] = skeleton.radii[bones]
     if len(bones) == len(heads):  # the whole skeleton (a lone chain): its rows as they are
         points, rows = heads.tolist(), frames.tolist()
         points.append(ends[-1].tolist())

@@ -19,39 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(REPO / "bench"))
 
+from bench_root import issue_scene  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
 from demo_bake import draw_line, write_png  # noqa: E402
-
-HAND, FEET = ("hand.L", 8), (("foot.L", 4), ("foot.R", 4))
-
-
-def scene(method: str):
-    """The metarig with the hand chain (Move Root on) and both feet pinned; its target."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    bpy.context.view_layer.update()
-    pose = obj.pose.bones
-    names = [HAND[0]]
-    while len(names) < HAND[1]:
-        names.append(pose[names[-1]].parent.name)
-    names.reverse()
-    heads = [np.array(pose[n].head) for n in names]
-    reach = sum(np.linalg.norm(b - a) for a, b in zip(heads, heads[1:], strict=False))
-    reach += float(np.linalg.norm(np.array(pose[names[-1]].tail) - heads[-1]))
-    goal = bpy.data.objects.new("Goal", None)
-    bpy.context.scene.collection.objects.link(goal)
-    goal.location = tuple(heads[0] + 1.25 * reach * np.array([0.0, -1.0, 0.0]))
-    item = obj.chain_ik.chains.add()
-    item.name, item.tip, item.chain_length, item.target, item.method = "hand", *HAND, goal, method
-    item.move_root = True
-    for tip, length in FEET:
-        foot = obj.chain_ik.chains.add()
-        foot.name, foot.tip, foot.chain_length, foot.pin = tip, tip, length, True
-    bpy.context.view_layer.objects.active = obj
-    bpy.context.view_layer.update()
-    return obj, goal
 
 
 def bones(obj) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -99,7 +69,7 @@ def main() -> int:
     load_extension().register()
     addon_utils.enable("rigify", default_set=True)
     try:
-        obj, goal = scene(args.method)
+        obj, goal = issue_scene(args.method)
         before = bones(obj)
         result = bpy.ops.chain_ik.solve()
         after = bones(obj)

@@ -20,5 +20,6 @@ METHOD = Method(
     many=blocks("ccd", lambda chain, options: chain_blocks.make_step(chain), chain_numpy.make_step),
     sequence=float_steps("ccd", chain_floats.solver),
     tree=tree.solve,
+    root_pins_first=True,  # Move Root: its sweeps crawl bringing the moved pins back (solvers.model.method)
     tree_max_iterations=200,  # sweeps with Anderson mixing (tree.py): five effectors need up to ~150
 )

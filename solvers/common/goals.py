@@ -214,7 +214,9 @@ def _turned(chain: Chain, turn: np.ndarray) -> Chain:
     """The chain's input pose turned rigidly about its root by `turn` (4,); same rest pose and limits."""
     points = chain.root + quat.rotate(turn, chain.points - chain.root)
     frames = quat.normalize(quat.multiply(turn, chain.frames))
-    return Chain(points, frames, limits=chain.limits, reference=chain.reference, base_frame=chain.base_frame)
+    return Chain(
+        points, frames, limits=chain.limits, reference=chain.reference, base_frame=chain.base_frame, radii=chain.radii
+    )
 
 
 def _stack(solutions: list[BatchSolution], turn: np.ndarray) -> BatchSolution:
@@ -391,6 +393,7 @@ def _head(chain: Chain) -> Chain:
         limits=limits,
         reference=chain.reference[: n - 1],
         base_frame=chain.base_frame,
+        radii=None if chain.radii is None else chain.radii[: n - 1],
     )
 
 

@@ -121,6 +121,23 @@ def hold(skeleton, start: np.ndarray, solution, effectors, tolerance: float, ste
     return replace(out, unheld=tuple(k for k, _ in off))
 
 
+def placed(skeleton, local: np.ndarray, effectors, tolerance: float, steps: Method) -> np.ndarray:
+    """`local` with any pin that does not hold brought back by `hold`'s first stage (Newton steps of
+    `steps`, the least-squares method, moving only the bones no other effector hangs from), for a
+    start pose whose pins moved away (common.root_move's shifted root: the legs under moved hips).
+    A method then starts with its pins held and turns for its targets only; `local` itself when
+    every pin holds or no bone is the pins' alone."""
+    if not held(skeleton, local, effectors, tolerance):
+        return local
+    pins = [e for e in effectors if e.pin]
+    others = [e.bone for e in effectors if not e.pin]
+    shared = frozenset(moved_bones(skeleton, others)) if others else frozenset()
+    if set(moved_bones(skeleton, [e.bone for e in pins])) <= shared:
+        return local
+    options = dict(steps.defaults, nullspace_gain=0.0)
+    return steps.tree(skeleton, local, pins, INSIDE * tolerance, STEPS, options, shared).local
+
+
 def without_unheld(reason: str) -> str:
     """A solution's reason without what `hold` adds about pins that cannot hold (a caller that
     says so per pin, as app.group_solve does per chain)."""

@@ -17,7 +17,8 @@ One design for every method, outside the methods (each turns the bones its own w
    conflict the root stops where the pins still hold and the targets come as near as they can.
 2. **The turns** are the method's solve (`turn`: solve_skeleton without a movable root) on the
    skeleton with its root moved, from the input pose: pins and every other effector are solved
-   as always (pins.hold included), so they hold while the root moves.
+   as always (pins.hold included), so they hold while the root moves. (A method declaring
+   `root_pins_first`, CCD, starts from the pins put back first: solvers.skeleton_solve, pins.placed.)
 3. **Until nothing gains**: the reach is an upper bound (limits, a spine that cannot straighten,
    the root bone's own turn), so when a goal is still off the branch is taken to reach only as far
    as it got (the ball shrinks to that, less SHRINK), the root is fitted again from the solved pose

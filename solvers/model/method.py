@@ -76,6 +76,11 @@ class Method:
     # holds pins after any method (common.pins.hold) and predicts a bake's next frame
     # (solvers.skeleton_sequence), which for this method is its own solve. One method says so.
     least_squares: bool = False
+    # A movable root (common.root_move) moves the pins' branches with it: its tree kernel brings
+    # them back only slowly (CCD: ~100 sweeps for the legs under moved hips, the hand alone ~25),
+    # so the turns start from the pins put back by the least-squares method (common.pins.placed).
+    # Off where the kernel puts them back itself faster than that (FABRIK, the Jacobian, triangulation).
+    root_pins_first: bool = False
 
     @property
     def iterative(self) -> bool:

@@ -58,6 +58,16 @@ def scene(ext):
     bpy.ops.wm.read_homefile(use_empty=True)
 
 
+@pytest.fixture(scope="module")
+def rigify(ext):
+    """Rigify enabled for a module's tests (its metarig operator: builders.metarig)."""
+    import addon_utils
+
+    addon_utils.enable("rigify", default_set=True)
+    yield
+    addon_utils.disable("rigify", default_set=True)
+
+
 @pytest.fixture(scope="session")
 def rigify_file(ext, tmp_path_factory):
     """Rigify's generated human rig, generated once per session (it takes seconds) and saved;

@@ -9,11 +9,10 @@ import math
 import subprocess
 import sys
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, channel_state, make_armature, random_pose, restore_channels, world_point
+from builders import add_empty, channel_state, make_armature, metarig, random_pose, restore_channels, world_point
 from mathutils import Vector
 from test_bake import keyed
 
@@ -63,24 +62,6 @@ def _turn(obj, name: str) -> float:
 # --------------------------------------------------------------------------- Rigify's metarig
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
-def _metarig():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.rotation_euler = (0.0, 0.0, 0.6)
-    obj.location = (1.0, -2.0, 0.3)
-    obj.scale = (1.3, 1.3, 1.3)
-    bpy.ops.object.mode_set(mode="POSE")
-    return obj
-
-
 def _hand_target(obj, side: str, rng, shoulder: bool) -> np.ndarray:
     """A world point the arm (upper arm to hand, from the shoulder with `shoulder`) reaches with a
     random pose, the pose put back."""
@@ -100,7 +81,7 @@ def test_metarig_head_aims_while_both_hands_reach(scene, rigify, method, shared,
     hold too: one group) aims its +Z (forward) at a target to the side and above while both hand
     chains reach: each head-chain bone turns a visible share, the angle ends within tolerance,
     the hands reach, the report says the angle."""
-    obj = _metarig()
+    obj = metarig()
     rng = np.random.default_rng(7 + len(method))
     goals = {side: _hand_target(obj, side, rng, shared) for side in "LR"}
     head = obj.matrix_world @ obj.pose.bones["spine.006"].head
@@ -351,7 +332,7 @@ def test_metarig_group_bake_aims_the_head_while_the_hands_reach(scene, rigify, m
     from chain_ik.app import bake as bake_run
     from chain_ik.app import spec as app_spec
 
-    obj = _metarig()
+    obj = metarig()
     rng = np.random.default_rng(3)
     goals = {side: _hand_target(obj, side, rng, True) for side in "LR"}
     head = np.array((obj.matrix_world @ obj.pose.bones["spine.006"].head)[:])

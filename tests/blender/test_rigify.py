@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, bone_lengths, channel_state, reachable_target, world_point
+from builders import add_empty, bone_lengths, channel_state, metarig, reachable_target, world_point
 
 TOL = 1e-4
 CHAINS = {
@@ -20,28 +19,10 @@ CHAINS = {
 }
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
-def _metarig():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.rotation_euler = (0.0, 0.0, 0.6)
-    obj.location = (1.0, -2.0, 0.3)
-    obj.scale = (1.3, 1.3, 1.3)
-    bpy.ops.object.mode_set(mode="POSE")
-    return obj
-
-
 @pytest.mark.parametrize("method", ["triangulation", "fabrik", "jacobian"])
 @pytest.mark.parametrize(("tip", "length"), list(CHAINS))
 def test_metarig_chain_reaches(scene, rigify, tip, length, method):
-    obj = _metarig()
+    obj = metarig()
     names = CHAINS[(tip, length)]
     assert not obj.data.bones["upper_arm.L"].use_connect  # the case this covers
     target = add_empty()

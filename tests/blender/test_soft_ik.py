@@ -4,16 +4,20 @@ stretch and the script arguments, on a 2-bone leg built with edit_bones.new."""
 from __future__ import annotations
 
 import math
+import sys
 
 import bpy
 import numpy as np
 import pytest
 from builders import add_empty, make_armature, world_point
+from conftest import REPO
 
 from solvers.common import soft
 
-HIP = np.array([0.0, 0.0, 1.0])
-SHARE = 0.05
+sys.path.insert(0, str(REPO / "bench"))
+import bench_soft  # noqa: E402  (item 2's measure: the bench's, one code for both)
+
+HIP, SHARE = bench_soft.HIP, bench_soft.SHARE
 FRAMES = range(1, 101)
 METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
 
@@ -46,55 +50,21 @@ def _chain(obj, target, softness: float = SHARE, method: str = "triangulation", 
     return item
 
 
-def _through_full_reach(name: str, reach: float):
-    """A target straight below the hip, keyed every frame from 0.88 to 1.08 of the reach."""
-    goal = add_empty(name)
-    for k, f in enumerate(FRAMES):
-        goal.location = HIP - np.array([0.0, 0.0, reach * (0.88 + 0.2 * k / (len(FRAMES) - 1))])
-        goal.keyframe_insert("location", frame=f)
-    return goal
-
-
-def _knee_turns(obj) -> np.ndarray:
-    """Degrees the knee turns between consecutive frames (the shin's local rotation)."""
-    scene, quats = bpy.context.scene, []
-    for f in FRAMES:
-        scene.frame_set(f)
-        quats.append(obj.pose.bones["shin"].matrix_basis.to_quaternion().normalized()[:])
-    q = np.array(quats)
-    return np.degrees(2.0 * np.arccos(np.abs(np.sum(q[1:] * q[:-1], axis=1)).clip(0.0, 1.0)))
-
-
-def _gaps(obj, goal) -> np.ndarray:
-    """(frames, 2): the tip's distance to the target, and what the formula says it is."""
-    scene, reach, out = bpy.context.scene, _reach(obj), []
-    for f in FRAMES:
-        scene.frame_set(f)
-        target = np.array(goal.matrix_world.translation)
-        d = float(np.linalg.norm(target - HIP))
-        out.append((float(np.linalg.norm(world_point(obj, "shin") - target)), d - soft.soft_distance(d, reach, SHARE)))
-    return np.array(out)
-
-
 def _bake(obj, **kwargs):
     bpy.context.view_layer.objects.active = obj
     return bpy.ops.chain_ik.bake(frame_start=FRAMES[0], frame_end=FRAMES[-1], **kwargs)
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_bake_through_full_reach_softens_the_knee_pop(scene, method):
-    exact, softened = _leg("Exact"), _leg("Soft")
-    goal = _through_full_reach("Goal", _reach(exact))
-    _chain(exact, goal, 0.0, method)
-    _chain(softened, goal, SHARE, method)
-    assert _bake(exact) == {"FINISHED"} and _bake(softened) == {"FINISHED"}
-    hard, gentle = _knee_turns(exact).max(), _knee_turns(softened).max()
-    print(f"{method}: largest knee turn per frame: exact {hard:.3f}, soft {gentle:.3f} deg ({gentle / hard:.3f})")
-    assert gentle <= hard / 5.0, (hard, gentle)
-    gaps = _gaps(softened, goal)
-    print(f"{method}: tip-target distance vs the formula, worst {np.abs(gaps[:, 0] - gaps[:, 1]).max():.2e}")
-    assert np.abs(gaps[:, 0] - gaps[:, 1]).max() < 1e-4
-    assert gaps[-1, 1] > 0.05 * _reach(exact)  # beyond reach the soft tip stays short (the gap is real)
+def test_bake_through_full_reach_softens_the_knee_pop(scene, ext, method):
+    """bench/bench_soft.py's measure (issue 20 item 2's figure): the knee's largest turn per frame
+    at most a fifth of the exact bake's, the tip's distance to the target the formula's."""
+    m = bench_soft.measure(ext, method, len(FRAMES))
+    print(f"{method}: largest knee turn per frame: exact {m['exact']:.3f}, soft {m['soft']:.3f} deg ({m['ratio']:.3f})")
+    assert m["soft"] <= m["exact"] / 5.0, m
+    print(f"{method}: tip-target distance vs the formula, worst {m['formula']:.2e}")
+    assert m["formula"] < 1e-4
+    assert m["short"] > 0.05  # beyond reach the soft tip stays short (the gap is real)
 
 
 def test_softness_zero_bakes_todays_keys_and_within_the_soft_zone_changes_nothing(scene):
@@ -112,7 +82,7 @@ def test_softness_zero_bakes_todays_keys_and_within_the_soft_zone_changes_nothin
     assert _bake(rigs[0]) == {"FINISHED"}
     assert _bake(rigs[1], softness=0.0) == {"FINISHED"}
     assert _bake(rigs[2]) == {"FINISHED"}
-    keys = [_knee_turns(obj) for obj in rigs]
+    keys = [bench_soft.knee_turns(obj, len(FRAMES)) for obj in rigs]
     assert keys[0].tobytes() == keys[1].tobytes() == keys[2].tobytes()
     for obj in rigs[1:]:
         for f in (1, 50, 100):
@@ -157,7 +127,7 @@ def test_in_a_group_the_soft_goal_is_the_exact_goal_at_the_soft_point(scene, met
     the effector's branch from the group's root, the hip)."""
     softened, exact = _group_leg("Soft"), _group_leg("Exact")
     reach = _reach(softened)
-    goal = _through_full_reach("Goal", reach)
+    goal = bench_soft.through_full_reach("Goal", reach, len(FRAMES))
     moved = add_empty("SoftPoint")
     for f in FRAMES:
         bpy.context.scene.frame_set(f)

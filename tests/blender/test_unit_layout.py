@@ -43,6 +43,8 @@ def _same(a, b) -> bool:
         return False
     if not (np.array_equal(a.rests, b.rests) and np.array_equal(a.rests_read, b.rests_read)):
         return False
+    if not np.array_equal(a.radii, b.radii):
+        return False
     if (a.limits is None) != (b.limits is None):
         return False
     return a.limits is None or all(
@@ -114,6 +116,10 @@ def _apply_rest(obj):
     bpy.ops.pose.armature_apply()
 
 
+def _thicken(obj):
+    obj.data.bones["fore"].bbone_x = 0.3  # the mass weighting's capsule radius (rig.capsules)
+
+
 def _reparent(obj):
     _edit(obj, lambda bones: setattr(bones["upper"], "parent", bones["other"]))
 
@@ -128,6 +134,7 @@ EDITS = {
     "Inherit Rotation": _hinge,
     "Apply Pose as Rest": _apply_rest,
     "parent": _reparent,
+    "B-Bone size": _thicken,
 }
 
 

@@ -2,6 +2,8 @@
 the bit; "MASS" (Grassia's W = M(q)^-1, solvers.common.mass) reaches what it reaches, honours the
 limits, says why the float and block kernels do not serve it, and moves the distal joints more."""
 
+import dataclasses
+
 import ik_strategies as iks
 import numpy as np
 import pytest
@@ -203,6 +205,21 @@ def test_radii_are_checked_and_change_the_solve():
     np.testing.assert_allclose(
         default.points, solvers.solve(share, target, method="jacobian", joint_weighting="MASS").points, atol=1e-12
     )
+
+
+def test_a_skeletons_radii_reach_its_branchs_chain():
+    """A lone branch of a skeleton is solved as its chain (skeleton_solve.branch_chain): the radii
+    the rig read come with it, so the mass-weighted solve is the chain's with those radii."""
+    chain = arm_chain([0.05, 0.05, 0.04, 0.3])
+    skeleton, local = solvers.Skeleton.from_chain(chain)
+    target = chain.points[-1] + [0.1, 0.05, -0.1]
+    options = {"method": "jacobian", "joint_weighting": "MASS"}
+    direct = solvers.solve(chain, target, **options)
+    one = solvers.solve_skeleton(skeleton, local, [solvers.Effector(3, target)], **options)
+    np.testing.assert_allclose(skeleton.forward(one.local)[1], direct.points[:-1], atol=1e-9)
+    bare = dataclasses.replace(skeleton, radii=None)  # the default share of each length instead
+    other = solvers.solve_skeleton(bare, local, [solvers.Effector(3, target)], **options)
+    assert np.abs(bare.forward(other.local)[1] - direct.points[:-1]).max() > 1e-3
 
 
 def test_the_option_is_declared_once_and_checked():
