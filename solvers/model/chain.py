@@ -57,6 +57,17 @@ def as_real(value: object, what: str) -> float:
 
 
 def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
+    rows = [value] if len(shape) == 1 else value
+    if _float_rows(rows, 4) is not None and len(rows) == (1 if len(shape) == 1 else shape[0]):
+        # Rows of Python floats (a tree kernel's segments): checked and normalised as floats,
+        # the same arithmetic as below without numpy's per-call cost; a bad row takes numpy's
+        # path below, which names the problem.
+        try:
+            q = np.array(_unit_rows(rows))
+        except ValueError:
+            pass
+        else:
+            return q[0] if len(shape) == 1 else q
     try:
         q = np.array(value, dtype=float)
     except (TypeError, ValueError) as exc:
