@@ -396,7 +396,10 @@ class Chain:
     def goal_terms(self) -> tuple[tuple, tuple, tuple]:
         """(bone frames, base frame, the root bone's reference) as float tuples: what the float
         kernels' goals read (each method's chain_floats), built once per chain."""
-        frames = tuple(map(tuple, self.frames.tolist()))
+        frames = tuple(map(tuple, self._frame_rows))
+        if self._reference_arg is not None:  # as given: the joint model's arrays are not needed
+            base = (1.0, 0.0, 0.0, 0.0) if self._base_arg is None else tuple(self._base_arg.tolist())
+            return frames, base, tuple(self._reference_arg[0].tolist())
         return frames, tuple(self.base_frame.tolist()), tuple(self.reference[0].tolist())
 
     @property
