@@ -148,7 +148,7 @@ def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: d
         moved = moved_bones(skeleton, [e.bone for e in effectors])
         tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
     within = PREDICT_WITHIN * float(tolerance)
-    unpoled = [replace(e, pole=None) for e in effectors]
+    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]  # (a replace re-checks)
     reason = ""
     try:
         stepped = solve_skeleton(skeleton, start, unpoled, method=steps_by.name, tolerance=within, max_iterations=steps)

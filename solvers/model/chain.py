@@ -57,6 +57,17 @@ def as_real(value: object, what: str) -> float:
 
 
 def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
+    rows = [value] if len(shape) == 1 else value
+    if _float_rows(rows, 4) is not None and len(rows) == (1 if len(shape) == 1 else shape[0]):
+        # Rows of Python floats (a tree kernel's segments): checked and normalised as floats,
+        # the same arithmetic as below without numpy's per-call cost; a bad row takes numpy's
+        # path below, which names the problem.
+        try:
+            q = np.array(_unit_rows(rows))
+        except ValueError:
+            pass
+        else:
+            return q[0] if len(shape) == 1 else q
     try:
         q = np.array(value, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -385,7 +396,10 @@ class Chain:
     def goal_terms(self) -> tuple[tuple, tuple, tuple]:
         """(bone frames, base frame, the root bone's reference) as float tuples: what the float
         kernels' goals read (each method's chain_floats), built once per chain."""
-        frames = tuple(map(tuple, self.frames.tolist()))
+        frames = tuple(map(tuple, self._frame_rows))
+        if self._reference_arg is not None:  # as given: the joint model's arrays are not needed
+            base = (1.0, 0.0, 0.0, 0.0) if self._base_arg is None else tuple(self._base_arg.tolist())
+            return frames, base, tuple(self._reference_arg[0].tolist())
         return frames, tuple(self.base_frame.tolist()), tuple(self.reference[0].tolist())
 
     @property

@@ -50,10 +50,22 @@ from .. import quat
 from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
-from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..maths.floats import conjugate, from_rotation_vector, multiply, normalize4, rotate
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, moved_bones, ranked_weights
+from ..skeleton import (
+    Effector,
+    Skeleton,
+    SkeletonSolution,
+    cached_rows,
+    end_point,
+    finish,
+    forward,
+    levels,
+    moved_bones,
+    ranked_weights,
+    rows,
+)
 from .chain import CHAIN, shape_keeping_solver
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
@@ -87,15 +99,18 @@ def solve_tree(
     if skeleton.limits is not None:  # every pass, and the input as a candidate, within the limits
         moved = moved_bones(skeleton, bones_of)
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
-    _, _, ends = skeleton.forward(local)
-    best, passes = local.copy(), 0
-    best_cost = cost = _ranked(effectors, groups, ends, tolerance)
+    # Plain floats between the segments' solves (rows of the local rotations, world frames and
+    # heads: solvers.skeleton's forward): numpy's per-call cost on a few bones was most of a pass.
+    current = rows(local)
+    goals_at = [tuple(e.position.tolist()) for e in effectors]
+    frames, heads = forward(skeleton, current)
+    best, passes = current[:], 0
+    best_cost = cost = _ranked(effectors, groups, _misses(skeleton, frames, heads, bones_of, goals_at), tolerance)
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
     while passes < max_iterations:
         passes += 1
-        frames, heads, ends = skeleton.forward(local)
         for bones, below in plan:
-            chain = _chain(skeleton, bones, frames, heads, ends)
+            chain = _chain(skeleton, bones, frames, heads)
             effector = by_bone.get(bones[-1])
             if effector is not None:
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
@@ -104,20 +119,39 @@ def solve_tree(
                 sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
                 under = [by_bone[b] for b in below]
-                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, ends, under, short, weight)
+                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, under, short, weight)
                 sol = _triangulate(chain, position, tolerance, options, target_rotation=rotation)
-            _set_locals(skeleton, local, bones, frames, sol.frames(chain))
-            frames, heads, ends = skeleton.forward(local)
-        cost, last = _ranked(effectors, groups, ends, tolerance), cost
+            _set_locals(skeleton, current, bones, frames, sol.rows()[1], chain.frames.tolist())
+            frames, heads = forward(skeleton, current, _below(skeleton, bones[0]), frames, heads)
+        miss = _misses(skeleton, frames, heads, bones_of, goals_at)
+        cost, last = _ranked(effectors, groups, miss, tolerance), cost
         if cost < best_cost:
-            best, best_cost = local.copy(), cost
-        miss = np.linalg.norm([e.position - ends[e.bone] for e in effectors], axis=1)
-        if np.all(miss <= tolerance):
+            best, best_cost = current[:], cost
+        if max(miss) <= tolerance:
             break
         if all(abs(a - b) <= SETTLE * a for a, b in zip(cost, last, strict=True)):
             break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
-    return finish(skeleton, best, effectors, tolerance, passes, "triangulation")
+    return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation")
+
+
+def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:
+    """Each effector's distance from its goal (plain floats)."""
+    return [math.dist(end_point(skeleton, frames, heads, b), g) for b, g in zip(bones, goals, strict=True)]
+
+
+def _below(skeleton: Skeleton, top: int) -> list[int]:
+    """Ascending: `top` and every bone under it (the bones a segment's solve moves), kept per skeleton."""
+    cache = skeleton.__dict__.setdefault("_triangulation_below", {})
+    bones = cache.get(top)
+    if bones is None:
+        parents = skeleton.parents
+        inside = {top}
+        for b in range(top + 1, skeleton.n_bones):
+            if parents[b] in inside:
+                inside.add(b)
+        bones = cache[top] = sorted(inside)
+    return bones
 
 
 def _triangulate(
@@ -142,14 +176,14 @@ def _triangulate(
     return float_one.solve(chain, point, "triangulation", tolerance, shape_keeping_solver(options), extra)
 
 
-def _ranked(effectors: list[Effector], groups: list[list[int]], ends, tolerance: float) -> list[float]:
-    """Per priority level, highest first, the weighted sum of squared errors (0 where every goal
-    of the level is met): lists compare as the levels rank, the first that differs decides."""
+def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float], tolerance: float) -> list[float]:
+    """Per priority level, highest first, the weighted sum of squared errors (`miss`: each
+    effector's distance from its goal; 0 where every goal of the level is met): lists compare as
+    the levels rank, the first that differs decides."""
     out = []
     for group in groups:
-        miss = [float(np.linalg.norm(effectors[k].position - ends[effectors[k].bone])) for k in group]
-        met = max(miss) <= tolerance
-        out.append(0.0 if met else sum(effectors[k].weight * m * m for k, m in zip(group, miss, strict=True)))
+        met = max(miss[k] for k in group) <= tolerance
+        out.append(0.0 if met else sum(effectors[k].weight * miss[k] * miss[k] for k in group))
     return out
 
 
@@ -175,28 +209,35 @@ def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[
     return plan
 
 
-def _chain(skeleton: Skeleton, bones: list[int], frames, heads, ends) -> Chain:
-    """The segment `bones` as a Chain from the current pose (joints at the heads, then the end)."""
+def _chain(skeleton: Skeleton, bones: list[int], frames: list, heads: list) -> Chain:
+    """The segment `bones` as a Chain from the current pose (joints at the heads, then the end;
+    rows of floats: solvers.skeleton's forward)."""
     parent = skeleton.parents[bones[0]]
-    return Chain(
-        np.concatenate((heads[bones], ends[bones[-1:]])),
-        frames[bones],
+    points = [heads[b] for b in bones]
+    points.append(end_point(skeleton, frames, heads, bones[-1]))
+    return Chain.from_float_rows(
+        points,
+        [frames[b] for b in bones],
         limits=None if skeleton.limits is None else skeleton.limits.subset(bones),
-        reference=skeleton.reference[bones],
-        base_frame=skeleton.base_frame if parent == -1 else frames[parent],
+        reference=[cached_rows(skeleton, "reference")[b] for b in bones],
+        base_frame=tuple(skeleton.base_frame.tolist()) if parent == -1 else frames[parent],
     )
 
 
-def _set_locals(skeleton: Skeleton, local: np.ndarray, bones: list[int], frames, solved: np.ndarray) -> None:
-    """The segment's solved world frames into `local` (solving it does not move its parent)."""
+def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list, turns: list, start: list) -> None:
+    """The segment's solved world frames (its solve's `turns` of its `start` frames) into `local`
+    (rows; solving it does not move its parent)."""
     parent = skeleton.parents[bones[0]]
-    first = skeleton.base_frame if parent == -1 else frames[parent]
-    parents = np.concatenate((first[None], solved[:-1]))
-    local[bones] = quat.multiply(quat.conjugate(quat.multiply(parents, skeleton.reference[bones])), solved)
+    first = tuple(skeleton.base_frame.tolist()) if parent == -1 else frames[parent]
+    reference = cached_rows(skeleton, "reference")
+    for i, turn, frame in zip(bones, turns, start, strict=True):
+        solved = multiply(turn, frame)
+        local[i] = multiply(conjugate(multiply(first, reference[i])), solved)
+        first = solved
 
 
 def _sub_base_frame(
-    skeleton: Skeleton, bones: list[int], frames, heads, ends, below: list[Effector], short: dict, weight: dict
+    skeleton: Skeleton, bones: list[int], frames, heads, below: list[Effector], short: dict, weight: dict
 ):
     """(end position, world orientation) for the last bone of a segment ending on a sub-base:
     the nearest frame from which each effector below is within its branch's full length and
@@ -329,8 +370,9 @@ def _sub_base_frame(
         turn, shift, value = trial, moved, lower
         if settled:
             break
-    position = _add(_add(pivot, shift), rotate(turn, _sub(tuple(ends[top]), pivot)))
-    return np.array(position), quat.multiply(np.array(turn), frames[top])
+    end = end_point(skeleton, frames, heads, top)
+    position = _add(_add(pivot, shift), rotate(turn, _sub(end, pivot)))
+    return np.array(position), np.array(multiply(turn, frames[top]))
 
 
 def _damped_step(normal: list[list[float]], gradient: list[float], damping: float, size: float):

@@ -235,3 +235,21 @@ def test_float_rows_build_the_same_chain():
         assert a.scalar_terms[:5] == b.scalar_terms[:5] and a.total_length == b.total_length
         assert list(a.scalar_terms[5]) == list(b.scalar_terms[5]) and a.fold_guard == b.fold_guard
         np.testing.assert_array_equal(a.frames, b.frames)
+
+
+def test_float_rows_of_a_reference_read_as_the_arrays_do():
+    """Rows of Python floats (a tree kernel's segments) take Chain's float path for the reference
+    and base frame: the same numbers as the arrays, and bad rows still refused by name."""
+    rng = np.random.default_rng(3)
+    frames = solvers.quat.normalize(rng.normal(size=(3, 4)))
+    reference = solvers.quat.normalize(rng.normal(size=(3, 4)))
+    base = solvers.quat.normalize(rng.normal(size=4))
+    points = [[0.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 0.5, 1.5], [0.0, 1.0, 1.7]]
+    arrays = solvers.Chain(points, frames, reference=reference, base_frame=base)
+    rows = [tuple(r) for r in reference.tolist()]
+    floats = solvers.Chain(points, frames, reference=rows, base_frame=tuple(base.tolist()))
+    assert np.array_equal(arrays.reference, floats.reference)
+    assert np.array_equal(arrays.base_frame, floats.base_frame)
+    assert arrays.goal_terms == floats.goal_terms
+    with pytest.raises(ValueError, match="reference quaternions must be unit length"):
+        solvers.Chain(points, frames, reference=[(2.0, 0.0, 0.0, 0.0)] * 3)
