@@ -17,6 +17,13 @@ and toe roll are not sliding, so one still end is enough.
   (`height`, `speed`) and lasts while an end stays within the leave ones (`height_leave`,
   `speed_leave`); gaps shorter than `min_gap` seconds are closed, and contacts shorter than
   `min_duration` seconds dropped.
+- **Lift-off**: a contact ends where its toe end, once down in it (low and slow by the enter
+  thresholds), rises more than `lift` above the lowest height it has had since (`lift_ends`):
+  push-off raises the ball of the foot several cm while the heel, already up, and the toe's
+  slow rise would keep the contact on, and a point that lifts is not planted any more. The
+  lowest height tracks the toe as it comes down after heel strike, so only a rise ends a
+  contact; `lift` (hysteresis: above the jitter of a resting toe, below the enter `height`)
+  ends it before the push-off is under way.
 
 Thresholds are world distances and seconds; `ContactSettings.for_leg` gives defaults from the
 leg's length (tuned on the four CMU clips of ../shared/data/mocap and their retargets to legs
@@ -31,6 +38,9 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 SPEED_WINDOW = 1.0 / 30.0  # seconds
+# The toe's rise that ends a contact, as a share of the leg (ContactSettings.lift): on the CMU clips
+# a resting ball of the foot wanders by a few mm, and push-off raises it 40-50 mm.
+LIFT_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,7 @@ class ContactSettings:
     speed: float  # an end slower than this may plant
     speed_leave: float  # ... and stays planted while slower than this
     floor_rise: float  # how far an end's floor may sit above its lowest height over all frames
+    lift: float = math.inf  # a contact ends where its toe rises this far above its lowest since it was down
     min_duration: float = 0.1  # shorter contacts are dropped
     min_gap: float = 0.05  # shorter gaps between two contacts are closed
     floor_window: float = 1.0  # the floor at a frame: the lowest height within this span around it
@@ -60,6 +71,7 @@ class ContactSettings:
             speed=0.6 * leg_length,
             speed_leave=1.0 * leg_length,
             floor_rise=0.1 * leg_length,
+            lift=LIFT_SHARE * leg_length,
         )
         if "height" in changes and "height_leave" not in changes:
             changes["height_leave"] = changes["height"] * base.height_leave / base.height
@@ -73,6 +85,8 @@ class ContactSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             allowed_zero = f.name in ("min_duration", "min_gap")
+            if f.name == "lift" and value == math.inf:  # no lift-off rule
+                continue
             if (
                 not (isinstance(value, (int, float)) and math.isfinite(value))
                 or value < 0.0
@@ -167,6 +181,30 @@ def _hysteresis(enter: np.ndarray, stay: np.ndarray) -> np.ndarray:
     return planted
 
 
+def enter_toe(above: np.ndarray, speed: np.ndarray, settings: ContactSettings) -> np.ndarray:
+    """(m,) bool: the toe end is low and slow by the enter thresholds (above, speed: (m, 2))."""
+    return (above[:, 1] <= settings.height) & (speed[:, 1] <= settings.speed)
+
+
+def lift_ends(planted: np.ndarray, heights: np.ndarray, down: np.ndarray, lift: float) -> np.ndarray:
+    """(m,) bool: `planted` with each contact ended on the first frame where the toe, once `down`
+    in it, is more than `lift` above the lowest of its `heights` (m,) since then (a contact whose
+    toe never comes down is kept whole)."""
+    out = np.asarray(planted, dtype=bool).copy()
+    if not math.isfinite(lift):
+        return out
+    for start, end in contact_runs(out):
+        landed = np.flatnonzero(down[start:end])
+        if not len(landed):
+            continue
+        first = start + int(landed[0])
+        since = heights[first:end]
+        risen = np.flatnonzero(since - np.minimum.accumulate(since) > lift)
+        if len(risen):
+            out[first + int(risen[0]) : end] = False
+    return out
+
+
 def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=None) -> np.ndarray:
     """(m,) bool: the frames on which the foot is planted, from its ends' world positions
     `heel` and `toe` ((m, 3) each, z up) at `fps` frames per second. `ground`: None (heights
@@ -185,7 +223,7 @@ def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=Non
     speed = np.stack([window_speed(ends[:, e], fps, settings.window) for e in range(2)], axis=1)
     enter = ((above <= settings.height) & (speed <= settings.speed)).any(axis=1)
     stay = ((above <= settings.height_leave) & (speed <= settings.speed_leave)).any(axis=1)
-    planted = _hysteresis(enter, stay)
+    planted = lift_ends(_hysteresis(enter, stay), heights[:, 1], enter_toe(above, speed, settings), settings.lift)
     runs = contact_runs(planted)
     gap = settings.min_gap * fps
     for (_, end), (start, _) in zip(runs, runs[1:], strict=False):
