@@ -75,7 +75,6 @@ from .contacts import (
     check_points,
     contact_runs,
     ground_heights,
-    lift_ends,
     window_speed,
 )
 from .foot_metrics import Slide, foot_slide, lowest_height
@@ -220,16 +219,14 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
 
 
 def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -> np.ndarray:
-    """(F,) bool: within each contact of `planted`, the frames from the first on which the tip itself
-    is down (within `settings.height` of its lowest height in that contact, above `ground` as `plan`
-    takes it, and slower than `settings.speed` over `settings.window`) to the contact's last. A
+    """(F,) bool: within each contact of `planted`, the frames from the first to the last on which
+    the tip itself is down: within `settings.height` of its lowest height in that contact (above
+    `ground`, as `plan` takes it) and slower than `settings.speed` (over `settings.window`). A
     contact is keyed from either end of the foot, so it starts at heel strike, with the tip (the
     ball) still coming down, often several cm up: held from there and put on the ground, the tip
     would pull the ankle below the ground (the foot keeping its pitch). These flags hold the tip
-    from where it lands instead, and only until it lifts off (solvers.contacts.lift_ends: more than
-    `settings.lift` above its lowest since it landed; push-off, where Contact keys made without
-    that rule still run on). A contact on which the tip is never down (the heel alone carries it)
-    is dropped."""
+    from where it lands instead. A contact on which the tip is never down (the heel alone carries
+    it) is dropped."""
     tip = check_points(tip, "planted points")
     flags = _check_planted(planted, len(tip))
     fps = check_fps(fps)
@@ -239,14 +236,12 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -
     heights = tip[:, 2] - ground_heights(ground, len(tip), 1)[:, 0]
     slow = window_speed(tip, fps, settings.window) <= settings.speed
     down = np.zeros(len(tip), dtype=bool)
-    landed = np.zeros(len(tip), dtype=bool)
     for start, end in contact_runs(flags):
         low = heights[start:end] - heights[start:end].min() <= settings.height
         frames = np.flatnonzero(low & slow[start:end])
         if len(frames):
-            down[start + frames[0] : end] = True
-            landed[start:end] = low & slow[start:end]
-    return lift_ends(down, heights, landed, settings.lift)
+            down[start + frames[0] : start + frames[-1] + 1] = True
+    return down
 
 
 def head_targets(target, head, tip) -> np.ndarray:
@@ -285,7 +280,7 @@ def heel_first(tip, heel, rotations, planted, down) -> HeelFirst:
     (`down`, tip_down's flags). On the frames between, the foot (world rotations `rotations`
     (F, 4), w x y z) turns as captured about a pivot fixed in the world: the point under its heel
     end (the ankle) at the tip's landing height, where the heel touches; its tip comes down onto
-    the point it then holds to the last frame it is down (`down`). Plan the returned `points` with
+    the point it then holds to the contact's last frame. Plan the returned `points` with
     `planted`, then add `offset` to the target: on heel-strike frames k of a contact whose tip
     lands at d, offset_k = tip'_k - tip'_d (tip' the tip as the foot turns about the pivot) and
     points_k = tip_k - offset_k, so `plan` holds tip'_d from the contact's first frame (where
@@ -306,7 +301,7 @@ def heel_first(tip, heel, rotations, planted, down) -> HeelFirst:
         if not len(landed):
             continue
         first = start + landed[0]
-        held[start : start + landed[-1] + 1] = True  # to where the tip lifts (tip_down)
+        held[start:end] = True
         if first == start:
             continue
         pivot = np.array([heel[start, 0], heel[start, 1], tip[first, 2]])
