@@ -13,7 +13,9 @@ then per foot, measured on the played-back motion:
 - the skating ratio (Guided Motion Diffusion: share of 20 fps steps where the foot, within 5 cm
   of the ground, moves faster than 0.5 m/s);
 - the lowest height of the foot's ends above the ground (negative: below), in mm;
-- the largest joint angular speed of the leg (thigh, shin, foot; over 1/30 s), in degrees per second.
+- the largest joint angular speed of the leg (thigh, shin, foot; over 1/30 s), in degrees per second;
+- the swing: the toe's median height above the ground outside contacts (after the bake: as a share
+  of the input's), and the swing frames with the toe on the ground (within 1 mm).
 "After": `chain_ik.bake` honours the contacts (issue 21 item 2: each foot held where it planted, on
 the ground, eased back after; app/bake/contact_targets.py), the same figures measured again on the
 baked playback; and its time per frame against the route a Blender user would build by hand on a
@@ -58,6 +60,8 @@ class FootRow:
     lowest: float
     angular: float
     floating: float  # the largest, over contacts, of the toe's lowest height above the ground during it
+    swing: float  # the toe's median height above the ground outside contacts
+    swing_low: int  # frames outside contacts with the toe within 1 mm of the ground
     after: dict | None = None  # the same figures after the bake that honours contacts (None: source)
 
 
@@ -180,6 +184,12 @@ def floating(toe: np.ndarray, flags: np.ndarray, floor: float) -> float:
     return max((float(toe[a:b, 2].min()) - floor for a, b in runs), default=0.0)
 
 
+def swing(toe: np.ndarray, flags: np.ndarray, floor: float) -> tuple[float, int]:
+    """(the toe's median height above the ground outside contacts, the frames there within 1 mm of it)."""
+    heights = toe[~flags, 2] - floor
+    return (float(np.median(heights)) if len(heights) else 0.0), int(np.count_nonzero(heights < 1e-3))
+
+
 def ext_keys():
     return load_extension("rig.keys").rig.keys
 
@@ -248,6 +258,8 @@ def measure_clip(name: str, picture: str = "", move_root: bool = True) -> tuple[
             lowest=foot_metrics.lowest_height(track.heel, track.toe, floor),
             angular=foot_metrics.largest_angular_speed(track.rotations, fps),
             floating=floating(track.toe, flags, floor),
+            swing=swing(track.toe, flags, floor)[0],
+            swing_low=swing(track.toe, flags, floor)[1],
         )
 
     for label, obj in characters.items():
@@ -269,6 +281,8 @@ def measure_clip(name: str, picture: str = "", move_root: bool = True) -> tuple[
                     lowest=foot_metrics.lowest_height(track.heel, track.toe, floor),
                     angular=foot_metrics.largest_angular_speed(track.rotations, fps),
                     floating=floating(track.toe, flags, floor),
+                    swing=swing(track.toe, flags, floor)[0],
+                    swing_low=swing(track.toe, flags, floor)[1],
                     after=after,
                 )
             )
@@ -289,8 +303,9 @@ def table(rows: list[FootRow], timing: dict) -> str:
         "| clip | character | foot | contacts | F1 vs source | before: slide mean / median / largest"
         " (mm per 1/30 s) | skating | lowest (mm) | contact above ground (mm) | joint speed (°/s) |"
         " after: slide mean / median / largest | skating | lowest (mm) | contact above ground (mm) |"
-        " joint speed (°/s) | CPU ms per frame: bake / Blender's route (speed-up) |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " joint speed (°/s) | swing toe height, median (mm): before / after | swing frames on the ground:"
+        " before / after | CPU ms per frame: bake / Blender's route (speed-up) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         f1 = "" if r.f1 is None else f"{r.f1:.3f}" + ("" if r.f1 >= 0.9 else " (below 0.9)")
@@ -306,7 +321,10 @@ def table(rows: list[FootRow], timing: dict) -> str:
         after = _cells(r.after) if r.after else " – | – | – | – | – |"
         ours, theirs = timing.get((r.clip, r.character), (None, None))[:2]
         speed = "–" if ours is None else f"{1000 * ours:.3f} / {1000 * theirs:.3f} ({theirs / ours:.1f}x)"
-        lines.append(f"| {r.clip} | {r.character} | {r.foot} | {r.contacts} | {f1} |{_cells(before)}{after} {speed} |")
+        lifted = f" {1000 * r.swing:.0f} / " + (f"{1000 * r.after['swing']:.0f} |" if r.after else "– |")
+        lifted += f" {r.swing_low} / " + (f"{r.after['swing_low']} |" if r.after else "– |")
+        head = f"| {r.clip} | {r.character} | {r.foot} | {r.contacts} | {f1} |"
+        lines.append(f"{head}{_cells(before)}{after}{lifted} {speed} |")
     return "\n".join(lines)
 
 
@@ -321,6 +339,8 @@ def goals(rows: list[FootRow], timing: dict, move_root: bool = True) -> list[str
     wall = min(t[3] / t[2] for t in timing.values())
     f1 = min(r.f1 for r in rows if r.f1 is not None)
     afloat = max(r.after["floating"] for r in after)
+    lifted = min(r.after["swing"] / r.swing for r in after if r.swing > 0.0)
+    grounded = max(r.after["swing_low"] - r.swing_low for r in after)
     return [
         f"slide during contacts after / before, worst foot: {share:.3f} (goal: at most 0.1)",
         f"median slide after, worst foot: {1000 * median:.3f} mm per 1/30 s (goal: under 1 mm)",
@@ -329,6 +349,8 @@ def goals(rows: list[FootRow], timing: dict, move_root: bool = True) -> list[str
         f"time per frame, Blender's route / the bake, slowest: {faster:.1f}x (goal: at least 5x; CPU time, best of"
         f" {REPEATS} alternated; wall clock: {wall:.1f}x)",
         f"worst F1 of a retarget's contacts against the source's: {f1:.3f} (goal: at least 0.9)",
+        f"swing toe height after / before (median outside contacts), lowest foot: {lifted:.2f}; most swing"
+        f" frames put on the ground by the bake: {grounded}",
         f"planted foot held above the ground, worst contact: {1000 * afloat:.1f} mm"
         + (" (the hips lowered where a foot is beyond reach: Move Root)" if move_root else " (the hips not lowered)"),
     ]
@@ -338,8 +360,10 @@ def main(argv: list[str] | None = None) -> list[FootRow]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clips", nargs="+", default=list(mocap_rigs.CLIPS), choices=list(mocap_rigs.CLIPS))
     parser.add_argument("--no-move-root", action="store_true", help="the hips not lowered (the hold raised)")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="timed runs of each route (best kept)")
     parser.add_argument("--picture", default="", help="write the README's picture (PNG) of the first clip here")
     args = parser.parse_args(argv)
+    globals()["REPEATS"] = max(1, args.repeats)
     ext = load_extension()
     if not hasattr(bpy.types.Object, "chain_ik"):  # as a script; a test has it registered
         ext.register()

@@ -99,8 +99,10 @@ def pose_in_steps(
     values = {path: np.empty((m, count * width), dtype=np.float32) for path, width in channels}
     world = np.empty((m, 4, 4))
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
+    last = None  # the frame the scene was last set to here
     try:
         for k, frame in enumerate(frames.tolist()):
+            last = None
             scene.frame_set(int(frame))
             obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
             bones = obj_eval.pose.bones
@@ -112,11 +114,15 @@ def pose_in_steps(
             bones.foreach_get("tail", tails[k])
             for path, array in values.items():
                 bones.foreach_get(path, array[k])
+            last = int(frame)
             if progress is not None:
                 progress((k + 1) / m, int(frame))
             yield
     finally:
-        scene.frame_set(frame0, subframe=subframe0)
+        # Put the frame back, unless the last frame read is it (frame_set evaluates the whole scene:
+        # a caller reading its current frame last saves one).
+        if not (last == frame0 and subframe0 == 0.0 and scene.frame_current == frame0):
+            scene.frame_set(frame0, subframe=subframe0)
     # foreach_get gives matrices column by column.
     widths = dict(channels)
     return PoseFrames(

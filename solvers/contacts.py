@@ -17,6 +17,14 @@ and toe roll are not sliding, so one still end is enough.
   (`height`, `speed`) and lasts while an end stays within the leave ones (`height_leave`,
   `speed_leave`); gaps shorter than `min_gap` seconds are closed, and contacts shorter than
   `min_duration` seconds dropped.
+- **Lift-off**: a contact ends where the foot lifts off (`lift_ends`): once its toe end is down
+  in it (low and slow by the enter thresholds), on the first frame where both ends are more
+  than `lift` above the lowest each has had since. Push-off raises the ball of the foot several
+  cm after the heel, and the leave thresholds would keep the contact on through it, while the
+  point it planted is not planted any more. One end rising alone (heel rise, toe roll, a weight
+  shift) does not end it; the lowest heights track the toe as it comes down after heel strike,
+  so only a rise counts. A foot set down again in the same run restarts it (hysteresis: the toe
+  back within `lift` / 2 of its lowest).
 
 Thresholds are world distances and seconds; `ContactSettings.for_leg` gives defaults from the
 leg's length (tuned on the four CMU clips of ../shared/data/mocap and their retargets to legs
@@ -31,6 +39,10 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 SPEED_WINDOW = 1.0 / 30.0  # seconds
+# The rise of both ends that ends a contact (ContactSettings.lift), as a share of the leg: on the CMU
+# clips a resting ball of the foot wanders by a few mm, and push-off raises it 40-50 mm (1%: the
+# retargets' contacts fall to F1 0.81 against the source's; 2%: 0.905; docs/benchmarks.md).
+LIFT_SHARE = 0.02
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class ContactSettings:
     speed: float  # an end slower than this may plant
     speed_leave: float  # ... and stays planted while slower than this
     floor_rise: float  # how far an end's floor may sit above its lowest height over all frames
+    lift: float = math.inf  # a contact ends where both ends rise this far above their lowest (inf: never)
     min_duration: float = 0.1  # shorter contacts are dropped
     min_gap: float = 0.05  # shorter gaps between two contacts are closed
     floor_window: float = 1.0  # the floor at a frame: the lowest height within this span around it
@@ -60,6 +73,7 @@ class ContactSettings:
             speed=0.6 * leg_length,
             speed_leave=1.0 * leg_length,
             floor_rise=0.1 * leg_length,
+            lift=LIFT_SHARE * leg_length,
         )
         if "height" in changes and "height_leave" not in changes:
             changes["height_leave"] = changes["height"] * base.height_leave / base.height
@@ -73,6 +87,8 @@ class ContactSettings:
         for f in fields(self):
             value = getattr(self, f.name)
             allowed_zero = f.name in ("min_duration", "min_gap")
+            if f.name == "lift" and value == math.inf:  # no lift-off rule
+                continue
             if (
                 not (isinstance(value, (int, float)) and math.isfinite(value))
                 or value < 0.0
@@ -167,6 +183,37 @@ def _hysteresis(enter: np.ndarray, stay: np.ndarray) -> np.ndarray:
     return planted
 
 
+def lift_ends(planted: np.ndarray, heights: np.ndarray, enter: np.ndarray, lift: float) -> np.ndarray:
+    """(m,) bool: `planted` with each contact ended where the foot lifts off: from the first frame
+    its toe end is down in it (`enter` (m, 2): each end low and slow by the enter thresholds), on the
+    first frame where both ends (`heights` (m, 2), heel first) are more than `lift` above the lowest
+    each has had since (one end rising is heel rise or toe roll; both is push-off). It restarts
+    where the toe comes back within `lift` / 2 of where it was lowest and an end is down (hysteresis:
+    a foot set down again within the same run, not the toe rising past the threshold and back)."""
+    out = np.asarray(planted, dtype=bool).copy()
+    if not math.isfinite(lift):
+        return out
+    for start, end in contact_runs(out):
+        at = start
+        while at < end:
+            toe_down = np.flatnonzero(enter[at:end, 1])
+            if not len(toe_down):
+                break
+            first = at + int(toe_down[0])
+            since = heights[first:end]
+            lowest = np.minimum.accumulate(since, axis=0)
+            risen = np.flatnonzero(np.all(since - lowest > lift, axis=1))
+            if not len(risen):
+                break
+            cut = first + int(risen[0])
+            floor = lowest[risen[0], 1]
+            back = np.flatnonzero((heights[cut:end, 1] - floor <= 0.5 * lift) & enter[cut:end].any(axis=1))
+            again = cut + int(back[0]) if len(back) else end
+            out[cut:again] = False
+            at = again
+    return out
+
+
 def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=None) -> np.ndarray:
     """(m,) bool: the frames on which the foot is planted, from its ends' world positions
     `heel` and `toe` ((m, 3) each, z up) at `fps` frames per second. `ground`: None (heights
@@ -185,7 +232,8 @@ def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=Non
     speed = np.stack([window_speed(ends[:, e], fps, settings.window) for e in range(2)], axis=1)
     enter = ((above <= settings.height) & (speed <= settings.speed)).any(axis=1)
     stay = ((above <= settings.height_leave) & (speed <= settings.speed_leave)).any(axis=1)
-    planted = _hysteresis(enter, stay)
+    down = (above <= settings.height) & (speed <= settings.speed)
+    planted = lift_ends(_hysteresis(enter, stay), heights, down, settings.lift)
     runs = contact_runs(planted)
     gap = settings.min_gap * fps
     for (_, end), (start, _) in zip(runs, runs[1:], strict=False):

@@ -209,17 +209,22 @@ def bake_steps(
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
+    solving = False  # the other chains' solve poses the rig: the frame is then always set back
     try:
         plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
         others = [s for s in specs if not s.contacts]
         solved = Solved({}, {}, seconds={})
         if others:
+            solving = True
             solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise)
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
-        scene.frame_set(frame0, subframe=subframe0)
+        # Planted legs alone read the curves (or frames, put back by rig.pose_frames): no pose
+        # written, and a frame_set evaluates the whole scene, so it is skipped where nothing moved.
+        if solving or (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
+            scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
     chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in others]
     values = solved.values

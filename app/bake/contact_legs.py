@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ...rig import plant_read, pose_frames
-from ...solvers import foot_metrics, plant, plant_legs, quat
+from ...solvers import plant, plant_legs, quat
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
 # contact: the knee never quite straightens (its angle changes fastest there).
@@ -91,21 +91,17 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
 CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding, not a crossing
 
 
-# An ease-out lasts at least the contact blend, and long enough that its correction adds at most
-# this share of the input's largest joint angular speed (the pop the figures measure).
-EASE_SHARE = 0.08
-
-
-def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, fps: float) -> tuple:
+def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray) -> tuple:
     """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
     target) on hold and clamp frames; after a hold, the input's with the correction of its last
-    frame faded out (solvers.plant_legs.faded) over at least `plan.blend` frames, longer where the
-    correction is large (EASE_SHARE), never into the next hold; before it, the ground snap's
-    correction of its first frame faded in over the plan's ease-in frames."""
+    frame faded out (solvers.plant_legs.faded) over the `plan.blend` frames (issue 21 item 2: then
+    the leg plays its input: the swing keeps its height), into the next hold's correction where that
+    starts sooner; before it, the ground snap's correction of its first frame faded in over the
+    plan's ease-in frames. `inputs`: the input's local rotations (with the hips lowered, the leg
+    solved for the input's tip: contact_hips.kept_feet)."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
     changed = plan.changed.copy()
     frames = len(inputs)
-    speed = foot_metrics.largest_angular_speed(inputs, fps)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
     starts = [h.start for h in plan.holds[1:]] + [frames]
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
@@ -113,10 +109,7 @@ def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, 
         last = hold.end - 1
         # The three bones at once: (3, 4) corrections of the hold's last frame.
         corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
-        turn = float(np.max(quat.angle(corrections)))
         length = plan.blend
-        if speed > 0.0:
-            length = max(length, plant.STEEPEST * turn / (EASE_SHARE * speed) * fps - 1.0)
         end = hold.end + int(math.ceil(length)) + 1
         ease_in = 0 if crossed else hold.ease_in
         crossed = end > following < frames
@@ -152,7 +145,7 @@ def solve_leg(
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground)."""
     solved, errors = positional(leg, plan.target, softness, fps, tilt)
-    out, changed = _joint_eases(plan, leg.basis, solved, fps)
+    out, changed = _joint_eases(plan, leg.basis, solved)
     errors = np.where(plan.weight == 1.0, errors, 0.0)
     heads = leg.heads
     points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers.contacts import ContactSettings, contact_runs, detect_contacts, window_speed
+from solvers.contacts import ContactSettings, contact_runs, detect_contacts, lift_ends, window_speed
 
 FPS = 120.0
 LEG = 0.9  # metres: thresholds 2.7 cm / 4.5 cm, 0.54 / 0.9 m/s
@@ -228,3 +228,35 @@ def test_property_a_still_foot_is_planted_throughout(motion):
     still = np.repeat(heel[:1], len(heel), axis=0)
     found = detect_contacts(still, still + [0, -0.2, -0.06], fps, settings())
     assert found.all() == (len(heel) >= settings().min_duration * fps)
+
+
+def test_a_contact_ends_where_the_foot_lifts_off():
+    """Push-off: the heel rises first (heel rise: still planted), then the toe slowly rises too while
+    both stay within the leave thresholds; the contact ends where both ends are more than `lift`
+    above their lowest, not at the leave height. A toe rising alone (toe up, heel down) does not end
+    it, and a foot set down again in the same run restarts it."""
+    n = 120
+    heel = np.zeros((n, 3))
+    heel[:, 2] = 0.08
+    toe = heel + np.array([0.0, -0.2, -0.06])
+    ramp = np.clip((np.arange(n) - 60) / 40.0, 0.0, 1.0)  # the heel up 4 cm over frames 60-100
+    heel[:, 2] += 0.04 * ramp
+    toe[:, 2] += 0.03 * np.clip((np.arange(n) - 80) / 40.0, 0.0, 1.0)  # the toe up 3 cm from 80
+    s = settings()  # lift 1.8 cm, leave height 4.5 cm: without lift-off all 120 frames stay planted
+    found = detect_contacts(heel, toe, FPS, s)
+    end = contact_runs(found)[-1][1]
+    assert contact_runs(found)[0][0] == 0
+    rise = 0.03 * (end - 80) / 40.0
+    assert s.lift < rise <= s.lift + 0.03 / 40.0 + 1e-12  # the first frame the toe is `lift` up
+    assert np.all(detect_contacts(heel, toe, FPS, settings(lift=math.inf)))
+    # The toe alone rising (the heel down): still planted.
+    flat = heel.copy()
+    flat[:, 2] = 0.08
+    assert np.all(detect_contacts(flat, toe, FPS, s))
+    # lift_ends on its own: both ends up, then the toe back down within lift / 2 restarts it.
+    heights = np.zeros((10, 2))
+    heights[4:7] = 0.05
+    down = np.ones((10, 2), dtype=bool)
+    down[4:7] = False
+    out = lift_ends(np.ones(10, dtype=bool), heights, down, 0.02)
+    assert out.tolist() == [True] * 4 + [False] * 3 + [True] * 3
