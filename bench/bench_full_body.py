@@ -53,14 +53,18 @@ def sizes(quick: bool) -> dict:
             "root": argparse.Namespace(targets=3, repeats=1, seed=7, methods=None),
             "soft frames": 20,
             "mass frames": 10,
-            "tree": argparse.Namespace(poses=4, frames=6, repeats=1, angle=0.6, seed=10, cases=["two hands"], methods=[]),
+            "tree": argparse.Namespace(
+                poses=4, frames=6, repeats=1, angle=0.6, seed=10, cases=["two hands"], methods=[]
+            ),
             "live": argparse.Namespace(updates=4, repeats=1, angle=0.6, seed=10, cases=["five chains"]),
         }
     return {
         "root": argparse.Namespace(targets=30, repeats=5, seed=7, methods=None),
         "soft frames": 100,
         "mass frames": 60,
-        "tree": argparse.Namespace(poses=100, frames=120, repeats=3, angle=0.6, seed=10, cases=list(bench_tree.CASES), methods=[]),
+        "tree": argparse.Namespace(
+            poses=100, frames=120, repeats=3, angle=0.6, seed=10, cases=list(bench_tree.CASES), methods=[]
+        ),
         "live": argparse.Namespace(updates=60, repeats=3, angle=0.6, seed=10, cases=list(bench_live.CASES)),
     }
 
