@@ -239,16 +239,11 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
                     raise ValueError(f"the chains of {tips} reach from different points of bone '{pb.name}'")
             end = points[0]
         ends.append(end)
-    offsets, links, lengths = [], [], []
-    for i, p in enumerate(layout.parents):
-        inverse = frames[i].conjugated()
-        axis = ends[i] - heads[i]
-        lengths.append(axis.length)
-        links.append((inverse @ axis.normalized())[:])
-        offsets.append(heads[i][:] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:])
-    frame_list = [q[:] for q in frames]
+    axes = [end - head for head, end in zip(heads, ends, strict=True)]  # new Vectors: nothing read later
+    lengths = [axis.length for axis in axes]
+    frame_list, head_rows = [q[:] for q in frames], [h[:] for h in heads]
     # Plain floats: numpy's per-call cost on a few rows is more than these checks (a Solve reads per call).
-    if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + offsets), lengths))):
+    if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + head_rows), lengths))):
         raise ValueError("the pose of the tree is not finite")
     shortest = ZERO_LINK * max(1.0, max(lengths))
     short = [i for i, length in enumerate(lengths) if not length > shortest]
@@ -269,6 +264,13 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
 
     def geometry() -> tuple:
         """The skeleton's numpy rows from what was read above (no Blender read: it may come later)."""
+        links = [(frame.conjugated() @ axis.normalized())[:] for frame, axis in zip(frames, axes, strict=True)]
+        offsets = [
+            head_rows[i] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:]
+            for i, p in enumerate(layout.parents)
+        ]
+        if not all(map(math.isfinite, itertools.chain.from_iterable(offsets))):  # heads far apart (float32)
+            raise ValueError("the pose of the tree is not finite")
         reference = layout.rests.copy()
         if layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
             frame_rows = np.array(frame_list)
@@ -285,7 +287,7 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     else:
         local = np.array([current(pb)[:] for pb in pbs])
     root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
-    posed = (frame_list, [h[:] for h in heads], [e[:] for e in ends])  # rows of floats, as read
+    posed = (frame_list, head_rows, [e[:] for e in ends])  # rows of floats, as read
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     rows = geometry() if layout.last else None
     if rows is not None and _same_geometry(layout.last[0], *rows):
