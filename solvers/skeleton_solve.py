@@ -12,6 +12,7 @@ least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's r
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -68,7 +69,10 @@ def solve_skeleton(
     off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
     `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
     local = np.asarray(local, dtype=float)
-    if local.shape != (skeleton.n_bones, 4) or not np.isfinite(local).all():
+    # One sum of plain floats first (numpy's reduction costs more on a few rows; overflow only
+    # sends finite rows to numpy's look).
+    finite = math.isfinite(sum(local.ravel().tolist())) or np.isfinite(local).all()
+    if local.shape != (skeleton.n_bones, 4) or not finite:
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
     if not effectors:
         raise ValueError("no effectors to solve")
