@@ -182,9 +182,10 @@ def read_tree(
 
 def read_tree_pose(
     obj, obj_eval, chains, layout: TreeLayout | None = None, fk=None
-) -> tuple[Skeleton, np.ndarray, tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+) -> tuple[Skeleton, np.ndarray, tuple[str, ...], tuple[list, list, list]]:
     """(the skeleton of the chains' bones, their local rotations (n, 4), their names, the pose as
-    read: world frames (n, 4), heads (n, 3), end points (n, 3)) from the evaluated object; `obj`
+    read in rows of floats: world frames (n of 4), heads (n of 3), end points (n of 3)) from the
+    evaluated object; `obj`
     (the original) gives the bone structure. The pose is what `solvers.solve_skeleton` builds a
     one-effector branch's chain from (`pose=`): the numbers rig.read_chain reads for that chain.
 
@@ -204,7 +205,7 @@ class TreeRead:
     skeleton: Skeleton
     local: np.ndarray  # (n, 4) each bone's local rotation (its channels, or `fk`'s replaced one)
     names: tuple[str, ...]
-    pose: tuple[np.ndarray, np.ndarray, np.ndarray]  # world frames, heads, end points as read
+    pose: tuple[list, list, list]  # world frames, heads, end points as read (rows of floats)
     layout: TreeLayout
     matrices: tuple[Matrix, ...]  # each bone's armature-space pose matrix as read
     frames: tuple[Quaternion, ...]  # their rotations, normalised (mathutils)
@@ -241,38 +242,47 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
                     raise ValueError(f"the chains of {tips} reach from different points of bone '{pb.name}'")
             end = points[0]
         ends.append(end)
-    offsets, links, lengths = [], [], []
-    for i, p in enumerate(layout.parents):
-        inverse = frames[i].conjugated()
-        axis = ends[i] - heads[i]
-        lengths.append(axis.length)
-        links.append((inverse @ axis.normalized())[:])
-        offsets.append(heads[i][:] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:])
-    frame_list = [q[:] for q in frames]
+    axes = [end - head for head, end in zip(heads, ends, strict=True)]  # new Vectors: nothing read later
+    lengths = [axis.length for axis in axes]
+    frame_list, head_rows = [q[:] for q in frames], [h[:] for h in heads]
     # Plain floats: numpy's per-call cost on a few rows is more than these checks (a Solve reads per call).
-    if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + offsets), lengths))):
+    if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + head_rows), lengths))):
         raise ValueError("the pose of the tree is not finite")
     shortest = ZERO_LINK * max(1.0, max(lengths))
     short = [i for i, length in enumerate(lengths) if not length > shortest]
     if short:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
-    lengths = np.array(lengths)
-    offsets, links = np.array(offsets), np.array(links)
-    frame_rows = np.array(frame_list)
-    reference = layout.rests.copy()
-    for i in layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
-        reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])
     sources = {source for _, source in layout.root_parents}
+    folded = ()  # (root, its parent's rotation) folded into the root's rest: roots under different parents
     if len(sources) == 1:
         (source,) = sources
-        base = np.array(IDENTITY if source is None else matrix(pose[source]).to_quaternion().normalized()[:])
-    else:
-        # Roots under different parents: one shared identity base, each parent folded into its root's rest.
-        base = np.array(IDENTITY)
-        for i, source in layout.root_parents:
-            if source is not None:
-                parent = np.array(matrix(pose[source]).to_quaternion().normalized()[:])
-                reference[i] = quat.multiply(parent, reference[i])
+        base = IDENTITY if source is None else matrix(pose[source]).to_quaternion().normalized()[:]
+    else:  # one shared identity base, each parent folded into its root's rest
+        base = IDENTITY
+        folded = tuple(
+            (i, matrix(pose[source]).to_quaternion().normalized()[:])
+            for i, source in layout.root_parents
+            if source is not None
+        )
+
+    def geometry() -> tuple:
+        """The skeleton's numpy rows from what was read above (no Blender read: it may come later)."""
+        links = [(frame.conjugated() @ axis.normalized())[:] for frame, axis in zip(frames, axes, strict=True)]
+        offsets = [
+            head_rows[i] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:]
+            for i, p in enumerate(layout.parents)
+        ]
+        if not all(map(math.isfinite, itertools.chain.from_iterable(offsets))):  # heads far apart (float32)
+            raise ValueError("the pose of the tree is not finite")
+        reference = layout.rests.copy()
+        if layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
+            frame_rows = np.array(frame_list)
+            for i in layout.hinges:
+                reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])
+        for i, parent in folded:
+            reference[i] = quat.multiply(np.array(parent), reference[i])
+        return np.array(offsets), np.array(links), np.array(lengths), reference, np.array(base)
+
     replaced = {} if fk is None else fk.rotations
     current = modes.current_quaternion
     if replaced:
@@ -280,14 +290,18 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     else:
         local = np.array([current(pb)[:] for pb in pbs])
     root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
-    posed = (frame_rows, np.array([h[:] for h in heads]), np.array([e[:] for e in ends]))
+    posed = (frame_list, head_rows, [e[:] for e in ends])  # rows of floats, as read
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
-    if layout.last and _same_geometry(layout.last[0], offsets, links, lengths, reference, base):
+    rows = geometry() if layout.last else None
+    if rows is not None and _same_geometry(layout.last[0], *rows):
         return TreeRead(layout.last[0], local, names, posed, *parts)
-    fields = (layout.parents, offsets, links, lengths, reference, base, layout.limits, layout.radii)
     # Checked above in plain floats but for the rests and base (Skeleton's own check names a bad one).
-    checked = math.isfinite(sum(reference.ravel().tolist()) + sum(base.tolist()))
-    skeleton = Skeleton.read(*fields) if checked else Skeleton(*fields)
+    if not math.isfinite(sum(layout.rests.ravel().tolist()) + sum(base) + sum(sum(q) for _, q in folded)):
+        skeleton = Skeleton(layout.parents, *(rows or geometry()), layout.limits, layout.radii)
+    elif rows is not None:
+        skeleton = Skeleton.read(layout.parents, *rows, layout.limits, layout.radii)
+    else:  # its numpy rows on first use: a lone chain's solve takes the pose as read (`posed`)
+        skeleton = Skeleton.read_lazily(layout.parents, geometry, layout.limits, layout.radii)
     layout.last[:] = [skeleton]
     return TreeRead(skeleton, local, names, posed, *parts)
 

@@ -51,7 +51,8 @@ def unit_pose(
     if not (0.0 <= influence <= 1.0):
         raise ValueError(f"influence must be within 0..1, got {influence}")
     if solution.branch is not None:
-        return _channels(obj, unit.names, _turned(obj, unit, solution.branch), starts, influence, use_locks, previous)
+        quats = _turned(obj, unit, solution.branch)
+        return _channels(obj, unit.names, quats, starts, influence, use_locks, previous, unit.constrained)
     rows = np.asarray(solution.local, dtype=float)
     if rows.shape != (len(unit.names), 4) or not np.isfinite(rows).all():
         raise ValueError("the solved rotations are not finite; pose left unchanged")
@@ -61,7 +62,7 @@ def unit_pose(
         rows = rows.copy()
         rows[list(hinges)] = q64.multiply(q64.conjugate(unit.layout.rests[list(hinges)]), frames[list(hinges)])
     quats = [Quaternion(q) for q in rows.tolist()]
-    return _channels(obj, unit.names, quats, starts, influence, use_locks, previous)
+    return _channels(obj, unit.names, quats, starts, influence, use_locks, previous, unit.constrained)
 
 
 def _turned(obj, unit, branch) -> list[Quaternion]:
@@ -85,11 +86,15 @@ def _turned(obj, unit, branch) -> list[Quaternion]:
     return converted_locals(obj.pose.bones, unit.names, unit.parents, unit.root_parents, matrices)
 
 
-def _channels(obj, names, quats, starts, influence: float, use_locks: bool, previous: dict | None = None) -> PoseWrite:
+def _channels(
+    obj, names, quats, starts, influence: float, use_locks: bool, previous: dict | None = None, constrained=None
+) -> PoseWrite:
     """Channel values per bone of `names` for its new local rotation in `quats`, blended by
-    `influence` from `starts` (default: its current channels)."""
+    `influence` from `starts` (default: its current channels). `constrained`: the bones with
+    active constraints as read (rig.unit.UnitRead.constrained), else looked up here."""
     pose = obj.pose.bones
-    values, before, locked, constrained = {}, {}, [], []
+    given, constrained = constrained, []
+    values, before, locked = {}, {}, []
     for k, (name, q) in enumerate(zip(names, quats, strict=True)):
         pb = pose[name]
         mode = pb.rotation_mode
@@ -105,6 +110,6 @@ def _channels(obj, names, quats, starts, influence: float, use_locks: bool, prev
         values[name] = vals
         if lock[0] or lock[1] or lock[2] or lock_w:
             locked.append(name)
-        if is_constrained(pb):
+        if given is None and is_constrained(pb):
             constrained.append(name)
-    return PoseWrite(values, tuple(locked), tuple(constrained), before)
+    return PoseWrite(values, tuple(locked), tuple(constrained) if given is None else tuple(given), before)

@@ -34,7 +34,7 @@ class UnitRead:
     skeleton: Skeleton  # stretched when the unit's one branch stretched (`stretch_branch`)
     local: np.ndarray  # (n, 4) input local rotations
     names: tuple[str, ...]  # the union's bones, parents first
-    pose: tuple  # world frames (n, 4), heads (n, 3), end points (n, 3): solve_skeleton's pose=
+    pose: tuple  # world frames (n, 4), heads (n, 3), end points (n, 3) (rows of floats as read): solve_skeleton's pose=
     parents: tuple[int, ...]
     matrices: tuple[Matrix, ...]  # each bone's pose matrix as read (stretched: with its planned Y)
     frames: tuple[Quaternion, ...]  # their rotations (normalised)
@@ -117,7 +117,7 @@ def stretch_branch(obj_eval, unit: UnitRead, target, softness: float = 0.0) -> U
     inherit = [b.bone.inherit_scale in stretch.INHERITS_Y for b in bones]
     mats = unit.matrices
     _, heads, ends = unit.pose
-    points = [tuple(map(float, m.translation)) for m in mats] + [tuple(ends[-1].tolist())]
+    points = [tuple(map(float, m.translation)) for m in mats] + [tuple(map(float, ends[-1]))]
     if not all(map(math.isfinite, (c for p in points for c in p))):
         raise ValueError(f"the pose of chain '{unit.layout.ends[-1][0][0]}' is not finite")
     # Each bone's rotation, orthonormal to float64 rounding (its quaternion normalised in float64).

@@ -74,6 +74,23 @@ class Skeleton:
         )  # fmt: skip
         return skeleton
 
+    @classmethod
+    def read_lazily(cls, parents, geometry: Callable[[], tuple], limits=None, radii=None) -> Skeleton:
+        """`read(parents, *geometry(), limits)` with `geometry()` (offsets, links, lengths,
+        reference, base_frame: numpy rows of numbers its caller read and checked) called on first
+        use of any of them: a lone chain's solve takes the pose as read and needs none."""
+        skeleton = cls.__new__(cls)
+        skeleton.__dict__.update(parents=parents, limits=limits, radii=radii, _geometry=geometry)
+        return skeleton
+
+    def __getattr__(self, name: str):  # only for an attribute not set: `read_lazily`'s rows
+        geometry = self.__dict__.get("_geometry")
+        if geometry is None or name not in _GEOMETRY:
+            raise AttributeError(f"'Skeleton' object has no attribute '{name}'")
+        self.__dict__.update(zip(_GEOMETRY, geometry(), strict=True))
+        del self.__dict__["_geometry"]
+        return self.__dict__[name]
+
     @property
     def n_bones(self) -> int:
         return len(self.parents)
@@ -135,6 +152,9 @@ class Skeleton:
         frames, heads = map(np.array, forward(self, rows(local)))
         ends = heads + self.lengths[:, None] * quat.rotate(frames, self.links)
         return frames, heads, ends
+
+
+_GEOMETRY = ("offsets", "links", "lengths", "reference", "base_frame")  # Skeleton.read_lazily's rows
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ least-squares method's tree kernel (`registry.LEAST_SQUARES`) and the result's r
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -68,7 +69,10 @@ def solve_skeleton(
     off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
     `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
     local = np.asarray(local, dtype=float)
-    if local.shape != (skeleton.n_bones, 4) or not np.isfinite(local).all():
+    # One sum of plain floats first (numpy's reduction costs more on a few rows; overflow only
+    # sends finite rows to numpy's look).
+    finite = math.isfinite(sum(local.ravel().tolist())) or np.isfinite(local).all()
+    if local.shape != (skeleton.n_bones, 4) or not finite:
         raise ValueError(f"local rotations must be finite with shape ({skeleton.n_bones}, 4), got {local.shape}")
     if not effectors:
         raise ValueError("no effectors to solve")
@@ -160,15 +164,14 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
     those bones gets (rig.read builds it the same way from the same reading).
 
     Points and frames come from `pose` (world frames, heads, end points: the input pose as read,
-    which `local` poses; default `skeleton.forward(local)`). Forward kinematics rounds otherwise
-    than the reading (rotations composed from rests and channels against the evaluated matrices):
-    the chain then differs in the last bits (~1e-16 relative), and so may the solve; pass the pose
-    as read for the chain's numbers. Joint limits come with the skeleton's rest (`reference`,
-    `base_frame`) when it has limits; without limits the chain has no rest of its own and takes
-    its input pose (as a chain read without limits: a pole near the root-target line turns toward
-    the root's input up, `common.goals`)."""
+    which `local` poses; arrays, or rows of floats as rig.tree reads them; default
+    `skeleton.forward(local)`). Forward kinematics rounds otherwise than the reading (rotations
+    composed from rests and channels against the evaluated matrices): the chain then differs in
+    the last bits (~1e-16 relative), and so may the solve; pass the pose as read for the chain's
+    numbers. Joint limits come with the skeleton's rest (`reference`, `base_frame`) when it has
+    limits; without limits the chain has no rest of its own and takes its input pose (as a chain
+    read without limits: a pole near the root-target line turns toward the root's input up, `common.goals`)."""
     bones = skeleton.branch(bone)
-    frames, heads, ends = skeleton.forward(local) if pose is None else (np.asarray(a, dtype=float) for a in pose)
     joints = {}
     if skeleton.limits is not None:
         joints = {
@@ -178,6 +181,11 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
         }
     if skeleton.radii is not None:  # the capsules of the mass weighting, as the rig read them
         joints["radii"] = skeleton.radii[bones]
+    if pose is not None and type(pose[1]) is list and len(bones) == len(pose[1]):
+        # The whole skeleton (a lone chain) in rows of floats as the rig reads them: as they are.
+        points, rows = [*pose[1], pose[2][-1]], pose[0]
+        return Chain.from_float_rows(points, rows, **joints), bones
+    frames, heads, ends = skeleton.forward(local) if pose is None else (np.asarray(a, dtype=float) for a in pose)
     if len(bones) == len(heads):  # the whole skeleton (a lone chain): its rows as they are
         points, rows = heads.tolist(), frames.tolist()
         points.append(ends[-1].tolist())

@@ -109,3 +109,35 @@ def test_a_skeleton_read_by_a_rig_is_the_checked_one(limited):
     a = solvers.solve_skeleton(read, local, effector, method="fabrik")
     b = solvers.solve_skeleton(checked, local, effector, method="fabrik")
     np.testing.assert_array_equal(a.local, b.local)
+
+
+@pytest.mark.parametrize("limited", [False, True])
+def test_a_skeleton_read_lazily_builds_its_rows_once_on_first_use(limited):
+    """Skeleton.read_lazily (a lone chain's reading, rig.tree) holds the rows its `geometry()` gives,
+    built on first use of any of them and once; a lone chain's solve from the pose as read (rows
+    of floats, as the rig reads them) needs none and gives the array pose's numbers to the bit."""
+    chain = goal_chains.bent_chain([1.0, 0.8, 0.5], [0.4, 0.3], knee_hinges=limited)
+    checked, local = solvers.Skeleton.from_chain(chain)
+    names = ("offsets", "links", "lengths", "reference", "base_frame")
+    calls = []
+
+    def geometry():
+        calls.append(1)
+        return tuple(getattr(checked, f).copy() for f in names)
+
+    lazy = solvers.Skeleton.read_lazily(checked.parents, geometry, checked.limits)
+    assert lazy.n_bones == checked.n_bones and lazy.limits is checked.limits and lazy.radii is None
+    with pytest.raises(AttributeError):
+        getattr(lazy, "no_such_field")  # noqa: B009 (the attribute lookup is the test)
+    (target, _), *_ = goal_chains.pole_targets(chain, 1, seed=2)
+    effector = [solvers.Effector(bone=2, position=target)]
+    frames, heads, ends = solvers.skeleton_solve.chain_pose(chain)
+    rows = (frames.tolist(), [tuple(h) for h in heads.tolist()], [tuple(e) for e in ends.tolist()])
+    got = solvers.solve_skeleton(lazy, local, effector, method="fabrik", pose=rows)
+    want = solvers.solve_skeleton(checked, local, effector, method="fabrik", pose=(frames, heads, ends))
+    assert calls == [] or limited  # limits bring the rest (`reference`) into the branch's chain
+    np.testing.assert_array_equal(got.error, want.error)
+    np.testing.assert_array_equal(got.local, want.local)
+    for f in names:
+        np.testing.assert_array_equal(getattr(lazy, f), getattr(checked, f))
+    assert calls == [1]
