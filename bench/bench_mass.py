@@ -106,7 +106,7 @@ def solve_frame(frames, lengths, radii, target, weighted: bool) -> tuple[np.ndar
         if np.linalg.norm(err) <= TOLERANCE * lengths.sum() or it == CAP:
             return frames, it, float(np.linalg.norm(err))
         J = mass.position_jacobian(points[:-1], range(-1, n - 1), [n - 1], points[-1:])[0]
-        W = mass.normalized(mass.chain_mass_matrix(points, radii)) if weighted else np.eye(3 * n)
+        W = mass.weighting_inertia(mass.chain_mass_matrix(points, radii)) if weighted else np.eye(3 * n)
         omega = mass.weighted_step(J, err, W, lam).reshape(n, 3)
         biggest = np.linalg.norm(omega, axis=1).max()
         omega *= min(1.0, MAX_STEP / max(biggest, 1e-300))
