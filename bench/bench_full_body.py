@@ -53,14 +53,18 @@ def sizes(quick: bool) -> dict:
             "root": argparse.Namespace(targets=3, repeats=1, seed=7, methods=None),
             "soft frames": 20,
             "mass frames": 10,
-            "tree": argparse.Namespace(poses=4, frames=6, repeats=1, angle=0.6, seed=10, cases=["two hands"]),
+            "tree": argparse.Namespace(
+                poses=4, frames=6, repeats=1, angle=0.6, seed=10, cases=["two hands"], methods=[]
+            ),
             "live": argparse.Namespace(updates=4, repeats=1, angle=0.6, seed=10, cases=["five chains"]),
         }
     return {
         "root": argparse.Namespace(targets=30, repeats=5, seed=7, methods=None),
         "soft frames": 100,
         "mass frames": 60,
-        "tree": argparse.Namespace(poses=100, frames=120, repeats=3, angle=0.6, seed=10, cases=list(bench_tree.CASES)),
+        "tree": argparse.Namespace(
+            poses=100, frames=120, repeats=3, angle=0.6, seed=10, cases=list(bench_tree.CASES), methods=[]
+        ),
         "live": argparse.Namespace(updates=60, repeats=3, angle=0.6, seed=10, cases=list(bench_live.CASES)),
     }
 
@@ -170,9 +174,9 @@ def item_live(ext, args) -> tuple[list[str], list[str]]:
     for name in args.cases:
         measured = bench_live.measure_case(ext, bench_live.CASES[name], args, np.random.default_rng(args.seed))
         t = measured["times"]
-        ratios = {m: t[m] / t["blender"] for m in measured["methods"]}
+        ratios = {m: t[m][1] / t["blender"][1] for m in measured["methods"]}  # (wall, CPU): judged on CPU
         figure = ", ".join(f"{m} {r:.2f}x" for m, r in ratios.items())
-        rows.append(row("5 Live", f"{name}: one update / Blender's", figure, "<= 2x", max(ratios.values()) <= 2.0))
+        rows.append(row("5 Live", f"{name}: one update / Blender's (CPU)", figure, "<= 2x", max(ratios.values()) <= 2.0))
         lines += [*bench_live.table(name, bench_live.CASES[name], measured), ""]
     return rows, lines
 
