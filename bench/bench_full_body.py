@@ -176,7 +176,7 @@ def item_live(ext, args) -> tuple[list[str], list[str]]:
         t = measured["times"]
         ratios = {m: t[m][1] / t["blender"][1] for m in measured["methods"]}  # (wall, CPU): judged on CPU
         figure = ", ".join(f"{m} {r:.2f}x" for m, r in ratios.items())
-        rows.append(row("5 Live", f"{name}: one update / Blender's (CPU)", figure, "<= 2x", max(ratios.values()) <= 2.0))
+        rows.append(row("5 Live", f"{name}: one update / Blender's, CPU", figure, "<= 2x", max(ratios.values()) <= 2.0))
         lines += [*bench_live.table(name, bench_live.CASES[name], measured), ""]
     return rows, lines
 
