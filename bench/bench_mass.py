@@ -1,6 +1,6 @@
 """Grassia's mass-matrix weighting against the plain damped least squares (issue 20 item 3), on reach
-sequences for a 3- and a 4-bone arm. Numpy only, standalone (solvers.common.mass's functions, not yet
-wired into the solvers):
+sequences for a 3- and a 4-bone arm. By default a numpy model of the solver's step (solvers.common.mass's
+functions, the loop below; the naive model: no limits, no trust region), --solver the real solver:
 
     python bench/bench_mass.py [--frames 120] [--solver]
 
@@ -14,24 +14,30 @@ joint's turn capped at 0.5 rad per iteration, lambda = 0.05 x the arm's length, 
 defaults) until the hand is within 1e-5 x the arm's length of the target or 200 iterations:
 - plain: W = I (today's weighting without stiffness);
 - mass:  W = M(q)^-1, M the arm's joint-space inertia (solvers.common.mass.chain_mass_matrix, capsules,
-         radii as given) scaled by solvers.common.mass.normalized (so lambda means the same), recomputed
-         every iteration.
+         radii as given) as the solver weights it (solvers.common.mass.weighting_inertia: scaled by
+         its mean diagonal, so lambda means the same, plus each joint's armature), recomputed every
+         iteration.
 Between frames each joint's world rotation vector q' (frame to frame, one frame = one time unit)
 gives the kinetic energy 1/2 q'^T M q' (M of the frame's start pose, unscaled, density 1); the
 table sums it over the sequence, and gives each joint's share of the summed turning (the angle
 its local rotation turns, frame to frame). Every sequence starts at the start pose's hand.
 
-Measured (2026-11-25, --frames 120; energies scale as 1/frames, the ratios do not): the mass weighting
-gives the hand (the last joint) 40-61% of the turning where the plain step gives it 11-15%, and the
-root 2-18% where the plain step gives it 28-44%; it turns about twice as much in all (the light hand
-swings). The energy is lower in 14 of the 16 rows (0.28-0.98 of the plain step's) and higher on the
-4-bone arm's sweep (1.14-1.16): each iteration takes the least-energy step from where it is, which
-does not make the whole motion the least-energy one. No joint limits here.
+Before each joint had its armature (2026-11-25, --frames 60, --solver; M alone): the hand took
+40-60% of the turning (plain 10-16%), the root 2-18% (plain 22-41%), and the energy was 0.29-0.98 of
+the plain step's on 14 of 16 rows but 1.14-1.16x on the 4-bone arm's sweep. Per frame (120 frames of
+the sweep, 4-bone arm): the nearly massless hand swung 0.2-0.39 rad a frame while it could, until
+its lever was spent (turned ~90 degrees, pointing along the motion); then the heavy joints caught up
+in big steps, 2-2.5x the plain step's energy a frame for 25 frames running. In the numpy model neither
+the damping (lambda / 10: 1.16), the 0.5 rad cap (off: 1.16) nor M held at the frame's start pose
+(1.16) changed it: each frame's step is the least-energy one from where the arm stands, and the greedy sequence of
+them is not the least-energy motion.
 
-With --solver (2026-11-25, --frames 60; the wired option, each frame from the previous one's pose):
-the same picture, hand 40-60% of the turning (plain 10-16%), root 2-18% (plain 22-41%), energy
-0.29-0.98 of the plain step's on 14 of 16 rows and 1.14-1.16 on the 4-bone sweep. The warm start is
-what this loop did already, so it is not the fix for the sweep.
+Measured with the armature (solvers.common.mass.ARMATURE_SHARE = 0.1 of the mean joint's inertia on
+M's diagonal; 2026-11-26, --frames 60): with --solver the energy is 0.29-0.94 of the plain step's on
+all 16 rows (4-bone sweep 0.94 and 0.91), the hand takes 35-59% of the turning (plain 10-16%) and
+the root 7-28% (plain 22-41%), on every row more hand and less root than the plain step; the
+standalone model gives 0.29-0.95 on all 16. Every frame reached (worst miss 8.2e-6, the tolerance
+1e-5 x the arm's length). No joint limits here.
 """
 
 from __future__ import annotations
@@ -106,7 +112,7 @@ def solve_frame(frames, lengths, radii, target, weighted: bool) -> tuple[np.ndar
         if np.linalg.norm(err) <= TOLERANCE * lengths.sum() or it == CAP:
             return frames, it, float(np.linalg.norm(err))
         J = mass.position_jacobian(points[:-1], range(-1, n - 1), [n - 1], points[-1:])[0]
-        W = mass.normalized(mass.chain_mass_matrix(points, radii)) if weighted else np.eye(3 * n)
+        W = mass.weighting_inertia(mass.chain_mass_matrix(points, radii)) if weighted else np.eye(3 * n)
         omega = mass.weighted_step(J, err, W, lam).reshape(n, 3)
         biggest = np.linalg.norm(omega, axis=1).max()
         omega *= min(1.0, MAX_STEP / max(biggest, 1e-300))

@@ -39,6 +39,9 @@ from collections.abc import Sequence
 import numpy as np
 
 DEFAULT_RADIUS_SHARE = 0.1  # capsule radius / bone length when no radii are given (Blender's B-Bone size)
+# Each joint's own inertia (its "armature", as MuJoCo's joint armature: the rotor inertia a drive adds
+# to the diagonal of M), a share of the mean joint's inertia (weighting_inertia, docs/design.md).
+ARMATURE_SHARE = 0.1
 _LEVI_CIVITA = np.zeros((3, 3, 3))  # _LEVI_CIVITA[i] = [e_i]x, so sum_i r_i _LEVI_CIVITA[i] = [r]x (r x v = [r]x v)
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
     _LEVI_CIVITA[_k, _i, _j], _LEVI_CIVITA[_k, _j, _i] = -1.0, 1.0
@@ -270,6 +273,22 @@ def normalized(mass: object, skip: int = 0) -> np.ndarray:
     m = np.asarray(mass, dtype=float)
     diag = np.diagonal(m, axis1=-2, axis2=-1)[..., skip:]
     return m / np.mean(diag, axis=-1)[..., None, None]
+
+
+def weighting_inertia(mass: object, skip: int = 0) -> np.ndarray:
+    """The inertia the solvers' mass weighting uses, W = (this)^-1: `normalized` M plus ARMATURE_SHARE
+    (of the mean joint's inertia, 1 after normalizing) on the diagonal of every turning column
+    (from `skip` on; the root's translation columns get none). Why: with the capsules' M alone each
+    iteration takes the least-energy step from where it stands, and a light distal bone (a hand
+    weighs ~1% of the arm, its inertia about its joint less still) is nearly free to swing: over a
+    sweep it turns ~90 degrees until its lever is spent, then the heavy joints catch up in big
+    steps, and the motion as a whole costs more than the plain step's (bench/bench_mass.py: 1.14-1.16x
+    on the 4-bone arm's sweep). A joint's own inertia bounds how cheap a turn can be, so the distal
+    joints still move most (the shares stay far above the plain step's) but the hand no longer spends its
+    lever on one frame's saving. Symmetric positive definite whenever M is."""
+    m = normalized(mass, skip)
+    turning = np.arange(m.shape[-1]) >= skip
+    return m + ARMATURE_SHARE * np.diag(turning.astype(float))
 
 
 def kinetic_energy(mass: object, qdot: object) -> np.ndarray | float:

@@ -145,7 +145,7 @@ def _mass_step(chain: Chain, variant: str, lam2: float, max_step: float, radii: 
         # Column (j, a) = e_a x r_j: the block of joint j is -[r_j]x.
         eye = np.broadcast_to(np.eye(3), (k, n, 3, 3))
         jac = np.cross(eye, arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(k, 3, 3 * n)
-        whiten = mass.whitening(mass.normalized(mass.chain_mass_matrix(points, radii)))
+        whiten = mass.whitening(mass.weighting_inertia(mass.chain_mass_matrix(points, radii)))
         weighted = jac @ whiten
         y = _joint_step(weighted, targets - tip, variant, _relative_damping(lam2, jac, weighted))
         omega = _clamp_turns((whiten @ y[:, :, None])[:, :, 0].reshape(k, n, 3), max_step)
@@ -173,7 +173,7 @@ def _limited_step(chain: Chain, variant: str, lam2: float, max_step: float, radi
             dtheta = _joint_step(jac, targets - tip, variant, lam2).reshape(k, n, 3) * weight
         else:  # W = S^1/2 M_ff^-1 S^1/2 in the bones' own axes (mass.weighted_whitening)
             jac = np.cross(axes, arms[:, :, None, :]).transpose(0, 3, 1, 2).reshape(k, 3, 3 * n)
-            inertia = mass.normalized(mass.chain_mass_matrix(p, radii, axes=axes.transpose(0, 1, 3, 2)))
+            inertia = mass.weighting_inertia(mass.chain_mass_matrix(p, radii, axes=axes.transpose(0, 1, 3, 2)))
             whiten = mass.weighted_whitening(inertia, weight.reshape(k, 3 * n))
             weighted = jac @ whiten
             y = _joint_step(weighted, targets - tip, variant, _relative_damping(lam2, jac, weighted))

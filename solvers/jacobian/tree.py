@@ -255,7 +255,7 @@ class Tree:
         """M(q) (free columns, free columns) of the moved bones in their own axes, normalized."""
         tails = heads + (frames @ self.mass_links[:, :, None])[:, :, 0]
         full = mass.mass_matrix(heads, tails, self.mass_parents, self.mass_radii, axes=frames)
-        return mass.normalized(full if self.every_col else full[np.ix_(self.cols, self.cols)])
+        return mass.weighting_inertia(full if self.every_col else full[np.ix_(self.cols, self.cols)])
 
     def state(self, frames: np.ndarray, ends: np.ndarray, tolerance: float):
         """(the scaled error rows (R,), each level's weighted squared error (0 where met), which levels
