@@ -70,7 +70,9 @@ def fingerprint(obj, chains) -> tuple:
         bone = pb.bone
         # A copy: the Matrix Blender gives reads the bone again on every use (and it may be freed).
         # The B-Bone size too: the mass weighting's capsule radii (rig.capsules) are read from it.
-        rests.append((bone.matrix_local.copy(), bone.use_inherit_rotation, _IK_SETTINGS(pb), bone.bbone_x, bone.bbone_z))
+        rests.append(
+            (bone.matrix_local.copy(), bone.use_inherit_rotation, _IK_SETTINGS(pb), bone.bbone_x, bone.bbone_z)
+        )
     order = tuple(obj.pose.bones.keys()) if len(chains) > 1 else ()
     return tuple(walks), tuple(tops), tuple(rests), order
 
