@@ -24,6 +24,14 @@ class Clock:
         return time.process_time() - self.cpu, time.perf_counter() - self.wall
 
 
+def cost(cpu: float, wall: float) -> float:
+    """A run's cost: its CPU time, or its wall clock's where that is less. CPU time leaves out what
+    other processes take from a busy machine; but a route that runs on several cores (Blender's
+    depsgraph, on a machine with a core free) spends more CPU time than the wall clock it takes,
+    and counting every core's would make it look slower than it is."""
+    return min(cpu, wall)
+
+
 def alternated(routes: dict[str, Callable[[], T]], repeats: int) -> dict[str, list[T]]:
     """Every route's runs: `repeats` rounds, each calling every route once, the order turned by
     one each round (two routes: which goes first swaps)."""
