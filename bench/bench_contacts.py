@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mocap_rigs  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
+from timing import Clock, alternated  # noqa: E402
 
 LEG_SCALES = {"source": 1.0, "legs +20%": 1.2, "legs -20%": 0.8}
 
@@ -95,7 +96,7 @@ def blender_route(obj, action, clip, frames: np.ndarray, tips: list[np.ndarray])
     _assign(copy, action.copy())
     bpy.context.scene.collection.objects.link(copy)
     previous = bpy.context.view_layer.objects.active
-    start, wall = time.process_time(), time.perf_counter()
+    clock = Clock()
     bones, empties = [], []
     for (side, (thigh, shin, foot)), points in zip(clip.legs.items(), tips, strict=True):
         empty = bpy.data.objects.new(f"IK {side}", None)
@@ -127,7 +128,7 @@ def blender_route(obj, action, clip, frames: np.ndarray, tips: list[np.ndarray])
         clear_constraints=True,
         bake_types={"POSE"},
     )
-    seconds, wall = time.process_time() - start, time.perf_counter() - wall
+    seconds, wall = clock.spent()
     assert result == {"FINISHED"}, result
     bpy.ops.object.mode_set(mode="OBJECT")
     baked = copy.animation_data.action
@@ -148,9 +149,9 @@ def our_bake(obj, action, specs, frames: np.ndarray) -> tuple[float, float]:
     bake = load_extension("app.bake").app.bake
     _assign(obj, action.copy())
     options = bake.BakeOptions(int(frames[0]), int(frames[-1]), measure=False)
-    start, wall = time.process_time(), time.perf_counter()
+    clock = Clock()
     bake.bake(bpy.context, obj, specs, options)
-    return time.process_time() - start, time.perf_counter() - wall
+    return clock.spent()
 
 
 # Each route is timed this many times, the two alternating (which goes first swaps each round), and
@@ -163,16 +164,14 @@ def timed_routes(obj, input_action, clip, specs, frames: np.ndarray, tips: list[
     """Best CPU and wall seconds of our bake (from `input_action`) and of Blender's route (from the
     action `obj` plays, our bake's), REPEATS each, alternated; `obj` is left playing its action."""
     baked_action = obj.animation_data.action
-    best = {"ours": [math.inf, math.inf], "theirs": [math.inf, math.inf]}
-    for round_ in range(REPEATS):
-        order = ("ours", "theirs") if round_ % 2 == 0 else ("theirs", "ours")
-        for route in order:
-            if route == "ours":
-                spent = our_bake(obj, input_action, specs, frames)
-                bpy.data.actions.remove(obj.animation_data.action)
-            else:
-                spent = blender_route(obj, baked_action, clip, frames, tips)
-            best[route] = [min(a, b) for a, b in zip(best[route], spent, strict=True)]
+
+    def ours() -> tuple[float, float]:
+        spent = our_bake(obj, input_action, specs, frames)
+        bpy.data.actions.remove(obj.animation_data.action)
+        return spent
+
+    runs = alternated({"ours": ours, "theirs": lambda: blender_route(obj, baked_action, clip, frames, tips)}, REPEATS)
+    best = {route: [min(run[k] for run in spent) for k in (0, 1)] for route, spent in runs.items()}
     _assign(obj, baked_action)
     return best
 

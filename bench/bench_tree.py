@@ -31,12 +31,15 @@ poses of the sum of squared tip errors.
   Blender: the constraints + bpy.ops.nla.bake(visual_keying=True, clear_constraints=True,
   only_selected=True, bake_types={'POSE'}) on the tree's bones. Chain IK: its own bake (what the
   Bake operator runs, app.bake.bake) of panel chains set as the constraints, tolerance 1e-5: one
-  group, solved per frame from the previous frame's solution; in brackets, the part of a frame
-  spent solving. Worst tip error on playback (in brackets, the worst the bake reported for its
-  solutions: a bake plays back as well as it solved).
+  group, solved per frame from the previous frame's solution. CPU time (time.process_time) per
+  frame; in brackets the wall clock's and the part of a frame spent solving (wall clock). "vs
+  Blender" and the goals compare each side's CPU time or its wall clock where less (bench/timing.py
+  cost: Blender's depsgraph may run on two cores). Worst tip error on playback (in brackets, the
+  worst the bake reported for its solutions: a bake plays back as well as it solved).
 Prints one Markdown table per case and issue 20 item 5's goals, met or not. Timings: --repeats
 interleaved passes over the same poses; each pose's fastest pass, averaged over the poses; bakes:
-each side's fastest of --repeats.
+--repeats rounds of every side's bake, the order turning each round (bench/timing.py), each side's
+least cost (the same measure).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
 from tables import print_cases  # noqa: E402
+from timing import Clock, alternated, cost  # noqa: E402
 
 ARMS = [("forearm.L", 5, True), ("forearm.R", 5, True)]
 CASES = {
@@ -218,19 +222,22 @@ def playback_error(obj, chains, empties, frames: int) -> float:
     return worst
 
 
-def bake_blender(chains, motion, names) -> tuple[float, float, None]:
+def bake_blender(chains, motion, names) -> tuple[float, float, None, None, float]:
+    """(CPU seconds per frame, worst playback error, -, -, wall seconds per frame) of Bake Action."""
     obj = metarig()
     empties = add_constraints(obj, chains, keyed_targets(chains, motion))
     bpy.context.view_layer.objects.active = obj
     select_only(obj, names)
     frames = len(motion)
-    seconds = bake_action(frames)
-    return seconds / frames, playback_error(obj, chains, empties, frames), None
+    clock = Clock()
+    bake_action(frames)
+    seconds, wall = clock.spent()
+    return seconds / frames, playback_error(obj, chains, empties, frames), None, None, wall / frames
 
 
-def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float]:
-    """(seconds per frame, worst playback error, seconds per frame solving, the worst tip error the
-    bake reported for its solutions): Chain IK's own bake of
+def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float, float]:
+    """(CPU seconds per frame, worst playback error, seconds per frame solving, the worst tip error
+    the bake reported for its solutions, wall seconds per frame): Chain IK's own bake of
     the panel's chains (they share bones: one group, app.spec.groups), as the Bake operator runs it."""
     obj = metarig()
     empties = keyed_targets(chains, motion)
@@ -244,11 +251,12 @@ def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float]:
     specs = [ext.app.spec.spec_from_item(item) for item in obj.chain_ik.chains]
     # measure=False: the report's playback pass is a check, not baking (Bake Action checks nothing).
     options = ext.app.bake.BakeOptions(frame_start=1, frame_end=frames, measure=False)
-    start = time.perf_counter()
+    clock = Clock()
     result = ext.app.bake.bake(bpy.context, obj, specs, options)
-    seconds = time.perf_counter() - start
+    seconds, wall = clock.spent()
     solving = sum(result.per_chain_seconds.values())
-    return seconds / frames, playback_error(obj, chains, empties, frames), solving / frames, result.worst_error
+    played = playback_error(obj, chains, empties, frames)
+    return seconds / frames, played, solving / frames, result.worst_error, wall / frames
 
 
 def smooth_motion(skeleton, local0, bones, rng, frames: int, angle: float, quat) -> np.ndarray:
@@ -312,15 +320,13 @@ def measure_case(ext, chains, args, rng) -> dict:
                     results[(method, label)] = summary(out[1], skeleton, local0, quat)
     times = {key: float(np.mean(per_pose)) for key, per_pose in times.items()}
     motion = smooth_motion(skeleton, local0, bones, rng, args.frames, args.angle, quat)
-    bakes = {}
-    for _ in range(args.repeats):  # interleaved; each side's fastest bake
-        runs = {"blender": bake_blender(chains, motion, names)}
-        for method in methods:
-            if not isinstance(results[(method, "reach")], str):
-                runs[method] = bake_ours(ext, chains, motion, method)
-        for side, run in runs.items():
-            if run[0] < bakes.get(side, (np.inf,))[0]:
-                bakes[side] = run
+    routes = {"blender": lambda: bake_blender(chains, motion, names)}
+    for method in methods:
+        if not isinstance(results[(method, "reach")], str):
+            routes[method] = lambda method=method: bake_ours(ext, chains, motion, method)
+    # Alternated (the order turning each round); each side's bake of least cost (timing.cost).
+    runs = alternated(routes, args.repeats)
+    bakes = {side: min(tried, key=lambda run: cost(run[0], run[4])) for side, tried in runs.items()}
     return {"names": names, "methods": methods, "times": times, "results": results, "bakes": bakes}
 
 
@@ -338,7 +344,7 @@ def table(name: str, chains, m: dict) -> list[str]:
         f"### {name}: {len(chains)} effectors, {len(m['names'])} bones ({tips})",
         "",
         "| side | reached 1e-4 | reached 1e-3 | worst error | rotation cost ° | ms / solve | vs Blender net"
-        " | conflicting: mean Σ error² | conflicting: ms / solve | bake: ms / frame | bake: vs Blender"
+        " | conflicting: mean Σ error² | conflicting: ms / solve | bake: CPU ms / frame | bake: vs Blender"
         " | bake: worst playback error (its solve's) |",
         "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---:|",
     ]
@@ -350,7 +356,8 @@ def table(name: str, chains, m: dict) -> list[str]:
     bake_b = bakes["blender"]
     lines.append(
         f"| Blender legacy IK (update with IK) | {fig(b)} | {1e3 * t[('blender', 'reach')]:.3f} | |"
-        f" {far['squares']:.4f} | {1e3 * t[('blender', 'far')]:.3f} | {1e3 * bake_b[0]:.2f} | | {bake_b[1]:.2e} |"
+        f" {far['squares']:.4f} | {1e3 * t[('blender', 'far')]:.3f} | {1e3 * bake_b[0]:.2f}"
+        f" (wall {1e3 * bake_b[4]:.2f}) | | {bake_b[1]:.2e} |"
     )
     lines.append(
         f"| Blender: same update without IK (floor) | | | | | {1e3 * t[('floor', 'reach')]:.3f} | | |"
@@ -370,7 +377,8 @@ def table(name: str, chains, m: dict) -> list[str]:
         lines.append(
             f"| Chain IK {method} | {fig(s)} | {1e3 * ours:.3f} | {faster(net['reach'], ours)} |"
             f" {f['squares']:.4f} ({f['squares'] / far['squares']:.2f}x Blender's) | {1e3 * ours_far:.3f} |"
-            f" {1e3 * bake[0]:.2f} (solve {1e3 * bake[2]:.2f}) | {faster(bake_b[0], bake[0])} | {bake[1]:.2e}"
+            f" {1e3 * bake[0]:.2f} (wall {1e3 * bake[4]:.2f}, solve {1e3 * bake[2]:.2f}) |"
+            f" {faster(cost(bake_b[0], bake_b[4]), cost(bake[0], bake[4]))} | {bake[1]:.2e}"
             f" ({bake[3]:.2e}) |"
         )
     return lines
@@ -386,7 +394,8 @@ def goals(name: str, m: dict) -> list[str]:
         s = r[(method, "reach")]
         if isinstance(s, str):
             continue
-        speedups[method] = bakes["blender"][0] / bakes[method][0]
+        theirs, ours = bakes["blender"], bakes[method]
+        speedups[method] = cost(theirs[0], theirs[4]) / cost(ours[0], ours[4])
         least_squares = method == "jacobian"
         checks = [
             (f"reach >= Blender's ({s['reached']:.0%} vs {b['reached']:.0%})", s["reached"] >= b["reached"]),

@@ -4,8 +4,8 @@ solve_skeleton_sequence's continued frames: one loop)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -50,11 +50,19 @@ def frame_rows(skeleton: Skeleton, local, effectors: list[Effector], positions, 
 def frame_effectors(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray, f: int) -> list[Effector]:
     """Frame f's effectors: each (not a pin) at its position and pole of that frame (frame_rows)."""
     return [
-        e
-        if e.pin
-        else replace(e, position=positions[f, j], pole=poles[f, j] if np.isfinite(poles[f, j, 0]) else None)
+        e if e.pin else _placed(e, positions[f, j], poles[f, j] if math.isfinite(poles[f, j, 0]) else None)
         for j, e in enumerate(effectors)
     ]
+
+
+def _placed(effector: Effector, position: np.ndarray, pole: np.ndarray | None) -> Effector:
+    """`effector` at `position` with `pole`, as `dataclasses.replace` makes it without its checks
+    again: the effector was checked when made and the rows by `frame_rows` (finite float rows,
+    what the checks would keep as they are); re-running every check each frame cost a bake more
+    than its least-squares steps."""
+    out = object.__new__(type(effector))
+    out.__dict__.update(effector.__dict__, position=position, pole=pole)
+    return out
 
 
 def solve_frames(
