@@ -19,6 +19,7 @@ switched to Live.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import bpy
@@ -204,7 +205,45 @@ def _reads_any(obj, items, bones: set[str], memo: dict) -> bool:
         except ValueError:
             pass
         starts += [(item.target, item.target_bone, False), (item.pole_target, item.pole_subtarget, False)]
-    return any(bone in bones and ob == obj for ob, bone in checks.carried_by(starts, memo))
+    carried = checks.carried_by(starts, memo)
+    if any(bone in bones and ob == obj for ob, bone in carried):
+        return True
+    # Drivers are no parent or constraint (carried_by): one on what the unit reads that reads a
+    # written bone (or a bone below one) moves it only once the pose is evaluated.
+    for ob in {ob.as_pointer(): ob for ob, _ in carried}.values():
+        key = ("drivers", ob.as_pointer())
+        read = memo.get(key)
+        if read is None:
+            read = memo[key] = _driver_bones(ob, obj)
+        if any(name is None or _moved(obj, name, bones) for name in read):
+            return True
+    return False
+
+
+_POSE_BONE = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')  # a driver path's pose bone
+
+
+def _driver_bones(ob, obj) -> tuple:
+    """The bones of `obj` the drivers of `ob` read (None: something of `obj` that may be its pose)."""
+    animation = getattr(ob, "animation_data", None)
+    out = set()
+    for fcurve in animation.drivers if animation is not None else ():
+        for var in fcurve.driver.variables:
+            for target in var.targets:
+                if target.id != obj:
+                    continue
+                if var.type == "SINGLE_PROP":
+                    named = _POSE_BONE.match(target.data_path)
+                    out.add(None if named is None else named.group(1))
+                else:
+                    out.add(target.bone_target or None)
+    return tuple(out)
+
+
+def _moved(obj, name: str, bones: set[str]) -> bool:
+    """Whether bone `name` of `obj` is one of `bones` or hangs below one (a missing bone: yes)."""
+    pb = obj.pose.bones.get(name)
+    return pb is None or name in bones or any(p.name in bones for p in pb.parent_recursive)
 
 
 def _forget(which) -> None:

@@ -217,3 +217,41 @@ def test_a_unit_whose_bone_has_a_constraint_on_another_units_bone(rigify):
             assert item.result.error == float(np.float32(error)), item.name  # as stored (float32)
     finally:
         _switch_off(obj)
+
+
+def test_a_target_driven_by_a_bone_another_unit_moves(rigify):
+    """The right arm's target is placed by drivers reading hand.L's world location (no parent, no
+    constraint), which the left arm's solve moves: Live reads the right arm's target after the left
+    arm's write is evaluated (as solving one by one does), not the target as it was before it."""
+    obj = _metarig()
+    goals = _reachable_goals(obj, [("forearm.L", 2), ("forearm.R", 2)], np.random.default_rng(5))
+    left = _add_chain(obj, "forearm.L", 2, "jacobian", _empty("T_left", goals[0]))
+    bpy.context.view_layer.update()
+    start = channel_state(obj)
+    rider = _empty("T_right", (0.0, 0.0, 0.0))
+    for axis in range(3):
+        fcurve = rider.driver_add("location", axis)
+        var = fcurve.driver.variables.new()
+        var.type = "TRANSFORMS"
+        var.targets[0].id = obj
+        var.targets[0].bone_target = "hand.L"
+        var.targets[0].transform_type = "LOC_" + "XYZ"[axis]
+        var.targets[0].transform_space = "WORLD_SPACE"
+        # hand.L's head at rest, offset to the right arm's reachable goal
+        fcurve.driver.expression = f"{var.name} + {float(goals[1][axis] - world_point(obj, 'forearm.L')[axis])!r}"
+    bpy.context.view_layer.update()
+    before = np.array(rider.matrix_world.translation)
+    right = _add_chain(obj, "forearm.R", 2, "jacobian", rider)
+    expected, errors = _one_by_one(obj)
+    assert np.linalg.norm(np.array(rider.matrix_world.translation) - before) > 0.05  # the driver carries it
+    restore_channels(obj, start)
+    bpy.context.view_layer.update()
+    try:
+        pose, _ = _live_once(obj)
+        assert pose == expected
+        for item, error in zip(obj.chain_ik.chains, errors, strict=True):
+            assert item.result.error == float(np.float32(error)), item.name  # as stored (float32)
+        assert left.result.error <= 2e-5, left.result.error
+        assert right.result.error == pytest.approx(errors[1], abs=1e-6)
+    finally:
+        _switch_off(obj)
