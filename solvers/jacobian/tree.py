@@ -384,6 +384,7 @@ def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_
             kept += 1
             if kept > CALM:
                 radius = min(2.0 * radius, float(options["max_step"]))
+                lam2_floor = LM_FLOOR * lam2_base  # calm again: the floor as before the refusal (tree_settings)
                 lam2 = max(LM_DOWN * lam2, lam2_floor) if variant == "dls" else LM_DOWN * lam2 * (lam2 > lam2_floor)
         else:  # refused: a shorter turn, and (Levenberg-Marquardt) more damping
             radius *= 0.5

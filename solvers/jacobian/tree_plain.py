@@ -204,6 +204,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
             kept += 1
             if kept > CALM:
                 radius = min(2.0 * radius, max_step)
+                lam2_floor = LM_FLOOR * lam2_base  # calm again: the floor as before the refusal
                 lam2 = max(LM_DOWN * lam2, lam2_floor)
         else:
             radius *= 0.5
