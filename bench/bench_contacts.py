@@ -249,6 +249,7 @@ def measure_clip(name: str, picture: str = "", move_root: bool = True) -> tuple[
 
     def figures(track, flags) -> dict:
         slide = foot_metrics.foot_slide(track.heel, track.toe, flags, fps)
+        height, low = swing(track.toe, flags, floor)
         return dict(
             slide_mean=slide.mean,
             slide_median=slide.median,
@@ -257,15 +258,13 @@ def measure_clip(name: str, picture: str = "", move_root: bool = True) -> tuple[
             lowest=foot_metrics.lowest_height(track.heel, track.toe, floor),
             angular=foot_metrics.largest_angular_speed(track.rotations, fps),
             floating=floating(track.toe, flags, floor),
-            swing=swing(track.toe, flags, floor)[0],
-            swing_low=swing(track.toe, flags, floor)[1],
+            swing=height,
+            swing_low=low,
         )
 
     for label, obj in characters.items():
         for c, item in enumerate(obj.chain_ik.chains):
-            track, flags = samples[label][c], planted[label][c]
-            slide = foot_metrics.foot_slide(track.heel, track.toe, flags, fps)
-            after = figures(baked[label][c], flags) if label in baked else None
+            flags = planted[label][c]
             rows.append(
                 FootRow(
                     clip=name,
@@ -273,16 +272,8 @@ def measure_clip(name: str, picture: str = "", move_root: bool = True) -> tuple[
                     foot=item.name,
                     contacts=len(ext.solvers.contacts.contact_runs(flags)),
                     f1=None if label == "source" else foot_metrics.contact_f1(flags, planted["source"][c]),
-                    slide_mean=slide.mean,
-                    slide_median=slide.median,
-                    slide_largest=slide.largest,
-                    skating=foot_metrics.skating_ratio(track.toe, fps, floor),
-                    lowest=foot_metrics.lowest_height(track.heel, track.toe, floor),
-                    angular=foot_metrics.largest_angular_speed(track.rotations, fps),
-                    floating=floating(track.toe, flags, floor),
-                    swing=swing(track.toe, flags, floor)[0],
-                    swing_low=swing(track.toe, flags, floor)[1],
-                    after=after,
+                    **figures(samples[label][c], flags),  # before: the input's
+                    after=figures(baked[label][c], flags) if label in baked else None,
                 )
             )
     return rows, seconds / (len(frames) * len(characters)), timing
