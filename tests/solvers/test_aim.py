@@ -7,6 +7,7 @@ import math
 import ik_strategies as ik
 import numpy as np
 import pytest
+import tree_shapes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -284,26 +285,8 @@ def test_many_targets_equal_one_at_a_time():
 # --------------------------------------------------------------------------- in a tree
 
 
-def _upper_body():
-    """hips - spine - chest - neck - head, and from the chest two arms (upper, fore, hand)."""
-    names = ["hips", "spine", "chest", "neck", "head", "up.L", "fore.L", "hand.L", "up.R", "fore.R", "hand.R"]
-    parents = (-1, 0, 1, 2, 3, 2, 5, 6, 2, 8, 9)
-    heads = [
-        (0, 0, 1.0), (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6),
-        (0.1, 0, 1.45), (0.4, 0, 1.45), (0.65, 0, 1.45),
-        (-0.1, 0, 1.45), (-0.4, 0, 1.45), (-0.65, 0, 1.45),
-    ]  # fmt: skip
-    tails = [
-        (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6), (0, 0, 1.8),
-        (0.4, 0, 1.45), (0.65, 0, 1.45), (0.75, 0, 1.45),
-        (-0.4, 0, 1.45), (-0.65, 0, 1.45), (-0.75, 0, 1.45),
-    ]  # fmt: skip
-    skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails)
-    return names, skeleton, local
-
-
 def test_free_bones_are_those_no_reaching_effector_hangs_from():
-    names, skeleton, _ = _upper_body()
+    names, skeleton, _ = tree_shapes.upper_body()
     ix = {name: i for i, name in enumerate(names)}
     aim_bones = [ix["chest"], ix["neck"], ix["head"]]
     hands = [ix["hand.L"], ix["hand.R"]]
@@ -316,7 +299,7 @@ def test_head_aims_while_both_hands_reach():
     """The reach solve first (both hands, spine included), then the aim on the bones no hand
     hangs from: the hands' results stay bit for bit, the chest keeps the reach solve's turn,
     and the head's +Z (forward, as the metarig's) points at the target."""
-    names, skeleton, rest = _upper_body()
+    names, skeleton, rest = tree_shapes.upper_body()
     ix = {name: i for i, name in enumerate(names)}
     hands = [ix["hand.L"], ix["hand.R"]]
     effectors = [
@@ -344,7 +327,7 @@ def test_head_aims_while_both_hands_reach():
 
 
 def test_aim_after_reach_refuses_a_broken_chain():
-    names, skeleton, local = _upper_body()
+    names, skeleton, local = tree_shapes.upper_body()
     with pytest.raises(ValueError, match="serial chain"):
         aim.aim_after_reach(skeleton, local, [2, 5, 4], [], (0, -1, 1.6), "+Z")
 

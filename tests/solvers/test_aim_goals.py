@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import tree_shapes
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,20 +20,8 @@ METHODS = [m.name for m in registry.METHOD_LIST]
 
 
 def _upper_body():
-    """hips - spine - chest - neck - head, and from the chest two arms (upper, fore, hand)."""
-    names = ["hips", "spine", "chest", "neck", "head", "up.L", "fore.L", "hand.L", "up.R", "fore.R", "hand.R"]
-    parents = (-1, 0, 1, 2, 3, 2, 5, 6, 2, 8, 9)
-    heads = [
-        (0, 0, 1.0), (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6),
-        (0.1, 0, 1.45), (0.4, 0, 1.45), (0.65, 0, 1.45),
-        (-0.1, 0, 1.45), (-0.4, 0, 1.45), (-0.65, 0, 1.45),
-    ]  # fmt: skip
-    tails = [
-        (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6), (0, 0, 1.8),
-        (0.4, 0, 1.45), (0.65, 0, 1.45), (0.75, 0, 1.45),
-        (-0.4, 0, 1.45), (-0.65, 0, 1.45), (-0.75, 0, 1.45),
-    ]  # fmt: skip
-    skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails)
+    """(bone name -> index, skeleton, input local rotations) of tree_shapes.upper_body."""
+    names, skeleton, local = tree_shapes.upper_body()
     return {name: i for i, name in enumerate(names)}, skeleton, local
 
 

@@ -1,9 +1,9 @@
 """Test skeletons that are trees (several effectors), built from rest heads and tails.
 
 `y_tree`: a trunk splitting into two arms (Buss & Kim's "Y"); `humanoid`: hips -> spine ->
-head and two arms, hips -> two legs. `fk_targets` poses a skeleton at random (each joint
-turned by up to `spread` radians) and returns its effector bones' end points, so the targets
-are jointly reachable by construction."""
+head and two arms, hips -> two legs; `upper_body`: a spine to the head with two arms from the
+chest. `fk_targets` poses a skeleton at random (each joint turned by up to `spread` radians) and
+returns its effector bones' end points, so the targets are jointly reachable by construction."""
 
 from __future__ import annotations
 
@@ -57,6 +57,25 @@ def humanoid() -> tuple[solvers.Skeleton, np.ndarray, dict[str, int]]:
     tails = [t for _, _, t in bones.values()]
     skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails)
     return skeleton, local, {name: names.index(name) for name in names}
+
+
+def upper_body() -> tuple[list[str], solvers.Skeleton, np.ndarray]:
+    """(bone names, skeleton, input local rotations): hips - spine - chest - neck - head, and from
+    the chest two arms (upper, fore, hand); the aim tests' body."""
+    names = ["hips", "spine", "chest", "neck", "head", "up.L", "fore.L", "hand.L", "up.R", "fore.R", "hand.R"]
+    parents = (-1, 0, 1, 2, 3, 2, 5, 6, 2, 8, 9)
+    heads = [
+        (0, 0, 1.0), (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6),
+        (0.1, 0, 1.45), (0.4, 0, 1.45), (0.65, 0, 1.45),
+        (-0.1, 0, 1.45), (-0.4, 0, 1.45), (-0.65, 0, 1.45),
+    ]  # fmt: skip
+    tails = [
+        (0, 0, 1.1), (0, 0, 1.3), (0, 0, 1.5), (0, 0, 1.6), (0, 0, 1.8),
+        (0.4, 0, 1.45), (0.65, 0, 1.45), (0.75, 0, 1.45),
+        (-0.4, 0, 1.45), (-0.65, 0, 1.45), (-0.75, 0, 1.45),
+    ]  # fmt: skip
+    skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails)
+    return names, skeleton, local
 
 
 def fk_targets(
