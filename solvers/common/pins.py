@@ -84,10 +84,7 @@ def hold(skeleton, start: np.ndarray, solution, effectors, tolerance: float, ste
     off = held(skeleton, solution.local, effectors, tolerance)
     if not off:
         return solution
-    pins = [e for e in effectors if e.pin]
-    others = [e.bone for e in effectors if not e.pin]
-    shared = frozenset(moved_bones(skeleton, others)) if others else frozenset()
-    mine = set(moved_bones(skeleton, [e.bone for e in pins]))
+    pins, shared, mine = _pin_bones(skeleton, effectors)
     options = dict(steps.defaults, nullspace_gain=0.0)
     local, how = solution.local, ""
     # Stage 1 keeps every bone another effector hangs from; stage 2 frees the pins' branches
@@ -129,13 +126,20 @@ def placed(skeleton, local: np.ndarray, effectors, tolerance: float, steps: Meth
     every pin holds or no bone is the pins' alone."""
     if not held(skeleton, local, effectors, tolerance):
         return local
-    pins = [e for e in effectors if e.pin]
-    others = [e.bone for e in effectors if not e.pin]
-    shared = frozenset(moved_bones(skeleton, others)) if others else frozenset()
-    if set(moved_bones(skeleton, [e.bone for e in pins])) <= shared:
+    pins, shared, mine = _pin_bones(skeleton, effectors)
+    if mine <= shared:
         return local
     options = dict(steps.defaults, nullspace_gain=0.0)
     return steps.tree(skeleton, local, pins, INSIDE * tolerance, STEPS, options, shared).local
+
+
+def _pin_bones(skeleton, effectors) -> tuple[list, frozenset, set]:
+    """(the pins, the bones another effector hangs from: `hold`'s first stage keeps them, the bones
+    the pins hang from)."""
+    pins = [e for e in effectors if e.pin]
+    others = [e.bone for e in effectors if not e.pin]
+    shared = frozenset(moved_bones(skeleton, others)) if others else frozenset()
+    return pins, shared, set(moved_bones(skeleton, [e.bone for e in pins]))
 
 
 def without_unheld(reason: str) -> str:
