@@ -6,32 +6,18 @@ one, evaluating after each (app.solve.solve_and_write), and every figure is meas
 
 from __future__ import annotations
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import channel_state, random_pose, restore_channels, world_point
+from builders import channel_state, metarig, random_pose, restore_channels, world_point
 from mathutils import Matrix
 
 FIVE = [("forearm.L", 2), ("forearm.R", 2), ("spine.006", 2), ("shin.L", 2), ("shin.R", 2)]
 METHODS = ("triangulation", "fabrik", "ccd", "jacobian")
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 def _metarig():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.location = (0.4, -0.2, 0.1)
-    obj.rotation_euler = (0.0, 0.0, 0.5)
-    bpy.ops.object.mode_set(mode="POSE")
-    return obj
+    return metarig(location=(0.4, -0.2, 0.1), turn=0.5, scale=1.0)  # `rigify`: conftest's fixture
 
 
 def _add_chain(obj, tip: str, length: int, method: str, target):
