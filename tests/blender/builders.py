@@ -51,13 +51,13 @@ def bent_rolled_disconnected(name: str = "Rig", matrix_world: Matrix | None = No
     return make_armature(bones, name, matrix_world)
 
 
-def metarig(location=(1.0, -2.0, 0.3), turn: float = 0.6, scale: float = 1.3):
-    """Rigify's human metarig (the `rigify` fixture enables the add-on), moved, turned (about Z)
-    and scaled in the world so that armature space is not world space; POSE mode."""
+def metarig(location=(1.0, -2.0, 0.3), turn: float = 0.6, scale: float = 1.3, tilt: float = 0.0):
+    """Rigify's human metarig (the `rigify` fixture enables the add-on), moved, turned (about Z, and
+    `tilt` about X) and scaled in the world so that armature space is not world space; POSE mode."""
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.object.armature_human_metarig_add()
     obj = bpy.context.object
-    obj.rotation_euler = (0.0, 0.0, turn)
+    obj.rotation_euler = (tilt, 0.0, turn)
     obj.location = location
     obj.scale = (scale, scale, scale)
     bpy.ops.object.mode_set(mode="POSE")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import channel_state, random_pose, restore_channels, world_point
+from builders import channel_state, metarig, random_pose, restore_channels, world_point
 from mathutils import Quaternion, Vector
 
 METHODS = ("fabrik", "ccd", "jacobian", "triangulation")
@@ -19,22 +18,10 @@ LEGS_SPINE = [("shin.L", 3), ("shin.R", 3), ("spine.006", 7)]  # all three meet 
 HANDS = [("hand.L", 6), ("hand.R", 6)]  # both meet at spine.002/.003
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 def _rig(chains, method, rng=None, angle=0.4):
     """The metarig with one chain per (tip, length) and an empty target each, at the tip (or, with
     `rng`, where a random FK pose of the chains' bones puts it: jointly reachable)."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.location = (0.4, -0.2, 0.1)
-    obj.rotation_euler = (0.0, 0.0, 0.5)
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig(location=(0.4, -0.2, 0.1), turn=0.5, scale=1.0)
     bpy.context.view_layer.update()
     goals = [world_point(obj, tip) for tip, _ in chains]
     if rng is not None:

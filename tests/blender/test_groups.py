@@ -4,32 +4,19 @@ of the group's bones, so they are jointly reachable; every figure is checked on 
 
 from __future__ import annotations
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import channel_state, random_pose, restore_channels, world_point
+from builders import channel_state, metarig, random_pose, restore_channels, world_point
 
 HANDS_HEAD = [("hand.L", 6), ("hand.R", 6), ("spine.006", 4)]  # all three meet at spine.002/.003
 LEGS_SPINE = [("shin.L", 3), ("shin.R", 3), ("spine.006", 7)]  # all three meet at the hips ('spine')
 GROUP_METHODS = ("fabrik", "jacobian", "triangulation")
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 def _rig(chains, rng, method="fabrik", angle=0.5):
     """The metarig with one chain per (tip, length) and an empty target each at a jointly reachable point."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.location = (0.4, -0.2, 0.1)
-    obj.rotation_euler = (0.0, 0.0, 0.5)
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig(location=(0.4, -0.2, 0.1), turn=0.5, scale=1.0)
     names = sorted({n for tip, length in chains for n in _chain(obj, tip, length)})
     saved = channel_state(obj)
     random_pose(obj, names, rng, angle)

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, world_point
+from builders import add_empty, metarig, world_point
 from mathutils import Quaternion, Vector
 
 METHODS = ["triangulation", "fabrik", "ccd", "jacobian"]
@@ -18,22 +17,10 @@ KNEE_MAX = 150.0  # degrees; the metarig's natural bend is a positive rotation o
 TOL = 1e-4  # world distance
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 @pytest.fixture
 def leg(scene, rigify):
     """The metarig (moved, turned, scaled), the knee a hinge in 0..150° in its own IK settings, a chain item."""
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.rotation_euler = (0.0, 0.0, 0.6)
-    obj.location = (1.0, -2.0, 0.3)
-    obj.scale = (1.3, 1.3, 1.3)
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig()
     for name in LEG:
         obj.pose.bones[name].rotation_mode = "QUATERNION"
     shin = obj.pose.bones["shin.L"]

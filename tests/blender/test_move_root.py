@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty, make_armature, world_point
+from builders import add_empty, make_armature, metarig, world_point
 from mathutils import Vector
 
 METHODS = ("triangulation", "fabrik", "ccd", "jacobian")
@@ -19,22 +18,10 @@ HAND = ("hand.L", 8)  # hand, forearm, upper arm, shoulder, spine.003 .. spine (
 FEET = (("foot.L", 4), ("foot.R", 4))  # foot, shin, thigh, spine: every chain meets at the hips
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 def _metarig(method: str, move_root: bool, stiffness: float = 0.5):
     """The metarig (moved and turned in the world), the hand chain leading with a target 25% beyond its
     reach measured from the hips, level with the hips' head and in front; both feet pinned."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.location = (0.4, -0.2, 0.1)
-    obj.rotation_euler = (0.0, 0.0, 0.5)
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig(location=(0.4, -0.2, 0.1), turn=0.5, scale=1.0)
     bpy.context.view_layer.update()
     from chain_ik import rig
 

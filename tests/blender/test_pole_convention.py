@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import math
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import add_empty
+from builders import add_empty, metarig
 from mathutils import Vector
 
 ARM = ("upper_arm.L", "forearm.L")
@@ -21,18 +20,9 @@ FRAMES = 120
 LARGEST, MEDIAN = 15.0, 8.0
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 def _arm(pole_angle: float, frames: int = FRAMES, bones: tuple[str, ...] = ARM):
     """The metarig with an animated target and a pole behind the elbow, bones in quaternions."""
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig(location=(0.0, 0.0, 0.0), turn=0.0, scale=1.0)
     for name in bones:
         obj.pose.bones[name].rotation_mode = "QUATERNION"
     bpy.context.view_layer.update()

@@ -4,11 +4,10 @@ rotation mode, for trees with one root, roots under different parents and chains
 
 from __future__ import annotations
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
-from builders import channel_state
+from builders import channel_state, metarig
 from mathutils import Euler
 
 TOL = 1e-5
@@ -24,29 +23,11 @@ FROM_HIPS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def rigify(ext):
-    addon_utils.enable("rigify", default_set=True)
-    yield
-    addon_utils.disable("rigify", default_set=True)
-
-
 @pytest.fixture
 def tree(ext):
     from chain_ik.rig import tree
 
     return tree
-
-
-def _metarig():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    obj.rotation_euler = (0.2, 0.0, 0.6)
-    obj.location = (1.0, -2.0, 0.3)
-    obj.scale = (1.3, 1.3, 1.3)
-    bpy.ops.object.mode_set(mode="POSE")
-    return obj
 
 
 def _set_rotation(pb, q) -> None:
@@ -96,7 +77,7 @@ def _check_forward(tree, obj, chains):
 @pytest.mark.parametrize("mode", [*MODES, None])
 @pytest.mark.parametrize("chains", [TWO_HANDS, TWO_ARMS, FROM_HIPS], ids=["two hands", "two arms", "from hips"])
 def test_forward_reproduces_blender(scene, rigify, tree, chains, mode):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     rng = np.random.default_rng(len(chains) * 10 + (MODES.index(mode) if mode else 9))
     _pose_randomly(obj, rng, mode)
     skeleton, local, names = _check_forward(tree, obj, chains)
@@ -112,7 +93,7 @@ def test_forward_reproduces_blender(scene, rigify, tree, chains, mode):
 
 
 def test_roots_under_different_parents_fold_into_reference(scene, rigify, tree):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     _pose_randomly(obj, np.random.default_rng(3), None)
     skeleton, local, names = _check_forward(tree, obj, TWO_ARMS)
     assert names == ("upper_arm.L", "forearm.L", "upper_arm.R", "forearm.R")
@@ -128,7 +109,7 @@ def test_roots_under_different_parents_fold_into_reference(scene, rigify, tree):
 
 @pytest.mark.parametrize("mode", [*MODES, None])
 def test_write_after_read_round_trips_exactly(scene, rigify, tree, mode):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     _pose_randomly(obj, np.random.default_rng(7), mode)
     before = channel_state(obj)
     skeleton, local, names = tree.read_tree(obj, _evaluated(obj), FROM_HIPS)
@@ -137,7 +118,7 @@ def test_write_after_read_round_trips_exactly(scene, rigify, tree, mode):
 
 
 def test_limits_and_end_bones(scene, rigify, tree):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     shin = obj.pose.bones["shin.L"]
     shin.lock_ik_y, shin.use_ik_limit_x, shin.ik_min_x, shin.ik_max_x = True, True, 0.0, 2.5
     skeleton, _, names = tree.read_tree(obj, _evaluated(obj), FROM_HIPS)
@@ -148,7 +129,7 @@ def test_limits_and_end_bones(scene, rigify, tree):
 
 
 def test_refusals_name_the_problem(scene, rigify, tree):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     obj_eval = _evaluated(obj)
     # forearm.L's chain (2 bones) hangs from spine.003's chain through shoulder.L, which neither holds.
     with pytest.raises(ValueError, match="through 'shoulder.L'"):
@@ -165,7 +146,7 @@ def test_refusals_name_the_problem(scene, rigify, tree):
 
 def test_layout_read_matches_plain_read(scene, rigify, tree):
     """A layout built once (a bake) reads the same skeleton as a fresh read, pose after pose."""
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     layout = tree.tree_layout(obj, FROM_HIPS)
     assert [layout.names[i] for i in layout.effectors] == list(tree.end_bones(obj, FROM_HIPS))
     rng = np.random.default_rng(11)
@@ -180,7 +161,7 @@ def test_layout_read_matches_plain_read(scene, rigify, tree):
 
 
 def test_non_uniform_inherited_scale_is_refused(scene, rigify, tree):
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     obj.pose.bones["spine.001"].scale = (1.0, 2.0, 1.0)
     with pytest.raises(ValueError, match="non-uniform scale"):
         tree.read_tree(obj, _evaluated(obj), TWO_HANDS)
@@ -194,7 +175,7 @@ def test_solved_tree_written_is_what_blender_shows(scene, rigify, tree):
     methods = [m.name for m in solvers.registry.METHOD_LIST if m.tree is not None]
     if not methods:
         pytest.skip("no tree kernel yet")
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     layout = tree.tree_layout(obj, TWO_HANDS)
     skeleton, local, names = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
     rng = np.random.default_rng(5)
@@ -216,7 +197,7 @@ def test_solved_tree_written_is_what_blender_shows(scene, rigify, tree):
 def test_layout_hands_out_the_same_skeleton_while_the_geometry_holds(scene, rigify, tree):
     """Frame after frame with only the tree's own rotations changing, a layout's read gives the
     same Skeleton (the tree kernels keep their plans per skeleton); a moved parent gives a new one."""
-    obj = _metarig()
+    obj = metarig(tilt=0.2)
     layout = tree.tree_layout(obj, TWO_HANDS)
     first, local, names = tree.read_tree(obj, _evaluated(obj), TWO_HANDS, layout)
     rng = np.random.default_rng(2)
