@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import bpy
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
+from bpy.props import BoolProperty, IntProperty
 
 from .. import rig
 from ..app import bake as baking
 from ..app.bake import bake_job, bake_report
 from ..app.spec import groups
-from ..properties import INTERPOLATION_ITEMS, REDUCE_MODE_ITEMS
-from .chain_args import SCRIPT_ONLY, ChainArguments
+from ..properties import ChainIKBake
+from .chain_args import SCRIPT_ONLY, ChainArguments, script_argument
 from .solve import armature_poll
 
 # Operator properties that, when a script sets them, override the panel's bake settings.
@@ -44,28 +44,14 @@ class BakeRangeArguments:
     """Mixin for the baking operators: the range and keying script arguments. Unset (not given
     by a script): taken from the panel's Bake settings (see `bake_options`)."""
 
-    frame_start: IntProperty(name="Start", description="First frame", options=SCRIPT_ONLY)
-    frame_end: IntProperty(name="End", description="Last frame", options=SCRIPT_ONLY)
-    step: IntProperty(name="Step", description="Key every this many frames", default=1, min=1, options=SCRIPT_ONLY)
-    interpolation: EnumProperty(name="Interpolation", items=INTERPOLATION_ITEMS, default="BEZIER", options=SCRIPT_ONLY)
-    reduce: BoolProperty(name="Reduce Keys", description="Keep the keys the error needs", options=SCRIPT_ONLY)
-    reduce_mode: EnumProperty(name="Reduce By", items=REDUCE_MODE_ITEMS, default="TIP", options=SCRIPT_ONLY)
-    reduce_tolerance: FloatProperty(
-        name="Max Tip Error",
-        description="Key reduction: furthest a chain's tip may play back from the bake (world distance)",
-        default=1e-3,
-        min=1e-7,
-        unit="LENGTH",
-        options=SCRIPT_ONLY,
-    )
-    reduce_angle: FloatProperty(
-        name="Max Joint Error",
-        description="Key reduction: largest rotation a joint may play back away from the bake",
-        default=0.0017453292519943296,
-        min=1e-7,
-        subtype="ANGLE",
-        options=SCRIPT_ONLY,
-    )
+    frame_start: script_argument(ChainIKBake, "frame_start", "First frame", clamp=False)
+    frame_end: script_argument(ChainIKBake, "frame_end", "Last frame", clamp=False)
+    step: script_argument(ChainIKBake, "step")
+    interpolation: script_argument(ChainIKBake, "interpolation")
+    reduce: script_argument(ChainIKBake, "reduce")
+    reduce_mode: script_argument(ChainIKBake, "reduce_mode")
+    reduce_tolerance: script_argument(ChainIKBake, "reduce_tolerance")
+    reduce_angle: script_argument(ChainIKBake, "reduce_angle")
 
 
 class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):

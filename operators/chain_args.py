@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import IntProperty, StringProperty
 
 from ..app import spec
-from ..properties import AIM_AXIS_ITEMS
+from ..properties import ChainIKChain
 
 # Script arguments: never remembered, and kept out of the Adjust Last Operation panel (see ChainArguments).
 SCRIPT_ONLY = {"SKIP_SAVE", "HIDDEN"}
+# Keywords of a panel setting a script argument does not take: callbacks and library-override flags.
+PANEL_ONLY = ("update", "get", "set", "override", "options")
+LIMITS = ("min", "max", "soft_min", "soft_max")
+
+
+def script_argument(group, name: str, description: str = "", clamp: bool = True):
+    """The script argument of panel setting `name` of PropertyGroup `group`: its type, name, items,
+    unit and default come from the panel's declaration (each option is declared once). `clamp`
+    False drops its limits: the app refuses a value outside them with a clear error, where bpy would
+    clamp it silently. `description`: what the argument means when a script leaves it unset."""
+    prop = group.__annotations__[name]
+    keywords = {k: v for k, v in prop.keywords.items() if k not in PANEL_ONLY and (clamp or k not in LIMITS)}
+    if description:
+        keywords["description"] = description
+    return prop.function(**keywords, options=SCRIPT_ONLY)
 
 
 class ChainArguments:
@@ -39,43 +54,41 @@ class ChainArguments:
     )
     pole: StringProperty(name="Pole Target", description="Pole object name", options=SCRIPT_ONLY)
     pole_bone: StringProperty(name="Pole Bone", description="Bone of an armature pole", options=SCRIPT_ONLY)
-    pole_angle: FloatProperty(
-        name="Pole Angle",
-        description="Pole angle (unset: the active chain's, or 0 with a Tip Bone)",
-        subtype="ANGLE",
-        options=SCRIPT_ONLY,
+    pole_angle: script_argument(
+        ChainIKChain, "pole_angle", "Pole angle (unset: the active chain's, or 0 with a Tip Bone)", clamp=False
     )
-    softness: FloatProperty(
-        name="Softness",
-        description="Soft IK, a share of the chain's reach (unset: each chain's own, or 0 with a Tip Bone;"
-        " alone: over every chain's, as Solver); refused outside 0..1 (below 1), never clamped",
-        options=SCRIPT_ONLY,
+    softness: script_argument(
+        ChainIKChain,
+        "softness",
+        "Soft IK, a share of the chain's reach (unset: each chain's own, or 0 with a Tip Bone; alone: over every"
+        " chain's, as Solver); refused outside 0..1 (below 1), never clamped",
+        clamp=False,
     )
-    aim_axis: EnumProperty(
-        name="Aim Axis",
-        description="Aim this axis of the tip bone at the target instead of reaching it, NONE: reach (unset: each"
-        " chain's own, or NONE with a Tip Bone; alone: over every chain's, as Solver)",
-        items=AIM_AXIS_ITEMS,
-        options=SCRIPT_ONLY,
+    aim_axis: script_argument(
+        ChainIKChain,
+        "aim_axis",
+        "Aim this axis of the tip bone at the target instead of reaching it, NONE: reach (unset: each chain's own,"
+        " or NONE with a Tip Bone; alone: over every chain's, as Solver)",
     )
-    aim_spread: FloatProperty(
-        name="Aim Spread",
-        description="An aim's spread over the chain, 0 (the tip bone) to 1 (evenly) (unset: each chain's own, or"
-        " the default with a Tip Bone); refused outside 0..1, never clamped",
-        options=SCRIPT_ONLY,
+    aim_spread: script_argument(
+        ChainIKChain,
+        "aim_spread",
+        "An aim's spread over the chain, 0 (the tip bone) to 1 (evenly) (unset: each chain's own, or the default"
+        " with a Tip Bone); refused outside 0..1, never clamped",
+        clamp=False,
     )
-
-    move_root: BoolProperty(
-        name="Move Root",
-        description="The unit's top bone may move to reach (unset: each chain's own, or off with a Tip Bone;"
-        " alone: over every chain's, as Solver)",
-        options=SCRIPT_ONLY,
+    move_root: script_argument(
+        ChainIKChain,
+        "move_root",
+        "The unit's top bone may move to reach (unset: each chain's own, or off with a Tip Bone; alone: over every"
+        " chain's, as Solver)",
     )
-    root_stiffness: FloatProperty(
-        name="Root Stiffness",
-        description="0 moves the root most, 1 never (unset: each chain's own, or 0.5 with a Tip Bone); refused"
-        " outside 0..1, never clamped",
-        options=SCRIPT_ONLY,
+    root_stiffness: script_argument(
+        ChainIKChain,
+        "root_stiffness",
+        "0 moves the root most, 1 never (unset: each chain's own, or 0.5 with a Tip Bone); refused outside 0..1,"
+        " never clamped",
+        clamp=False,
     )
 
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
