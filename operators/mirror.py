@@ -1,46 +1,11 @@
-"""`chain_ik.chain_mirror`: the active chain's .L <-> .R counterpart, by Blender's flip-name rules."""
+"""`chain_ik.chain_mirror`: the active chain's .L <-> .R counterpart (app.spec.mirror)."""
 
 from __future__ import annotations
 
-import math
-
 import bpy
-from bpy.utils import flip_name
 
-from .solve import armature_poll
-
-# Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
-SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "result", "has_result", "comparison", "select", "aim_axis"}  # fmt: skip
-
-
-def mirrored_pole_angle(angle: float) -> float:
-    """The pole angle giving the mirrored bend on the other side. Blender's Symmetrize flips the
-    roll, so a mirrored bone's X axis is minus the mirror of the original's: the angle that turns
-    it toward the mirrored pole is pi - angle (Rigify's -90° stays -90°)."""
-    mirrored = math.pi - angle
-    return math.atan2(math.sin(mirrored), math.cos(mirrored))
-
-
-def mirrored_aim_axis(axis: str) -> str:
-    """The aim axis of the mirrored bone: its X axis is minus the mirror of the original's (see
-    mirrored_pole_angle), its Y and Z the mirrors: +X and -X swap, the others stay."""
-    return {"+X": "-X", "-X": "+X"}.get(axis, axis)
-
-
-def _counterpart(ob, obj):
-    """The object named as `ob` flipped; the armature itself stays (its bone is flipped instead)."""
-    if ob is None or ob == obj:
-        return ob, ""
-    other = bpy.data.objects.get(flip_name(ob.name))
-    return other, ("" if other is not None else flip_name(ob.name))
-
-
-def mirrored_name(name: str, tip: str, flipped_tip: str) -> str:
-    flipped = flip_name(name)
-    if flipped != name:
-        return flipped
-    return name.replace(tip, flipped_tip) if tip and tip in name else flipped_tip
+from ..app.spec import mirror
+from .solve import chains_poll
 
 
 class CHAINIK_OT_chain_mirror(bpy.types.Operator):
@@ -53,73 +18,18 @@ class CHAINIK_OT_chain_mirror(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context) -> bool:
-        if not armature_poll(cls, context):
-            return False
-        if context.object.chain_ik.active is None:
-            cls.poll_message_set("Add a chain first")
-            return False
-        return True
+        return chains_poll(cls, context, active=True)
 
     def execute(self, context):
         obj = context.object
-        settings = obj.chain_ik
-        src = settings.active
+        source = obj.chain_ik.active.name
         try:
-            values = self._mirror(obj, src)
+            name, made = mirror.mirror_active(obj)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        name = mirrored_name(src.name, src.tip, values["tip"])
-        index = next((i for i, c in enumerate(settings.chains) if c.name == name), None)
-        if index is not None and settings.chains[index] == src:
-            self.report({"ERROR"}, f"chain '{src.name}' mirrors onto itself")
-            return {"CANCELLED"}
-        source = settings.active_index
-        if index is None:
-            settings.chains.add()  # the list's items may move in memory: both are fetched afresh
-            index, made = len(settings.chains) - 1, True
-        else:
-            made = False
-        src, item = settings.chains[source], settings.chains[index]
-        for prop in src.bl_rna.properties:
-            key = prop.identifier
-            if key not in SKIP and not prop.is_readonly:
-                setattr(item, key, getattr(src, key))
-        item.name = name
-        for key, value in values.items():
-            setattr(item, key, value)
-        item.has_result = False
-        settings.active_index = index
-        self.report({"INFO"}, f"chain '{name}' {'made' if made else 'updated'} from '{src.name}'")
+        self.report({"INFO"}, f"chain '{name}' {'made' if made else 'updated'} from '{source}'")
         return {"FINISHED"}
-
-    @staticmethod
-    def _mirror(obj, src) -> dict:
-        """The mirrored tip, target and pole of chain `src` (ValueError if a counterpart is missing)."""
-        tip = flip_name(src.tip)
-        if tip == src.tip:
-            raise ValueError(f"bone '{src.tip}' has no side in its name (.L/.R, _L/_R, Left/Right): nothing to mirror")
-        if tip not in obj.pose.bones:
-            raise ValueError(f"armature '{obj.name}' has no bone '{tip}' to mirror '{src.tip}' onto")
-        target, missing_target = _counterpart(src.target, obj)
-        pole, missing_pole = _counterpart(src.pole_target, obj)
-        missing = [f"object '{n}'" for n in (missing_target, missing_pole) if n]
-        target_bone = flip_name(src.target_bone) if src.target_bone else ""
-        pole_bone = flip_name(src.pole_subtarget) if src.pole_subtarget else ""
-        for ob, bone in ((target, target_bone), (pole, pole_bone)):
-            if ob is not None and ob.type == "ARMATURE" and bone and bone not in ob.data.bones:
-                missing.append(f"bone '{bone}' of '{ob.name}'")
-        if missing:
-            raise ValueError(f"no counterpart for '{src.name}': {', '.join(missing)} not found")
-        return {
-            "tip": tip,
-            "target": target,
-            "target_bone": target_bone,
-            "pole_target": pole,
-            "pole_subtarget": pole_bone,
-            "pole_angle": mirrored_pole_angle(src.pole_angle),
-            "aim_axis": mirrored_aim_axis(src.aim_axis),
-        }
 
 
 CLASSES = (CHAINIK_OT_chain_mirror,)
