@@ -6,7 +6,7 @@ import bpy
 
 from ..rig import contacts as rig_contacts
 from ..rig import selection
-from .solve import armature_poll
+from .solve import armature_poll, chains_poll
 
 
 def _new_chain(obj, tip: str, length: int | None = None):
@@ -47,12 +47,7 @@ class CHAINIK_OT_chain_remove(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context) -> bool:
-        if not armature_poll(cls, context):
-            return False
-        if context.object.chain_ik.active is None:
-            cls.poll_message_set("There is no chain to remove")
-            return False
-        return True
+        return chains_poll(cls, context, active=True, message="There is no chain to remove")
 
     def execute(self, context):
         obj = context.object

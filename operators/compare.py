@@ -11,7 +11,7 @@ import bpy
 from .. import solvers
 from ..app import solve, spec
 from ..app.spec import groups, scope
-from .solve import armature_poll
+from .solve import chains_poll
 
 
 class CHAINIK_OT_compare(bpy.types.Operator):
@@ -19,16 +19,11 @@ class CHAINIK_OT_compare(bpy.types.Operator):
 
     bl_idname = "chain_ik.compare"
     bl_label = "Compare Solvers"
-    bl_options = {"REGISTER"}
+    bl_options = {"REGISTER", "UNDO"}
 
     @classmethod
     def poll(cls, context) -> bool:
-        if not armature_poll(cls, context):
-            return False
-        if not context.object.chain_ik.chains:
-            cls.poll_message_set("Add a chain first")
-            return False
-        return True
+        return chains_poll(cls, context)
 
     def execute(self, context):
         obj = context.object

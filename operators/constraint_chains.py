@@ -8,7 +8,7 @@ import bpy
 from bpy.props import BoolProperty
 
 from ..app.spec import adopt
-from .solve import armature_poll
+from .solve import armature_poll, chains_poll
 
 
 def _report(operator, outcome: adopt.Outcome, skipped: str) -> None:
@@ -62,12 +62,7 @@ class CHAINIK_OT_constraints_from_chains(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context) -> bool:
-        if not armature_poll(cls, context):
-            return False
-        if not context.object.chain_ik.chains:
-            cls.poll_message_set("Add a chain first")
-            return False
-        return True
+        return chains_poll(cls, context)
 
     def execute(self, context):
         obj = context.object

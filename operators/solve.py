@@ -30,6 +30,17 @@ def armature_poll(cls, context) -> bool:
     return True
 
 
+def chains_poll(cls, context, active: bool = False, message: str = "Add a chain first") -> bool:
+    """armature_poll, and the panel has a chain (`active`: an active one)."""
+    if not armature_poll(cls, context):
+        return False
+    settings = context.object.chain_ik
+    if (settings.active is None) if active else not settings.chains:
+        cls.poll_message_set(message)
+        return False
+    return True
+
+
 class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
     """Pose the active armature's IK chains so their tips reach their targets"""
 
@@ -80,9 +91,9 @@ class CHAINIK_OT_solve(ChainArguments, bpy.types.Operator):
             moved = result.root_line(depsgraph, obj, outcome)
             if moved:
                 self.report({"INFO"}, moved)
-            unheld = result.pin_warning(obj, outcome, error)
-            if unheld:
-                self.report({"WARNING"}, unheld)
+            missed = result.miss_warning(obj, outcome, error)
+            if missed:
+                self.report({"WARNING"}, missed)
         for chain, other in groups.left_out(obj, [item for item, _ in pairs if item is not None]):
             self.report({"WARNING"}, f"chain '{chain}' shares bones with '{other}', not solved now: solved without it")
         if locked:
