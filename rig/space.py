@@ -19,6 +19,9 @@ from mathutils import Matrix, Vector
 # A 3x3 part whose determinant is below this fraction of (Frobenius norm)^3 has
 # an axis scaled to (nearly) zero and cannot be inverted reliably.
 MIN_RELATIVE_SCALE = 1e-9
+# Blender stores an infinite location as the largest float32 (3.4e38): a coordinate this large is
+# taken for the infinity a user typed, not a place to reach.
+HUGE = 1e30
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,13 @@ class ObjectSpace:
         """`to_local` as plain floats (ValueError if not finite)."""
         try:
             x, y, z = (float(c) for c in point_world)
-            finite = math.isfinite(x) and math.isfinite(y) and math.isfinite(z)
+            finite = abs(x) < HUGE and abs(y) < HUGE and abs(z) < HUGE  # False for NaN too
         except (TypeError, ValueError):
             finite = False
         if not finite:
-            raise ValueError(f"target location is not finite: {np.asarray(point_world).tolist()}")
+            raise ValueError(
+                f"target location is not finite (or beyond {HUGE:g}): {np.asarray(point_world).tolist()}"
+            )
         return (self.inverse @ Vector((x, y, z)))[:]
 
     def to_world(self, point) -> np.ndarray:
@@ -117,8 +122,8 @@ def target_world_point(target, subtarget: str = "") -> tuple[float, float, float
     else:
         point = target.matrix_world.translation
     x, y, z = point
-    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        raise ValueError(f"target '{target.name}' is at a non-finite location {[x, y, z]}")
+    if not (abs(x) < HUGE and abs(y) < HUGE and abs(z) < HUGE):  # NaN fails too
+        raise ValueError(f"target '{target.name}' is at a non-finite location {[x, y, z]} (or beyond {HUGE:g})")
     return (x, y, z)
 
 

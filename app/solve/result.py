@@ -46,15 +46,23 @@ def store_result(item, outcome: ChainOutcome, error: float | None = None, obj=No
         item.has_result = True
 
 
-def pin_warning(obj, outcome: ChainOutcome, error: float) -> str:
-    """The WARNING for a pinned chain whose tip ended farther than its tolerance from the point
-    it held (measured on the written pose), '' otherwise or for a chain that is not pinned."""
-    if not outcome.spec.pin or error <= world_tolerance(obj, outcome.spec, outcome.names):
+def miss_warning(obj, outcome: ChainOutcome, error: float) -> str:
+    """The WARNING for a chain whose tip ended farther than its tolerance from its goal, measured on
+    the written pose: a target missed, a pin that did not hold; '' otherwise, and for an aiming
+    chain (its result line gives the angle left)."""
+    tolerance = world_tolerance(obj, outcome.spec, outcome.names)
+    if outcome.spec.aims or error <= tolerance:
         return ""
-    return (
-        f"pinned chain '{outcome.spec.label}' could not hold: its tip is {error:.3g} from where it was pinned"
-        " (out of reach of its bones, or kept by their limits)"
-    )
+    if outcome.spec.pin:
+        return (
+            f"pinned chain '{outcome.spec.label}' could not hold: its tip is {error:.3g} from where it was pinned"
+            " (out of reach of its bones, or kept by their limits)"
+        )
+    spec = outcome.spec
+    why = ["out of reach", "kept by limits or locks"]
+    why += ["held short by Softness"] if spec.softness > 0.0 else []
+    why += [f"blended by Influence {spec.influence:g}"] if spec.influence < 1.0 else []
+    return f"chain '{spec.label}' misses its target by {error:.3g} (tolerance {tolerance:.3g}): " + ", ".join(why)
 
 
 def result_line(outcome: ChainOutcome, error: float, angle: float | None = None) -> str:

@@ -104,6 +104,8 @@ def test_bad_input_reports_and_leaves_the_pose(scene):
     _assert_error_no_change(obj, "no chains")
     target.location = (float("nan"), 0.0, 1.0)
     _assert_error_no_change(obj, "non-finite location", tip="b2", chain_length=3, target=target.name)
+    target.location = (float("inf"), 0.0, 1.0)  # Blender keeps it as the largest float32, 3.4e38
+    _assert_error_no_change(obj, "non-finite location", tip="b2", chain_length=3, target=target.name)
 
 
 def test_error_in_a_later_chain_restores_the_earlier_ones(scene):
@@ -338,3 +340,16 @@ def test_live_follows_when_its_switch_is_animated(scene, ext):
     assert np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])) < TOL
     obj.animation_data_clear()
     item.live = False
+
+
+def test_a_missed_target_is_a_warning_with_the_measured_miss(scene, capfd):
+    """Solve finishes on an out-of-reach target (the chain points at it) but warns, with the miss
+    measured on the written pose; a reached target gives no warning."""
+    obj, target = _rig_with_target(location=(10.0, 0.0, 0.0))
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name) == {"FINISHED"}
+    miss = float(np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:])))
+    out = capfd.readouterr().out
+    assert f"Warning: chain 'b2' misses its target by {miss:.3g}" in out, out
+    target.location = (1.0, 0.5, 2.0)
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name) == {"FINISHED"}
+    assert "misses its target" not in capfd.readouterr().out
