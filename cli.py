@@ -49,7 +49,6 @@ from pathlib import Path
 # Run by Blender's --python, bpy is already imported; run by a plain Python, it is not yet.
 INSIDE_BLENDER = "bpy" in sys.modules
 HERE = Path(__file__).resolve().parent
-PACKAGE_FALLBACK_NAME = "chain_ik"
 
 
 def _headless(module: str):
@@ -75,15 +74,17 @@ CliError = arguments.CliError
 def extension_package():
     """(The Chain IK package module, whether this run registered it).
 
-    The enabled extension is used as it is; otherwise the package this file
-    belongs to is loaded by path (as the tests do) and registered."""
+    The registered extension is used as it is, whatever its package is called (an installed
+    extension loads as `bl_ext.<repository>.<id>`): found by its bake operator's class. Otherwise
+    the package this file belongs to is loaded by path (as the tests do) and registered."""
     import bpy
 
-    if hasattr(bpy.types, "CHAINIK_OT_bake"):
-        for name, module in list(sys.modules.items()):
-            if name.rpartition(".")[2] in (PACKAGE_FALLBACK_NAME, "_chain_ik_cli") and hasattr(module, "register"):
-                return module, False
-    name = PACKAGE_FALLBACK_NAME if PACKAGE_FALLBACK_NAME not in sys.modules else "_chain_ik_cli"
+    for cls in bpy.types.Operator.__subclasses__():
+        if getattr(cls, "bl_idname", "") == "chain_ik.bake" and cls.is_registered:
+            package = cls.__module__.rpartition(".operators.")[0]
+            if package in sys.modules:
+                return sys.modules[package], False
+    name = "_chain_ik_cli"
     init = HERE / "__init__.py"
     spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(HERE)])
     module = importlib.util.module_from_spec(spec)

@@ -425,3 +425,43 @@ def test_demo_refuses_a_bad_picture_path_before_any_work(tmp_path):
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert run.returncode == 2 and f"--png {tmp_path} is a directory" in run.stderr, run.stderr
     assert "Demo:" not in run.stdout
+
+
+# Run in a fresh process: Chain IK registered under an installed extension's package name
+# (bl_ext.<repository>.<id>), then cli.py's extension_package() asked for it.
+REGISTERED_AS_EXTENSION = """
+import importlib.util, os, sys
+from pathlib import Path
+import bpy
+repo = Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location(
+    "bl_ext.user_default.chain_ik", repo / "__init__.py", submodule_search_locations=[str(repo)]
+)
+package = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = package
+spec.loader.exec_module(package)
+package.register()
+sys.argv = ["cli.py"]
+spec = importlib.util.spec_from_file_location("cli_under_test", repo / "cli.py")
+cli = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cli)
+found, registered = cli.extension_package()
+print("USED", found.__name__, registered)
+package.unregister()
+found, registered = cli.extension_package()
+print("LOADED", found.__name__, registered)
+found.unregister()
+sys.stdout.flush()
+os._exit(0)  # bpy 4.2.23 as a module may crash tearing down after an unregister; the figures are out
+"""
+
+
+def test_cli_uses_the_registered_extension_whatever_its_package_name():
+    """An installed, enabled Chain IK is used as it is (not a second copy registered over it),
+    found without assuming its package's name; with none registered, cli.py loads its own."""
+    run = subprocess.run(
+        [sys.executable, "-c", REGISTERED_AS_EXTENSION, str(REPO)], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "USED bl_ext.user_default.chain_ik False" in run.stdout, run.stdout
+    assert "LOADED _chain_ik_cli True" in run.stdout, run.stdout
