@@ -16,7 +16,7 @@ from builders import add_empty, world_point
 from conftest import REPO
 from mathutils import Quaternion
 from test_bake import frame_jumps, local_rotations
-from test_groups import GROUP_METHODS, _chain, _rig, rigify  # noqa: F401 - rigify: the fixture
+from test_groups import GROUP_METHODS, _chain, _rig
 
 ALL_METHODS = (*GROUP_METHODS, "ccd")
 TWO_HANDS = [("forearm.L", 5), ("forearm.R", 5)]

@@ -1,7 +1,6 @@
 """Several effectors on one skeleton: the FABRIK and CCD tree kernels (solvers.tree)."""
 
 import importlib.util
-import math
 from pathlib import Path
 
 import numpy as np
@@ -30,23 +29,7 @@ def trees(draw, limited=False):
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
-    heads, tails = np.zeros((n, 3)), np.zeros((n, 3))
-    for i, p in enumerate(parents):
-        heads[i] = 0.0 if p == -1 else tails[p] + (rng.normal(size=3) * 0.1 if rng.random() < 0.3 else 0.0)
-        d = rng.normal(size=3)
-        tails[i] = heads[i] + rng.uniform(0.3, 1.0) * d / np.linalg.norm(d)
-    limits = None
-    if limited:
-        hinge = rng.random(n) < 0.4
-        limits = solvers.make_limits(
-            n,
-            lock=np.where(hinge[:, None], [False, True, True], False),
-            use_limit=np.where(hinge[:, None], [True, False, False], False),
-            minimum=np.where(hinge[:, None], [-1.2, 0.0, 0.0], -math.pi),
-            maximum=np.where(hinge[:, None], [1.2, 0.0, 0.0], math.pi),
-            cone=np.where(hinge, math.pi, rng.uniform(0.3, 1.5, n)),
-        )
-    skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails, limits)
+    skeleton, local = tree_shapes.bones_on(rng, parents, limited)
     k = draw(st.integers(1, min(5, n)))
     bones = sorted(rng.choice(n, size=k, replace=False).tolist())
     return skeleton, local, bones, rng

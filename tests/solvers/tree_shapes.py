@@ -89,23 +89,14 @@ def fk_targets(
     return ends[bones], posed
 
 
-def random_tree(
-    rng: np.random.Generator, *, limited: bool = False, leaves: bool = False, pose: float = 0.3
-) -> tuple[solvers.Skeleton, np.ndarray, list[int]]:
-    """(skeleton, input local rotations, effector bones) of a random tree: 4..12 bones, each child's
-    head at its parent's tail or beside it; with `limited`, hinges (40%) and cones on the rest; an
-    input pose turned by up to `pose` per axis (clamped into the limits); 2..4 effector bones, on
-    leaves only with `leaves` (no effector on another's branch), else anywhere."""
+def bones_on(
+    rng: np.random.Generator, parents: list[int], limited: bool = False
+) -> tuple[solvers.Skeleton, np.ndarray]:
+    """(skeleton, rest local rotations) of random bones under `parents`: each child's head at its
+    parent's tail or beside it (30%), lengths 0.3..1; with `limited`, hinges (40%) and cones on the rest."""
     import math
 
-    from solvers import limits as joint_limits
-
-    while True:
-        n = int(rng.integers(4, 13))
-        parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
-        candidates = [i for i in range(n) if i not in parents] if leaves else list(range(n))
-        if len(candidates) >= 2:
-            break
+    n = len(parents)
     heads, tails = np.zeros((n, 3)), np.zeros((n, 3))
     for i, p in enumerate(parents):
         heads[i] = 0.0 if p == -1 else tails[p] + (rng.normal(size=3) * 0.1 if rng.random() < 0.3 else 0.0)
@@ -123,8 +114,28 @@ def random_tree(
             cone=np.where(hinge, math.pi, rng.uniform(0.3, 1.5, n)),
         )
     skeleton, local = solvers.Skeleton.from_bones(parents, heads, tails, limits)
+    return skeleton, local
+
+
+def random_tree(
+    rng: np.random.Generator, *, limited: bool = False, leaves: bool = False, pose: float = 0.3
+) -> tuple[solvers.Skeleton, np.ndarray, list[int]]:
+    """(skeleton, input local rotations, effector bones) of a random tree: 4..12 bones, each child's
+    head at its parent's tail or beside it; with `limited`, hinges (40%) and cones on the rest; an
+    input pose turned by up to `pose` per axis (clamped into the limits); 2..4 effector bones, on
+    leaves only with `leaves` (no effector on another's branch), else anywhere."""
+
+    from solvers import limits as joint_limits
+
+    while True:
+        n = int(rng.integers(4, 13))
+        parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n)]
+        candidates = [i for i in range(n) if i not in parents] if leaves else list(range(n))
+        if len(candidates) >= 2:
+            break
+    skeleton, local = bones_on(rng, parents, limited)
     posed = quat.multiply(local, quat.from_rotation_vector(rng.uniform(-pose, pose, size=(n, 3))))
-    if limits is not None:
-        posed = joint_limits.clamp(limits, np.arange(n), posed)
+    if skeleton.limits is not None:
+        posed = joint_limits.clamp(skeleton.limits, np.arange(n), posed)
     k = int(rng.integers(2, min(4, len(candidates)) + 1))
     return skeleton, posed, sorted(rng.choice(candidates, size=k, replace=False).tolist())
