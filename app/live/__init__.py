@@ -19,7 +19,6 @@ switched to Live.
 
 from __future__ import annotations
 
-import re
 import sys
 
 import bpy
@@ -139,12 +138,12 @@ def _solve_armature(obj, depsgraph, errors: list | None) -> int:
 
     The pose is evaluated once after the last write, not after each unit: a unit is read on the
     pose as evaluated, so before one that reads a bone written since (hanging below it, or riding on
-    it through constraints, its target or pole: `_reads_any`) the pose is evaluated first. Units
+    it through constraints or drivers, its target or pole: `_reads_any`) the pose is evaluated first. Units
     that do not depend on one another (five separate limbs) thus cost one evaluation, not five."""
     chains = obj.chain_ik.chains
     live_keys = set()
     written: set[str] = set()  # bones written since the pose was last evaluated
-    carriers: dict = {}  # app.checks.carried_by's memo: writing poses changes no parent or constraint
+    carriers: dict = {}  # app.checks.carried_by's memo: writing poses changes no parent, constraint or driver
     done = []  # (items, key, outcomes) solved and written, measured once the pose is evaluated
     for members in groups.panel_units(obj):
         items = [chains[i] for i in members]
@@ -205,52 +204,15 @@ def _chain_names(obj, s: spec.ChainSpec) -> tuple[str, ...] | None:
 def _reads_any(obj, specs, names, bones: set[str], memo: dict) -> bool:
     """Whether the unit of chains `specs` (their bones `names`, `_chain_names`) of `obj` reads any
     of `bones` (of `obj`): its own bones, the armature object, its targets and poles ride on one of
-    them (app.checks.carried_by: bone and object parents, constraints). A chain whose bones cannot
-    be found reads none (its solve says why)."""
+    them (app.checks.carried_by: bone and object parents, constraints, drivers). A chain whose bones
+    cannot be found reads none (its solve says why)."""
     starts = [(obj, "", False)]
     for s, chain in zip(specs, names, strict=True):
         if chain is not None:
             starts += [(obj, name, False) for name in chain]
         starts += [(s.target, s.target_bone, False), (s.pole, s.pole_bone, False)]
     carried = checks.carried_by(starts, memo)
-    if any(bone in bones and ob == obj for ob, bone in carried):
-        return True
-    # Drivers are no parent or constraint (carried_by): one on what the unit reads that reads a
-    # written bone (or a bone below one) moves it only once the pose is evaluated.
-    for ob in {ob.as_pointer(): ob for ob, _ in carried}.values():
-        key = ("drivers", ob.as_pointer())
-        read = memo.get(key)
-        if read is None:
-            read = memo[key] = _driver_bones(ob, obj)
-        if any(name is None or _moved(obj, name, bones) for name in read):
-            return True
-    return False
-
-
-_POSE_BONE = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')  # a driver path's pose bone
-
-
-def _driver_bones(ob, obj) -> tuple:
-    """The bones of `obj` the drivers of `ob` read (None: something of `obj` that may be its pose)."""
-    animation = getattr(ob, "animation_data", None)
-    out = set()
-    for fcurve in animation.drivers if animation is not None else ():
-        for var in fcurve.driver.variables:
-            for target in var.targets:
-                if target.id != obj:
-                    continue
-                if var.type == "SINGLE_PROP":
-                    named = _POSE_BONE.match(target.data_path)
-                    out.add(None if named is None else named.group(1))
-                else:
-                    out.add(target.bone_target or None)
-    return tuple(out)
-
-
-def _moved(obj, name: str, bones: set[str]) -> bool:
-    """Whether bone `name` of `obj` is one of `bones` or hangs below one (a missing bone: yes)."""
-    pb = obj.pose.bones.get(name)
-    return pb is None or name in bones or any(p.name in bones for p in pb.parent_recursive)
+    return any(bone in bones and ob == obj for ob, bone in carried)
 
 
 def _forget(which) -> None:
