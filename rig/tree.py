@@ -265,20 +265,25 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
             if source is not None
         )
 
+    # What geometry() needs of the layout, bound here: a closure over `layout` would make a cycle
+    # (layout.last -> skeleton -> geometry -> layout), left for the cyclic garbage collector, whose
+    # collections Live's every update then paid for.
+    parents, rests, hinges = layout.parents, layout.rests, layout.hinges
+
     def geometry() -> tuple:
         """The skeleton's numpy rows from what was read above (no Blender read: it may come later)."""
         links = [(frame.conjugated() @ axis.normalized())[:] for frame, axis in zip(frames, axes, strict=True)]
         offsets = [
             head_rows[i] if p == -1 else (frames[p].conjugated() @ (heads[i] - heads[p]))[:]
-            for i, p in enumerate(layout.parents)
+            for i, p in enumerate(parents)
         ]
         if not all(map(math.isfinite, itertools.chain.from_iterable(offsets))):  # heads far apart (float32)
             raise ValueError("the pose of the tree is not finite")
-        reference = layout.rests.copy()
-        if layout.hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
+        reference = rests.copy()
+        if hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
             frame_rows = np.array(frame_list)
-            for i in layout.hinges:
-                reference[i] = quat.multiply(quat.conjugate(frame_rows[layout.parents[i]]), reference[i])
+            for i in hinges:
+                reference[i] = quat.multiply(quat.conjugate(frame_rows[parents[i]]), reference[i])
         for i, parent in folded:
             reference[i] = quat.multiply(np.array(parent), reference[i])
         return np.array(offsets), np.array(links), np.array(lengths), reference, np.array(base)

@@ -5,6 +5,7 @@ constraints), which would make it chase itself and loop forever in Live mode."""
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 import bpy
@@ -158,9 +159,11 @@ def _carriers(ob, bone: str, location_only: bool):
 
 def carried_by(starts, memo: dict | None = None) -> list[tuple[object, str]]:
     """Every (object, bone) whose pose moves one of `starts` ((object, bone, location_only); bone ''
-    for the object itself), through bone parents, object parents and constraints; `starts`
-    included. What a chain, a target or a pole reads from the scene. `memo`: a dict kept over
-    several calls while no parent or constraint changes (Live's units in one update share bones)."""
+    for the object itself), through bone parents, object parents, constraints and drivers
+    (`_driven_by`); `starts` included. What a chain, a target or a pole reads from the scene.
+    `memo`: a dict kept over several calls while no parent, constraint or driver changes (Live's
+    units in one update share bones)."""
+    drivers = {} if memo is None else memo  # per object, what its drivers read (`_driver_reads`)
     todo, seen, out = list(starts), set(), []
     while todo:
         ob, bone, own = todo.pop()
@@ -171,13 +174,64 @@ def carried_by(starts, memo: dict | None = None) -> list[tuple[object, str]]:
             continue
         seen.add(key)
         out.append((ob, bone))
-        if memo is None:
-            todo.extend(_carriers(ob, bone, own))
-            continue
-        found = memo.get(key)
+        found = None if memo is None else memo.get(key)
         if found is None:
-            found = memo[key] = list(_carriers(ob, bone, own))
+            found = [*_carriers(ob, bone, own), *_driven_by(ob, bone, drivers)]
+            if memo is not None:
+                memo[key] = found
         todo.extend(found)
+    return out
+
+
+_POSE_BONE = re.compile(r"""pose\.bones\[(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')\]""")  # a path's pose bone
+
+
+def _bone_in_path(path: str) -> str | None:
+    """The pose bone a data path names (`pose.bones["name"]...`), unescaped; None if it names none."""
+    named = _POSE_BONE.match(path)
+    if named is None:
+        return None
+    return re.sub(r"\\(.)", r"\1", named.group(1) if named.group(1) is not None else named.group(2))
+
+
+def _driven_by(ob, bone: str, index: dict):
+    """(object, bone, False) that the drivers moving (ob, bone) read: the drivers of `ob`'s own
+    properties (its transform moves all of it) and, for a bone, those of that pose bone's."""
+    key = ("drivers", ob.as_pointer())
+    reads = index.get(key)
+    if reads is None:
+        reads = index[key] = _driver_reads(ob)
+    yield from reads.get("", ())
+    if bone:
+        yield from reads.get(bone, ())
+
+
+def _driver_reads(ob) -> dict[str, list[tuple[object, str, bool]]]:
+    """What `ob`'s drivers read, by what they drive: a pose bone's name, or '' for the object itself
+    (a property not of a named pose bone: taken as moving all of it). Reads of objects only (a pose
+    moves nothing else); a property of a pose bone read by path is that bone, of an armature's pose
+    by index every bone, anything else of an object the object."""
+    animation = getattr(ob, "animation_data", None)
+    out: dict[str, list] = {}
+    for fcurve in animation.drivers if animation is not None else ():
+        driven = _bone_in_path(fcurve.data_path) or ""
+        reads = out.setdefault(driven, [])
+        for var in fcurve.driver.variables:
+            for target in var.targets:
+                read = target.id
+                if not isinstance(read, bpy.types.Object):
+                    continue
+                if var.type != "SINGLE_PROP":  # a transform channel, distance or rotation difference
+                    reads.append((read, target.bone_target or "", False))
+                    continue
+                path = target.data_path
+                named = _bone_in_path(path)
+                if named is not None:
+                    reads.append((read, named, False))
+                elif path.startswith("pose") and read.type == "ARMATURE":  # a bone by index: any of them
+                    reads += [(read, name, False) for name in read.pose.bones.keys()]
+                else:
+                    reads.append((read, "", False))
     return out
 
 

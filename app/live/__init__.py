@@ -19,7 +19,6 @@ switched to Live.
 
 from __future__ import annotations
 
-import re
 import sys
 
 import bpy
@@ -37,50 +36,47 @@ _signatures: dict[tuple, tuple] = {}
 _busy = False
 
 
-def _signature(obj_eval, item, target_eval, depsgraph) -> tuple:
-    parts = [tuple(map(tuple, obj_eval.matrix_world)), *_goal_parts(item, target_eval, depsgraph)]
-    try:
-        names = rig.chain_bone_names(obj_eval, item.tip, item.chain_length, item.use_tail)
+def _signature(obj_eval, s: spec.ChainSpec, names: tuple[str, ...] | None, depsgraph) -> tuple:
+    """What a lone chain (spec `s`, its bones `names`, None when they cannot be found) reads from
+    outside itself, as plain values (module docstring)."""
+    parts = [tuple(map(tuple, obj_eval.matrix_world)), *_goal_parts(s, depsgraph)]
+    if names is None:
+        parts.append(None)
+    else:
         parent = obj_eval.pose.bones[names[0]].parent
         if parent is not None:
             parts.append(tuple(map(tuple, parent.matrix)))
-        parts.append(_bone_parts(obj_eval, item, names))
-    except ValueError:
-        parts.append(None)
+        parts.append(_bone_parts(obj_eval, s, names))
     return tuple(parts)
 
 
-def _goal_parts(item, target_eval, depsgraph) -> list:
-    """A chain's settings and its target's and pole's placement, as plain values."""
-    parts = [(item.tip, item.chain_length, item.use_tail, item.method, item.target_bone, item.influence)]
-    # The solver's options as the registry declares them: a new method's options are watched too.
-    parts.append((item.tolerance, item.max_iterations, tuple(spec.method_options(item, item.method).items())))
-    parts.append((item.use_limits, item.pole_subtarget, item.pole_angle, item.use_rotation, item.rotation_weight))
-    parts.append((item.use_stretch, item.use_locks, item.weight, item.priority, item.pin, item.softness))
-    parts.append((item.aim_axis, item.aim_spread))
-    parts.append((item.move_root, item.root_stiffness))
-    if target_eval is not None:
+def _goal_parts(s: spec.ChainSpec, depsgraph) -> list:
+    """A chain's settings (its spec: every value the solve reads from the chain) and its target's
+    and pole's placement, as plain values."""
+    parts: list = [s]
+    if s.target is not None:
         try:
-            parts.append(rig.space.target_world_point(target_eval, item.target_bone))
-            if item.use_rotation:  # the target's orientation is a goal too
-                parts.append(tuple(map(tuple, rig.ik_settings.world_matrix(target_eval, item.target_bone))))
+            target_eval = rig.evaluated(s.target, depsgraph)
+            parts.append(rig.space.target_world_point(target_eval, s.target_bone))
+            if s.use_rotation:  # the target's orientation is a goal too
+                parts.append(tuple(map(tuple, rig.ik_settings.world_matrix(target_eval, s.target_bone))))
         except ValueError:
             parts.append(None)
-    if item.pole_target is not None:
+    if s.pole is not None:
         try:
-            pole_eval = rig.evaluated(item.pole_target, depsgraph)
-            parts.append(rig.space.target_world_point(pole_eval, item.pole_subtarget))
+            pole_eval = rig.evaluated(s.pole, depsgraph)
+            parts.append(rig.space.target_world_point(pole_eval, s.pole_bone))
         except ValueError:
             parts.append(None)
     return parts
 
 
-def _bone_parts(obj_eval, item, names) -> tuple:
+def _bone_parts(obj_eval, s: spec.ChainSpec, names) -> tuple:
     """The chain bones' IK settings (and stretch) that the solve reads."""
     parts = []
-    if item.use_limits:
+    if s.use_limits:
         parts.append(rig.ik_settings.settings_signature(obj_eval, names))
-    if item.use_stretch:  # the stretch channels are the solve's own output (divided out on reading)
+    if s.use_stretch:  # the stretch channels are the solve's own output (divided out on reading)
         parts.append(tuple(obj_eval.pose.bones[n].ik_stretch for n in names))
     return tuple(parts)
 
@@ -142,12 +138,12 @@ def _solve_armature(obj, depsgraph, errors: list | None) -> int:
 
     The pose is evaluated once after the last write, not after each unit: a unit is read on the
     pose as evaluated, so before one that reads a bone written since (hanging below it, or riding on
-    it through constraints, its target or pole: `_reads_any`) the pose is evaluated first. Units
+    it through constraints or drivers, its target or pole: `_reads_any`) the pose is evaluated first. Units
     that do not depend on one another (five separate limbs) thus cost one evaluation, not five."""
     chains = obj.chain_ik.chains
     live_keys = set()
     written: set[str] = set()  # bones written since the pose was last evaluated
-    carriers: dict = {}  # app.checks.carried_by's memo: writing poses changes no parent or constraint
+    carriers: dict = {}  # app.checks.carried_by's memo: writing poses changes no parent, constraint or driver
     done = []  # (items, key, outcomes) solved and written, measured once the pose is evaluated
     for members in groups.panel_units(obj):
         items = [chains[i] for i in members]
@@ -156,11 +152,14 @@ def _solve_armature(obj, depsgraph, errors: list | None) -> int:
         alone = len(members) == 1 and not items[0].pin  # watched as a chain (its key: the chain)
         key = (obj.name, members[0]) if alone else (obj.name, members)
         live_keys.add(key)
-        if written and _reads_any(obj, items, written, carriers):
-            depsgraph.update()  # `_busy` keeps this update from running the handler again
-            written.clear()
         try:
-            outcomes = _solve_unit(obj, obj.evaluated_get(depsgraph), items, alone, key, depsgraph, written)
+            # Each chain's settings read once: its spec serves the change signature and the solve.
+            specs = [spec.spec_from_item(item) for item in items]
+            names = [_chain_names(obj, s) for s in specs]
+            if written and _reads_any(obj, specs, names, written, carriers):
+                depsgraph.update()  # `_busy` keeps this update from running the handler again
+                written.clear()
+            outcomes = _solve_unit(obj, obj.evaluated_get(depsgraph), specs, names, alone, key, depsgraph, written)
         except Exception as exc:  # noqa: BLE001 - one chain's error must not stop the others
             _failed(obj, items, key, exc, errors)
         else:
@@ -194,56 +193,26 @@ def _failed(obj, items, key, exc: Exception, errors: list | None) -> None:
         errors.append((obj, tuple(item.name for item in items), _message(exc)))
 
 
-def _reads_any(obj, items, bones: set[str], memo: dict) -> bool:
-    """Whether the unit of chains `items` of `obj` reads any of `bones` (of `obj`): its own bones,
-    the armature object, its targets and poles ride on one of them (app.checks.carried_by: bone and
-    object parents, constraints). A chain whose bones cannot be found reads none (its solve says why)."""
+def _chain_names(obj, s: spec.ChainSpec) -> tuple[str, ...] | None:
+    """The bones chain `s` of `obj` rotates, None when they cannot be found (its solve says why)."""
+    try:
+        return groups.chain_names(obj, s)
+    except ValueError:
+        return None
+
+
+def _reads_any(obj, specs, names, bones: set[str], memo: dict) -> bool:
+    """Whether the unit of chains `specs` (their bones `names`, `_chain_names`) of `obj` reads any
+    of `bones` (of `obj`): its own bones, the armature object, its targets and poles ride on one of
+    them (app.checks.carried_by: bone and object parents, constraints, drivers). A chain whose bones
+    cannot be found reads none (its solve says why)."""
     starts = [(obj, "", False)]
-    for item in items:
-        try:
-            starts += [(obj, name, False) for name in groups.chain_names(obj, item)]
-        except ValueError:
-            pass
-        starts += [(item.target, item.target_bone, False), (item.pole_target, item.pole_subtarget, False)]
+    for s, chain in zip(specs, names, strict=True):
+        if chain is not None:
+            starts += [(obj, name, False) for name in chain]
+        starts += [(s.target, s.target_bone, False), (s.pole, s.pole_bone, False)]
     carried = checks.carried_by(starts, memo)
-    if any(bone in bones and ob == obj for ob, bone in carried):
-        return True
-    # Drivers are no parent or constraint (carried_by): one on what the unit reads that reads a
-    # written bone (or a bone below one) moves it only once the pose is evaluated.
-    for ob in {ob.as_pointer(): ob for ob, _ in carried}.values():
-        key = ("drivers", ob.as_pointer())
-        read = memo.get(key)
-        if read is None:
-            read = memo[key] = _driver_bones(ob, obj)
-        if any(name is None or _moved(obj, name, bones) for name in read):
-            return True
-    return False
-
-
-_POSE_BONE = re.compile(r'pose\.bones\["((?:[^"\\]|\\.)*)"\]')  # a driver path's pose bone
-
-
-def _driver_bones(ob, obj) -> tuple:
-    """The bones of `obj` the drivers of `ob` read (None: something of `obj` that may be its pose)."""
-    animation = getattr(ob, "animation_data", None)
-    out = set()
-    for fcurve in animation.drivers if animation is not None else ():
-        for var in fcurve.driver.variables:
-            for target in var.targets:
-                if target.id != obj:
-                    continue
-                if var.type == "SINGLE_PROP":
-                    named = _POSE_BONE.match(target.data_path)
-                    out.add(None if named is None else named.group(1))
-                else:
-                    out.add(target.bone_target or None)
-    return tuple(out)
-
-
-def _moved(obj, name: str, bones: set[str]) -> bool:
-    """Whether bone `name` of `obj` is one of `bones` or hangs below one (a missing bone: yes)."""
-    pb = obj.pose.bones.get(name)
-    return pb is None or name in bones or any(p.name in bones for p in pb.parent_recursive)
+    return any(bone in bones and ob == obj for ob, bone in carried)
 
 
 def _forget(which) -> None:
@@ -255,37 +224,36 @@ def _forget(which) -> None:
         _reported.pop(key, None)
 
 
-def _group_signature(obj_eval, items, depsgraph) -> tuple:
-    """`_signature` of a group's chains, and of the pose it hangs from."""
-    chains = [groups.chain_names(obj_eval, item) for item in items]
-    names = dict.fromkeys(n for chain in chains for n in chain)
+def _group_signature(obj, obj_eval, specs, names, depsgraph) -> tuple:
+    """`_signature` of a group's chains (`specs`, their bones `names`), and of the pose it hangs from."""
+    chains = [groups.chain_names(obj, s) if n is None else n for s, n in zip(specs, names, strict=True)]
+    union = dict.fromkeys(n for chain in chains for n in chain)
     parts = [tuple(map(tuple, obj_eval.matrix_world))]
-    for item, chain in zip(items, chains, strict=True):
-        target_eval = rig.evaluated(item.target, depsgraph) if item.target is not None else None
-        parts += _goal_parts(item, target_eval, depsgraph)
-        parts.append(_bone_parts(obj_eval, item, chain))
+    for s, chain in zip(specs, chains, strict=True):
+        parts += _goal_parts(s, depsgraph)
+        parts.append(_bone_parts(obj_eval, s, chain))
     # The pose the group hangs from (its own bones move with every solve: not watched).
     pose = obj_eval.pose.bones
-    parents = {pose[n].parent.name for n in names if pose[n].parent is not None} - set(names)
+    parents = {pose[n].parent.name for n in union if pose[n].parent is not None} - set(union)
     parts += [tuple(map(tuple, pose[p].matrix)) for p in sorted(parents)]
     return tuple(parts)
 
 
-def _solve_unit(obj, obj_eval, items, alone: bool, key, depsgraph, written: set[str]) -> list:
-    """Solve one live unit (a chain alone, or a group with a live chain) and write its pose if its
-    inputs changed, adding the bones written to `written`; its outcomes ([] when unchanged)."""
+def _solve_unit(obj, obj_eval, specs, names, alone: bool, key, depsgraph, written: set[str]) -> list:
+    """Solve one live unit (a chain alone, or a group with a live chain: `specs`, their bones
+    `names`) and write its pose if its inputs changed, adding the bones written to `written`; its
+    outcomes ([] when unchanged)."""
     if alone:
-        target_eval = rig.evaluated(items[0].target, depsgraph) if items[0].target is not None else None
-        sig = _signature(obj_eval, items[0], target_eval, depsgraph)
+        sig = _signature(obj_eval, specs[0], names[0], depsgraph)
     else:
-        sig = _group_signature(obj_eval, items, depsgraph)
+        sig = _group_signature(obj, obj_eval, specs, names, depsgraph)
     if _signatures.get(key) == sig:
         return []
     _signatures[key] = sig  # before solving: a failing unit is not retried until something changes
     refusal = protected.pose_refusal(obj)  # a library file saved with Live on
     if refusal:
         raise ValueError(refusal)
-    outcomes = solve.solve_unit(obj, [spec.spec_from_item(item) for item in items], depsgraph)
+    outcomes = solve.solve_unit(obj, specs, depsgraph)
     for outcome in outcomes:
         write = outcome.write
         written.update(write.values, write.scales, write.locations)

@@ -1,7 +1,8 @@
 """The Live chains a bake must reckon with: those that pose a bone the baked bones, their targets
 and poles, or the armature object itself ride on, on any armature (through bone and object
-parents and constraints: `checks.carried_by`). Live is held off while a bake steps through
-frames (`live.set_busy`), so without care their pose would stay as it is while playback moves it.
+parents, constraints and drivers: `checks.carried_by`, the check Live orders its units by). Live
+is held off while a bake steps through frames (`live.set_busy`), so without care their pose would
+stay as it is while playback moves it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 
 from ..maths.floats import multiply, rotate
-from ..model.chain import Chain, reach_terms
+from ..model.chain import Chain, guard_radii, reach_terms
 from ..model.result import Solution
 from . import float_goals as goals
 from .float_loop import Solve
@@ -30,25 +30,27 @@ def reason(chain: Chain, options: dict, declines: Declines | None, kernel: str =
 
 class Terms:
     """A chain's float terms (from `Chain.scalar_terms` and its frames), and those of its head.
-    Kept on the chain (it never changes), so a chain solved again skips the packing."""
+    Kept on the chain (it never changes), so a chain solved again skips the packing. It holds no
+    reference to the chain: chain -> terms -> chain would be a cycle, garbage only the cyclic
+    collector frees (whose collections then cost every caller solving chains one by one, Live)."""
 
     __slots__ = (
-        "rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "_guard", "frames", "rest", "_chain",
+        "rows", "lengths", "dirs", "fallbacks", "total", "reach", "inner", "_guard", "frames", "rest", "_own_guard",
         "_cache",
     )  # fmt: skip
 
     def __init__(self, rows, lengths, dirs, fallbacks, total, reach, inner, guard, frames, rest, chain=None) -> None:
         self.rows, self.lengths, self.dirs, self.fallbacks, self.total = rows, lengths, dirs, fallbacks, total
         self.reach, self.inner, self._guard, self.frames, self.rest = reach, inner, guard, frames, rest
-        self._chain = chain
+        self._own_guard = chain is not None  # computed on first use, as the chain's fold_guard is
         self._cache = {}  # derived goal terms (start frames per pole angle, the head, the tip's link)
 
     @property
     def guard(self) -> tuple | None:
-        """The fold guard radii (only a fold narrower than 180° reads them): the chain's, computed
-        on first use."""
-        if self._guard is None and self._chain is not None:
-            self._guard = self._chain.fold_guard
+        """The fold guard radii (only a fold narrower than 180° reads them): the chain's
+        (`Chain.fold_guard`, from the same terms), computed on first use."""
+        if self._guard is None and self._own_guard:
+            self._guard = guard_radii(self.reach, self.inner, self.total)
         return self._guard
 
     @classmethod

@@ -19,6 +19,7 @@ def test_bench_live_quick(scene, ext, capsys):
         assert f"### {case}:" in out
     assert out.count("| Blender IK constraints |") == len(bench.CASES)
     assert out.count("(write floor: no solve) |") == len(bench.CASES)  # what showing a written pose costs
+    assert out.count("| of which the armature's copy") == len(bench.CASES)  # its copy alone
     for method in REGISTRY:  # a row per method, each reaching along the path
         rows = [line for line in out.splitlines() if line.startswith(f"| Live, {method} |")]
         assert len(rows) == len(bench.CASES)

@@ -241,3 +241,74 @@ def test_a_target_driven_by_a_bone_another_unit_moves(rigify):
         assert right.result.error == pytest.approx(errors[1], abs=1e-6)
     finally:
         _switch_off(obj)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_live_updates_leave_no_cyclic_garbage(rigify, method):
+    """Live's every update reads, solves and writes five chains: objects it leaves in reference
+    cycles would wait for Python's cyclic collector, whose full collections then stall an update
+    (tens of ms with Blender's modules loaded). Counted against the same updates with Live off."""
+    import gc
+
+    obj = _metarig()
+    rng = np.random.default_rng(13)
+    paths = [_reachable_goals(obj, FIVE, rng) for _ in range(6)]
+    empties = [_empty(f"T_{tip}", goal) for (tip, _), goal in zip(FIVE, paths[0], strict=True)]
+    for (tip, length), empty in zip(FIVE, empties, strict=True):
+        _add_chain(obj, tip, length, method, empty)
+
+    def garbage(live: bool) -> int:
+        for item in obj.chain_ik.chains:
+            item.live = live
+        bpy.context.view_layer.update()
+        gc.collect()
+        gc.disable()
+        try:
+            for goals in paths:
+                for empty, goal in zip(empties, goals, strict=True):
+                    empty.location = goal
+                bpy.context.view_layer.update()
+            return gc.collect()
+        finally:
+            gc.enable()
+
+    try:
+        without = garbage(False)
+        with_live = garbage(True)
+        assert all(item.has_result for item in obj.chain_ik.chains)  # Live solved them
+        assert with_live <= without, (with_live, without)
+    finally:
+        _switch_off(obj)
+
+
+def test_a_driven_target_is_carried_by_the_bone_its_drivers_read(rigify):
+    """One check for Live and the bake (app.checks.carried_by): a target placed by drivers reading a
+    bone is carried by that bone and the bones above it, so a bake of a chain reaching for it is
+    refused while a Live chain poses those bones (app.live.live_above), as with a parent."""
+    from chain_ik.app import checks, spec
+    from chain_ik.app.live import live_above
+
+    obj = _metarig()
+    arm = _add_chain(obj, "forearm.L", 2, "jacobian", _empty("T_left", (0.5, -0.3, 1.2)))
+    rider = _empty("T_right", (0.0, 0.0, 0.0))
+    fcurve = rider.driver_add("location", 0)
+    var = fcurve.driver.variables.new()
+    var.type = "SINGLE_PROP"
+    var.targets[0].id = obj
+    var.targets[0].data_path = 'pose.bones["hand.L"].matrix[3][0]'
+    other = rider.driver_add("location", 1)  # a transform-channel variable, by bone
+    var = other.driver.variables.new()
+    var.type = "TRANSFORMS"
+    var.targets[0].id = obj
+    var.targets[0].bone_target = "hand.L"
+    bpy.context.view_layer.update()
+    carried = {(ob.name, bone) for ob, bone in checks.carried_by([(rider, "", True)])}
+    assert {(obj.name, "hand.L"), (obj.name, "forearm.L"), (obj.name, "upper_arm.L")} <= carried
+    assert (obj.name, "hand.R") not in carried
+    right = _add_chain(obj, "forearm.R", 2, "jacobian", rider)
+    arm.live = True
+    try:
+        found = live_above.live_chains_above(obj, ["forearm.R", "upper_arm.R"], [spec.spec_from_item(right)])
+        assert [(item.name, posed) for _, item, posed in found] == [("forearm.L", ["upper_arm.L", "forearm.L"])]
+    finally:
+        _switch_off(obj)
