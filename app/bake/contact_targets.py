@@ -315,7 +315,8 @@ def solve_steps(
             def ground_at(points, spec=spec, length=length):
                 return ground_under(probe, spec, points, frames, length)
 
-        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
+        largest = foot_metrics.largest_angular_speed(input_leg.basis, fps)
+        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at, largest)
         if kept is not None:  # frames where the hips moved differ from the input's pose
             solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
             changed = changed | kept
