@@ -9,6 +9,7 @@ import numpy as np
 
 from ...rig import plant_read, pose_frames
 from ...solvers import plant, plant_legs, quat
+from ...solvers.contacts import window_frames
 from . import contact_eases, contact_pitch
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
@@ -137,13 +138,15 @@ def solve_leg(
     joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch)."""
     pole = knee_poles(leg, fps)
     solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
-    out, changed = contact_eases.joint_eases(plan, leg.basis, solved)
+    # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
+    budget = None if largest is None else contact_pitch.ease_budget(leg.basis, fps, largest)
+    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, window_frames(fps))
     if largest is not None and plan.holds:
 
         def solve_rows(rows, turns):
             return positional(leg, plan.target[rows], softness, fps, turns, rows, pole)[0]
 
-        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt)
+        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt, budget)
         if pitched is not None:
             solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)

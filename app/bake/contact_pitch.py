@@ -29,6 +29,9 @@ PITCH_STEP = math.radians(2.5)
 PUSH_OFF_SECONDS = 0.4
 TRIGGER = 1.05
 CAP = 1.0
+# An ease's time is warped by the room the input's joints leave under their largest speed, and
+# moves at least this share of its even pace where they leave none.
+BUDGET_FLOOR = 0.1
 
 
 def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
@@ -38,6 +41,18 @@ def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
         return np.zeros(0)
     dot = np.abs(np.sum(basis[:-k] * basis[k:], axis=-1))
     return (2.0 * np.arccos(np.minimum(dot, 1.0))).max(axis=-1) * (fps / k)
+
+
+def ease_budget(basis: np.ndarray, fps: float, largest: float, floor: float = BUDGET_FLOOR) -> np.ndarray:
+    """(F,) per frame, how much faster than the input a joint may turn there: `largest` less the
+    input's own joint speed over the windows that step lies in (at least `floor` x `largest`)."""
+    k = window_frames(fps)
+    speeds = window_speeds(basis, k, fps)
+    frames = len(basis)
+    own = np.zeros(frames)
+    for j in range(k):  # a step from frame t - 1 to t lies in the windows starting at t - k .. t - 1
+        own[j + 1 : j + 1 + len(speeds)] = np.maximum(own[j + 1 : j + 1 + len(speeds)], speeds[: frames - j - 1])
+    return np.maximum(largest - own, floor * largest)
 
 
 def _knots(hold: plant.Hold, k: int, span: int) -> np.ndarray:
@@ -54,13 +69,22 @@ def _following(plan: plant.PlantPlan, hold: plant.Hold, frames: int) -> int:
 
 
 def push_off(
-    leg: plant_read.LegFrames, plan: plant.PlantPlan, solved, out, solve_rows, fps: float, largest: float, tilt=None
+    leg: plant_read.LegFrames,
+    plan: plant.PlantPlan,
+    solved,
+    out,
+    solve_rows,
+    fps: float,
+    largest: float,
+    tilt=None,
+    budget=None,
 ):
     """(solved, out, changed) with the push-off's pitch reworked where that lowers the leg's largest
     joint speed, or None where no hold needs it. `solved`: the positional solve (F, 3, 4), `out`:
     after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
     solve (F', 3, 4) of frames `rows` with the foot turned by world `turns` (F', 4); `largest`: the
-    input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None."""
+    input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None;
+    `budget`: the eases' time warp (ease_budget), or None."""
     frames = len(out)
     k = window_frames(fps)
     speeds = window_speeds(out, k, fps)
@@ -96,7 +120,7 @@ def push_off(
         target = None
         if following < frames and following <= hold.end + int(math.ceil(plan.blend)):
             target = quat.multiply(solved[following], quat.conjugate(leg.basis[following]))
-        ease = contact_eases.eased_out(plan, hold, after, leg.basis[after], corrections, following, target)
+        ease = contact_eases.eased_out(plan, hold, after, leg.basis[after], corrections, following, target, budget)
         before = solved[knots[0] - k]
         path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest, allowed, k)
         span_frames = np.arange(knots[0] - k, hold.end)
@@ -109,7 +133,7 @@ def push_off(
         turns = quat.multiply(turns, tilt[rows])
     pitched = solved.copy()
     pitched[rows] = solve_rows(rows, turns)
-    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched)
+    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k)
     if window_speeds(new_out, k, fps).max() >= speeds.max():
         return None
     return pitched, new_out, changed
