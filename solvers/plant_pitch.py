@@ -38,7 +38,7 @@ def pitch_path(
     allowed: np.ndarray | None = None,
     stride: int = 1,
 ) -> tuple[np.ndarray, float]:
-    """(the index into `angles` per knot (K,), the path's largest joint speed).
+    """(the index into `angles` per knot (K,), the path's largest joint speed, no lower than `cap`).
 
     `candidates` (G, K, n, 4): the leg's n local rotations (unit quaternions) at K knots for each
     of the G pitch `angles`; `before` (n, 4): at the knot before the first (the captured pitch);

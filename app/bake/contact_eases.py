@@ -56,16 +56,18 @@ def _fastest(rotations: np.ndarray, window: int) -> float:
     return float(np.max(2.0 * np.arccos(np.minimum(dot, 1.0))))
 
 
-def joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, budget=None, window: int = 1) -> tuple:
+def joint_eases(
+    plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, budget=None, window: int = 1, limit: float = 0.0
+) -> tuple:
     """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
     target) on hold and clamp frames; after a hold, the input's with the correction of its last
     frame faded out (solvers.plant_legs.faded) over the `plan.blend` frames (issue 21 item 2: then
     the leg plays its input: the swing keeps its height), into the next hold's correction where that
     starts sooner; before it, the ground snap's correction of its first frame faded in over the
     plan's ease-in frames. `inputs`: the input's local rotations (with the hips lowered, the leg
-    solved for the input's tip: contact_hips.kept_feet). `budget` (F,): each ease is also tried
-    with its time warped by it (the room the input's joints leave, contact_pitch.ease_budget) and
-    the one whose joints turn least over `window` frames kept."""
+    solved for the input's tip: contact_hips.kept_feet). `budget` (F,): an ease whose joints turn
+    more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
+    room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
     changed = plan.changed.copy()
     frames = len(inputs)
@@ -83,9 +85,9 @@ def joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, b
             target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
         after = ease_frames(plan, hold, following, frames)
         out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target)[0]
-        if budget is not None and len(after):
-            near = slice(max(0, last - window + 1), min(frames, after[-1] + window + 1))
-            plain = _fastest(out[near], window)
+        near = slice(max(0, last - window + 1), min(frames, (after[-1] if len(after) else last) + window + 1))
+        plain = _fastest(out[near], window) if budget is not None else 0.0
+        if plain > limit:
             kept = out[after]
             out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target, budget)[0]
             if _fastest(out[near], window) >= plain:

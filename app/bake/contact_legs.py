@@ -140,13 +140,15 @@ def solve_leg(
     solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
     # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
     budget = None if largest is None else contact_pitch.ease_budget(leg.basis, fps, largest)
-    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, window_frames(fps))
+    k = window_frames(fps)
+    limit = 0.0 if largest is None else contact_pitch.TRIGGER * largest * k / fps
+    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit)
     if largest is not None and plan.holds:
 
         def solve_rows(rows, turns):
             return positional(leg, plan.target[rows], softness, fps, turns, rows, pole)[0]
 
-        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt, budget)
+        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt, budget, limit)
         if pitched is not None:
             solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)

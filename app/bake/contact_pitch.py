@@ -25,7 +25,7 @@ from ...solvers.contacts import window_frames
 from . import contact_eases
 
 PITCH_LIMIT = math.radians(20.0)
-PITCH_STEP = math.radians(2.5)
+PITCH_STEP = math.radians(5.0)
 PUSH_OFF_SECONDS = 0.4
 TRIGGER = 1.05
 CAP = 1.0
@@ -78,13 +78,14 @@ def push_off(
     largest: float,
     tilt=None,
     budget=None,
+    limit: float = 0.0,
 ):
     """(solved, out, changed) with the push-off's pitch reworked where that lowers the leg's largest
     joint speed, or None where no hold needs it. `solved`: the positional solve (F, 3, 4), `out`:
     after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
     solve (F', 3, 4) of frames `rows` with the foot turned by world `turns` (F', 4); `largest`: the
     input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None;
-    `budget`: the eases' time warp (ease_budget), or None."""
+    `budget`, `limit`: the eases' time warp (ease_budget) and where it is tried (contact_eases)."""
     frames = len(out)
     k = window_frames(fps)
     speeds = window_speeds(out, k, fps)
@@ -133,7 +134,7 @@ def push_off(
         turns = quat.multiply(turns, tilt[rows])
     pitched = solved.copy()
     pitched[rows] = solve_rows(rows, turns)
-    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k)
+    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit)
     if window_speeds(new_out, k, fps).max() >= speeds.max():
         return None
     return pitched, new_out, changed
