@@ -241,7 +241,7 @@ def write_keys_in(
         for low, high in frame_ranges:
             keep &= (t < low - FRAME_EPSILON) | (t > high + FRAME_EPSILON)
         rebuild = not np.all(keep)
-        if rebuild and handles is None and _same_frames(t[~keep], frames):
+        if rebuild and handles is None and np.any(keep) and _same_frames(t[~keep], frames):
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
             return _overwrite(fc, co, np.flatnonzero(~keep), values, interpolation)

@@ -65,7 +65,8 @@ def joint_eases(
     the leg plays its input: the swing keeps its height), into the next hold's correction where that
     starts sooner; before it, the ground snap's correction of its first frame faded in over the
     plan's ease-in frames. `inputs`: the input's local rotations (with the hips lowered, the leg
-    solved for the input's tip: contact_hips.kept_feet). `budget` (F,): an ease whose joints turn
+    solved for the input's tip: contact_hips.kept_feet). `budget` (F,), or a function giving it
+    (called where first needed): an ease whose joints turn
     more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
     room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
@@ -88,6 +89,8 @@ def joint_eases(
         near = slice(max(0, last - window + 1), min(frames, (after[-1] if len(after) else last) + window + 1))
         plain = _fastest(out[near], window) if budget is not None else 0.0
         if plain > limit:
+            if callable(budget):
+                budget = budget()
             kept = out[after]
             out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target, budget)[0]
             if _fastest(out[near], window) >= plain:

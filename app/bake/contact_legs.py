@@ -5,6 +5,8 @@ app.bake.contact_hips lowers the hips instead)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...rig import plant_read, pose_frames
@@ -139,7 +141,9 @@ def solve_leg(
     pole = knee_poles(leg, fps)
     solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
     # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
-    budget = None if largest is None else contact_pitch.ease_budget(leg.basis, fps, largest)
+    budget = None
+    if largest is not None:
+        budget = functools.cache(lambda: contact_pitch.ease_budget(leg.basis, fps, largest))
     k = window_frames(fps)
     limit = 0.0 if largest is None else contact_pitch.TRIGGER * largest * k / fps
     out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit)

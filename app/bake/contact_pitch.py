@@ -85,7 +85,8 @@ def push_off(
     after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
     solve (F', 3, 4) of frames `rows` with the foot turned by world `turns` (F', 4); `largest`: the
     input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None;
-    `budget`, `limit`: the eases' time warp (ease_budget) and where it is tried (contact_eases)."""
+    `budget`, `limit`: the eases' time warp (ease_budget, or a function giving it) and where it is
+    tried (contact_eases)."""
     frames = len(out)
     k = window_frames(fps)
     speeds = window_speeds(out, k, fps)
@@ -100,6 +101,8 @@ def push_off(
             holds.append((hold, knots, ease, following))
     if not holds:
         return None
+    if callable(budget):
+        budget = budget()
     steps = int(round(PITCH_LIMIT / PITCH_STEP))
     angles = PITCH_STEP * np.arange(-steps, steps + 1)
     axes = plant_pitch.pitch_axes(leg.heel_world, leg.toe_world)
