@@ -27,6 +27,8 @@ def _progress(after: np.ndarray, last: int, steps: float, budget) -> np.ndarray:
         return (after - last) / float(steps)
     count = int(math.ceil(steps))
     spent = np.cumsum(budget[np.minimum(np.arange(last + 1, last + count + 1), len(budget) - 1)])
+    if not (count and spent[-1] > 0.0 and np.isfinite(spent[-1])):  # no budget: the even pace
+        return (after - last) / float(steps)
     return np.concatenate([[0.0], spent / spent[-1]])[np.minimum(after - last, count)]
 
 
@@ -93,7 +95,7 @@ def joint_eases(
                 budget = budget()
             kept = out[after]
             out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target, budget)[0]
-            if _fastest(out[near], window) >= plain:
+            if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
                 out[after] = kept
         eased[after] = changed[after] = True
         if ease_in:

@@ -142,12 +142,12 @@ def solve_leg(
     solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
     # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
     budget = None
-    if largest is not None:
+    if largest is not None and largest > 0.0:
         budget = functools.cache(lambda: contact_pitch.ease_budget(leg.basis, fps, largest))
     k = window_frames(fps)
-    limit = 0.0 if largest is None else contact_pitch.TRIGGER * largest * k / fps
+    limit = 0.0 if budget is None else contact_pitch.TRIGGER * largest * k / fps
     out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit)
-    if largest is not None and plan.holds:
+    if budget is not None and plan.holds:
 
         def solve_rows(rows, turns):
             return positional(leg, plan.target[rows], softness, fps, turns, rows, pole)[0]
