@@ -126,12 +126,13 @@ def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:
     armature-space rotations, `parent_turn` the world turn its parent took (None: none) and
     `own_turn` the world turn it should take (None: none: it keeps its input world rotation,
     the parent's turn undone). Its world rotation is parent x rest x basis, so the new basis is
-    basis world^-1 parent_turn^-1 own_turn world."""
+    basis world^-1 parent_turn^-1 own_turn world. Several bones at once: (F, n, 4) each (turns
+    given for all, the identity where none)."""
     basis, world = np.asarray(basis, dtype=float), np.asarray(world, dtype=float)
-    if basis.shape != world.shape or basis.ndim != 2 or basis.shape[1] != 4:
+    if basis.shape != world.shape or basis.ndim not in (2, 3) or basis.shape[-1] != 4:
         raise ValueError(f"basis and world rotations must be alike (F, 4), got {basis.shape} and {world.shape}")
     turn = np.zeros_like(world)
-    turn[:, 0] = 1.0
+    turn[..., 0] = 1.0
     if parent_turn is not None:
         turn = quat.conjugate(np.asarray(parent_turn, dtype=float))
     if own_turn is not None:
@@ -179,19 +180,25 @@ def faded(basis, correction, weight) -> np.ndarray:
     return quat.normalize(quat.multiply(step, basis))
 
 
-def leg_points(hip, knee, ankle, toe, world, basis, new_basis) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def leg_changes(world, basis, new_basis) -> np.ndarray:
+    """(F, 3, 4) each bone's armature-space turn once the leg's three local rotations `basis`
+    (F, 3, 4) become `new_basis`: `world` (F, 3, 4) their input armature-space rotations (a bone's
+    turn is its parent's times world basis^-1 basis' world^-1, the three bones' own parts at once)."""
+    own = quat.multiply(
+        quat.multiply(world, quat.conjugate(basis)), quat.multiply(new_basis, quat.conjugate(world))
+    )
+    shin = quat.multiply(own[:, 0], own[:, 1])
+    return np.stack([own[:, 0], shin, quat.multiply(shin, own[:, 2])], axis=1)
+
+
+def leg_points(hip, knee, ankle, toe, world, basis, new_basis, turns=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(knee, ankle, toe) (F, 3) once the leg's three local rotations `basis` (F, 3, 4) become
     `new_basis`: `world` (F, 3, 4) their input armature-space rotations (forward kinematics of the
-    changes only: each bone's world turn is its parent's times world basis^-1 basis' world^-1)."""
-    turn = None
-    points = []
-    joints = (hip, knee, ankle, toe)
-    for b in range(3):
-        own = quat.multiply(
-            quat.multiply(world[:, b], quat.conjugate(basis[:, b])),
-            quat.multiply(new_basis[:, b], quat.conjugate(world[:, b])),
-        )
-        turn = own if turn is None else quat.multiply(turn, own)
-        base = joints[0] if b == 0 else points[-1]
-        points.append(base + quat.rotate(turn, joints[b + 1] - joints[b]))
-    return points[0], points[1], points[2]
+    changes only, `leg_changes`, or those `turns` where given)."""
+    if turns is None:
+        turns = leg_changes(world, basis, new_basis)
+    bones = np.stack([knee - hip, ankle - knee, toe - ankle], axis=1)
+    moved = quat.rotate(turns, bones)
+    new_knee = hip + moved[:, 0]
+    new_ankle = new_knee + moved[:, 1]
+    return new_knee, new_ankle, new_ankle + moved[:, 2]

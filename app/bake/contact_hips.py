@@ -124,18 +124,12 @@ def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> 
         return moved, changed
     basis = np.where(changed[:, None, None], solve(moved, leg.toe_world), moved.basis)
     heads = moved.heads
+    turns = plant_legs.leg_changes(moved.rotations, moved.basis, basis)
     knee, ankle, toe = plant_legs.leg_points(
-        heads[:, 0], heads[:, 1], heads[:, 2], moved.toe, moved.rotations, moved.basis, basis
+        heads[:, 0], heads[:, 1], heads[:, 2], moved.toe, moved.rotations, moved.basis, basis, turns
     )
-    rotations = np.empty_like(moved.rotations)
-    turn = None
-    for b in range(3):  # each bone's armature-space turn: its parent's times its own (leg_points)
-        own = quat.multiply(
-            quat.multiply(moved.rotations[:, b], quat.conjugate(moved.basis[:, b])),
-            quat.multiply(basis[:, b], quat.conjugate(moved.rotations[:, b])),
-        )
-        turn = own if turn is None else quat.multiply(turn, own)
-        rotations[:, b] = quat.normalize(quat.multiply(turn, moved.rotations[:, b]))
+    # each bone's armature-space rotation: its turn (its parent's times its own) times its input's
+    rotations = quat.normalize(quat.multiply(turns, moved.rotations))
     kept = plant_read.LegFrames(
         moved.names,
         moved.modes,

@@ -5,12 +5,14 @@ app.bake.contact_hips lowers the hips instead)."""
 
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
 
 from ...rig import plant_read, pose_frames
 from ...solvers import plant, plant_legs, quat
+from ...solvers.contacts import window_frames
+from . import contact_eases, contact_pitch
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
 # contact: the knee never quite straightens (its angle changes fastest there).
@@ -43,10 +45,38 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     return lifts
 
 
-def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None) -> tuple:
+def knee_poles(leg: plant_read.LegFrames, fps: float) -> np.ndarray:
+    """(F, 3) the side each frame's knee bends to (plant_legs.swivel over SWIVEL_SECONDS)."""
+    heads = leg.heads
+    return plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
+
+
+def leg_rows(leg: plant_read.LegFrames, rows: np.ndarray) -> plant_read.LegFrames:
+    """The leg on frames `rows` only (indices, repeats allowed)."""
+    return plant_read.LegFrames(
+        leg.names,
+        leg.modes,
+        leg.world[rows],
+        leg.heads[rows],
+        leg.toe[rows],
+        leg.rotations[rows],
+        leg.basis[rows],
+        leg.values,
+        leg.inverse3()[rows],
+    )
+
+
+def positional(
+    leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None, rows=None, pole=None
+) -> tuple:
     """The leg's local rotations (F, 3, 4) with its tip on world `target` (F, 3), the foot keeping
     its input world rotation (turned by `tilt` (F, 4), world, where given: the ground's slope),
-    and the ankle's world distance from its goal per frame."""
+    and the ankle's world distance from its goal per frame. `rows`: solve those frames only
+    (`target` and `tilt` given for them); `pole`: the knees' swivel on every frame (knee_poles)."""
+    if pole is None:
+        pole = knee_poles(leg, fps)
+    if rows is not None:
+        leg, pole = leg_rows(leg, rows), pole[rows]
     heads = leg.heads
     foot = leg.heel_world - leg.toe_world
     own = None
@@ -54,16 +84,14 @@ def positional(leg: plant_read.LegFrames, target: np.ndarray, softness: float, f
         foot = quat.rotate(tilt, foot)
         own = _to_armature(leg, tilt)
     goal = leg.to_local(target + foot)
-    pole = plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
     turns = plant_legs.leg_turns(heads[:, 0], heads[:, 1], heads[:, 2], goal, softness, pole)
-    basis = np.stack(
-        [
-            plant_legs.basis_after(leg.basis[:, 0], leg.rotations[:, 0], None, turns.thigh),
-            plant_legs.basis_after(leg.basis[:, 1], leg.rotations[:, 1], turns.thigh, turns.shin),
-            plant_legs.basis_after(leg.basis[:, 2], leg.rotations[:, 2], turns.shin, own),
-        ],
-        axis=1,
-    )
+    # The three bones in one call: the thigh's parent and the foot's own turn are the identity
+    # (the foot keeps its world rotation, or is tilted by `own`).
+    identity = np.zeros_like(turns.thigh)
+    identity[:, 0] = 1.0
+    parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
+    owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
+    basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
     scale = np.cbrt(np.abs(pose_frames.det3(leg.world[:, :3, :3])))
     return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
 
@@ -91,61 +119,42 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
 CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding, not a crossing
 
 
-def _joint_eases(plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray) -> tuple:
-    """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
-    target) on hold and clamp frames; after a hold, the input's with the correction of its last
-    frame faded out (solvers.plant_legs.faded) over the `plan.blend` frames (issue 21 item 2: then
-    the leg plays its input: the swing keeps its height), into the next hold's correction where that
-    starts sooner; before it, the ground snap's correction of its first frame faded in over the
-    plan's ease-in frames. `inputs`: the input's local rotations (with the hips lowered, the leg
-    solved for the input's tip: contact_hips.kept_feet)."""
-    out = np.where(plan.changed[:, None, None], solved, inputs)
-    changed = plan.changed.copy()
-    frames = len(inputs)
-    eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
-    starts = [h.start for h in plan.holds[1:]] + [frames]
-    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
-    for hold, following in zip(plan.holds, starts, strict=True):
-        last = hold.end - 1
-        # The three bones at once: (3, 4) corrections of the hold's last frame.
-        corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
-        length = plan.blend
-        end = hold.end + int(math.ceil(length)) + 1
-        ease_in = 0 if crossed else hold.ease_in
-        crossed = end > following < frames
-        if crossed:  # fade from this hold's correction into the next one's over the gap
-            after = np.arange(hold.end, following)
-            weight = plant.smooth((after - last) / float(following - last))
-            target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
-            step = plant_legs.slerp_identity(
-                np.broadcast_to(quat.multiply(quat.conjugate(corrections), target), (len(after), 3, 4)), weight
-            )
-            out[after] = quat.normalize(quat.multiply(quat.multiply(corrections, step), inputs[after]))
-        else:
-            after = np.arange(hold.end, min(end, frames))
-            weight = plant.ease(after - last, length)
-            out[after] = plant_legs.faded(inputs[after], corrections, weight)
-        eased[after] = changed[after] = True
-        if ease_in:
-            before = hold.start - np.arange(1, ease_in + 1)
-            weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
-            base = np.where(eased[before, None, None], out[before], inputs[before])
-            correction = quat.multiply(solved[hold.start], quat.conjugate(inputs[hold.start]))
-            out[before] = plant_legs.faded(base, correction, weight)
-    return out, changed
 
 
 def solve_leg(
-    leg: plant_read.LegFrames, plan: plant.PlantPlan, softness: float, fps: float, tilt=None, ground_at=None
+    leg: plant_read.LegFrames,
+    plan: plant.PlantPlan,
+    softness: float,
+    fps: float,
+    tilt=None,
+    ground_at=None,
+    largest: float | None = None,
 ) -> tuple:
     """(the leg's local rotations (F, 3, 4), the ankle's world distance from its goal on hold and
     clamp frames (F,), the frames changed (F,), where the tip then is (F, 3) world): holds solved
     for the planned tip, eases in joint space, and then, on any frame where that leaves the tip
     below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
-    `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground)."""
-    solved, errors = positional(leg, plan.target, softness, fps, tilt)
-    out, changed = _joint_eases(plan, leg.basis, solved)
+    `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground).
+    `largest`: the input's largest joint speed (rad/s): where given, a push-off that would turn a
+    joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch)."""
+    pole = knee_poles(leg, fps)
+    solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
+    # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
+    budget = None
+    if largest is not None and largest > 0.0:
+        budget = functools.cache(lambda: contact_pitch.ease_budget(leg.basis, fps, largest))
+    k = window_frames(fps)
+    limit = 0.0 if budget is None else contact_pitch.TRIGGER * largest * k / fps
+    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit)
+    if budget is not None and plan.holds:
+
+        def solve_rows(rows, turns):
+            return positional(leg, plan.target[rows], softness, fps, turns, rows, pole)[0]
+
+        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt, budget, limit)
+        if pitched is not None:
+            solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)
     heads = leg.heads
     points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
@@ -158,7 +167,8 @@ def solve_leg(
     if np.any(low):
         lifted = toe.copy()
         lifted[:, 2] = np.maximum(toe[:, 2], floor)
-        clamped, missed = positional(leg, lifted, softness, fps)
-        out[low], errors[low], toe[low] = clamped[low], missed[low], lifted[low]
+        rows = np.flatnonzero(low)
+        out[rows], errors[rows] = positional(leg, lifted[rows], softness, fps, rows=rows, pole=pole)
+        toe[rows] = lifted[rows]
         changed |= low
     return out, errors, changed, toe

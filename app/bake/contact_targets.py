@@ -302,7 +302,8 @@ def solve_steps(
         toe, heel = input_leg.toe_world, input_leg.heel_world
         if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
             lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
-            plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
+            if np.any(lifts):  # (none: the plan as it is, planned with no clearance)
+                plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
         offset = np.any(first.offset != 0.0, axis=1)
         plan = replace(plan, target=plan.target + first.offset, changed=plan.changed | offset)
         tilt = None
@@ -315,7 +316,8 @@ def solve_steps(
             def ground_at(points, spec=spec, length=length):
                 return ground_under(probe, spec, points, frames, length)
 
-        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at)
+        largest = foot_metrics.largest_angular_speed(input_leg.basis, fps)
+        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at, largest)
         if kept is not None:  # frames where the hips moved differ from the input's pose
             solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
             changed = changed | kept

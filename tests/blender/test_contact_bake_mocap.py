@@ -30,13 +30,17 @@ def _curves(obj) -> dict:
     return out
 
 
-def test_a_retargeted_walk_keeps_its_feet_planted(scene):
+@pytest.mark.parametrize("legs", [1.2, 0.8])
+def test_a_retargeted_walk_keeps_its_feet_planted(scene, legs):
+    """Legs 20% longer and shorter; the joints turn no faster than 1.1x the input's largest (issue 21
+    item 5: no new pop; the walk's push-off reached 1.21x on legs 20% shorter before the foot's pitch
+    there was chosen for it, app.bake.contact_pitch)."""
     from chain_ik.rig import contacts as rig_contacts
 
     clip = mocap_rigs.CLIPS["walk"]
     source = mocap_rigs.load_clip("walk")
     mocap_rigs.add_leg_chains(source, clip)
-    obj = mocap_rigs.retarget(source, clip, 1.2)
+    obj = mocap_rigs.retarget(source, clip, legs)
     scene = bpy.context.scene
     frames = np.arange(scene.frame_start, scene.frame_end + 1)
     feet = rig_contacts.sample_feet(bpy.context, source, source.chain_ik.chains, frames)
@@ -64,7 +68,7 @@ def test_a_retargeted_walk_keeps_its_feet_planted(scene):
         assert figures["slide_after"]["mean"] <= 0.1 * figures["slide_before"]["mean"]
         assert figures["slide_after"]["median"] < 1e-3
         assert figures["lowest_after"] >= -1e-4
-        assert figures["angular_after"] <= 1.2 * figures["angular_before"]
+        assert figures["angular_after"] <= 1.1 * figures["angular_before"]
         print(report.line())
 
 

@@ -201,6 +201,7 @@ SOLVERS_MODULES = {
             "metrics",
             "plant",
             "plant_legs",
+            "plant_pitch",
         )
     },
     "solvers": 5,

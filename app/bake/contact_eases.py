@@ -1,0 +1,107 @@
+"""The planted leg's eases in joint space (app.bake.contact_legs): after a hold, the correction of its
+last frame (new local rotation x input's^-1, per bone) faded out on the parent's side over the plan's
+blend frames, or into the next hold's correction where that starts sooner; before a hold, the ground
+snap's correction faded in. An ease of the tip's position through IK would turn a nearly straight
+knee far faster than the foot moves."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...solvers import plant, plant_legs, quat
+
+
+def ease_frames(plan: plant.PlantPlan, hold: plant.Hold, following: int, frames: int) -> np.ndarray:
+    """The frames of the ease after `hold`: `plan.blend` frames, or up to `following` (the next
+    hold's start) where that comes first."""
+    return np.arange(hold.end, min(hold.end + int(math.ceil(plan.blend)) + 1, following, frames))
+
+
+def _progress(after: np.ndarray, last: int, steps: float, budget) -> np.ndarray:
+    """(k,) how far along an ease of `steps` frames after frame `last` each of `after` is: k / steps,
+    or, with a `budget` (F,) per frame, the share of the budget spent by then (the ease's time
+    warped so that it moves most where the budget is largest)."""
+    if budget is None:
+        return (after - last) / float(steps)
+    count = int(math.ceil(steps))
+    spent = np.cumsum(budget[np.minimum(np.arange(last + 1, last + count + 1), len(budget) - 1)])
+    if not (count and spent[-1] > 0.0 and np.isfinite(spent[-1])):  # no budget: the even pace
+        return (after - last) / float(steps)
+    return np.concatenate([[0.0], spent / spent[-1]])[np.minimum(after - last, count)]
+
+
+def eased_out(plan, hold, after, inputs, corrections, following: int, target=None, budget=None) -> np.ndarray:
+    """(G, k, 3, 4) the leg's local rotations on the ease's frames `after` (k,) for G corrections
+    (G, 3, 4) of the hold's last frame: faded out (plant_legs.faded) over `plan.blend` frames, or,
+    where the ease runs into the next hold (`target`: its first frame's correction (3, 4), at
+    frame `following`), faded from one correction into the other over the gap. `inputs` (k, 3, 4)."""
+    last = hold.end - 1
+    count = len(corrections)
+    shape = (count, len(after), 3, 4)
+    fixes = np.broadcast_to(corrections[:, None], shape).reshape(-1, 3, 4)
+    if target is None:
+        weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget)), count)
+        return plant_legs.faded(np.broadcast_to(inputs, shape).reshape(-1, 3, 4), fixes, weight).reshape(shape)
+    weight = np.tile(plant.smooth(_progress(after, last, following - last, budget)), count)
+    step = plant_legs.slerp_identity(quat.multiply(quat.conjugate(fixes), target), weight)
+    turned = quat.multiply(quat.multiply(fixes, step), np.broadcast_to(inputs, shape).reshape(-1, 3, 4))
+    return quat.normalize(turned).reshape(shape)
+
+
+def _fastest(rotations: np.ndarray, window: int) -> float:
+    """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
+    if len(rotations) <= window:
+        return 0.0
+    dot = np.abs(np.sum(rotations[:-window] * rotations[window:], axis=-1))
+    return float(np.max(2.0 * np.arccos(np.minimum(dot, 1.0))))
+
+
+def joint_eases(
+    plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, budget=None, window: int = 1, limit: float = 0.0
+) -> tuple:
+    """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
+    target) on hold and clamp frames; after a hold, the input's with the correction of its last
+    frame faded out (solvers.plant_legs.faded) over the `plan.blend` frames (issue 21 item 2: then
+    the leg plays its input: the swing keeps its height), into the next hold's correction where that
+    starts sooner; before it, the ground snap's correction of its first frame faded in over the
+    plan's ease-in frames. `inputs`: the input's local rotations (with the hips lowered, the leg
+    solved for the input's tip: contact_hips.kept_feet). `budget` (F,), or a function giving it
+    (called where first needed): an ease whose joints turn
+    more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
+    room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept."""
+    out = np.where(plan.changed[:, None, None], solved, inputs)
+    changed = plan.changed.copy()
+    frames = len(inputs)
+    eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
+    starts = [h.start for h in plan.holds[1:]] + [frames]
+    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
+    for hold, following in zip(plan.holds, starts, strict=True):
+        last = hold.end - 1
+        # The three bones at once: (3, 4) corrections of the hold's last frame.
+        corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
+        ease_in = 0 if crossed else hold.ease_in
+        target = None
+        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < frames
+        if crossed:
+            target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
+        after = ease_frames(plan, hold, following, frames)
+        out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target)[0]
+        near = slice(max(0, last - window + 1), min(frames, (after[-1] if len(after) else last) + window + 1))
+        plain = _fastest(out[near], window) if budget is not None else 0.0
+        if plain > limit:
+            if callable(budget):
+                budget = budget()
+            kept = out[after]
+            out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target, budget)[0]
+            if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
+                out[after] = kept
+        eased[after] = changed[after] = True
+        if ease_in:
+            before = hold.start - np.arange(1, ease_in + 1)
+            weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
+            base = np.where(eased[before, None, None], out[before], inputs[before])
+            correction = quat.multiply(solved[hold.start], quat.conjugate(inputs[hold.start]))
+            out[before] = plant_legs.faded(base, correction, weight)
+    return out, changed

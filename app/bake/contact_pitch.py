@@ -1,0 +1,143 @@
+"""The planted foot's pitch at push-off, where holding the captured pitch would pop a joint (issue 21
+item 5: the largest joint speed at most 1.1x the input's), for app.bake.contact_legs.
+
+Holding the tip with the foot's captured world pitch fixes the ankle: at push-off, where the hold
+keeps the ankle farther from the hip than the capture has it, the knee cannot flex as the capture's
+does, and the ankle (in the hold's last frames) or the knee (in the ease after it) turns faster than
+anything in the capture (walks: up to 1.21x). Only holds whose joints near their end turn faster
+than TRIGGER x the input's largest joint speed are reworked: over their last PUSH_OFF_SECONDS the
+foot's pitch about the held tip is chosen per knot (every 1/30 s) from a grid of PITCH_STEP up to
+PITCH_LIMIT either way (solvers.plant_pitch: the least largest joint speed, from the hold into the
+ease after it, and among paths under CAP x the input's, the least deviation from the captured
+pitch), never putting the heel below the ground, and interpolated between knots. The tip stays
+held (no slide); the result is kept only where it lowers the leg's largest joint speed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...rig import plant_read
+from ...solvers import plant, plant_pitch, quat
+from ...solvers.contacts import window_frames
+from . import contact_eases
+
+PITCH_LIMIT = math.radians(20.0)
+PITCH_STEP = math.radians(5.0)
+PUSH_OFF_SECONDS = 0.4
+TRIGGER = 1.05
+CAP = 1.0
+# An ease's time is warped by the room the input's joints leave under their largest speed, and
+# moves at least this share of its even pace where they leave none.
+BUDGET_FLOOR = 0.1
+
+
+def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
+    """(F - k,) the largest joint angular speed of local rotations `basis` (F, n, 4) over k frames
+    from each frame (rad/s)."""
+    if len(basis) <= k:
+        return np.zeros(0)
+    dot = np.abs(np.sum(basis[:-k] * basis[k:], axis=-1))
+    return (2.0 * np.arccos(np.minimum(dot, 1.0))).max(axis=-1) * (fps / k)
+
+
+def ease_budget(basis: np.ndarray, fps: float, largest: float, floor: float = BUDGET_FLOOR) -> np.ndarray:
+    """(F,) per frame, how much faster than the input a joint may turn there: `largest` less the
+    input's own joint speed over the windows that step lies in (at least `floor` x `largest`)."""
+    k = window_frames(fps)
+    speeds = window_speeds(basis, k, fps)
+    frames = len(basis)
+    own = np.zeros(frames)
+    for j in range(k):  # a step from frame t - 1 to t lies in the windows starting at t - k .. t - 1
+        own[j + 1 : j + 1 + len(speeds)] = np.maximum(own[j + 1 : j + 1 + len(speeds)], speeds[: frames - j - 1])
+    return np.maximum(largest - own, floor * largest)
+
+
+def _knots(hold: plant.Hold, k: int, span: int) -> np.ndarray:
+    """The hold's knots: every k frames back from its last frame, over `span` frames, the first at
+    least k frames after the hold's start (the knot before it stays at the captured pitch)."""
+    last = hold.end - 1
+    first = max(hold.start + k, last - span)
+    return np.arange(last, first - 1, -k)[::-1]
+
+
+def _following(plan: plant.PlantPlan, hold: plant.Hold, frames: int) -> int:
+    """The next hold's first frame (`frames` where none)."""
+    return next((h.start for h in plan.holds if h.start >= hold.end), frames)
+
+
+def push_off(
+    leg: plant_read.LegFrames,
+    plan: plant.PlantPlan,
+    solved,
+    out,
+    solve_rows,
+    fps: float,
+    largest: float,
+    tilt=None,
+    budget=None,
+    limit: float = 0.0,
+):
+    """(solved, out, changed) with the push-off's pitch reworked where that lowers the leg's largest
+    joint speed, or None where no hold needs it. `solved`: the positional solve (F, 3, 4), `out`:
+    after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
+    solve (F', 3, 4) of frames `rows` with the foot turned by world `turns` (F', 4); `largest`: the
+    input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None;
+    `budget`, `limit`: the eases' time warp (ease_budget, or a function giving it) and where it is
+    tried (contact_eases)."""
+    frames = len(out)
+    k = window_frames(fps)
+    speeds = window_speeds(out, k, fps)
+    span = int(round(PUSH_OFF_SECONDS * fps))
+    holds = []
+    for hold in plan.holds:
+        following = _following(plan, hold, frames)
+        ease = contact_eases.ease_frames(plan, hold, following, frames)
+        near = speeds[max(0, hold.end - span - k) : min(len(speeds), hold.end + len(ease))]
+        knots = _knots(hold, k, span)
+        if len(near) and near.max() > TRIGGER * largest and len(knots):
+            holds.append((hold, knots, ease, following))
+    if not holds:
+        return None
+    if callable(budget):
+        budget = budget()
+    steps = int(round(PITCH_LIMIT / PITCH_STEP))
+    angles = PITCH_STEP * np.arange(-steps, steps + 1)
+    axes = plant_pitch.pitch_axes(leg.heel_world, leg.toe_world)
+    foot = leg.heel_world - leg.toe_world
+    phi = np.zeros(frames)
+    for hold, knots, after, following in holds:
+        rows = np.tile(knots, len(angles))
+        turns = plant_pitch.pitch_turns(axes[rows], np.repeat(angles, len(knots)))
+        if tilt is not None:
+            turns = quat.multiply(turns, tilt[rows])
+        candidates = solve_rows(rows, turns)
+        candidates = candidates.reshape(len(angles), len(knots), 3, 4)
+        allowed = None
+        if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
+            heel = plan.target[rows, 2] + quat.rotate(turns, foot[rows])[:, 2]
+            allowed = (heel >= plan.ground[rows]).reshape(len(angles), len(knots))
+        last = knots[-1]
+        corrections = quat.multiply(candidates[:, -1], quat.conjugate(leg.basis[last])[None])
+        target = None
+        if following < frames and following <= hold.end + int(math.ceil(plan.blend)):
+            target = quat.multiply(solved[following], quat.conjugate(leg.basis[following]))
+        ease = contact_eases.eased_out(plan, hold, after, leg.basis[after], corrections, following, target, budget)
+        before = solved[knots[0] - k]
+        path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest, allowed, k)
+        span_frames = np.arange(knots[0] - k, hold.end)
+        phi[span_frames] = np.interp(span_frames, np.concatenate([[knots[0] - k], knots]), np.r_[0.0, angles[path]])
+    rows = np.flatnonzero(phi != 0.0)
+    if not len(rows):
+        return None
+    turns = plant_pitch.pitch_turns(axes[rows], phi[rows])
+    if tilt is not None:
+        turns = quat.multiply(turns, tilt[rows])
+    pitched = solved.copy()
+    pitched[rows] = solve_rows(rows, turns)
+    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit)
+    if window_speeds(new_out, k, fps).max() >= speeds.max():
+        return None
+    return pitched, new_out, changed

@@ -1,0 +1,96 @@
+"""A planted foot's pitch at push-off (issue 21 item 5, no new pop), numpy + stdlib only.
+
+A held tip with the foot's world pitch as captured fixes the ankle, so at push-off (the heel rising
+while the tip stays down) the leg's whole configuration is set by where the hips are: where the
+hold keeps the ankle farther from the hip than the capture has it (the retarget's float taken
+out, the capture's tip rolling forward), the knee cannot flex as fast as the capture's and the
+ankle, or the ease after the hold, turns faster than anything in the capture. The one freedom
+left that moves neither the held tip nor the hips is the foot's pitch about the held tip.
+
+`pitch_path` chooses it on a few knots over the hold's last frames: a pitch per knot from a grid
+of angles, by dynamic programming over the knots, minimising the largest joint angular speed
+between consecutive knots (from the knot before, at the captured pitch, to the frames the ease
+after the hold covers), and among the paths that stay under `cap`, the one that deviates least
+from the capture (the summed |angle|). Bounded by the grid; the caller interpolates between knots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import quat
+
+
+def _speeds(a: np.ndarray, b: np.ndarray, seconds: float) -> np.ndarray:
+    """Largest angle between rotations `a` (..., n, 4) and `b` (..., n, 4) over their n joints,
+    divided by `seconds`."""
+    dot = np.abs(np.sum(a * b, axis=-1))
+    return (2.0 * np.arccos(np.minimum(dot, 1.0))).max(axis=-1) / seconds
+
+
+def pitch_path(
+    candidates: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    angles: np.ndarray,
+    seconds: float,
+    cap: float,
+    allowed: np.ndarray | None = None,
+    stride: int = 1,
+) -> tuple[np.ndarray, float]:
+    """(the index into `angles` per knot (K,), the path's largest joint speed, no lower than `cap`).
+
+    `candidates` (G, K, n, 4): the leg's n local rotations (unit quaternions) at K knots for each
+    of the G pitch `angles`; `before` (n, 4): at the knot before the first (the captured pitch);
+    `after` (G, P, n, 4): on P frames after the last knot, given the last knot's angle (the ease
+    after the hold), P may be 0, measured over every `stride` frames (the knots' spacing);
+    `seconds`: the time between knots; `cap`: the joint speed (radians per
+    second) below which speeds are not traded for deviation; `allowed` (G, K) bool: candidates
+    that may be used (e.g. the heel above the ground)."""
+    candidates = np.asarray(candidates, dtype=float)
+    count, knots = candidates.shape[:2]
+    angles = np.asarray(angles, dtype=float)
+    if angles.shape != (count,) or knots == 0:
+        raise ValueError(f"pitch angles must be one per candidate ({count}), with knots, got {angles.shape}")
+    deviation = np.abs(angles)
+    banned = np.zeros((count, knots), dtype=bool) if allowed is None else ~np.asarray(allowed, dtype=bool)
+    # Primary: the largest speed so far (never below cap); secondary: the summed deviation.
+    worst = np.maximum(_speeds(before[None], candidates[:, 0], seconds), cap)
+    worst[banned[:, 0]] = np.inf
+    spent = deviation.copy()
+    back = np.empty((knots, count), dtype=int)
+    for k in range(1, knots):
+        step = _speeds(candidates[:, None, k - 1], candidates[None, :, k], seconds)  # (from, to)
+        total = np.maximum(np.maximum(worst[:, None], step), cap)
+        best = total.min(axis=0)
+        # Among the predecessors as good as the best (exact ties: all under cap are cap), the least deviation.
+        tied = np.where(total <= best[None, :], spent[:, None], np.inf)
+        back[k] = np.argmin(tied, axis=0)
+        worst = best
+        worst[banned[:, k]] = np.inf
+        spent = spent[back[k]] + deviation
+    after = np.asarray(after, dtype=float)
+    if after.shape[1] >= stride:
+        chain = np.concatenate([candidates[:, -1:], after], axis=1)
+        tail = _speeds(chain[:, :-stride], chain[:, stride:], seconds).max(axis=1)
+        worst = np.maximum(worst, tail)
+    final = np.maximum(worst, cap)
+    last = int(np.argmin(np.where(final <= final.min(), spent, np.inf)))
+    path = [last]
+    for k in range(knots - 1, 0, -1):
+        path.append(int(back[k][path[-1]]))
+    return np.array(path[::-1]), float(worst[last])
+
+
+def pitch_turns(axes: np.ndarray, angles: np.ndarray) -> np.ndarray:
+    """(F, 4) world turns by `angles` (F,) radians about unit `axes` (F, 3)."""
+    return quat.from_rotation_vector(np.asarray(axes, dtype=float) * np.asarray(angles, dtype=float)[:, None])
+
+
+def pitch_axes(heel: np.ndarray, tip: np.ndarray) -> np.ndarray:
+    """(F, 3) the foot's pitch axis per frame (world, z up): across the foot, level, so that a
+    positive angle lifts the heel about the tip (the identity's axis where the foot is vertical)."""
+    foot = np.asarray(tip, dtype=float) - np.asarray(heel, dtype=float)
+    axis = np.stack([-foot[:, 1], foot[:, 0], np.zeros(len(foot))], axis=1)  # up x foot
+    length = np.linalg.norm(axis, axis=1, keepdims=True)
+    return np.divide(axis, length, out=np.zeros_like(axis), where=length > 0.0)

@@ -1,0 +1,69 @@
+"""rig.keys.write_keys_in overwrites keys in place where the keys it replaces sit on the new frames (a
+capture keyed on every frame, as a planted bake writes it): the F-Curve must be the one the rebuild
+gives, every key attribute of every key, kept and new."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+
+
+def _curve(name: str):
+    from chain_ik.rig import keys
+
+    obj = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.keyframe_insert("location", index=0, frame=1)
+    fc = keys.assigned_fcurves(obj)[0]
+    kp = fc.keyframe_points
+    kp.clear()
+    frames = np.arange(1, 31, dtype=np.float32)
+    kp.add(len(frames))
+    co = np.empty(2 * len(frames), dtype=np.float32)
+    co[0::2], co[1::2] = frames, np.sin(frames / 4.0)
+    kp.foreach_set("co", co)
+    # Keys not as new keys come: other interpolations, handle types, easings, key types, selection.
+    for i, key in enumerate(kp):
+        key.interpolation = ("LINEAR", "CONSTANT", "BEZIER", "ELASTIC")[i % 4]
+        key.handle_left_type = key.handle_right_type = ("VECTOR", "AUTO", "FREE", "ALIGNED", "AUTO_CLAMPED")[i % 5]
+        key.easing = ("EASE_IN", "AUTO")[i % 2]
+        key.type = ("BREAKDOWN", "KEYFRAME", "JITTER")[i % 3]
+        key.back, key.amplitude, key.period = 1.5, 0.3, 2.0
+        key.select_control_point = bool(i % 2)
+    fc.update()
+    return fc
+
+
+def _attributes(fc) -> dict:
+    from chain_ik.rig import keys
+
+    kp = fc.keyframe_points
+    out = {}
+    for name, width, dtype in keys.KEY_ATTRIBUTES:
+        array = np.empty(width * len(kp), dtype=dtype)
+        kp.foreach_get(name, array)
+        out[name] = array
+    return out
+
+
+@pytest.mark.parametrize("interpolation", ["BEZIER", "LINEAR"])
+def test_an_overwrite_in_place_gives_the_rebuilds_curve(scene, monkeypatch, interpolation):
+    from chain_ik.rig import keys
+
+    frames = np.arange(8, 21, dtype=float)
+    spans = [(8.0, 12.0), (15.0, 20.0)]
+    at = frames[(frames <= 12.0) | (frames >= 15.0)]
+    new = np.cos(at)
+    in_place, rebuilt = _curve("A"), _curve("B")
+    assert keys._same_frames(at.astype(np.float32), at.astype(np.float32))
+    written = keys.write_keys_in(in_place, at, new, spans, interpolation)
+    monkeypatch.setattr(keys, "_same_frames", lambda old, new: False)  # the rebuild
+    assert keys.write_keys_in(rebuilt, at, new, spans, interpolation) == written == len(at)
+    a, b = _attributes(in_place), _attributes(rebuilt)
+    assert len(a["co"]) == 2 * 30
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name
+    # The keys between the spans (13, 14) and outside them kept their own attributes.
+    kept = np.isin(np.arange(1, 31), at, invert=True)
+    assert np.array_equal(a["co"][1::2][kept], _attributes(_curve("C"))["co"][1::2][kept])
