@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import solvers
+from solvers.ccd import chain_numpy
 
 
 def unit_chain() -> solvers.Chain:
@@ -47,19 +48,24 @@ TARGETS = np.array([[3.0, 4.0, 1.0], [-5.0, -2.0, 3.0], [0.5, -8.0, -2.0], [6.0,
 
 @pytest.mark.parametrize("sweeps", [1, 2, 7])
 def test_every_kernel_sweeps_as_textbook_ccd(sweeps):
-    """The batch (block) kernel and the one-target float kernel, stopped after `sweeps`
-    iterations, put every joint where the textbook sweep does (to rounding): an
-    iteration is one sweep over all nine joints, tip to root."""
+    """The batch kernel, the one-target float kernel and the general numpy step, stopped
+    after `sweeps` iterations, put every joint where the textbook sweep does (to
+    rounding): an iteration is one sweep over all nine joints, tip to root."""
     chain = unit_chain()
     kw = dict(method="ccd", tolerance=1e-12, max_iterations=sweeps)
     batch = solvers.solve_batch(chain, TARGETS, **kw)
     assert (batch.iterations == sweeps).all()
+    step = chain_numpy.make_step(chain)
+    general = np.repeat(chain.points[None], len(TARGETS), axis=0)
+    for _ in range(sweeps):
+        general = step(general, None, TARGETS)[0]
     for k, target in enumerate(TARGETS):
         expected = textbook_ccd(chain.points, target, sweeps)
         one = solvers.solve(chain, target, **kw)
         assert one.iterations == sweeps
         np.testing.assert_allclose(one.points, expected, atol=1e-9)
         np.testing.assert_allclose(batch.points[k], expected, atol=1e-9)
+        np.testing.assert_allclose(general[k], expected, atol=1e-9)
 
 
 def test_near_full_reach_is_stopped_by_the_cap_not_a_stall():
