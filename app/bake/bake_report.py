@@ -85,7 +85,9 @@ class _Track:
             point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
             self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
         rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
-        if self.previous is not None:
+        if self.previous is None:
+            self.jump_frame = frame  # nothing turns over the range: no frame outside it is named
+        else:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
             # would read 0.04° where nothing turned).
             angle = math.degrees(float(np.max(quat.angle_between(self.previous, rotations))))
@@ -178,7 +180,7 @@ def chain_line(chain: dict) -> str:
         + (f", group {chain['group']}" if chain.get("group") else "")
         + f"): {chain['frames']} frame(s){missed}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
-        f" (frame {chain['jump_frame']})"
+        + (f" (frame {chain['jump_frame']})" if chain["largest_jump"] > 0.0 else "")
         + (f"; {chain['path']}" if chain.get("path") else "")
         + (f"; contacts: {contact_line(chain['contacts'])}" if chain.get("contacts") else "")
     )

@@ -18,6 +18,7 @@ from ...headless.frame_limit import check_frames
 from ...rig import contacts as rig_contacts
 from ...rig import keys, protected
 from ...rig.ground import GroundProbe, ground_probe
+from ...rig.space import HUGE
 from ...solvers.contacts import ContactSettings, contact_runs, detect_contacts
 from .scope import scoped_items
 
@@ -100,6 +101,9 @@ def detect(
         raise ValueError("no chains: add one per leg in the Chain IK panel (its tip bone is the foot)")
     items = scoped_items(obj.chain_ik)
     lengths = [rig_contacts.leg_length(obj, item) for item in items]  # names a chain without a tip
+    for name, value in (("height", height), ("speed", speed)):
+        if not 0.0 <= value < HUGE:  # NaN fails too; Blender stores infinity as 3.4e38
+            raise ValueError(f"the {name} threshold must be a finite number, 0 or more (0: from the leg), not {value}")
     changes = {"min_duration": min_duration}
     changes.update((name, value) for name, value in (("height", height), ("speed", speed)) if value > 0.0)
     settings = [ContactSettings.for_leg(length, **changes) for length in lengths]

@@ -194,6 +194,8 @@ def _state(obj) -> tuple:
     [
         (lambda obj: None, {"frame_start": 20, "frame_end": 10}, "no frames"),
         (lambda obj: None, {"frame_start": 1, "frame_end": 2_000_000}, "beyond Blender's limit"),
+        (lambda obj: None, {"height": float("nan")}, "height threshold must be a finite number"),
+        (lambda obj: None, {"speed": float("inf")}, "speed threshold must be a finite number"),
         (lambda obj: setattr(obj.chain_ik.chains[0], "tip", ""), {}, "chain 'Foot': no tip bone set"),
         (lambda obj: setattr(obj.chain_ik.chains[0], "tip", "hand"), {}, "has no bone 'hand'"),
         (lambda obj: setattr(obj.chain_ik.chains[0], "chain_length", 9), {}, "longer than the hierarchy"),
