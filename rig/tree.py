@@ -247,7 +247,10 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     frame_list, head_rows = [q[:] for q in frames], [h[:] for h in heads]
     # Plain floats: numpy's per-call cost on a few rows is more than these checks (a Solve reads per call).
     if not all(map(math.isfinite, itertools.chain(itertools.chain.from_iterable(frame_list + head_rows), lengths))):
-        raise ValueError("the pose of the tree is not finite")
+        bad = next(
+            i for i in range(len(names)) if not all(map(math.isfinite, (*frame_list[i], *head_rows[i], lengths[i])))
+        )
+        raise ValueError(f"the pose of bone '{names[bad]}' is not finite (its rotation, location or scale)")
     shortest = ZERO_LINK * max(1.0, max(lengths))
     short = [i for i, length in enumerate(lengths) if not length > shortest]
     if short:
@@ -278,7 +281,8 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
             for i, p in enumerate(parents)
         ]
         if not all(map(math.isfinite, itertools.chain.from_iterable(offsets))):  # heads far apart (float32)
-            raise ValueError("the pose of the tree is not finite")
+            bad = next(i for i, row in enumerate(offsets) if not all(map(math.isfinite, row)))
+            raise ValueError(f"the pose of bone '{names[bad]}' is not finite (its head is too far away)")
         reference = rests.copy()
         if hinges:  # its rest in armature space, seen from its parent as read (F = F_p ref L holds)
             frame_rows = np.array(frame_list)

@@ -142,6 +142,10 @@ def test_refusals_name_the_problem(scene, rigify, tree):
     tree.read_tree(obj, obj_eval, [("hand.L", 2, False), ("forearm.L", 2, True)])
     with pytest.raises(ValueError, match="not finite"):
         tree.write_tree(obj, ("hand.L",), np.full((1, 4), np.nan))
+    obj.pose.bones["upper_arm.L"].rotation_mode = "XYZ"
+    obj.pose.bones["upper_arm.L"].rotation_euler = (float("nan"), 0.0, 0.0)
+    with pytest.raises(ValueError, match="the pose of bone '(upper_arm|forearm).L' is not finite"):
+        tree.read_tree(obj, _evaluated(obj), [("forearm.L", 2, True)])
 
 
 def test_layout_read_matches_plain_read(scene, rigify, tree):
