@@ -31,7 +31,8 @@ solvers.model.method) plus one line below. The declaration names its options
   rotations.
 - `tree_many(skeleton, local (n, 4), effectors, positions (m, k, 3), poles (m, k, 3), tolerance,
   max_iterations, options) -> (local (m, n, 4), error (m, k), iterations (m,)) | str` (optional):
-  `tree` for m frames at once, each from `local` (`solvers.skeleton_many.solve_skeleton_many`;
+  `tree` for m frames at once, each from `local` (with `Method.tree_start_steps`: a start per
+  frame, (m, n, 4), `solvers.skeleton_solve.stepped_start`) (`solvers.skeleton_many.solve_skeleton_many`;
   pins resolved, their position rows ignored; one effector per bone; a NaN pole row: no pole). A `str` is the reason it
   declines; the frames are then solved one by one with `tree` and the reason kept on the result.
   It must agree with `tree` frame by frame (same iterations, rotations within 1e-9).

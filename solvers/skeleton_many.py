@@ -33,7 +33,7 @@ from .skeleton import (
     resolve_pins,
     shared_bones,
 )
-from .skeleton_solve import solve_skeleton
+from .skeleton_solve import solve_skeleton, stepped_start
 
 
 def solve_skeleton_many(
@@ -87,7 +87,13 @@ def solve_skeleton_many(
     else:
         resolved = [replace(e, pole=None) for e in resolve_pins(skeleton, local, effectors)]
         goals, goal_positions, goal_poles = _merged(resolved, positions, poles)
-        solved = entry.tree_many(skeleton, local, goals, goal_positions, goal_poles, tol, iters, checked)
+        start = local
+        if entry.tree_start_steps:  # each frame's start, as solve_skeleton takes it (stepped_start)
+            start = np.repeat(np.asarray(local, dtype=float)[None], len(positions), axis=0)
+            for f, row in enumerate(goal_positions):
+                frame = [e if e.pin else replace(e, position=row[k]) for k, e in enumerate(goals)]
+                start[f] = stepped_start(skeleton, local, frame, tol, entry.tree_start_steps)
+        solved = entry.tree_many(skeleton, start, goals, goal_positions, goal_poles, tol, iters, checked)
         if not isinstance(solved, str):
             return _held(skeleton, local, solved, (goals, goal_positions), resolved, positions, tol, method)
         why = f"{method}'s batch tree kernel: {solved}"

@@ -26,7 +26,18 @@ from .common.soft_goals import soften_effectors
 from .maths import floats
 from .model.chain import Chain
 from .model.method import Method
-from .skeleton import Effector, Skeleton, SkeletonSolution, finish, merge_shared, moved_bones, resolve_pins
+from .skeleton import (
+    Effector,
+    Skeleton,
+    SkeletonSolution,
+    end_point,
+    finish,
+    forward,
+    merge_shared,
+    moved_bones,
+    resolve_pins,
+    rows,
+)
 
 
 def tree_kernel(entry: Method) -> tuple[Method, str]:
@@ -116,6 +127,33 @@ def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterat
     return replace(solved, branch=None)  # its turns may start from a moved pose: the writer takes `local`
 
 
+# A tree solve's start (Method.tree_start_steps): its steps stop once every tip is within this many
+# tolerances (as skeleton_sequence.PREDICT_WITHIN: a bake's frame, stepped already, is kept as it is).
+START_WITHIN = 10.0
+
+
+def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], tolerance: float, steps: int):
+    """The pose (n, 4) a tree kernel iterates from (Method.tree_start_steps): `local` moved by at
+    most `steps` least-squares steps (registry.LEAST_SQUARES's tree kernel) toward `effectors`
+    (pins resolved; poles left to the method), stopped within START_WITHIN tolerances; `local`
+    itself when `steps` is 0, when it is that near already, when the steps decline, or when they
+    would slide a pin beyond that distance (conflicting goals: a kernel holding pins may not bring
+    one back). A method whose passes from the input pose turn the joints near the tips far more
+    than the goals ask (FABRIK) then closes only what least motion leaves."""
+    near = START_WITHIN * tolerance
+    if steps <= 0:
+        return local
+    frames, heads = forward(skeleton, rows(local))
+    if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
+        return local
+    entry = registry.LEAST_SQUARES
+    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
+    stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
+    if isinstance(stepped, str) or any(e.pin and stepped.error[k] > near for k, e in enumerate(effectors)):
+        return local
+    return stepped.local
+
+
 def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options) -> SkeletonSolution:
     """solve_skeleton's solve with the root where it is (effectors checked). One effector (not a
     pin): the chain's solve softens it, as a chain's; several: softened once here."""
@@ -135,7 +173,8 @@ def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, 
         iters, checked = max_iterations or runs.max_iterations, runs.defaults
     resolved = resolve_pins(skeleton, local, effectors)
     goals = merge_shared(resolved)
-    solved = runs.tree(skeleton, local, goals, tol, iters, checked)
+    start = stepped_start(skeleton, local, goals, tol, runs.tree_start_steps)
+    solved = runs.tree(skeleton, start, goals, tol, iters, checked)
     if isinstance(solved, str):
         raise ValueError(f"{method} cannot solve these effectors together: {solved}")
     if reason:

@@ -47,11 +47,16 @@ def run_many(
     one_step=None,
 ):
     """(local rotations (m, n, 4), iterations (m,)) as `run` frame by frame: from `local`
-    clamped into the limits. `step(local, frames, heads, targets)` iterates on lanes;
+    (one pose (n, 4), or a start per frame (m, n, 4)) clamped into the limits.
+    `step(local, frames, heads, targets)` iterates on lanes;
     `one_step` (optional) is the float kernel's step (common.tree_run's, reading plan.targets), which
     takes over the last few frames (TAIL) from where the lanes left them."""
     moved = plan.moved
     local = np.array(local, dtype=float)
+    if local.ndim == 3:  # a start per frame (m, n, 4): their own forward kinematics, as `run` does each
+        return _run_from_starts(
+            skeleton, local, effectors, plan, targets, m, step, tolerance, max_iterations, free_twist, one_step
+        )
     if skeleton.limits is not None:
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
         free_twist = set()
@@ -62,6 +67,44 @@ def run_many(
         state_local[i] = lanes(current[i], m)
         state_frames[i] = lanes(frames0[i], m)
         state_heads[i] = lanes(heads0[i], m)
+    return _iterate_lanes(
+        skeleton, local, effectors, plan, targets, m, step, tolerance, max_iterations, free_twist, one_step,
+        (state_local, state_frames, state_heads, frames0),
+    )  # fmt: skip
+
+
+def _run_from_starts(
+    skeleton, local, effectors, plan, targets, m, step, tolerance, max_iterations, free_twist, one_step
+):
+    """run_many from a start per frame, `local` (m, n, 4) (each frame's bones other than the
+    moved ones as one input pose's): lanes of each frame's own clamp and forward kinematics."""
+    moved = plan.moved
+    if skeleton.limits is not None:
+        for f in range(m):
+            local[f, moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[f, moved])
+        free_twist = set()
+    per = [rows(start) for start in local]
+    kinematics = [forward(skeleton, r) for r in per]
+    state_local, state_frames, state_heads = list(per[0]), list(kinematics[0][0]), list(kinematics[0][1])
+    frames0 = list(kinematics[0][0])
+    for i in moved:
+        state_local[i] = tuple(np.array([r[i][c] for r in per]) for c in range(4))
+        state_frames[i] = tuple(np.array([k[0][i][c] for k in kinematics]) for c in range(4))
+        state_heads[i] = tuple(np.array([k[1][i][c] for k in kinematics]) for c in range(3))
+        frames0[i] = state_frames[i]
+    return _iterate_lanes(
+        skeleton, local, effectors, plan, targets, m, step, tolerance, max_iterations, free_twist, one_step,
+        (state_local, state_frames, state_heads, frames0),
+    )  # fmt: skip
+
+
+def _iterate_lanes(
+    skeleton, local, effectors, plan, targets, m, step, tolerance, max_iterations, free_twist, one_step, state
+):
+    """run_many's loop from its lanes' state (locals, frames, heads; the start frames, per bone a
+    float tuple or lanes)."""
+    moved = plan.moved
+    state_local, state_frames, state_heads, frames0 = state
     reach = cached_rows(skeleton, "reach")
     bones = [e.bone for e in effectors]
     weights = plan.weights
@@ -80,7 +123,7 @@ def run_many(
     stall = max(STALL * plan.length, 0.01 * tolerance)
     out_frames = np.empty((len(moved), 4, m))
     for j, i in enumerate(moved):
-        out_frames[j] = np.array(frames0[i])[:, None]
+        out_frames[j] = np.array(frames0[i]).reshape(4, -1)
     iterations = np.zeros(m, dtype=np.int64)
     idx = np.flatnonzero(np.max(errors, axis=0) > tolerance)
     if idx.size < m:
@@ -159,10 +202,16 @@ def _floats(value):
 
 
 def to_locals_many(skeleton, local: np.ndarray, frames: list, bones: list[int], swing_only: set[int], m: int):
-    """solvers.skeleton.to_locals per frame: (m, n, 4)."""
+    """solvers.skeleton.to_locals per frame: (m, n, 4); `local` one input pose (n, 4) or one per
+    frame (m, n, 4)."""
     n = skeleton.n_bones
-    out = np.repeat(np.asarray(local, dtype=float)[None], m, axis=0)
-    inputs = rows(local)
+    local = np.asarray(local, dtype=float)
+    if local.ndim == 3:
+        out = np.array(local)
+        inputs = [tuple(np.ascontiguousarray(local[:, i, c]) for c in range(4)) for i in range(n)]
+    else:
+        out = np.repeat(local[None], m, axis=0)
+        inputs = rows(local)
     parents, reference, links = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "links")
     base = tuple(skeleton.base_frame.tolist())
     solved = [None] * n

@@ -44,4 +44,5 @@ METHOD = Method(
     sequence=float_steps("fabrik", chain_floats.solver, chain_floats.declines),
     tree=tree.solve,
     tree_many=tree_lanes.solve_many,
+    tree_start_steps=3,
 )

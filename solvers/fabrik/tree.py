@@ -16,6 +16,12 @@ Each iteration is two passes over the moved bones (solvers.common.tree_plan):
   with limits, the turn is scaled by 1 - the bone's mean stiffness and its local rotation
   clamped into its limits, so every iteration ends in an allowed pose.
 
+The iterations start from the input pose moved by a few least-squares steps (Method.
+tree_start_steps, taken by solvers.skeleton_solve.stepped_start, as a bake's frames start): from
+the input pose itself these passes turn the joints near the tips far more than the goals ask (on
+Rigify's metarig 1.6-2x the rotation of Blender's own IK); from that start they close what the
+steps leave, in fewer iterations.
+
 An effector with an orientation turns its bone toward it by its rotation weight in both
 passes (a pin's is 1: its bone holds its input frame). After the iterations, unlimited bones
 whose twist no goal sees are given the minimal swing from their input rotation (as chain
@@ -69,10 +75,6 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
     if free is None:
         free = plan.steps["free"] = free_twist(skeleton, plan)
     return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "fabrik", free)
-
-
-
-
 
 
 def make_step(skeleton, plan, tolerance: float):
@@ -302,9 +304,3 @@ def chain_segments(parents, plan) -> list[list[int]]:
             seg.append(points[seg[-1]][0][2])
         segments.append(seg)
     return segments
-
-
-
-
-
-

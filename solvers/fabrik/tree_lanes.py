@@ -2,9 +2,12 @@
 
 solvers.fabrik.tree's iteration (the same passes, sub-bases, holds, sphere and line chain
 passes, the same early stops per frame), written on lanes (solvers.maths.lanes): every frame of
-a bake at once, each from the same input pose, each ending as the one-frame kernel ends it
-(same iterations, same rotations). Where a frame takes another branch than its neighbours
-(a segment beyond reach, a chain pass already within tolerance), np.where keeps each frame's own.
+a bake at once, each from the same input pose or from its own start (`local` (m, n, 4): the
+least-squares steps solvers.skeleton_many takes frame by frame, as solve_skeleton takes them for
+the one-frame kernel), each ending as
+the one-frame kernel ends it (same iterations, same rotations). Where a frame takes another branch
+than its neighbours (a segment beyond reach, a chain pass already within tolerance), np.where
+keeps each frame's own.
 
 It declines (a reason string) sphere placement (a chain option, refused on trees by the one-frame
 kernel as well). Poles are
@@ -61,7 +64,8 @@ def reason(skeleton, effectors, options: dict) -> str | None:
 
 
 def solve_many(skeleton, local, effectors, positions, poles, tolerance: float, max_iterations: int, options: dict):
-    """(local (m, n, 4), error (m, k), iterations (m,)), or the reason it declines. `effectors`
+    """(local (m, n, 4), error (m, k), iterations (m,)), or the reason it declines. `local`: the
+    input pose (n, 4) or a start per frame (m, n, 4); `effectors`
     have their pins resolved; `positions` (m, k, 3) (pins' rows ignored); `poles` (m, k, 3) or
     None (NaN rows: no pole)."""
     why = reason(skeleton, effectors, options)

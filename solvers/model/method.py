@@ -81,6 +81,10 @@ class Method:
     # so the turns start from the pins put back by the least-squares method (common.pins.placed).
     # Off where the kernel puts them back itself faster than that (FABRIK, the Jacobian, triangulation).
     root_pins_first: bool = False
+    # Least-squares steps (registry.LEAST_SQUARES's tree kernel) its tree solve starts from, taken
+    # by the entry points (solvers.skeleton_solve.stepped_start), 0: from the input pose itself.
+    # FABRIK's passes from the input pose turn the joints near the tips far more than the goals ask.
+    tree_start_steps: int = 0
 
     @property
     def iterative(self) -> bool:
