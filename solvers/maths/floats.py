@@ -190,11 +190,18 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
         szy += wk * az * by
         szz += wk * az * bz
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
+    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w))
+
+
+def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float) -> tuple:
+    """best_rotation from its pairs' sums (for a kernel that sums them itself): `sums` (sxx, sxy,
+    ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k."""
+    sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
     if not size > 0.0:
         return IDENTITY
     # Relative to the lightest pair: with ranked weights (solvers.skeleton.LEVEL) a pull scaled by
     # the heaviest would outweigh a lower level's pairs and freeze what a higher level leaves free.
-    mu = NEAREST * size * min(w) / max(w)
+    mu = NEAREST * size * lightest / heaviest
     sxx, syy, szz = sxx + mu, syy + mu, szz + mu
     k = np.array(
         (
