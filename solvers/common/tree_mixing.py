@@ -78,20 +78,29 @@ def mixed(skeleton, plan, bones: list[int], iterate):
         return out
 
     def step(local: list, frames: list, heads: list, memory: dict) -> None:
+        # (An iteration's result is charted when the next iteration needs it, and its cost when it
+        # is mixed: a solve that stops after one iteration, a bake's usual frame, mixes nothing.)
         if "start" not in memory:
             memory["start"] = [local[j] for j in moved]
             memory["x"], memory["g"], memory["at"] = [], [], None
         start, xs, gs = memory["start"], memory["x"], memory["g"]
-        x = memory["at"] if memory["at"] is not None else chart(local, start)
+        x = memory["at"]
+        if x is None:
+            x = chart(local, start)
+        elif type(x) is tuple:  # the last iteration's result, not charted yet
+            x = gs[-1] = chart(x, start)
         iterate(local, frames, heads)
-        after = cost(frames, heads)
-        g = memory["at"] = chart(local, start)
+        memory["at"] = g = tuple(local)  # charted when needed (above, or for the mixing below)
         xs.append(x)
         gs.append(g)
         if len(xs) > DEPTH + 1:
             del xs[0], gs[0]
-        if len(xs) < 2 or after <= 0.0:
+        if len(xs) < 2:
             return
+        after = cost(frames, heads)
+        if after <= 0.0:
+            return
+        g = memory["at"] = gs[-1] = chart(local, start)
         xa, ga = np.array(xs), np.array(gs)
         f = ga - xa
         df, dg = np.diff(f, axis=0), np.diff(ga, axis=0)
