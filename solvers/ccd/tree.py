@@ -70,13 +70,21 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
 
 
 def make_step(skeleton, plan, effectors):
-    """step(local, frames, heads, memory): one sweep, tips to roots, then (several effectors) the
-    mixing of the last sweeps (`memory`: a new dict per solve), in place on lists of tuples.
+    """step(local, frames, heads, memory): one sweep (make_sweep), then (several effectors) the
+    mixing of the last sweeps (`memory`: a new dict per solve), in place on lists of tuples."""
+    sweep = make_sweep(skeleton, plan, effectors)
+    if len(effectors) == 1:  # a chain: chain CCD's own sweeps
+        return lambda local, frames, heads, memory=None: sweep(local, frames, heads)
+    return mixed(skeleton, plan, [e.bone for e in effectors], sweep)
 
-    The sweep is written out on plain floats, term by term the arithmetic of goal_pairs,
-    best_rotation's one-pair swing and floats.multiply/rotate (the same numbers to the bit): a
-    bone visit is a few 3-vector operations, where the calls and tuples of the helpers cost
-    more than the sums (module doc, "speed")."""
+
+def make_sweep(skeleton, plan, effectors):
+    """sweep(local, frames, heads): one sweep, tips to roots, in place on lists of tuples.
+
+    Written out on plain floats, term by term the arithmetic of goal_pairs, best_rotation's one-pair
+    swing and floats.multiply/rotate (the same numbers to the bit; several pairs' sums go to
+    floats.profile_rotation): a bone visit is a few 3-vector operations, where the helpers' calls
+    and tuples cost more than the sums (module doc, "Speed")."""
     parents = skeleton.parents
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
     reach = cached_rows(skeleton, "reach")
@@ -244,9 +252,7 @@ def make_step(skeleton, plan, effectors):
                     hz + (vz + qw * uz + (qx * uy - qy * ux)),
                 )
 
-    if len(effectors) == 1:  # a chain: chain CCD's own sweeps
-        return lambda local, frames, heads, memory=None: sweep(local, frames, heads)
-    return mixed(skeleton, plan, bones, sweep)
+    return sweep
 
 
 def _one_pair(a: tuple, b: tuple) -> tuple:
