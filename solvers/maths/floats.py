@@ -190,12 +190,14 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
         szy += wk * az * by
         szz += wk * az * bz
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
-    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w))
+    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=True)
 
 
-def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float) -> tuple:
+def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float, lapack: bool = False) -> tuple:
     """best_rotation from its pairs' sums (for a kernel that sums them itself): `sums` (sxx, sxy,
-    ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k."""
+    ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k.
+    The eigenvector on floats (_top_eigenvector; CCD's tree sweep), or with `lapack` LAPACK's alone
+    (best_rotation: FABRIK's tree kernels match their lanes, solvers.maths.lanes, to ~1e-15 with it)."""
     sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
     if not size > 0.0:
         return IDENTITY
@@ -209,7 +211,7 @@ def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float)
         (szx - sxz, sxy + syx, syy - sxx - szz, syz + szy),
         (sxy - syx, szx + sxz, syz + szy, szz - sxx - syy),
     )
-    q = _top_eigenvector(k, size + 3.0 * mu)
+    q = None if lapack else _top_eigenvector(k, size + 3.0 * mu)
     if q is None:  # the top eigenvalue (nearly) repeated: LAPACK's symmetric solver
         q = np.linalg.eigh(np.array(k))[1][:, 3].tolist()
     if q[0] < 0.0:
