@@ -42,8 +42,8 @@ from .. import limits as joint_limits
 from ..common.tree_mixing import goal_pairs, mixed
 from ..common.tree_plan import free_twist, make_plan
 from ..common.tree_run import run
-from ..maths.floats import best_rotation, conjugate, multiply, normalize4, rotate, scaled
-from ..skeleton import end_point, rows
+from ..maths.floats import IDENTITY, best_rotation, normalize4, perpendicular, profile_rotation, scaled, swing
+from ..skeleton import cached_rows, rows
 
 # Several effectors: a bone at depth d below the tree's root takes 1 / (1 + SPREAD d) of its best
 # turn per sweep (module doc). On the metarig's trees 0.6 gave 1.07-1.21x Blender's rotation
@@ -70,10 +70,24 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
 
 
 def make_step(skeleton, plan, effectors):
-    """step(local, frames, heads, memory): one sweep, tips to roots, then (several effectors) the
+    """step(local, frames, heads, memory): one sweep (make_sweep), then (several effectors) the
     mixing of the last sweeps (`memory`: a new dict per solve), in place on lists of tuples."""
+    sweep = make_sweep(skeleton, plan, effectors)
+    if len(effectors) == 1:  # a chain: chain CCD's own sweeps
+        return lambda local, frames, heads, memory=None: sweep(local, frames, heads)
+    return mixed(skeleton, plan, [e.bone for e in effectors], sweep)
+
+
+def make_sweep(skeleton, plan, effectors):
+    """sweep(local, frames, heads): one sweep, tips to roots, in place on lists of tuples.
+
+    Written out on plain floats, term by term the arithmetic of goal_pairs, best_rotation's one-pair
+    swing and floats.multiply/rotate (the same numbers to the bit; several pairs' sums go to
+    floats.profile_rotation): a bone visit is a few 3-vector operations, where the helpers' calls
+    and tuples cost more than the sums (module doc, "Speed")."""
     parents = skeleton.parents
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
+    reach = cached_rows(skeleton, "reach")
     base = tuple(skeleton.base_frame.tolist())
     limits = skeleton.limits
     moved = plan.moved
@@ -99,43 +113,162 @@ def make_step(skeleton, plan, effectors):
     # (plan.targets and plan.orientation are read at each step: a cached plan refreshes them)
 
     near = NEAR * plan.length
+    # Per bone visited (tips to roots): (bone, its parent's index or -1, its reference, its effectors
+    # as (index, bone, reach), clamped, the bones below it as (bone, parent, offset)).
+    visits = [
+        (
+            j,
+            parents[j],
+            reference[j],
+            [(k, bones[k], reach[bones[k]]) for k in below[j]],
+            j in clamped,
+            [(i, parents[i], offsets[i]) for i in subtree[j]],
+        )
+        for j in reversed(moved)
+    ]
+    ends_of = [(b, reach[b]) for b in bones]
+    weights = plan.weights
+    # per bone, the lightest and heaviest of its pairs' weights (best_rotation's pull toward no rotation)
+    lightest = {j: (min(weights[k] for k in below[j]), max(weights[k] for k in below[j])) for j in moved}
 
     def sweep(local: list, frames: list, heads: list) -> None:
         turns = share
+        targets, orientation = plan.targets, plan.orientation
         if spread:
-            ends = (end_point(skeleton, frames, heads, b) for b in bones)
-            if all(math.dist(e, t) <= near for e, t in zip(ends, plan.targets, strict=True)):
+            for (b, (vx, vy, vz)), (tx, ty, tz) in zip(ends_of, targets, strict=True):
+                qw, qx, qy, qz = frames[b]
+                hx, hy, hz = heads[b]
+                # skeleton.end_point (floats.rotate) written out
+                ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+                ex = hx + (vx + qw * ux + (qy * uz - qz * uy))
+                ey = hy + (vy + qw * uy + (qz * ux - qx * uz))
+                ez = hz + (vz + qw * uz + (qx * uy - qy * ux))
+                if math.dist((ex, ey, ez), (tx, ty, tz)) > near:
+                    break
+            else:
                 turns = keep
-        for j in reversed(moved):
-            found = ([], [], [])
-            for k in below[j]:
-                goal_pairs(skeleton, plan, bones, k, heads[j], frames, heads, found)
-            turn = best_rotation(*found)
+        for j, p, (rw, rx, ry, rz), effs, clamps, hanging in visits:
+            ox, oy, oz = heads[j]
+            if len(effs) == 1 and effs[0][1] not in orientation:
+                k, b, (vx, vy, vz) = effs[0]
+                qw, qx, qy, qz = frames[b]
+                hx, hy, hz = heads[b]
+                ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+                ax = hx + (vx + qw * ux + (qy * uz - qz * uy)) - ox
+                ay = hy + (vy + qw * uy + (qz * ux - qx * uz)) - oy
+                az = hz + (vz + qw * uz + (qx * uy - qy * ux)) - oz
+                tx, ty, tz = targets[k]
+                turn = _one_pair((ax, ay, az), (tx - ox, ty - oy, tz - oz))
+            elif orientation and any(b in orientation for _, b, _ in effs):
+                found = ([], [], [])
+                for k, _, _ in effs:
+                    goal_pairs(skeleton, plan, bones, k, (ox, oy, oz), frames, heads, found)
+                turn = best_rotation(*found)
+            else:  # several pairs: best_rotation's sums written out, in its order
+                sxx = sxy = sxz = syx = syy = syz = szx = szy = szz = 0.0
+                size = 0.0
+                for k, b, (vx, vy, vz) in effs:
+                    qw, qx, qy, qz = frames[b]
+                    hx, hy, hz = heads[b]
+                    ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+                    ax = hx + (vx + qw * ux + (qy * uz - qz * uy)) - ox
+                    ay = hy + (vy + qw * uy + (qz * ux - qx * uz)) - oy
+                    az = hz + (vz + qw * uz + (qx * uy - qy * ux)) - oz
+                    tx, ty, tz = targets[k]
+                    bx, by, bz = tx - ox, ty - oy, tz - oz
+                    wk = weights[k]
+                    sxx += wk * ax * bx
+                    sxy += wk * ax * by
+                    sxz += wk * ax * bz
+                    syx += wk * ay * bx
+                    syy += wk * ay * by
+                    syz += wk * ay * bz
+                    szx += wk * az * bx
+                    szy += wk * az * by
+                    szz += wk * az * bz
+                    size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
+                turn = profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, *lightest[j])
             if turns[j] != 1.0:
                 turn = scaled(turn, turns[j])
-            p = parents[j]
-            rest = multiply(base if p == -1 else frames[p], reference[j])
-            new_local = normalize4(multiply(conjugate(rest), multiply(turn, frames[j])))
-            if j in clamped:
+            # rest = parent frame x reference; new local = normalize4(rest^-1 (turn frame))
+            aw, ax, ay, az = base if p == -1 else frames[p]
+            sw = aw * rw - ax * rx - ay * ry - az * rz
+            sx = aw * rx + ax * rw + ay * rz - az * ry
+            sy = aw * ry - ax * rz + ay * rw + az * rx
+            sz = aw * rz + ax * ry - ay * rx + az * rw
+            aw, ax, ay, az = turn
+            fw, fx, fy, fz = frames[j]
+            bw = aw * fw - ax * fx - ay * fy - az * fz
+            bx = aw * fx + ax * fw + ay * fz - az * fy
+            by = aw * fy - ax * fz + ay * fw + az * fx
+            bz = aw * fz + ax * fy - ay * fx + az * fw
+            aw, ax, ay, az = sw, -sx, -sy, -sz
+            new_local = normalize4(
+                (
+                    aw * bw - ax * bx - ay * by - az * bz,
+                    aw * bx + ax * bw + ay * bz - az * by,
+                    aw * by - ax * bz + ay * bw + az * bx,
+                    aw * bz + ax * by - ay * bx + az * bw,
+                )
+            )
+            if clamps:
                 new_local = tuple(joint_limits.clamp(limits, j, np.array(new_local)).tolist())
             local[j] = new_local
-            frame = multiply(rest, new_local)
+            bw, bx, by, bz = new_local
+            frame = (
+                sw * bw - sx * bx - sy * by - sz * bz,
+                sw * bx + sx * bw + sy * bz - sz * by,
+                sw * by - sx * bz + sy * bw + sz * bx,
+                sw * bz + sx * by - sy * bx + sz * bw,
+            )
+            frames[j] = frame
+            if not hanging:
+                continue
             # The bones below turn with it: their frames by one product each (not their chains of
             # products again), their heads as forward kinematics places them. The frames are
             # products of rotations read in float32, off unit by ~1e-7: dividing by the old
             # frame's squared norm keeps forward kinematics' numbers, norms included.
-            w, x, y, z = frames[j]
-            inverse = 1.0 / (w * w + x * x + y * y + z * z)
-            w, x, y, z = multiply(frame, conjugate(frames[j]))
-            applied = (w * inverse, x * inverse, y * inverse, z * inverse)
-            frames[j] = frame
-            for i in subtree[j]:
-                frames[i] = multiply(applied, frames[i])
-                p = parents[i]
-                hx, hy, hz = heads[p]
-                x, y, z = rotate(frames[p], offsets[i])
-                heads[i] = (hx + x, hy + y, hz + z)
+            inverse = 1.0 / (fw * fw + fx * fx + fy * fy + fz * fz)
+            aw, ax, ay, az = frame
+            bx, by, bz = -fx, -fy, -fz
+            cw = (aw * fw - ax * bx - ay * by - az * bz) * inverse
+            cx = (aw * bx + ax * fw + ay * bz - az * by) * inverse
+            cy = (aw * by - ax * bz + ay * fw + az * bx) * inverse
+            cz = (aw * bz + ax * by - ay * bx + az * fw) * inverse
+            for i, q, (vx, vy, vz) in hanging:
+                bw, bx, by, bz = frames[i]
+                frames[i] = (
+                    cw * bw - cx * bx - cy * by - cz * bz,
+                    cw * bx + cx * bw + cy * bz - cz * by,
+                    cw * by - cx * bz + cy * bw + cz * bx,
+                    cw * bz + cx * by - cy * bx + cz * bw,
+                )
+                qw, qx, qy, qz = frames[q]
+                hx, hy, hz = heads[q]
+                ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+                heads[i] = (
+                    hx + (vx + qw * ux + (qy * uz - qz * uy)),
+                    hy + (vy + qw * uy + (qz * ux - qx * uz)),
+                    hz + (vz + qw * uz + (qx * uy - qy * ux)),
+                )
 
-    if len(effectors) == 1:  # a chain: chain CCD's own sweeps
-        return lambda local, frames, heads, memory=None: sweep(local, frames, heads)
-    return mixed(skeleton, plan, bones, sweep)
+    return sweep
+
+
+def _one_pair(a: tuple, b: tuple) -> tuple:
+    """floats.best_rotation of one pair (a onto b): the minimal swing of unit a onto unit b."""
+    ax, ay, az = a
+    n = math.sqrt(ax * ax + ay * ay + az * az)
+    bx, by, bz = b
+    m = math.sqrt(bx * bx + by * by + bz * bz)
+    if not (n > 0.0 and m > 0.0):
+        return IDENTITY
+    ux, uy, uz = ax / n, ay / n, az / n
+    vx, vy, vz = bx / m, by / m, bz / m
+    dot = ux * vx + uy * vy + uz * vz
+    if dot >= 0.0:  # floats.swing's common case
+        w, x, y, z = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+        r = math.sqrt(w * w + x * x + y * y + z * z)
+        return (w / r, x / r, y / r, z / r) if r > 0.0 else (0.0, 0.0, 0.0, 0.0)
+    u = (ux, uy, uz)
+    return swing(u, (vx, vy, vz), perpendicular(u))

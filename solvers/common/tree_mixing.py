@@ -20,8 +20,8 @@ import math
 import numpy as np
 
 from .. import limits as joint_limits
-from ..maths.floats import conjugate, from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import end_point, forward
+from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
+from ..skeleton import cached_rows, end_point, forward
 
 AXES = ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0))  # an orientation goal's pairs: its bone's X and Z axes
 # Iterations remembered (Anderson's depth): CCD on the metarig's five effectors reaches 88% of
@@ -59,17 +59,37 @@ def mixed(skeleton, plan, bones: list[int], iterate):
     clamped = set() if limits is None else {i for i in moved if limits.active[i]}
     origin = (0.0, 0.0, 0.0)
 
+    reach = cached_rows(skeleton, "reach")
+    ends = [(k, b, reach[b]) for k, b in enumerate(bones)]
+
     def cost(frames: list, heads: list) -> float:
-        pairs = ([], [], [])
-        for k in range(len(bones)):
-            goal_pairs(skeleton, plan, bones, k, origin, frames, heads, pairs)
-        return sum(w * math.dist(a, b) ** 2 for a, b, w in zip(*pairs, strict=True))
+        if plan.orientation:
+            pairs = ([], [], [])
+            for k in range(len(bones)):
+                goal_pairs(skeleton, plan, bones, k, origin, frames, heads, pairs)
+            return sum(w * math.dist(a, b) ** 2 for a, b, w in zip(*pairs, strict=True))
+        # Positions only: the same sum written out (end_point's arithmetic; `- 0.0` from the
+        # origin changes no number).
+        total, targets, weights = 0, plan.targets, plan.weights
+        for k, b, (vx, vy, vz) in ends:
+            qw, qx, qy, qz = frames[b]
+            hx, hy, hz = heads[b]
+            ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+            end = (hx + (vx + qw * ux + (qy * uz - qz * uy)), hy + (vy + qw * uy + (qz * ux - qx * uz)),
+                   hz + (vz + qw * uz + (qx * uy - qy * ux)))  # fmt: skip
+            total += weights[k] * math.dist(end, targets[k]) ** 2
+        return total
 
     def chart(local: list, start: list) -> list:
         """The moved bones' rotation vectors from the solve's start, one flat list."""
         out = []
-        for j, q0 in zip(moved, start, strict=True):
-            w, x, y, z = multiply(conjugate(q0), local[j])
+        for j, (aw, ax, ay, az) in zip(moved, start, strict=True):
+            ax, ay, az = -ax, -ay, -az  # floats.multiply(floats.conjugate(q0), local[j]) written out
+            bw, bx, by, bz = local[j]
+            w = aw * bw - ax * bx - ay * by - az * bz
+            x = aw * bx + ax * bw + ay * bz - az * by
+            y = aw * by - ax * bz + ay * bw + az * bx
+            z = aw * bz + ax * by - ay * bx + az * bw
             if w < 0.0:
                 w, x, y, z = -w, -x, -y, -z
             s = math.sqrt(x * x + y * y + z * z)
@@ -78,20 +98,29 @@ def mixed(skeleton, plan, bones: list[int], iterate):
         return out
 
     def step(local: list, frames: list, heads: list, memory: dict) -> None:
+        # (An iteration's result is charted when the next iteration needs it, and its cost when it
+        # is mixed: a solve that stops after one iteration, a bake's usual frame, mixes nothing.)
         if "start" not in memory:
             memory["start"] = [local[j] for j in moved]
             memory["x"], memory["g"], memory["at"] = [], [], None
         start, xs, gs = memory["start"], memory["x"], memory["g"]
-        x = memory["at"] if memory["at"] is not None else chart(local, start)
+        x = memory["at"]
+        if x is None:
+            x = chart(local, start)
+        elif type(x) is tuple:  # the last iteration's result, not charted yet
+            x = gs[-1] = chart(x, start)
         iterate(local, frames, heads)
-        after = cost(frames, heads)
-        g = memory["at"] = chart(local, start)
+        memory["at"] = g = tuple(local)  # charted when needed (above, or for the mixing below)
         xs.append(x)
         gs.append(g)
         if len(xs) > DEPTH + 1:
             del xs[0], gs[0]
-        if len(xs) < 2 or after <= 0.0:
+        if len(xs) < 2:
             return
+        after = cost(frames, heads)
+        if after <= 0.0:
+            return
+        g = memory["at"] = gs[-1] = chart(local, start)
         xa, ga = np.array(xs), np.array(gs)
         f = ga - xa
         df, dg = np.diff(f, axis=0), np.diff(ga, axis=0)
@@ -99,7 +128,7 @@ def mixed(skeleton, plan, bones: list[int], iterate):
         mix = (ga[-1] - gamma @ dg).tolist()
         plain = [(local[j], frames[j], heads[j]) for j in moved]
         for n, (j, q0) in enumerate(zip(moved, start, strict=True)):
-            turned = normalize4(multiply(q0, from_rotation_vector(*mix[3 * n : 3 * n + 3])))
+            turned = normalize4(multiply(q0, from_rotation_vector(mix[3 * n], mix[3 * n + 1], mix[3 * n + 2])))
             if j in clamped:
                 turned = tuple(joint_limits.clamp(limits, j, np.array(turned)).tolist())
             local[j] = turned

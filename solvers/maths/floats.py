@@ -190,21 +190,94 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
         szy += wk * az * by
         szz += wk * az * bz
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
+    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=True)
+
+
+def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float, lapack: bool = False) -> tuple:
+    """best_rotation from its pairs' sums (for a kernel that sums them itself): `sums` (sxx, sxy,
+    ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k.
+    The eigenvector on floats (_top_eigenvector; CCD's tree sweep), or with `lapack` LAPACK's alone
+    (best_rotation: FABRIK's tree kernels match their lanes, solvers.maths.lanes, to ~1e-15 with it)."""
+    sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
     if not size > 0.0:
         return IDENTITY
     # Relative to the lightest pair: with ranked weights (solvers.skeleton.LEVEL) a pull scaled by
     # the heaviest would outweigh a lower level's pairs and freeze what a higher level leaves free.
-    mu = NEAREST * size * min(w) / max(w)
+    mu = NEAREST * size * lightest / heaviest
     sxx, syy, szz = sxx + mu, syy + mu, szz + mu
-    k = np.array(
-        (
-            (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),
-            (syz - szy, sxx - syy - szz, sxy + syx, szx + sxz),
-            (szx - sxz, sxy + syx, syy - sxx - szz, syz + szy),
-            (sxy - syx, szx + sxz, syz + szy, szz - sxx - syy),
-        )
+    k = (
+        (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),
+        (syz - szy, sxx - syy - szz, sxy + syx, szx + sxz),
+        (szx - sxz, sxy + syx, syy - sxx - szz, syz + szy),
+        (sxy - syx, szx + sxz, syz + szy, szz - sxx - syy),
     )
-    q = np.linalg.eigh(k)[1][:, 3].tolist()
+    q = None if lapack else _top_eigenvector(k, size + 3.0 * mu)
+    if q is None:  # the top eigenvalue (nearly) repeated: LAPACK's symmetric solver
+        q = np.linalg.eigh(np.array(k))[1][:, 3].tolist()
     if q[0] < 0.0:
         q = [-c for c in q]
     return normalize4(tuple(q))
+
+
+# _top_eigenvector declines (LAPACK serves) where the adjugate's best row is below this share of
+# the scale cubed: its relative precision is about 1e-16 over that share, where LAPACK's is ~1e-16 (a near-repeated top
+# eigenvalue, as pairs on one line held only by the NEAREST pull).
+ADJUGATE_FLOOR = 1e-3
+
+
+def _top_eigenvector(k: tuple, bound: float) -> list | None:
+    """The eigenvector of the largest eigenvalue of Horn's symmetric traceless 4 x 4 `k` (rows of
+    floats), unnormalised; `bound` >= that eigenvalue (the pairs' sum w|a||b| plus the pull's 3 mu).
+
+    As Theobald's QCP (Acta Cryst. A61, 2005): the eigenvalue by Newton's method on the
+    characteristic polynomial from the bound down (monotone: no root lies above it), the vector a
+    row of the adjugate of k - lambda I. LAPACK's eigh through numpy costs ~10-25 us a call on a
+    4 x 4; this is a few µs of float arithmetic. None where the top eigenvalue is (nearly)
+    repeated (the vector is then ill-determined by this route)."""
+    (k00, k01, k02, k03), (_, k11, k12, k13), (_, _, k22, k23), (_, _, _, k33) = k
+    # lambda^4 + c2 lambda^2 + c1 lambda + c0 (trace 0): c2 = -tr(k^2)/2, c1 = -(the principal
+    # 3 x 3 minors' sum), c0 = det k.
+    c2 = -0.5 * (k00 * k00 + k11 * k11 + k22 * k22 + k33 * k33) - (
+        k01 * k01 + k02 * k02 + k03 * k03 + k12 * k12 + k13 * k13 + k23 * k23
+    )
+    # 2 x 2 minors of rows (2, 3), then of rows (0, 1), by column pairs
+    d01, d02, d03 = k02 * k13 - k12 * k03, k02 * k23 - k22 * k03, k02 * k33 - k23 * k03
+    d12, d13, d23 = k12 * k23 - k22 * k13, k12 * k33 - k23 * k13, k22 * k33 - k23 * k23
+    e01, e02, e03 = k00 * k11 - k01 * k01, k00 * k12 - k02 * k01, k00 * k13 - k03 * k01
+    e12, e13, e23 = k01 * k12 - k02 * k11, k01 * k13 - k03 * k11, k02 * k13 - k03 * k12
+    c0 = e01 * d23 - e02 * d13 + e03 * d12 + e12 * d03 - e13 * d02 + e23 * d01
+    m0 = k11 * d23 - k12 * d13 + k13 * d12  # principal minors (drop row/column i)
+    m1 = k00 * d23 - k02 * d03 + k03 * d02
+    m2 = k00 * (k11 * k33 - k13 * k13) - k01 * (k01 * k33 - k13 * k03) + k03 * (k01 * k13 - k11 * k03)
+    m3 = k00 * (k11 * k22 - k12 * k12) - k01 * (k01 * k22 - k12 * k02) + k02 * (k01 * k12 - k11 * k02)
+    c1 = -(m0 + m1 + m2 + m3)
+    lam = bound
+    for _ in range(60):
+        l2 = lam * lam
+        p = (l2 + c2) * l2 + c1 * lam + c0
+        dp = (4.0 * l2 + 2.0 * c2) * lam + c1
+        if not dp > 0.0:
+            break
+        step = p / dp
+        lam -= step
+        if abs(step) <= 1e-15 * bound:
+            break
+    a00, a11, a22, a33 = k00 - lam, k11 - lam, k22 - lam, k33 - lam
+    # Rows of adj(a) (a symmetric): each is (its eigenvector) x (a scalar vanishing where lam repeats).
+    f01, f02, f03 = k02 * k13 - k12 * k03, k02 * k23 - a22 * k03, k02 * a33 - k23 * k03
+    f12, f13, f23 = k12 * k23 - a22 * k13, k12 * a33 - k23 * k13, a22 * a33 - k23 * k23
+    rows = (
+        (a11 * f23 - k12 * f13 + k13 * f12, -(k01 * f23 - k12 * f03 + k13 * f02),
+         k01 * f13 - a11 * f03 + k13 * f01, -(k01 * f12 - a11 * f02 + k12 * f01)),
+        (-(k01 * f23 - k02 * f13 + k03 * f12), a00 * f23 - k02 * f03 + k03 * f02,
+         -(a00 * f13 - k01 * f03 + k03 * f01), a00 * f12 - k01 * f02 + k02 * f01),
+    )  # fmt: skip
+    best, norm = None, 0.0
+    for row in rows:
+        n = row[0] * row[0] + row[1] * row[1] + row[2] * row[2] + row[3] * row[3]
+        if n > norm:
+            best, norm = row, n
+    scale = bound * bound * bound
+    if not norm > (ADJUGATE_FLOOR * scale) ** 2:
+        return None
+    return list(best)
