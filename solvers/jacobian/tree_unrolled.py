@@ -36,6 +36,7 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
 {unpack}
 {unknowns_in}
 {forward_current}
+{current}
     cost = {cost}
     done = {largest} <= bound
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
@@ -134,7 +135,8 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
     one = count == 1  # (max() takes two values or more)
     blocks = {
         "unpack": w.unpack(),
-        "forward_current": w.forward("C", "F", "H", "P", "E", "S", 1),
+        "forward_current": w.forward("C", "f", "h", "p", "e", "s", 1),
+        "current": w.accept(1, False),
         "cost": " + ".join(f"S{e}" for e in range(count)),
         "squares": squares,
         "largest": squares if one else f"max({squares})",
@@ -146,7 +148,7 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
         "trial": w.trial(2),
         "forward_trial": w.forward("N", "f", "h", "p", "e", "s", 2),
         "trial_cost": " + ".join(f"s{e}" for e in range(count)),
-        "accept": w.accept(3),
+        "accept": w.accept(3, True),
         "unknowns_in": w.unknowns_in(1),
         "unknowns_out": w.unknowns_out(1),
         "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
@@ -156,7 +158,8 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
 
 class _Writer:
     """The straight-line blocks of one layout's kernel (names: C/N unknowns, F/f frames (row-major),
-    H/h heads, P/p ends, E/e errors, S/s squared distances (current/trial); O offsets, L links,
+    E/e errors, S/s squared distances (current/trial), h heads and p ends (the last pose met); Q the
+    start, B the rests, Z the locals returned; O offsets, L links,
     T targets; R{e}_{i} end e from head i, A J J^T (upper triangle), K its factor, X the solution,
     w the steps)."""
 
@@ -254,7 +257,7 @@ class _Writer:
         out = []
         for i, effectors in enumerate(self.owners):
             for e in effectors:
-                out.append(f"R{e}_{i}_0, R{e}_{i}_1, R{e}_{i}_2 = P{e}_0 - H{i}_0, P{e}_1 - H{i}_1, P{e}_2 - H{i}_2")
+                out.append(f"R{e}_{i}_0, R{e}_{i}_1, R{e}_{i}_2 = p{e}_0 - h{i}_0, p{e}_1 - h{i}_1, p{e}_2 - h{i}_2")
         for e in range(self.count):
             for f in range(e, self.count):
                 common = [i for i, owned in enumerate(self.owners) if e in owned and f in owned]
@@ -274,7 +277,8 @@ class _Writer:
         error = [f"E{r // 3}_{r % 3}" for r in range(rows)]
         terms = [f"A{r}_{r} * {error[r]} * {error[r]}" for r in range(rows)]
         terms += [f"2.0 * A{r}_{c} * {error[r]} * {error[c]}" for r in range(rows) for c in range(r + 1, rows)]
-        out.append(f"removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300)")
+        # (only while the error damps the step: error_damping x removable is 0 after)
+        out.append(f"removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300) if error_damping else 0.0")
         return self._lines(out, depth)
 
     def solve(self, depth: int) -> str:
@@ -330,13 +334,12 @@ class _Writer:
             ]
         return self._lines(out, depth)
 
-    def accept(self, depth: int) -> str:
-        """The trial's unknowns and pose become the current ones."""
+    def accept(self, depth: int, unknowns: bool) -> str:
+        """The trial's pose (and `unknowns`) become the current ones. Its heads and ends are read
+        where they are (h, p): only J J^T reads them, at once after a kept step."""
         m, count = self.m, self.count
-        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(m) for k in range(4)]
+        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(m) for k in range(4)] if unknowns else []
         pairs += [(f"F{i}_{k}", f"f{i}_{k}") for i in range(m) for k in range(9)]
-        pairs += [(f"H{i}_{k}", f"h{i}_{k}") for i in range(m) for k in range(3)]
-        pairs += [(f"P{e}_{k}", f"p{e}_{k}") for e in range(count) for k in range(3)]
         pairs += [(f"E{e}_{k}", f"e{e}_{k}") for e in range(count) for k in range(3)]
         pairs += [(f"S{e}", f"s{e}") for e in range(count)]
         out = []
