@@ -90,14 +90,30 @@ def applies(tree) -> bool:
 
 
 def prepare(tree) -> None:
-    """The written-out kernel of `tree`'s layout (a jacobian.tree.Structure), or None."""
+    """The written-out kernel of `tree`'s layout (a jacobian.tree.Structure; a `Kernel`, compiled on
+    its first solve: a structure that never takes the plain case, with limits or frozen bones, never
+    compiles one), or None."""
     tree.unrolled = None
     if not applies(tree):
         return
     parents = [-1 if r else int(p) for r, p in zip(tree.root, tree.parent, strict=True)]
     mask = tree.mask > 0.0
     owners = [[e for e in range(len(tree.bones)) if mask[e, i]] for i in range(tree.m)]
-    tree.unrolled = _compile(_source(parents, [int(b) for b in tree.bones], owners))
+    tree.unrolled = Kernel(parents, [int(b) for b in tree.bones], owners)
+
+
+class Kernel:
+    """One layout's written-out iteration: called as the kernel itself, compiled on the first call
+    (about 20 ms for two hands; the structure, and so this, is kept for later solves)."""
+
+    def __init__(self, parents: list[int], bones: list[int], owners: list[list[int]]) -> None:
+        self.layout = (parents, bones, owners)
+        self.kernel = None
+
+    def __call__(self, *args):
+        if self.kernel is None:
+            self.kernel = _compile(_source(*self.layout))
+        return self.kernel(*args)
 
 
 def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
