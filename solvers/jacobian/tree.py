@@ -303,19 +303,26 @@ def solve(
         variant = "pseudoinverse"
     if variant != "dls":
         lam2 = 0.0  # the pseudoinverse is undamped until a step is refused, the transpose never damped
-    start = np.array(local[tree.moved], dtype=float)
-    if tree.limits is not None:
-        start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+    local = np.asarray(local, dtype=float)
+    whole = tree.m == len(local)  # every bone moved (tree.moved ascending: all of them, in order)
     error = None
-    if tree_plain.applies(tree, variant, gain, by_mass):
+    if tree_plain.applies(tree, variant, gain, by_mass):  # no limited joint; it never writes its start
         max_step = float(options["max_step"])
+        start = local if whole else local[tree.moved]
         current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
         if not segments:  # its last forward kinematics is of the locals returned: their errors
             error = np.sqrt(squares)
     else:
+        start = np.array(local[tree.moved], dtype=float)
+        if tree.limits is not None:
+            start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
         current, iterations = _iterate(tree, start, tolerance, max_iterations, options, variant, by_mass, lam2)
-    out = np.array(local, dtype=float)
-    out[tree.moved] = current
+        whole = False  # (its locals may be `start` itself)
+    if whole:  # the plain kernel's locals: a new array
+        out = current
+    else:
+        out = np.array(local, dtype=float)
+        out[tree.moved] = current
     for effector, segment in segments:
         out = _spin_to_pole(skeleton, out, effector, segment)
     return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)

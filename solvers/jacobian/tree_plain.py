@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from .. import quat
+from . import tree_unrolled
 from .tree_settings import CALM, ERROR_DAMPING, LM_DOWN, LM_FLOOR, LM_FLOOR_REFUSED, LM_UP, PATIENCE, PROGRESS, RIDGE
 
 # The largest J^T map (points to J^T, entries) taken as one product: beyond, two smaller products
@@ -111,6 +112,7 @@ def prepare(tree) -> None:
             arms[m:, :, i, :] = cross.reshape(count, 3, 9 * count)
             arms[i, :, i, :] = -tree.cross_heads
         tree.arms = (arms * mask[None, None]).reshape(3 * n, m * 9 * count)
+    tree_unrolled.prepare(tree)
 
 
 def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
@@ -124,6 +126,7 @@ def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
     start[:m, :3, 3] = offsets
     start[m:n, :3, 3] = ends
     tree.affine_start = start
+    tree_unrolled.measure(tree, offsets, ends)
 
 
 def _product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -148,7 +151,10 @@ def _forward(tree, turned: np.ndarray):
 
 def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2: float, max_step: float):
     """jacobian.tree._iterate for this case: (the moved bones' locals (m, 4), the iterations, the
-    effectors' squared distances at them: forward kinematics of those very locals)."""
+    effectors' squared distances at them: forward kinematics of those very locals). A small tree
+    runs written out (jacobian.tree_unrolled: the same iteration)."""
+    if tree.unrolled is not None:
+        return tree_unrolled.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
     m, count = tree.m, len(tree.bones)
     n, rows = m + count, 3 * count
     targets, bound = tree.targets, tolerance * tolerance

@@ -1,6 +1,6 @@
 """Tree FABRIK per solve, part by part, against Blender's tree IK net in the same run (issue 20 item 5).
 
-Run inside a bpy venv:  <venv>/bin/python bench/bench_tree_floor.py [--poses 100] [--repeats 5]
+Run inside a bpy venv:  <venv>/bin/python bench/bench_tree_floor_fabrik.py [--poses 100] [--repeats 5]
 
 The rig, cases, poses and Blender's timing are bench_tree.py's (same seed: the same targets). Per
 pose, timed (wall clock, each pose's fastest of --repeats interleaved passes, mean over poses):

@@ -1,0 +1,365 @@
+"""jacobian.tree_plain's iteration as straight-line Python on plain floats, written out once per
+tree layout (its bones' parents and the effectors' branches) and compiled: on a character's small
+trees (two hands: 8 bones, 6 rows) even tree_plain's two dozen numpy calls an iteration cost more
+than the arithmetic they do, and CPython's local variables are its fastest storage.
+
+The same unknowns (rest_i L_i, unnormalised), step, damping, trust region and stop as
+jacobian.tree_plain.iterate: the same poses to rounding (tests/solvers/test_tree_unrolled.py).
+What differs is how the sums are laid out (module `_Writer` writes them):
+
+- forward kinematics carries each bone's world quaternion (its parent's times rest_i L_i) and
+  turns it into a matrix once, for its children's heads and its own turn;
+- J J^T in world axes in closed form, never forming J: joint i's three columns give effectors
+  e, f the block sum_i (r_ei . r_fi) I - r_fi r_ei^T, r_ei = end_e - head_i, over the bones on
+  both branches; |J^T e|^2 = e^T (J J^T) e;
+- (J J^T + lam2 I) x = e by a Cholesky factorisation written out entry by entry;
+- the step J^T x joint by joint: sum_e r_ei x x_e over the effectors whose branch holds the joint.
+
+The loop itself (`_TEMPLATE`) is jacobian.tree_plain.iterate's, line for line.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import tree_settings
+
+# The largest layout written out (moved bones, error rows): on the metarig (bench/bench_tree.py)
+# the written-out iteration is faster than tree_plain's numpy calls on all three trees (8 bones
+# and 6 rows to 17 and 15); the code grows with rows^3 / 6 (the factorisation), compiled once.
+MAX_BONES, MAX_ROWS = 12, 9
+
+_TEMPLATE = """
+def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
+{unpack}
+{unknowns_in}
+{forward_current}
+{current}
+    cost = {cost}
+    done = {largest} <= bound
+    lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
+    radius, stale, iterations, kept, fresh = max_step, 0, 0, CALM, True
+    error_damping = ERROR_DAMPING
+    while iterations < max_iterations and not done:
+        if fresh:  # J J^T at the current pose (a refused step keeps it)
+{normal}
+            fresh = False
+        damping = max(lam2, error_damping * removable, RIDGE * trace / {rows}, 1e-100)
+{solve}
+        total = biggest = 0.0
+{step}
+        scale = 0.5
+        if total > radius * radius:  # some joint may turn more than the radius
+            biggest = sqrt(biggest)
+            if biggest > radius:
+                scale = 0.5 * (radius / biggest)
+{trial}
+        iterations += 1
+{forward_trial}
+        trial_done = {trial_largest} <= bound
+        trial_cost = 0.0 if trial_done else {trial_cost}
+        verdict = (1 if trial_cost < cost * (1.0 - PROGRESS) else 0) if trial_cost < cost else -1
+        if verdict >= 0:
+{accept}
+            cost, done, fresh = trial_cost, trial_done, True
+            kept += 1
+            if kept > CALM:
+                radius = min(2.0 * radius, max_step)
+                lam2_floor = LM_FLOOR * lam2_base
+                lam2 = max(LM_DOWN * lam2, lam2_floor)
+        else:
+            radius *= 0.5
+            lam2_floor = LM_FLOOR_REFUSED * lam2_base
+            lam2 = LM_UP * max(lam2, lam2_floor)
+            kept = 0
+        stale = 0 if verdict > 0 else stale + 1
+        if verdict <= 0:
+            error_damping = 0.0
+        if stale >= PATIENCE:
+            break
+{unknowns_out}
+    return ({locals},), iterations, [{squares}]
+"""
+
+
+def applies(tree) -> bool:
+    """Whether `tree` (a jacobian.tree.Structure) is small enough to be written out."""
+    return tree.m <= MAX_BONES and 3 * len(tree.bones) <= MAX_ROWS
+
+
+def prepare(tree) -> None:
+    """The written-out kernel of `tree`'s layout (a jacobian.tree.Structure; a `Kernel`, compiled on
+    its first solve: a structure that never takes the plain case, with limits or frozen bones, never
+    compiles one), or None."""
+    tree.unrolled = None
+    if not applies(tree):
+        return
+    parents = [-1 if r else int(p) for r, p in zip(tree.root, tree.parent, strict=True)]
+    mask = tree.mask > 0.0
+    owners = [[e for e in range(len(tree.bones)) if mask[e, i]] for i in range(tree.m)]
+    tree.unrolled = Kernel(parents, [int(b) for b in tree.bones], owners)
+
+
+class Kernel:
+    """One layout's written-out iteration: called as the kernel itself, compiled on the first call
+    (about 20 ms for two hands; the structure, and so this, is kept for later solves)."""
+
+    def __init__(self, parents: list[int], bones: list[int], owners: list[list[int]]) -> None:
+        self.layout = (parents, bones, owners)
+        self.kernel = None
+
+    def __call__(self, *args):
+        if self.kernel is None:
+            self.kernel = _compile(_source(*self.layout))
+        return self.kernel(*args)
+
+
+def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
+    """The measures the kernel takes: each head's offset in its parent's frame (a root's in the
+    skeleton's space), each effector's end as a link in its bone's frame, flat; the rests as rows."""
+    if tree.unrolled is None:
+        return
+    tree.unrolled_measures = tuple(np.concatenate((tree.rest_turns.ravel(), offsets.ravel(), ends.ravel())).tolist())
+
+
+def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2: float, max_step: float):
+    """jacobian.tree_plain.iterate, written out: (the moved bones' locals (m, 4), the iterations,
+    the effectors' squared distances at them)."""
+    local, iterations, squares = tree.unrolled(
+        start.ravel().tolist(), tree.unrolled_measures, tree.targets.ravel().tolist(),
+        tolerance * tolerance, max_iterations, lam2, max_step,
+    )  # fmt: skip
+    return np.array(local).reshape(tree.m, 4), iterations, squares
+
+
+def _compile(source: str):
+    names = {name: getattr(tree_settings, name) for name in dir(tree_settings) if name.isupper()}
+    scope = {"sqrt": math.sqrt, **names}
+    exec(compile(source, "<jacobian.tree_unrolled>", "exec"), scope)  # noqa: S102 - our own source, from integers
+    return scope["kernel"]
+
+
+def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> str:
+    """The kernel's source for a layout: `parents` of the moved bones (-1: a root; parents first),
+    each effector's bone, each bone's effectors (those whose branch holds it)."""
+    w = _Writer(parents, bones, owners)
+    count = len(bones)
+    squares = ", ".join(f"S{e}" for e in range(count))
+    trial_squares = ", ".join(f"s{e}" for e in range(count))
+    one = count == 1  # (max() takes two values or more)
+    blocks = {
+        "unpack": w.unpack(),
+        "forward_current": w.forward("C", "f", "h", "p", "e", "s", 1),
+        "current": w.accept(1, False),
+        "cost": " + ".join(f"S{e}" for e in range(count)),
+        "squares": squares,
+        "largest": squares if one else f"max({squares})",
+        "trial_largest": trial_squares if one else f"max({trial_squares})",
+        "normal": w.normal(3),
+        "rows": str(3 * count),
+        "solve": w.solve(2),
+        "step": w.step(2),
+        "trial": w.trial(2),
+        "forward_trial": w.forward("N", "f", "h", "p", "e", "s", 2),
+        "trial_cost": " + ".join(f"s{e}" for e in range(count)),
+        "accept": w.accept(3, True),
+        "unknowns_in": w.unknowns_in(1),
+        "unknowns_out": w.unknowns_out(1),
+        "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
+    }
+    return _TEMPLATE.format(**blocks)
+
+
+class _Writer:
+    """The straight-line blocks of one layout's kernel (names: C/N unknowns, F/f frames (row-major),
+    E/e errors, S/s squared distances (current/trial), h heads and p ends (the last pose met); Q the
+    start, B the rests, Z the locals returned; O offsets, L links,
+    T targets; R{e}_{i} end e from head i, A J J^T (upper triangle), K its factor, X the solution,
+    w the steps)."""
+
+    def __init__(self, parents: list[int], bones: list[int], owners: list[list[int]]) -> None:
+        self.parents, self.bones, self.owners = parents, bones, owners
+        self.m, self.count, self.rows = len(parents), len(bones), 3 * len(bones)
+
+    @staticmethod
+    def _lines(lines: list[str], depth: int) -> str:
+        pad = "    " * depth
+        return "\n".join(pad + line for line in lines)
+
+    def unpack(self) -> str:
+        """The arguments as names: the start locals Q, the rests B, offsets O, links L, targets T."""
+        m, count = self.m, self.count
+        start = [f"Q{i}_{k}" for i in range(m) for k in range(4)]
+        measures = [f"B{i}_{k}" for i in range(m) for k in range(4)] + [f"O{i}_{k}" for i in range(m) for k in range(3)]
+        measures += [f"L{e}_{k}" for e in range(count) for k in range(3)]
+        targets = [f"T{e}_{k}" for e in range(count) for k in range(3)]
+        given = ((start, "Q"), (measures, "O"), (targets, "T"))
+        return self._lines([f"{', '.join(names)}, = {arg}" for names, arg in given], 1)
+
+    @staticmethod
+    def _product(to: list[str], a: list[str], b: list[str]) -> list[str]:
+        """`to` = the Hamilton product a b (names of w, x, y, z)."""
+        return [
+            f"{to[0]} = {a[0]} * {b[0]} - {a[1]} * {b[1]} - {a[2]} * {b[2]} - {a[3]} * {b[3]}",
+            f"{to[1]} = {a[0]} * {b[1]} + {a[1]} * {b[0]} + {a[2]} * {b[3]} - {a[3]} * {b[2]}",
+            f"{to[2]} = {a[0]} * {b[2]} - {a[1]} * {b[3]} + {a[2]} * {b[0]} + {a[3]} * {b[1]}",
+            f"{to[3]} = {a[0]} * {b[3]} + {a[1]} * {b[2]} - {a[2]} * {b[1]} + {a[3]} * {b[0]}",
+        ]
+
+    def unknowns_in(self, depth: int) -> str:
+        """The unknowns C_i = rest_i L_i of the start locals."""
+        out = []
+        for i in range(self.m):
+            names = [[f"{q}{i}_{k}" for k in range(4)] for q in "CBQ"]
+            out += self._product(*names)
+        return self._lines(out, depth)
+
+    def unknowns_out(self, depth: int) -> str:
+        """The locals Z_i = rest_i^-1 C_i, normalised (the rests are unit quaternions)."""
+        out = []
+        for i in range(self.m):
+            back = [f"B{i}_0", f"-B{i}_1", f"-B{i}_2", f"-B{i}_3"]
+            z = [f"Z{i}_{k}" for k in range(4)]
+            out += self._product(z, back, [f"C{i}_{k}" for k in range(4)])
+            out.append(f"n_ = sqrt({z[0]} * {z[0]} + {z[1]} * {z[1]} + {z[2]} * {z[2]} + {z[3]} * {z[3]})")
+            out.append(f"{', '.join(z)} = {z[0]} / n_, {z[1]} / n_, {z[2]} / n_, {z[3]} / n_")
+        return self._lines(out, depth)
+
+    def forward(self, q: str, fr: str, hd: str, en: str, er: str, sq: str, depth: int) -> str:
+        """Frames, heads, ends, errors and squared distances of the unknowns named `q`."""
+        out = []
+        for i, p in enumerate(self.parents):
+            a = [f"{q}{i}_{k}" for k in range(4)]
+            if p >= 0:
+                out += self._product([f"W{i}_{k}" for k in range(4)], [f"W{p}_{k}" for k in range(4)], a)
+            else:
+                out.append(f"W{i}_0, W{i}_1, W{i}_2, W{i}_3 = {', '.join(a)}")
+            ww, wx, wy, wz = (f"W{i}_{k}" for k in range(4))
+            f = [f"{fr}{i}_{k}" for k in range(9)]
+            out += [
+                f"t_ = 2.0 / ({ww} * {ww} + {wx} * {wx} + {wy} * {wy} + {wz} * {wz})",
+                f"tx_, ty_, tz_ = t_ * {wx}, t_ * {wy}, t_ * {wz}",
+                f"xx_, yy_, zz_ = tx_ * {wx}, ty_ * {wy}, tz_ * {wz}",
+                f"xy_, xz_, yz_ = tx_ * {wy}, tx_ * {wz}, ty_ * {wz}",
+                f"wx_, wy_, wz_ = tx_ * {ww}, ty_ * {ww}, tz_ * {ww}",
+                f"{f[0]}, {f[1]}, {f[2]} = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
+                f"{f[3]}, {f[4]}, {f[5]} = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
+                f"{f[6]}, {f[7]}, {f[8]} = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
+            ]
+            o = [f"O{i}_{k}" for k in range(3)]
+            if p >= 0:
+                out += self._moved(f"{hd}{i}", f"{hd}{p}", f"{fr}{p}", o)
+            else:
+                out.append(f"{hd}{i}_0, {hd}{i}_1, {hd}{i}_2 = {', '.join(o)}")
+        for e, b in enumerate(self.bones):
+            out += self._moved(f"{en}{e}", f"{hd}{b}", f"{fr}{b}", [f"L{e}_{k}" for k in range(3)])
+            out.append(f"{er}{e}_0, {er}{e}_1, {er}{e}_2 = T{e}_0 - {en}{e}_0, T{e}_1 - {en}{e}_1, T{e}_2 - {en}{e}_2")
+            out.append(f"{sq}{e} = {er}{e}_0 * {er}{e}_0 + {er}{e}_1 * {er}{e}_1 + {er}{e}_2 * {er}{e}_2")
+        return self._lines(out, depth)
+
+    @staticmethod
+    def _moved(to: str, head: str, frame: str, vector: list[str]) -> list[str]:
+        """`to` = `head` + `frame` @ `vector`, per axis."""
+        return [
+            f"{to}_{r} = {head}_{r} + {frame}_{3 * r} * {vector[0]} + {frame}_{3 * r + 1} * {vector[1]}"
+            f" + {frame}_{3 * r + 2} * {vector[2]}"
+            for r in range(3)
+        ]
+
+    def normal(self, depth: int) -> str:
+        """A (upper triangle), `trace`, and `removable` (|J^T e|^2 x rows / trace) at the current pose."""
+        out = []
+        for i, effectors in enumerate(self.owners):
+            for e in effectors:
+                out.append(f"R{e}_{i}_0, R{e}_{i}_1, R{e}_{i}_2 = p{e}_0 - h{i}_0, p{e}_1 - h{i}_1, p{e}_2 - h{i}_2")
+        for e in range(self.count):
+            for f in range(e, self.count):
+                common = [i for i, owned in enumerate(self.owners) if e in owned and f in owned]
+                if not common:
+                    out += [f"A{3 * e + r}_{3 * f + c} = 0.0" for r in range(3) for c in range(3)]
+                    continue
+                dot = " + ".join(f"R{e}_{i}_{k} * R{f}_{i}_{k}" for i in common for k in range(3))
+                out.append(f"d_ = {dot}")
+                for r in range(3):
+                    for c in range(3):
+                        if e == f and c < r:
+                            continue
+                        outer = " + ".join(f"R{f}_{i}_{r} * R{e}_{i}_{c}" for i in common)
+                        out.append(f"A{3 * e + r}_{3 * f + c} = {'d_ - ' if r == c else '-'}({outer})")
+        rows = self.rows
+        out.append(f"trace = {' + '.join(f'A{r}_{r}' for r in range(rows))}")
+        error = [f"E{r // 3}_{r % 3}" for r in range(rows)]
+        terms = [f"A{r}_{r} * {error[r]} * {error[r]}" for r in range(rows)]
+        terms += [f"2.0 * A{r}_{c} * {error[r]} * {error[c]}" for r in range(rows) for c in range(r + 1, rows)]
+        # (only while the error damps the step: error_damping x removable is 0 after)
+        out.append(f"removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300) if error_damping else 0.0")
+        return self._lines(out, depth)
+
+    def solve(self, depth: int) -> str:
+        """X with (A + damping I) X = E: Cholesky, K lower, V the inverse diagonal."""
+        out, n = [], self.rows
+        for j in range(n):
+            for i in range(j, n):
+                terms = "".join(f" - K{i}_{k} * K{j}_{k}" for k in range(j))
+                if i == j:
+                    out.append(f"V{j} = 1.0 / sqrt(A{j}_{j} + damping{terms})")
+                else:
+                    out.append(f"K{i}_{j} = (A{j}_{i}{terms}) * V{j}")
+        for i in range(n):
+            terms = "".join(f" - K{i}_{k} * Y{k}" for k in range(i))
+            out.append(f"Y{i} = (E{i // 3}_{i % 3}{terms}) * V{i}")
+        for i in range(n - 1, -1, -1):
+            terms = "".join(f" - K{k}_{i} * X{k}" for k in range(i + 1, n))
+            out.append(f"X{i} = (Y{i}{terms}) * V{i}")
+        return self._lines(out, depth)
+
+    def step(self, depth: int) -> str:
+        """w_i = J^T X joint by joint (world axes), `total` its squared length, `biggest` a joint's largest."""
+        out = []
+        for i, effectors in enumerate(self.owners):
+            x = " + ".join(f"R{e}_{i}_1 * X{3 * e + 2} - R{e}_{i}_2 * X{3 * e + 1}" for e in effectors)
+            y = " + ".join(f"R{e}_{i}_2 * X{3 * e} - R{e}_{i}_0 * X{3 * e + 2}" for e in effectors)
+            z = " + ".join(f"R{e}_{i}_0 * X{3 * e + 1} - R{e}_{i}_1 * X{3 * e}" for e in effectors)
+            out += [
+                f"w{i}_0 = {x}",
+                f"w{i}_1 = {y}",
+                f"w{i}_2 = {z}",
+                f"l_ = w{i}_0 * w{i}_0 + w{i}_1 * w{i}_1 + w{i}_2 * w{i}_2",
+                "total += l_",
+                "if l_ > biggest:",
+                "    biggest = l_",
+            ]
+        return self._lines(out, depth)
+
+    def trial(self, depth: int) -> str:
+        """N = C (1, d/2) with d_i = F_i^T w_i (times `scale`: a half, shortened to the radius)."""
+        out = []
+        for i in range(self.m):
+            f, w = [f"F{i}_{k}" for k in range(9)], [f"w{i}_{k}" for k in range(3)]
+            c = [f"C{i}_{k}" for k in range(4)]
+            out += [
+                f"u_ = ({f[0]} * {w[0]} + {f[3]} * {w[1]} + {f[6]} * {w[2]}) * scale",
+                f"v_ = ({f[1]} * {w[0]} + {f[4]} * {w[1]} + {f[7]} * {w[2]}) * scale",
+                f"s_ = ({f[2]} * {w[0]} + {f[5]} * {w[1]} + {f[8]} * {w[2]}) * scale",
+                f"N{i}_0 = {c[0]} - {c[1]} * u_ - {c[2]} * v_ - {c[3]} * s_",
+                f"N{i}_1 = {c[0]} * u_ + {c[1]} + {c[2]} * s_ - {c[3]} * v_",
+                f"N{i}_2 = {c[0]} * v_ - {c[1]} * s_ + {c[2]} + {c[3]} * u_",
+                f"N{i}_3 = {c[0]} * s_ + {c[1]} * v_ - {c[2]} * u_ + {c[3]}",
+            ]
+        return self._lines(out, depth)
+
+    def accept(self, depth: int, unknowns: bool) -> str:
+        """The trial's pose (and `unknowns`) become the current ones. Its heads and ends are read
+        where they are (h, p): only J J^T reads them, at once after a kept step."""
+        m, count = self.m, self.count
+        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(m) for k in range(4)] if unknowns else []
+        pairs += [(f"F{i}_{k}", f"f{i}_{k}") for i in range(m) for k in range(9)]
+        pairs += [(f"E{e}_{k}", f"e{e}_{k}") for e in range(count) for k in range(3)]
+        pairs += [(f"S{e}", f"s{e}") for e in range(count)]
+        out = []
+        for start in range(0, len(pairs), 24):
+            chunk = pairs[start : start + 24]
+            out.append(f"{', '.join(a for a, _ in chunk)} = {', '.join(b for _, b in chunk)}")
+        return self._lines(out, depth)
