@@ -50,7 +50,16 @@ from .. import quat
 from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
-from ..maths.floats import conjugate, from_rotation_vector, multiply, normalize4, rotate
+from ..maths.floats import (
+    IDENTITY,
+    best_rotation,
+    conjugate,
+    from_rotation_vector,
+    multiply,
+    normalize4,
+    rotate,
+    scaled,
+)
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import (
@@ -79,6 +88,12 @@ SETTLED = 1e-6
 LM_START = 1e-2  # the first damping, relative to the normal matrix's trace (x the lightest weight's share)
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
+# The sub-base's lead: this share of the turn about its head that best faces the branches below
+# (rigid, as they are) to their goals; the branches turn the rest (see _sub_base_frame).
+LEAD_SHARE = 0.5
+# ... taken only where a branch's end is this many tolerances off its goal: a bake's frame
+# continued from the last and stepped toward its goals (solvers.skeleton_sequence) needs none.
+LEAD_FROM = 10.0
 
 
 def solve_tree(
@@ -105,7 +120,12 @@ def solve_tree(
     goals_at = [tuple(e.position.tolist()) for e in effectors]
     frames, heads = forward(skeleton, current)
     best, passes = current[:], 0
-    best_cost = cost = _ranked(effectors, groups, _misses(skeleton, frames, heads, bones_of, goals_at), tolerance)
+    best_miss = miss = _misses(skeleton, frames, heads, bones_of, goals_at)
+    best_cost = cost = _ranked(effectors, groups, miss, tolerance)
+    if max(miss) <= tolerance:
+        # Every goal met as it stands (a bake's frame continued from the last): no pass could rank
+        # better than the input, which a pass would return.
+        return finish(skeleton, np.array(best), effectors, tolerance, 0, "triangulation", error=np.array(miss))
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
     while passes < max_iterations:
         passes += 1
@@ -119,20 +139,21 @@ def solve_tree(
                 sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
                 under = [by_bone[b] for b in below]
-                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, under, short, weight)
+                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, under, short, weight, tolerance)
                 sol = _triangulate(chain, position, tolerance, options, target_rotation=rotation)
             _set_locals(skeleton, current, bones, frames, sol.rows()[1], chain.frames.tolist())
             frames, heads = forward(skeleton, current, _below(skeleton, bones[0]), frames, heads)
         miss = _misses(skeleton, frames, heads, bones_of, goals_at)
         cost, last = _ranked(effectors, groups, miss, tolerance), cost
         if cost < best_cost:
-            best, best_cost = current[:], cost
+            best, best_cost, best_miss = current[:], cost, miss
         if max(miss) <= tolerance:
             break
         if all(abs(a - b) <= SETTLE * a for a, b in zip(cost, last, strict=True)):
             break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
-    return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation")
+    # (the errors as measured on `best` by the same forward kinematics: finish's own, to the bit)
+    return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation", error=np.array(best_miss))
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:
@@ -188,7 +209,18 @@ def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float
 
 
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
-    """[(segment bones root first, effector bones below its end)], parents' segments first."""
+    """[(segment bones root first, effector bones below its end)], parents' segments first; kept
+    per skeleton and effector bones (a bake solves the same tree every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_segments", {})
+    key = tuple(e.bone for e in effectors)
+    plan = cache.get(key)
+    if plan is None:
+        plan = cache[key] = _plan(skeleton, effectors)
+    return plan
+
+
+def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
+    """_segments' plan, computed."""
     moved = moved_bones(skeleton, [e.bone for e in effectors])  # ascending: parents first
     goal_bones = {e.bone for e in effectors}
     children: dict[int, list[int]] = {b: [] for b in moved}
@@ -237,7 +269,14 @@ def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list,
 
 
 def _sub_base_frame(
-    skeleton: Skeleton, bones: list[int], frames, heads, below: list[Effector], short: dict, weight: dict
+    skeleton: Skeleton,
+    bones: list[int],
+    frames,
+    heads,
+    below: list[Effector],
+    short: dict,
+    weight: dict,
+    tolerance: float,
 ):
     """(end position, world orientation) for the last bone of a segment ending on a sub-base:
     the nearest frame from which each effector below is within its branch's full length and
@@ -299,8 +338,19 @@ def _sub_base_frame(
                 total += (w * (dist - reach)) ** 2
         return total
 
-    turn, shift = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    # The lead (the tree's upper joints lead, as a chain's do): the frame starts turned about its
+    # head by LEAD_SHARE of the turn that best faces the branches' chords (head to end point) to
+    # their goals, unless that leaves them further beyond reach than the frame as it is.
+    chords = [_sub(end_point(skeleton, frames, heads, e.bone), pivot) for e in below]
+    wants = [_sub(tuple(e.position), pivot) for e in below]
+    turn, shift = IDENTITY, (0.0, 0.0, 0.0)
+    if any(math.dist(c, w) > LEAD_FROM * tolerance for c, w in zip(chords, wants, strict=True)):
+        turn = scaled(best_rotation(chords, wants, [weight[e.bone] for e in below]), LEAD_SHARE)
     value = excess(turn, shift)
+    if value > 0.0 and turn is not IDENTITY:
+        still = excess(IDENTITY, shift)
+        if still < value:
+            turn, value = IDENTITY, still
     lam, nu = None, 2.0  # Levenberg-Marquardt: the pull toward no change (relative to the normal matrix)
     for _ in range(FIT_STEPS):
         normal = [[0.0] * unknowns for _ in range(unknowns)]
