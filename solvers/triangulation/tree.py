@@ -314,7 +314,7 @@ def _sub_base_frame(
     # The pull toward the current frame: relative to the lightest branch's weight (ranked weights
     # span levels), and a turn measured at the branches' size (never zero).
     lightest = min(p[3] for p in pairs) ** 2 / max(p[3] for p in pairs) ** 2
-    size = max(sum(full) / len(full), float(np.max(skeleton.lengths[bones])))
+    size = max(sum(full) / len(full), max(float(skeleton.lengths[b]) for b in bones))
     unknowns = 3 if turns_only else 6
 
     def carried(shift: tuple) -> tuple:
@@ -459,10 +459,16 @@ def _child(skeleton: Skeleton, top: int, bone: int) -> int:
 
 
 def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
-    """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between)."""
-    path = skeleton.branch(bone)
-    path = path[path.index(head_bone) :]
-    return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+    """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between),
+    kept per skeleton (a bake asks every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_reach", {})
+    reach = cache.get((head_bone, bone))
+    if reach is None:
+        path = skeleton.branch(bone)
+        path = path[path.index(head_bone) :]
+        reach = float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+        cache[(head_bone, bone)] = reach
+    return reach
 
 
 def _solve_small(a: list[list[float]], b: list[float]) -> list[float] | None:
