@@ -11,7 +11,7 @@ import pytest
 import solvers
 from solvers import limits as joint_limits
 from solvers.maths.floats import best_rotation
-from solvers.triangulation.tree import LEAD_SHARE
+from solvers.triangulation.tree import lead_share
 
 _spec = importlib.util.spec_from_file_location("_tree_shapes", Path(__file__).with_name("tree_shapes.py"))
 tree_shapes = importlib.util.module_from_spec(_spec)
@@ -62,7 +62,7 @@ def test_y_tree_reaches():
 
 def test_the_trunk_leads_by_a_share_of_the_turn_facing_its_branches():
     """Upper joints lead, in a tree as in a chain: with targets the arms reach from where the chest
-    is, the chest (the sub-base) still turns about its head by LEAD_SHARE of the turn that best
+    is, the chest (the sub-base) still turns about its head by lead_share(2) = 2/3 of the turn that best
     faces the hands' chords (head to hand) to their targets, and the bones above it stay (the turn
     moves no head they carry); the arms do the rest. (Before, the trunk moved only as far as the
     branches could not reach: here not at all, the arms turning 1.3-1.7x Blender's total angle on
@@ -84,7 +84,7 @@ def test_the_trunk_leads_by_a_share_of_the_turn_facing_its_branches():
     )
     chest = index["chest"]
     turned = solvers.quat.angle(solvers.quat.multiply(solvers.quat.conjugate(local[chest]), sol.local[chest]))
-    assert turned == pytest.approx(LEAD_SHARE * solvers.quat.angle(np.array(facing)), rel=1e-9)
+    assert turned == pytest.approx(lead_share(2) * solvers.quat.angle(np.array(facing)), rel=1e-9)
     assert turned > 0.05
 
 
