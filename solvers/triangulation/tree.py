@@ -465,9 +465,13 @@ def _cross(a: tuple, b: tuple) -> tuple:
 
 
 def _child(skeleton: Skeleton, top: int, bone: int) -> int:
-    """The child of `top` on the way down to `bone`."""
-    path = skeleton.branch(bone)
-    return path[path.index(top) + 1]
+    """The child of `top` on the way down to `bone`, kept per skeleton (a bake asks every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_child", {})
+    child = cache.get((top, bone))
+    if child is None:
+        path = skeleton.branch(bone)
+        child = cache[(top, bone)] = path[path.index(top) + 1]
+    return child
 
 
 def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
