@@ -46,7 +46,8 @@ def float_solver(tolerance: float, cap: int, options: dict):
 
 def shape_keeping_solver(options: dict):
     """float_solver's pass with each rest of the chain taking the extent that turns the joints least
-    from the start's shape (chain_floats.one_pass's `keep`): a tree's segments (triangulation.tree)."""
+    from the start's shape (chain_floats.one_pass's `keep`), turned with its chord onto the target
+    line before the joint bends (`chords`): a tree's segments (triangulation.tree)."""
     fold_angle, smooth = options["fold_angle"], options["smooth_fold"]
     fold = fold_terms(fold_angle)
 
@@ -60,9 +61,11 @@ def shape_keeping_solver(options: dict):
             else None
             for i in range(n)
         )
+        tip = rows[-1]  # each joint's chord to the tip, for the rest's lead (one_pass's `chords`)
+        chords = tuple((tip[0] - r[0], tip[1] - r[1], tip[2] - r[2]) for r in rows[:n])
         out, rots, _ = one_pass(
             t.rows[0], t.lengths, t.dirs, t.reach, guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend,
-            keep=keep,
+            keep=keep, chords=chords,
         )  # fmt: skip
         return out, rots, 1
 

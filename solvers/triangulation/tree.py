@@ -7,9 +7,12 @@ Segments are solved from the root down, each as a chain by the paper's pass (lim
 tip rotations included) from its start's shape (below):
 
 - a segment that ends on an effector's bone aims at that effector's goals;
-- a segment that ends on a sub-base is given a whole frame for its last bone: the one nearest
-  its current frame from which every branch below can reach its effector at the branch's full
-  length, and which the segment itself can carry (its base fixed, its bones' full length).
+- a segment that ends on a sub-base is given a whole frame for its last bone: first its lead,
+  lead_share of the turn about its head that best faces the branches below (rigid, as they are:
+  each one's chord from that head to its effector's bone end) to their goals (weighted, Horn's
+  quaternion; the upper joints lead, as in the paper's chain), then the frame nearest that one
+  from which every branch below can reach its effector at the branch's full length, and which
+  the segment itself can carry (its base fixed, its bones' full length).
   That frame is a small least-squares problem on the reach excesses, each weighted by its
   effector's ranked weight (solvers.skeleton.ranked_weights: a higher priority level, pins
   first, counts LEVEL times the next), solved by Levenberg-Marquardt steps (6 unknowns: a turn
@@ -19,12 +22,15 @@ tip rotations included) from its start's shape (below):
   the orientation, the bones above reach its head), and the branches triangulate from where it
   put them.
 
-So the trunk moves first, and exactly as far as its branches need; each branch then moves as
-the paper's chain does, but from its start's shape: where the paper takes the rest of a segment
-at its full length (its triangle's side b, so every joint below the first that bends ends
-straight), a segment takes the extent between the rest's inner hole and b that changes the
-joint's angle to the target line and the next joint's bend least (chain_floats.least_turn_span; a
-rest already straight stays straight: the paper's pose). A segment already at its goal then
+So the trunk moves first, taking a share of the turn its branches need, and as far as they need
+to reach; each branch then moves as the paper's chain does, but from its start's shape: where
+the paper takes the rest of a segment at its full length (its triangle's side b, so every joint
+below the first that bends ends straight), a segment takes the extent between the rest's inner
+hole and b that changes the joint's angle to the target line and the next joint's bend least
+(chain_floats.least_turn_span; a rest already straight stays straight: the paper's pose), and
+where it turns less, a joint first turns the rest as it is with its chord onto the target line,
+then bends (chain_floats.one_pass's `chords`). The total turn (the paper's cost, eq. 3) on the
+metarig: docs/design.md, "Tree triangulation: turn and speed". A segment already at its goal then
 stays and one near it moves little, so a bake continuing its last frame
 (solvers.skeleton_sequence) keeps each frame's shape; with the paper's straight rests a start
 within the tolerance was kept and one just beyond it snapped to them, a pop (17.6 degrees on a
@@ -50,7 +56,16 @@ from .. import quat
 from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
-from ..maths.floats import conjugate, from_rotation_vector, multiply, normalize4, rotate
+from ..maths.floats import (
+    IDENTITY,
+    best_rotation,
+    conjugate,
+    from_rotation_vector,
+    multiply,
+    normalize4,
+    rotate,
+    scaled,
+)
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import (
@@ -79,6 +94,18 @@ SETTLED = 1e-6
 LM_START = 1e-2  # the first damping, relative to the normal matrix's trace (x the lightest weight's share)
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
+# The sub-base's lead (lead_share of the turn facing its branches, _sub_base_frame), taken only
+# where a branch's end is this many tolerances off its goal: a bake's frame
+# continued from the last and stepped toward its goals (solvers.skeleton_sequence) needs none.
+LEAD_FROM = 10.0
+
+
+def lead_share(branches: int) -> float:
+    """The share of the turn facing `branches` branches to their goals that their sub-base takes:
+    k / (k + 1), the least-squares split of one turn t needed by all k between the sub-base (s)
+    and each branch (t - s): s^2 + k (t - s)^2 is least there. Measured on the metarig (seed 11,
+    60 poses: 0.35, 0.5, 0.65, 0.8 and this) within 2% of the best fixed share in every case."""
+    return branches / (branches + 1.0)
 
 
 def solve_tree(
@@ -105,7 +132,12 @@ def solve_tree(
     goals_at = [tuple(e.position.tolist()) for e in effectors]
     frames, heads = forward(skeleton, current)
     best, passes = current[:], 0
-    best_cost = cost = _ranked(effectors, groups, _misses(skeleton, frames, heads, bones_of, goals_at), tolerance)
+    best_miss = miss = _misses(skeleton, frames, heads, bones_of, goals_at)
+    best_cost = cost = _ranked(effectors, groups, miss, tolerance)
+    if max(miss) <= tolerance:
+        # Every goal met as it stands (a bake's frame continued from the last): no pass could rank
+        # better than the input, which a pass would return.
+        return finish(skeleton, np.array(best), effectors, tolerance, 0, "triangulation", error=np.array(miss))
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
     while passes < max_iterations:
         passes += 1
@@ -119,20 +151,21 @@ def solve_tree(
                 sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
                 under = [by_bone[b] for b in below]
-                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, under, short, weight)
+                position, rotation = _sub_base_frame(skeleton, bones, frames, heads, under, short, weight, tolerance)
                 sol = _triangulate(chain, position, tolerance, options, target_rotation=rotation)
             _set_locals(skeleton, current, bones, frames, sol.rows()[1], chain.frames.tolist())
             frames, heads = forward(skeleton, current, _below(skeleton, bones[0]), frames, heads)
         miss = _misses(skeleton, frames, heads, bones_of, goals_at)
         cost, last = _ranked(effectors, groups, miss, tolerance), cost
         if cost < best_cost:
-            best, best_cost = current[:], cost
+            best, best_cost, best_miss = current[:], cost, miss
         if max(miss) <= tolerance:
             break
         if all(abs(a - b) <= SETTLE * a for a, b in zip(cost, last, strict=True)):
             break  # the pass changed nothing that counts: conflicting goals at their compromise
         short = {e.bone: (m if m > tolerance else 0.0) for e, m in zip(effectors, miss, strict=True)}
-    return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation")
+    # (the errors as measured on `best` by the same forward kinematics: finish's own, to the bit)
+    return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation", error=np.array(best_miss))
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:
@@ -188,7 +221,18 @@ def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float
 
 
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
-    """[(segment bones root first, effector bones below its end)], parents' segments first."""
+    """[(segment bones root first, effector bones below its end)], parents' segments first; kept
+    per skeleton and effector bones (a bake solves the same tree every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_segments", {})
+    key = tuple(e.bone for e in effectors)
+    plan = cache.get(key)
+    if plan is None:
+        plan = cache[key] = _plan(skeleton, effectors)
+    return plan
+
+
+def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
+    """_segments' plan, computed."""
     moved = moved_bones(skeleton, [e.bone for e in effectors])  # ascending: parents first
     goal_bones = {e.bone for e in effectors}
     children: dict[int, list[int]] = {b: [] for b in moved}
@@ -237,7 +281,14 @@ def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list,
 
 
 def _sub_base_frame(
-    skeleton: Skeleton, bones: list[int], frames, heads, below: list[Effector], short: dict, weight: dict
+    skeleton: Skeleton,
+    bones: list[int],
+    frames,
+    heads,
+    below: list[Effector],
+    short: dict,
+    weight: dict,
+    tolerance: float,
 ):
     """(end position, world orientation) for the last bone of a segment ending on a sub-base:
     the nearest frame from which each effector below is within its branch's full length and
@@ -275,7 +326,7 @@ def _sub_base_frame(
     # The pull toward the current frame: relative to the lightest branch's weight (ranked weights
     # span levels), and a turn measured at the branches' size (never zero).
     lightest = min(p[3] for p in pairs) ** 2 / max(p[3] for p in pairs) ** 2
-    size = max(sum(full) / len(full), float(np.max(skeleton.lengths[bones])))
+    size = max(sum(full) / len(full), max(float(skeleton.lengths[b]) for b in bones))
     unknowns = 3 if turns_only else 6
 
     def carried(shift: tuple) -> tuple:
@@ -299,8 +350,19 @@ def _sub_base_frame(
                 total += (w * (dist - reach)) ** 2
         return total
 
-    turn, shift = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    # The lead (the tree's upper joints lead, as a chain's do): the frame starts turned about its
+    # head by lead_share of the turn that best faces the branches' chords (head to end point) to
+    # their goals, unless that leaves them further beyond reach than the frame as it is.
+    chords = [_sub(end_point(skeleton, frames, heads, e.bone), pivot) for e in below]
+    wants = [_sub(tuple(e.position), pivot) for e in below]
+    turn, shift = IDENTITY, (0.0, 0.0, 0.0)
+    if any(math.dist(c, w) > LEAD_FROM * tolerance for c, w in zip(chords, wants, strict=True)):
+        turn = scaled(best_rotation(chords, wants, [weight[e.bone] for e in below]), lead_share(len(below)))
     value = excess(turn, shift)
+    if value > 0.0 and turn is not IDENTITY:
+        still = excess(IDENTITY, shift)
+        if still < value:
+            turn, value = IDENTITY, still
     lam, nu = None, 2.0  # Levenberg-Marquardt: the pull toward no change (relative to the normal matrix)
     for _ in range(FIT_STEPS):
         normal = [[0.0] * unknowns for _ in range(unknowns)]
@@ -403,16 +465,26 @@ def _cross(a: tuple, b: tuple) -> tuple:
 
 
 def _child(skeleton: Skeleton, top: int, bone: int) -> int:
-    """The child of `top` on the way down to `bone`."""
-    path = skeleton.branch(bone)
-    return path[path.index(top) + 1]
+    """The child of `top` on the way down to `bone`, kept per skeleton (a bake asks every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_child", {})
+    child = cache.get((top, bone))
+    if child is None:
+        path = skeleton.branch(bone)
+        child = cache[(top, bone)] = path[path.index(top) + 1]
+    return child
 
 
 def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
-    """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between)."""
-    path = skeleton.branch(bone)
-    path = path[path.index(head_bone) :]
-    return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+    """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between),
+    kept per skeleton (a bake asks every frame)."""
+    cache = skeleton.__dict__.setdefault("_triangulation_reach", {})
+    reach = cache.get((head_bone, bone))
+    if reach is None:
+        path = skeleton.branch(bone)
+        path = path[path.index(head_bone) :]
+        reach = float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+        cache[(head_bone, bone)] = reach
+    return reach
 
 
 def _solve_small(a: list[list[float]], b: list[float]) -> list[float] | None:
