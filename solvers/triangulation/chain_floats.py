@@ -12,6 +12,7 @@ from itertools import accumulate
 import numpy as np
 
 from .. import quat
+from ..maths import floats
 from ..quat import AXIS_EPS
 
 
@@ -366,7 +367,7 @@ def _led(q: tuple, a: tuple, n: tuple, chords: tuple, i: int, joint: tuple, leng
     turn = _swing(led, bent)
     if turn is None:
         return None
-    both = _multiply(turn, lead)
+    both = floats.multiply(turn, lead)
     if _half_angle(both) + left(both, bent) < _half_angle(plain) + left(plain, n):
         return lead, led, bent
     return None
@@ -382,17 +383,6 @@ def _off_line(a: tuple, c: tuple) -> bool:
 def _half_angle(q: tuple) -> float:
     """The rotation angle of unit q."""
     return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
-
-
-def _multiply(a: tuple, b: tuple) -> tuple:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return (
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    )
 
 
 def _swing(u: tuple, v: tuple):
