@@ -48,6 +48,7 @@ from ..common import goals, mass
 from ..model.chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, level
 from . import tree_plain
+from . import tree_steps as steps
 from .tree_plain import MULTIPLY, TO_MATRIX
 from .tree_settings import (
     CALM,
@@ -59,9 +60,7 @@ from .tree_settings import (
     LM_FLOOR_REFUSED,
     LM_UP,
     PATIENCE,
-    PROGRESS,
     RESOLVES,
-    RIDGE,
     SETTLED,
 )
 
@@ -70,8 +69,6 @@ _CACHE_SIZE = 32
 _NO_ROWS = np.zeros((0, 3))
 # The factorisation itself, the gufunc np.linalg.cholesky wraps: its checks and error-state
 # handling cost more than the 30 x 30 factorisation (every block here is positive definite).
-_cholesky = getattr(getattr(np.linalg, "_umath_linalg", None), "cholesky_lo", np.linalg.cholesky)
-_BLOCKS: dict[int, np.ndarray] = {}  # rows -> _inverse_root's block with its constant lower-left identity
 # r @ _SKEW is -[r]x flattened (row-major): [[0, r2, -r1], [-r2, 0, r0], [r1, -r0, 0]]
 _SKEW = np.zeros((3, 9))
 _SKEW[2, 1] = _SKEW[0, 5] = _SKEW[1, 6] = 1.0
@@ -234,7 +231,7 @@ class Tree:
             return position, _NO_ROWS, position.ravel()
         if not len(self.turned):
             return position, _NO_ROWS, position.ravel() * self.row_scale
-        rotation = _log(self.wanted @ frames[self.bones[self.turned]].transpose(0, 2, 1))
+        rotation = steps.log_rotations(self.wanted @ frames[self.bones[self.turned]].transpose(0, 2, 1))
         return position, rotation, np.concatenate((position.ravel(), rotation.ravel())) * self.row_scale
 
     def jacobian(self, frames: np.ndarray, heads: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -384,7 +381,7 @@ def _iterate(tree: Tree, start, tolerance, max_iterations, options, variant, by_
         # after a refusal only once CALM steps in a row were kept); refuse one that does not and halve
         # the turn. Conflicting goals then settle instead of oscillating, and PATIENCE refusals in a
         # row end the solve: progress has stalled.
-        verdict = _compare(trial_ranked, ranked)
+        verdict = steps.compare(trial_ranked, ranked)
         if verdict >= 0:
             current, frames, heads, ends, jac = trial, trial_frames, trial_heads, trial_ends, None
             error, done, ranked = trial_error, trial_done, trial_ranked
@@ -502,7 +499,7 @@ def _advance(tree: Tree, local, jac, error, pull, variant, lam2, max_step, done,
     m = tree.m
     for attempt in range(RESOLVES + 1):
         weighted, weighted_pull = _into(scale, jac, pull)
-        parts = _priority_steps(weighted, error, tree.row_levels, variant, lam2, weighted_pull)
+        parts = steps.priority_steps(weighted, error, tree.row_levels, variant, lam2, weighted_pull)
         step = None
         budget = max_step
         for k, y in enumerate(parts):  # the highest level first
@@ -555,7 +552,7 @@ def _correct(tree: Tree, local, frames, heads, ends, error, rows, by_mass: bool 
     clamped into its limits."""
     jac = tree.jacobian(frames, heads, ends)[rows]
     scale = _weights(tree, tree.inertia(frames, heads) if by_mass else None, None)
-    y = _back(scale, _inverse(_into(scale, jac, None)[0], error[rows], "pseudoinverse", 0.0))
+    y = _back(scale, steps.inverse(_into(scale, jac, None)[0], error[rows], "pseudoinverse", 0.0))
     step = np.zeros(3 * tree.m)
     step[tree.cols] = y
     turn = np.empty((tree.m, 4))
@@ -566,94 +563,3 @@ def _correct(tree: Tree, local, frames, heads, ends, error, rows, by_mass: bool 
     if tree.limits is not None and len(tree.limited):
         out[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, out[tree.limited])
     return out
-
-
-def _priority_steps(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull):
-    """The scaled joint steps y of each priority level (a generator: a caller stops when it needs no
-    more), highest first, each solved in the nullspace of the ones above for the error they leave;
-    then the pull (the secondary task) projected into the nullspace of them all."""
-    if len(levels) == 1 and pull is None:
-        yield _inverse(jac, error, variant, lam2)
-        return
-    y = np.zeros(jac.shape[1])
-    null = None  # the projector onto what the levels so far leave free (None: everything)
-    for k, rows in enumerate(levels):
-        part = jac[rows] if null is None else jac[rows] @ null
-        step = _inverse(part, error[rows] - jac[rows] @ y, variant, lam2)
-        yield step
-        y = y + step
-        if k + 1 < len(levels) or pull is not None:
-            null = _shrink(null, part)
-    if pull is not None:
-        yield null @ pull
-
-
-def _priority_step(jac: np.ndarray, error: np.ndarray, levels: list, variant: str, lam2: float, pull) -> np.ndarray:
-    """The whole scaled joint step (the sum of `_priority_steps`)."""
-    return np.sum(list(_priority_steps(jac, error, levels, variant, lam2, pull)), axis=0)
-
-
-def _inverse(jac: np.ndarray, error: np.ndarray, variant: str, lam2: float) -> np.ndarray:
-    """The joint step for `error` through `jac` (R, C): DLS J^T (J J^T + lam2 I)^-1 e, the
-    pseudoinverse (the same, with only a RIDGE against rounding) or the transpose (Buss's length)."""
-    if variant == "transpose":
-        direction = jac.T @ error
-        moved = jac @ direction
-        return (error @ moved) / max(moved @ moved, 1e-300) * direction
-    root = _inverse_root(jac, lam2 if variant == "dls" else 0.0)
-    return jac.T @ (root @ (error @ root))
-
-
-def _inverse_root(jac: np.ndarray, lam2: float) -> np.ndarray:
-    """W = L^-T with L L^T = J J^T + lam2 I (lam2 at least RIDGE), so (J J^T + lam2 I)^-1 = W W^T.
-
-    One Cholesky factorisation of [[J J^T + lam2 I, .], [I, c I]], whose lower-left block is L^-T
-    (c only keeps the whole positive definite): np.linalg.solve, svd and the like go through
-    OpenBLAS's threaded LAPACK, and on a busy machine one 15 x 15 solve then takes milliseconds."""
-    rows = jac.shape[0]
-    square = jac @ jac.T
-    lam2 = max(lam2, RIDGE * float(square.trace()) / max(rows, 1), 1e-100)
-    template = _BLOCKS.get(rows)
-    if template is None:
-        template = _BLOCKS[rows] = np.zeros((2 * rows, 2 * rows))
-        template[rows:, :rows] = np.eye(rows)
-    block = template.copy()
-    block[:rows, :rows] = square
-    diagonal = block.reshape(-1)[:: 2 * rows + 1]  # a view: the diagonal
-    diagonal[:rows] += lam2
-    diagonal[rows:] = 2.0 / lam2  # > the largest eigenvalue of (J J^T + lam2 I)^-1
-    return _cholesky(block)[rows:, :rows]
-
-
-def _shrink(null: np.ndarray | None, part: np.ndarray) -> np.ndarray:
-    """N - part^+ part: the projector `null` without the row space of `part` (= jac N)."""
-    z = part.T @ _inverse_root(part, 0.0)
-    start = np.eye(part.shape[1]) if null is None else null
-    return start - z @ z.T
-
-
-def _compare(costs: list, best: list) -> int:
-    """1 if the ranked costs beat `best` by more than PROGRESS, 0 if by less, -1 if not at all: the
-    first entry that differs decides (a met level costs 0)."""
-    for new, old in zip(costs, best, strict=True):
-        if new < old:
-            return 1 if new < old * (1.0 - PROGRESS) else 0
-        if new > old:
-            return -1
-    return -1
-
-
-def _log(rotation: np.ndarray) -> np.ndarray:
-    """Rotation vectors (k, 3) of rotation matrices (k, 3, 3) (angles below a half turn)."""
-    v = 0.5 * np.stack(
-        (
-            rotation[:, 2, 1] - rotation[:, 1, 2],
-            rotation[:, 0, 2] - rotation[:, 2, 0],
-            rotation[:, 1, 0] - rotation[:, 0, 1],
-        ),
-        axis=-1,
-    )
-    s = quat.norm(v)
-    c = 0.5 * (np.trace(rotation, axis1=1, axis2=2) - 1.0)
-    angle = np.arctan2(s, c)
-    return v * np.where(s > 1e-300, angle / np.where(s > 1e-300, s, 1.0), 1.0)[:, None]

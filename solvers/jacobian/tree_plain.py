@@ -202,7 +202,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         trial_squares = [x * x + y * y + z * z for x, y, z in trial_error.reshape(count, 3).tolist()]
         trial_done = max(trial_squares) <= bound
         trial_cost = 0.0 if trial_done else sum(trial_squares)
-        # jacobian.tree._compare on the one level's cost, and the trust region of jacobian.tree._iterate
+        # jacobian.tree_steps.compare on the one level's cost, and the trust region of jacobian.tree._iterate
         verdict = (1 if trial_cost < cost * (1.0 - PROGRESS) else 0) if trial_cost < cost else -1
         if verdict >= 0:
             current, nodes, error, squares, jt = trial, trial_nodes, trial_error, trial_squares, None

@@ -11,6 +11,7 @@ import solvers
 from solvers import limits as joint_limits
 from solvers import quat
 from solvers.jacobian import tree as tree_jacobian
+from solvers.jacobian import tree_steps
 
 SETS = {
     2: ["forearm.L", "forearm.R"],
@@ -120,7 +121,7 @@ def test_the_nullspace_pull_lowers_h_and_leaves_the_goals_to_first_order(count, 
     gradient = quat.to_rotation_vector(quat.multiply(quat.conjugate(anchor), local)).ravel()[tree.cols]
     frames, heads, ends = tree.forward(local)
     jac = tree.jacobian(frames, heads, ends) * tree.col_scale
-    y = tree_jacobian._priority_step(jac, np.zeros(jac.shape[0]), tree.row_levels, "dls", 0.01, -0.5 * gradient)
+    y = tree_steps.priority_step(jac, np.zeros(jac.shape[0]), tree.row_levels, "dls", 0.01, -0.5 * gradient)
     step = tree.col_scale * y
     assert np.linalg.norm(jac @ y) <= 1e-9 * max(np.linalg.norm(step), 1e-12)  # the goals do not move
     assert gradient @ step <= 0.0  # H falls along the step, first order
