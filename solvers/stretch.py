@@ -52,6 +52,11 @@ def reach(links: Sequence[Link], world: Sequence[float]) -> float:
     return math.fsum(math.sqrt(x * x + (y * c) ** 2 + z * z) for (x, y, z), c in zip(links, world, strict=True))
 
 
+# An IK Stretch below this cannot stretch a bone: the factor it would need overflows a float
+# (Blender's own weights are float32, shown to 0.001).
+MIN_STRETCH = 1e-30
+
+
 def plan(
     links: Sequence[Link], weights: Sequence[float], inherit: Sequence[bool], distance: float
 ) -> tuple[float, list[float], list[float]]:
@@ -66,7 +71,7 @@ def plan(
     if not math.isfinite(distance):
         raise ValueError(f"the target distance is not finite: {distance}")
     ones = [1.0] * len(links)
-    stretchable = [w * w > 0.0 and abs(link[1]) > 0.0 for w, link in zip(weights, links, strict=True)]
+    stretchable = [w >= MIN_STRETCH and abs(link[1]) > 0.0 for w, link in zip(weights, links, strict=True)]
     if distance <= reach(links, ones) or not any(stretchable):
         return (0.0, *factors(weights, inherit, 0.0))
     lo, hi = 0.0, 1.0

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import solvers
@@ -68,6 +68,7 @@ link = st.tuples(
     st.lists(st.tuples(link, st.floats(0.0, 1.0), st.booleans()), min_size=1, max_size=6),
     st.floats(0.0, 50.0),
 )
+@example([((0.0, 1.0, 0.0), 3.768195143663837e-158, False)], 1.0)  # a weight too small to stretch
 def test_property_reaches_exactly_and_never_shrinks(bones, extra):
     links = [b[0] for b in bones]
     w = [b[1] for b in bones]
@@ -76,7 +77,7 @@ def test_property_reaches_exactly_and_never_shrinks(bones, extra):
     k, world, own = stretch.plan(links, w, inherit, base + extra)
     assert k >= 0.0 and all(c >= 1.0 for c in world)
     assert stretch.current_factors(own, inherit) == pytest.approx(world, rel=1e-9)
-    if any(wi * wi > 0.0 for wi in w) and extra > 0.0:  # w^2 may underflow to 0
+    if any(wi >= stretch.MIN_STRETCH for wi in w) and extra > 0.0:  # a tinier weight cannot stretch
         assert stretch.reach(links, world) == pytest.approx(base + extra, rel=1e-9)
     else:
         assert world == [1.0] * len(links)
