@@ -18,6 +18,7 @@ from ..solvers import quat
 from . import sampling
 from .keys import action_frames, data_path
 from .plant_read import LegFrames, rotation_channels
+from .pose_frames import inverse3
 
 MATCH = 1e-5  # share of the leg's length
 
@@ -109,6 +110,15 @@ def _basis(rotation: np.ndarray, location: np.ndarray, scale: np.ndarray) -> np.
     return m
 
 
+def _affine_inverse(m: np.ndarray) -> np.ndarray:
+    """The inverse of one affine 4x4 (a bone's rest): np.linalg.inv goes through OpenBLAS, whose
+    threads, beside Blender's, made each such call cost about a millisecond in a bake."""
+    out = np.eye(4)
+    out[:3, :3] = inverse3(m[:3, :3])
+    out[:3, 3] = -out[:3, :3] @ m[:3, 3]
+    return out
+
+
 def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
     curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1] if not fc.mute}
@@ -138,7 +148,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         if pbone.parent is None:
             posed[name] = rest @ basis
         else:
-            relative = np.linalg.inv(np.array(pbone.parent.bone.matrix_local)) @ rest  # float64: one 4x4
+            relative = _affine_inverse(np.array(pbone.parent.bone.matrix_local)) @ rest  # float64
             posed[name] = posed[pbone.parent.name] @ relative @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
     out = []
