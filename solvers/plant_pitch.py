@@ -24,8 +24,7 @@ from . import quat
 def _speeds(a: np.ndarray, b: np.ndarray, seconds: float) -> np.ndarray:
     """Largest angle between rotations `a` (..., n, 4) and `b` (..., n, 4) over their n joints,
     divided by `seconds`."""
-    dot = np.abs(np.sum(a * b, axis=-1))
-    return (2.0 * np.arccos(np.minimum(dot, 1.0))).max(axis=-1) / seconds
+    return quat.angles_between_cheaply(a, b).max(axis=-1) / seconds
 
 
 def pitch_path(

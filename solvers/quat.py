@@ -190,6 +190,13 @@ def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return angle(multiply(conjugate(a), b))
 
 
+def angles_between_cheaply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`angle_between` as 2 acos |a.b|: a few numpy calls fewer, and half the digits near 0 (3e-8
+    rad in float64), for turns and speeds compared with thresholds far above that."""
+    dot = np.abs(np.sum(a * b, axis=-1))
+    return 2.0 * np.arccos(np.minimum(dot, 1.0))
+
+
 def sphere_point(
     a: np.ndarray, b: np.ndarray, ra: float, rb: float, near: np.ndarray, tie: np.ndarray, scale: float
 ) -> tuple[np.ndarray, np.ndarray]:

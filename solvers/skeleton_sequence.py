@@ -66,8 +66,7 @@ SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 
 def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
     """The largest rotation angle (radians) between the local rotations a and b (n, 4)."""
-    dots = np.abs(np.sum(np.asarray(a) * np.asarray(b), axis=-1))
-    return float(2.0 * np.arccos(np.clip(np.min(dots), 0.0, 1.0)))
+    return float(np.max(quat.angles_between_cheaply(np.asarray(a), np.asarray(b))))
 
 
 def solve_skeleton_next(

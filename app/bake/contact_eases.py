@@ -54,8 +54,7 @@ def _fastest(rotations: np.ndarray, window: int) -> float:
     """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
     if len(rotations) <= window:
         return 0.0
-    dot = np.abs(np.sum(rotations[:-window] * rotations[window:], axis=-1))
-    return float(np.max(2.0 * np.arccos(np.minimum(dot, 1.0))))
+    return float(np.max(quat.angles_between_cheaply(rotations[:-window], rotations[window:])))
 
 
 def joint_eases(

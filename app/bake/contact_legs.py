@@ -119,8 +119,6 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
 CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding, not a crossing
 
 
-
-
 def solve_leg(
     leg: plant_read.LegFrames,
     plan: plant.PlantPlan,

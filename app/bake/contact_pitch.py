@@ -39,8 +39,7 @@ def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
     from each frame (rad/s)."""
     if len(basis) <= k:
         return np.zeros(0)
-    dot = np.abs(np.sum(basis[:-k] * basis[k:], axis=-1))
-    return (2.0 * np.arccos(np.minimum(dot, 1.0))).max(axis=-1) * (fps / k)
+    return quat.angles_between_cheaply(basis[:-k], basis[k:]).max(axis=-1) * (fps / k)
 
 
 def ease_budget(basis: np.ndarray, fps: float, largest: float, floor: float = BUDGET_FLOOR) -> np.ndarray:
