@@ -173,18 +173,27 @@ def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goa
     return [math.dist(end_point(skeleton, frames, heads, b), g) for b, g in zip(bones, goals, strict=True)]
 
 
+def _kept(skeleton: Skeleton, name: str, key, compute):
+    """`compute()` kept on `skeleton` (frozen) under `name` and `key`: a bake asks every frame."""
+    cache = skeleton.__dict__.setdefault(name, {})
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = compute()
+    return value
+
+
 def _below(skeleton: Skeleton, top: int) -> list[int]:
     """Ascending: `top` and every bone under it (the bones a segment's solve moves), kept per skeleton."""
-    cache = skeleton.__dict__.setdefault("_triangulation_below", {})
-    bones = cache.get(top)
-    if bones is None:
+
+    def compute() -> list[int]:
         parents = skeleton.parents
         inside = {top}
         for b in range(top + 1, skeleton.n_bones):
             if parents[b] in inside:
                 inside.add(b)
-        bones = cache[top] = sorted(inside)
-    return bones
+        return sorted(inside)
+
+    return _kept(skeleton, "_triangulation_below", top, compute)
 
 
 def _triangulate(
@@ -223,12 +232,8 @@ def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float
 def _segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
     """[(segment bones root first, effector bones below its end)], parents' segments first; kept
     per skeleton and effector bones (a bake solves the same tree every frame)."""
-    cache = skeleton.__dict__.setdefault("_triangulation_segments", {})
     key = tuple(e.bone for e in effectors)
-    plan = cache.get(key)
-    if plan is None:
-        plan = cache[key] = _plan(skeleton, effectors)
-    return plan
+    return _kept(skeleton, "_triangulation_segments", key, lambda: _plan(skeleton, effectors))
 
 
 def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
@@ -466,25 +471,24 @@ def _cross(a: tuple, b: tuple) -> tuple:
 
 def _child(skeleton: Skeleton, top: int, bone: int) -> int:
     """The child of `top` on the way down to `bone`, kept per skeleton (a bake asks every frame)."""
-    cache = skeleton.__dict__.setdefault("_triangulation_child", {})
-    child = cache.get((top, bone))
-    if child is None:
+
+    def compute() -> int:
         path = skeleton.branch(bone)
-        child = cache[(top, bone)] = path[path.index(top) + 1]
-    return child
+        return path[path.index(top) + 1]
+
+    return _kept(skeleton, "_triangulation_child", (top, bone), compute)
 
 
 def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
     """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between),
     kept per skeleton (a bake asks every frame)."""
-    cache = skeleton.__dict__.setdefault("_triangulation_reach", {})
-    reach = cache.get((head_bone, bone))
-    if reach is None:
+
+    def compute() -> float:
         path = skeleton.branch(bone)
         path = path[path.index(head_bone) :]
-        reach = float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
-        cache[(head_bone, bone)] = reach
-    return reach
+        return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+
+    return _kept(skeleton, "_triangulation_reach", (head_bone, bone), compute)
 
 
 def _solve_small(a: list[list[float]], b: list[float]) -> list[float] | None:
