@@ -268,13 +268,7 @@ def one_pass(
                 )
                 if led is not None:
                     lead, (ax, ay, az), (nx, ny, nz) = led
-                    lw, lx, ly, lz = lead
-                    qw, qx, qy, qz = (
-                        lw * qw - lx * qx - ly * qy - lz * qz,
-                        lw * qx + lx * qw + ly * qz - lz * qy,
-                        lw * qy - lx * qz + ly * qw + lz * qx,
-                        lw * qz + lx * qy - ly * qx + lz * qw,
-                    )
+                    qw, qx, qy, qz = floats.multiply(lead, q)
             if folded and kind == 2:
                 nx, ny, nz = shared  # folded after a folded parent: exactly its direction
         # Children inherit the swing a -> n (eq. 7's axis a x c), composed onto q.
@@ -368,7 +362,7 @@ def _led(q: tuple, a: tuple, n: tuple, chords: tuple, i: int, joint: tuple, leng
     if turn is None:
         return None
     both = floats.multiply(turn, lead)
-    if _half_angle(both) + left(both, bent) < _half_angle(plain) + left(plain, n):
+    if _turn_angle(both) + left(both, bent) < _turn_angle(plain) + left(plain, n):
         return lead, led, bent
     return None
 
@@ -380,7 +374,7 @@ def _off_line(a: tuple, c: tuple) -> bool:
     return wx * wx + wy * wy + wz * wz > 1e-18
 
 
-def _half_angle(q: tuple) -> float:
+def _turn_angle(q: tuple) -> float:
     """The rotation angle of unit q."""
     return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
 
