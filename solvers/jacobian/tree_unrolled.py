@@ -85,12 +85,12 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
 
 
 def applies(tree) -> bool:
-    """Whether `tree` (a jacobian.tree.Structure) is small enough to be written out."""
+    """Whether `tree` (a jacobian.tree_structure.Structure) is small enough to be written out."""
     return tree.m <= MAX_BONES and 3 * len(tree.bones) <= MAX_ROWS
 
 
 def prepare(tree) -> None:
-    """The written-out kernel of `tree`'s layout (a jacobian.tree.Structure; a `Kernel`, compiled on
+    """The written-out kernel of `tree`'s layout (a jacobian.tree_structure.Structure; a `Kernel`, compiled on
     its first solve: a structure that never takes the plain case, with limits or frozen bones, never
     compiles one), or None."""
     tree.unrolled = None

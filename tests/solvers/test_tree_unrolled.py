@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import solvers
 from solvers.jacobian import tree as tree_jacobian
-from solvers.jacobian import tree_unrolled
+from solvers.jacobian import tree_structure, tree_unrolled
 
 SKELETON, LOCAL, NAMES = tree_shapes.humanoid()
 TWO_HANDS, HANDS_AND_HEAD = ["forearm.L", "forearm.R"], ["forearm.L", "forearm.R", "head"]
@@ -19,7 +19,7 @@ TWO_HANDS, HANDS_AND_HEAD = ["forearm.L", "forearm.R"], ["forearm.L", "forearm.R
 def _solved(skeleton, local, effectors, unrolled: bool):
     """solve_skeleton's Jacobian with the written-out kernel, or with tree_plain's numpy one."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tree_jacobian, "_STRUCTURES", {})  # structures are kept per layout: build them anew
+        patch.setattr(tree_structure, "_STRUCTURES", {})  # structures are kept per layout: build them anew
         if not unrolled:
             patch.setattr(tree_unrolled, "applies", lambda tree: False)
         return solvers.solve_skeleton(skeleton, local, effectors, method="jacobian")
