@@ -40,6 +40,8 @@ straight-line Python on small trees: jacobian.tree_unrolled)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import limits as joint_limits
@@ -81,7 +83,7 @@ def solve(
         start = local if whole else local[tree.moved]
         current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
         if not segments:  # its last forward kinematics is of the locals returned: their errors
-            error = np.sqrt(squares)
+            error = np.array([math.sqrt(square) for square in squares])  # (np.sqrt costs more on a few)
     else:
         start = np.array(local[tree.moved], dtype=float)
         if tree.limits is not None:

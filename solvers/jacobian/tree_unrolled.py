@@ -36,7 +36,6 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
 {unpack}
 {unknowns_in}
 {forward_current}
-{current}
     cost = {cost}
     done = {largest} <= bound
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
@@ -57,9 +56,11 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
                 scale = 0.5 * (radius / biggest)
 {trial}
         iterations += 1
+        # The trial's pose in the current pose's names (a kept step, the common case, copies only
+        # its unknowns); a refused one has the current pose's computed again.
 {forward_trial}
-        trial_done = {trial_largest} <= bound
-        trial_cost = 0.0 if trial_done else {trial_cost}
+        trial_done = {largest} <= bound
+        trial_cost = 0.0 if trial_done else {cost}
         verdict = (1 if trial_cost < cost * (1.0 - PROGRESS) else 0) if trial_cost < cost else -1
         if verdict >= 0:
 {accept}
@@ -70,6 +71,7 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
                 lam2_floor = LM_FLOOR * lam2_base
                 lam2 = max(LM_DOWN * lam2, lam2_floor)
         else:
+{forward_again}
             radius *= 0.5
             lam2_floor = LM_FLOOR_REFUSED * lam2_base
             lam2 = LM_UP * max(lam2, lam2_floor)
@@ -147,24 +149,21 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
     w = _Writer(parents, bones, owners)
     count = len(bones)
     squares = ", ".join(f"S{e}" for e in range(count))
-    trial_squares = ", ".join(f"s{e}" for e in range(count))
     one = count == 1  # (max() takes two values or more)
     blocks = {
         "unpack": w.unpack(),
-        "forward_current": w.forward("C", "f", "h", "p", "e", "s", 1),
-        "current": w.accept(1, False),
+        "forward_current": w.forward("C", 1),
         "cost": " + ".join(f"S{e}" for e in range(count)),
         "squares": squares,
         "largest": squares if one else f"max({squares})",
-        "trial_largest": trial_squares if one else f"max({trial_squares})",
         "normal": w.normal(3),
         "rows": str(3 * count),
         "solve": w.solve(2),
         "step": w.step(2),
         "trial": w.trial(2),
-        "forward_trial": w.forward("N", "f", "h", "p", "e", "s", 2),
-        "trial_cost": " + ".join(f"s{e}" for e in range(count)),
-        "accept": w.accept(3, True),
+        "forward_trial": w.forward("N", 2),
+        "accept": w.accept(3),
+        "forward_again": w.forward("C", 3),
         "unknowns_in": w.unknowns_in(1),
         "unknowns_out": w.unknowns_out(1),
         "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
@@ -220,15 +219,20 @@ class _Writer:
         """The locals Z_i = rest_i^-1 C_i, normalised (the rests are unit quaternions)."""
         out = []
         for i in range(self.m):
-            back = [f"B{i}_0", f"-B{i}_1", f"-B{i}_2", f"-B{i}_3"]
-            z = [f"Z{i}_{k}" for k in range(4)]
-            out += self._product(z, back, [f"C{i}_{k}" for k in range(4)])
+            z, b, c = ([f"{q}{i}_{k}" for k in range(4)] for q in "ZBC")
+            out += [  # the Hamilton product (b0, -b1, -b2, -b3) c, its signs written in
+                f"{z[0]} = {b[0]} * {c[0]} + {b[1]} * {c[1]} + {b[2]} * {c[2]} + {b[3]} * {c[3]}",
+                f"{z[1]} = {b[0]} * {c[1]} - {b[1]} * {c[0]} - {b[2]} * {c[3]} + {b[3]} * {c[2]}",
+                f"{z[2]} = {b[0]} * {c[2]} + {b[1]} * {c[3]} - {b[2]} * {c[0]} - {b[3]} * {c[1]}",
+                f"{z[3]} = {b[0]} * {c[3]} - {b[1]} * {c[2]} + {b[2]} * {c[1]} - {b[3]} * {c[0]}",
+            ]
             out.append(f"n_ = sqrt({z[0]} * {z[0]} + {z[1]} * {z[1]} + {z[2]} * {z[2]} + {z[3]} * {z[3]})")
             out.append(f"{', '.join(z)} = {z[0]} / n_, {z[1]} / n_, {z[2]} / n_, {z[3]} / n_")
         return self._lines(out, depth)
 
-    def forward(self, q: str, fr: str, hd: str, en: str, er: str, sq: str, depth: int) -> str:
-        """Frames, heads, ends, errors and squared distances of the unknowns named `q`."""
+    def forward(self, q: str, depth: int) -> str:
+        """Frames F, heads h, ends p, errors E and squared distances S of the unknowns named `q`."""
+        fr, hd, en, er, sq = "F", "h", "p", "E", "S"
         out = []
         for i, p in enumerate(self.parents):
             a = [f"{q}{i}_{k}" for k in range(4)]
@@ -280,21 +284,33 @@ class _Writer:
                 if not common:
                     out += [f"A{3 * e + r}_{3 * f + c} = 0.0" for r in range(3) for c in range(3)]
                     continue
-                dot = " + ".join(f"R{e}_{i}_{k} * R{f}_{i}_{k}" for i in common for k in range(3))
-                out.append(f"d_ = {dot}")
+                # A_rr = sum_i (r_e . r_f - r_f,r r_e,r): the other two axes' products, summed per axis once
+                for k in range(3):
+                    out.append(f"d{k}_ = {' + '.join(f'R{e}_{i}_{k} * R{f}_{i}_{k}' for i in common)}")
                 for r in range(3):
                     for c in range(3):
                         if e == f and c < r:
                             continue
+                        if r == c:
+                            out.append(f"A{3 * e + r}_{3 * f + c} = d{(r + 1) % 3}_ + d{(r + 2) % 3}_")
+                            continue
                         outer = " + ".join(f"R{f}_{i}_{r} * R{e}_{i}_{c}" for i in common)
-                        out.append(f"A{3 * e + r}_{3 * f + c} = {'d_ - ' if r == c else '-'}({outer})")
+                        out.append(f"A{3 * e + r}_{3 * f + c} = -({outer})")
         rows = self.rows
         out.append(f"trace = {' + '.join(f'A{r}_{r}' for r in range(rows))}")
         error = [f"E{r // 3}_{r % 3}" for r in range(rows)]
-        terms = [f"A{r}_{r} * {error[r]} * {error[r]}" for r in range(rows)]
-        terms += [f"2.0 * A{r}_{c} * {error[r]} * {error[c]}" for r in range(rows) for c in range(r + 1, rows)]
+        # e^T A e = sum_r e_r (A_rr e_r + sum_{c > r} A_rc 2 e_c)
+        twice = [f"2.0 * {error[c]}" for c in range(rows)]
+        terms = []
+        for r in range(rows):
+            inner = " + ".join([f"A{r}_{r} * {error[r]}"] + [f"A{r}_{c} * g{c}_" for c in range(r + 1, rows)])
+            terms.append(f"{error[r]} * ({inner})")
         # (only while the error damps the step: error_damping x removable is 0 after)
-        out.append(f"removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300) if error_damping else 0.0")
+        out.append("if error_damping:")
+        out += [f"    g{c}_ = {twice[c]}" for c in range(1, rows)]
+        out.append(f"    removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300)")
+        out.append("else:")
+        out.append("    removable = 0.0")
         return self._lines(out, depth)
 
     def solve(self, depth: int) -> str:
@@ -350,14 +366,10 @@ class _Writer:
             ]
         return self._lines(out, depth)
 
-    def accept(self, depth: int, unknowns: bool) -> str:
-        """The trial's pose (and `unknowns`) become the current ones. Its heads and ends are read
-        where they are (h, p): only J J^T reads them, at once after a kept step."""
-        m, count = self.m, self.count
-        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(m) for k in range(4)] if unknowns else []
-        pairs += [(f"F{i}_{k}", f"f{i}_{k}") for i in range(m) for k in range(9)]
-        pairs += [(f"E{e}_{k}", f"e{e}_{k}") for e in range(count) for k in range(3)]
-        pairs += [(f"S{e}", f"s{e}") for e in range(count)]
+    def accept(self, depth: int) -> str:
+        """The trial's unknowns become the current ones (its frames, heads, ends and errors are in
+        the current names already)."""
+        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(self.m) for k in range(4)]
         out = []
         for start in range(0, len(pairs), 24):
             chunk = pairs[start : start + 24]
