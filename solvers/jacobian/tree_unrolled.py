@@ -3,24 +3,33 @@ tree layout (its bones' parents and the effectors' branches) and compiled: on a 
 trees (two hands: 8 bones, 6 rows) even tree_plain's two dozen numpy calls an iteration cost more
 than the arithmetic they do, and CPython's local variables are its fastest storage.
 
-The same unknowns (rest_i L_i, unnormalised), step, damping, trust region and stop as
-jacobian.tree_plain.iterate: the same poses to rounding (tests/solvers/test_tree_unrolled.py).
-What differs is how the sums are laid out (module `_Writer` writes them):
+The same step, damping, trust region and stop as jacobian.tree_plain.iterate: the same poses to
+rounding, the same iterations (tests/solvers/test_tree_unrolled.py). What differs is how the sums
+are laid out (module `_Writer` writes them):
 
-- forward kinematics carries each bone's world quaternion (its parent's times rest_i L_i) and
-  turns it into a matrix once, for its children's heads and its own turn;
+- the unknowns are the bones' world quaternions C_i = C_parent rest_i L_i (unnormalised between
+  steps; the locals are taken back at the end): forward kinematics makes each one's matrix once,
+  for its children's heads and its effectors' ends, and keeps no frame;
 - J J^T in world axes in closed form, never forming J: joint i's three columns give effectors
   e, f the block sum_i (r_ei . r_fi) I - r_fi r_ei^T, r_ei = end_e - head_i, over the bones on
   both branches; |J^T e|^2 = e^T (J J^T) e;
 - (J J^T + lam2 I) x = e by a Cholesky factorisation written out entry by entry;
-- the step J^T x joint by joint: sum_e r_ei x x_e over the effectors whose branch holds the joint.
+- the step J^T x joint by joint in world axes, w_i = sum_e r_ei x x_e over the effectors whose
+  branch holds the joint; tree_plain's turn C_i (1, d_i/2) of the local quaternion (d_i = F_i^T
+  w_i, in the bone's own axes) is, on the world quaternions, G_i C_i with G_i = G_parent (1, w_i/2):
+  no frame is needed to turn them;
+- a trial's pose lands in the current pose's names (a kept step copies only its unknowns; a
+  refused one has the current pose computed again);
+- the loop's most used variables take CPython's first 256 local slots (`_hot_first`).
 
 The loop itself (`_TEMPLATE`) is jacobian.tree_plain.iterate's, line for line.
 """
 
 from __future__ import annotations
 
+import collections
 import math
+import re
 
 import numpy as np
 
@@ -33,6 +42,8 @@ MAX_BONES, MAX_ROWS = 12, 9
 
 _TEMPLATE = """
 def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
+    if max_iterations < 0:  # never run: names the loop's variables first (`_hot_first`)
+        ({hot},)
 {unpack}
 {unknowns_in}
 {forward_current}
@@ -168,15 +179,31 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
         "unknowns_out": w.unknowns_out(1),
         "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
     }
-    return _TEMPLATE.format(**blocks)
+    return _TEMPLATE.format(**blocks, hot=_hot_first(_TEMPLATE.format(**blocks, hot="")))
+
+
+# CPython numbers a function's local variables in the order the compiler meets them and reads
+# the first 256 in one instruction; beyond, each access takes an EXTENDED_ARG prefix and misses
+# the paired-load fast path (two hands' kernel has about 500 locals: 18% of its instructions were
+# prefixes). The loop's most used variables are named first, in a branch that never runs.
+_SLOTS = 256 - 7  # (the kernel's 7 arguments come first)
+_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+
+
+def _hot_first(source: str) -> str:
+    """The locals of `source`'s loop, most used first (up to the slots read without a prefix)."""
+    loop = source[source.index("    while ") : source.index("    return ")]
+    assigned = set(_NAME.findall(" ".join(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_, ]*?)\s*[-+*]?=[^=]", source, re.M))))
+    uses = collections.Counter(name for name in _NAME.findall(loop) if name in assigned)
+    return ", ".join(name for name, _ in uses.most_common(_SLOTS))
 
 
 class _Writer:
-    """The straight-line blocks of one layout's kernel (names: C/N unknowns, F/f frames (row-major),
-    E/e errors, S/s squared distances (current/trial), h heads and p ends (the last pose met); Q the
-    start, B the rests, Z the locals returned; O offsets, L links,
-    T targets; R{e}_{i} end e from head i, A J J^T (upper triangle), K its factor, X the solution,
-    w the steps)."""
+    """The straight-line blocks of one layout's kernel (names: C/N the world quaternions (current/
+    trial), h heads, p ends, E errors, S squared distances (of the last pose computed); Q the start,
+    B the rests, Z the locals returned; O offsets, L links, T targets; R{e}_{i} end e from head i,
+    A J J^T (upper triangle), K its factor, V its inverse diagonal, X the solution, w the steps
+    (then the turns G with g))."""
 
     def __init__(self, parents: list[int], bones: list[int], owners: list[list[int]]) -> None:
         self.parents, self.bones, self.owners = parents, bones, owners
@@ -208,59 +235,67 @@ class _Writer:
         ]
 
     def unknowns_in(self, depth: int) -> str:
-        """The unknowns C_i = rest_i L_i of the start locals."""
+        """The unknowns C_i = C_parent rest_i L_i of the start locals: each bone's world quaternion
+        (unnormalised between steps; a root's rest holds the base frame)."""
         out = []
-        for i in range(self.m):
-            names = [[f"{q}{i}_{k}" for k in range(4)] for q in "CBQ"]
+        for i, p in enumerate(self.parents):
+            names = [[f"{q}{i}_{k}" for k in range(4)] for q in ("C" if p < 0 else "W", "B", "Q")]
             out += self._product(*names)
+            if p >= 0:
+                out += self._product(*([f"{q}{j}_{k}" for k in range(4)] for q, j in (("C", i), ("C", p), ("W", i))))
         return self._lines(out, depth)
 
+    @staticmethod
+    def _conjugate_product(to: list[str], a: list[str], b: list[str]) -> list[str]:
+        """`to` = a^* b, the Hamilton product with a's conjugate (its signs written in)."""
+        return [
+            f"{to[0]} = {a[0]} * {b[0]} + {a[1]} * {b[1]} + {a[2]} * {b[2]} + {a[3]} * {b[3]}",
+            f"{to[1]} = {a[0]} * {b[1]} - {a[1]} * {b[0]} - {a[2]} * {b[3]} + {a[3]} * {b[2]}",
+            f"{to[2]} = {a[0]} * {b[2]} + {a[1]} * {b[3]} - {a[2]} * {b[0]} - {a[3]} * {b[1]}",
+            f"{to[3]} = {a[0]} * {b[3]} - {a[1]} * {b[2]} + {a[2]} * {b[1]} - {a[3]} * {b[0]}",
+        ]
+
     def unknowns_out(self, depth: int) -> str:
-        """The locals Z_i = rest_i^-1 C_i, normalised (the rests are unit quaternions)."""
+        """The locals Z_i = rest_i^-1 C_parent^-1 C_i, normalised (the rests are unit quaternions;
+        the world quaternions' lengths divide out)."""
         out = []
-        for i in range(self.m):
+        for i, p in enumerate(self.parents):
             z, b, c = ([f"{q}{i}_{k}" for k in range(4)] for q in "ZBC")
-            out += [  # the Hamilton product (b0, -b1, -b2, -b3) c, its signs written in
-                f"{z[0]} = {b[0]} * {c[0]} + {b[1]} * {c[1]} + {b[2]} * {c[2]} + {b[3]} * {c[3]}",
-                f"{z[1]} = {b[0]} * {c[1]} - {b[1]} * {c[0]} - {b[2]} * {c[3]} + {b[3]} * {c[2]}",
-                f"{z[2]} = {b[0]} * {c[2]} + {b[1]} * {c[3]} - {b[2]} * {c[0]} - {b[3]} * {c[1]}",
-                f"{z[3]} = {b[0]} * {c[3]} - {b[1]} * {c[2]} + {b[2]} * {c[1]} - {b[3]} * {c[0]}",
-            ]
+            if p >= 0:
+                w = [f"W{i}_{k}" for k in range(4)]
+                out += self._conjugate_product(w, [f"C{p}_{k}" for k in range(4)], c)
+                c = w
+            out += self._conjugate_product(z, b, c)
             out.append(f"n_ = sqrt({z[0]} * {z[0]} + {z[1]} * {z[1]} + {z[2]} * {z[2]} + {z[3]} * {z[3]})")
             out.append(f"{', '.join(z)} = {z[0]} / n_, {z[1]} / n_, {z[2]} / n_, {z[3]} / n_")
         return self._lines(out, depth)
 
     def forward(self, q: str, depth: int) -> str:
-        """Frames F, heads h, ends p, errors E and squared distances S of the unknowns named `q`."""
-        fr, hd, en, er, sq = "F", "h", "p", "E", "S"
+        """Heads h, ends p, errors E and squared distances S of the world quaternions named `q`.
+        Each bone's frame (the matrix of its quaternion) lives only while its children's heads and
+        its effectors' ends are taken from it (the step needs no frame: it turns the quaternions)."""
         out = []
+        children = [[c for c, p in enumerate(self.parents) if p == i] for i in range(self.m)]
         for i, p in enumerate(self.parents):
-            a = [f"{q}{i}_{k}" for k in range(4)]
-            if p >= 0:
-                out += self._product([f"W{i}_{k}" for k in range(4)], [f"W{p}_{k}" for k in range(4)], a)
-            else:
-                out.append(f"W{i}_0, W{i}_1, W{i}_2, W{i}_3 = {', '.join(a)}")
-            ww, wx, wy, wz = (f"W{i}_{k}" for k in range(4))
-            f = [f"{fr}{i}_{k}" for k in range(9)]
+            ww, wx, wy, wz = (f"{q}{i}_{k}" for k in range(4))
+            if p < 0:  # a root's head: its offset in the skeleton's space
+                out.append(f"h{i}_0, h{i}_1, h{i}_2 = O{i}_0, O{i}_1, O{i}_2")
             out += [
                 f"t_ = 2.0 / ({ww} * {ww} + {wx} * {wx} + {wy} * {wy} + {wz} * {wz})",
                 f"tx_, ty_, tz_ = t_ * {wx}, t_ * {wy}, t_ * {wz}",
                 f"xx_, yy_, zz_ = tx_ * {wx}, ty_ * {wy}, tz_ * {wz}",
                 f"xy_, xz_, yz_ = tx_ * {wy}, tx_ * {wz}, ty_ * {wz}",
                 f"wx_, wy_, wz_ = tx_ * {ww}, ty_ * {ww}, tz_ * {ww}",
-                f"{f[0]}, {f[1]}, {f[2]} = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
-                f"{f[3]}, {f[4]}, {f[5]} = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
-                f"{f[6]}, {f[7]}, {f[8]} = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
+                "f_0, f_1, f_2 = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
+                "f_3, f_4, f_5 = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
+                "f_6, f_7, f_8 = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
             ]
-            o = [f"O{i}_{k}" for k in range(3)]
-            if p >= 0:
-                out += self._moved(f"{hd}{i}", f"{hd}{p}", f"{fr}{p}", o)
-            else:
-                out.append(f"{hd}{i}_0, {hd}{i}_1, {hd}{i}_2 = {', '.join(o)}")
-        for e, b in enumerate(self.bones):
-            out += self._moved(f"{en}{e}", f"{hd}{b}", f"{fr}{b}", [f"L{e}_{k}" for k in range(3)])
-            out.append(f"{er}{e}_0, {er}{e}_1, {er}{e}_2 = T{e}_0 - {en}{e}_0, T{e}_1 - {en}{e}_1, T{e}_2 - {en}{e}_2")
-            out.append(f"{sq}{e} = {er}{e}_0 * {er}{e}_0 + {er}{e}_1 * {er}{e}_1 + {er}{e}_2 * {er}{e}_2")
+            for c in children[i]:
+                out += self._moved(f"h{c}", f"h{i}", "f", [f"O{c}_{k}" for k in range(3)])
+            for e in (e for e, b in enumerate(self.bones) if b == i):
+                out += self._moved(f"p{e}", f"h{i}", "f", [f"L{e}_{k}" for k in range(3)])
+                out.append(f"E{e}_0, E{e}_1, E{e}_2 = T{e}_0 - p{e}_0, T{e}_1 - p{e}_1, T{e}_2 - p{e}_2")
+                out.append(f"S{e} = E{e}_0 * E{e}_0 + E{e}_1 * E{e}_1 + E{e}_2 * E{e}_2")
         return self._lines(out, depth)
 
     @staticmethod
@@ -324,11 +359,11 @@ class _Writer:
                 else:
                     out.append(f"K{i}_{j} = (A{j}_{i}{terms}) * V{j}")
         for i in range(n):
-            terms = "".join(f" - K{i}_{k} * Y{k}" for k in range(i))
-            out.append(f"Y{i} = (E{i // 3}_{i % 3}{terms}) * V{i}")
+            terms = "".join(f" - K{i}_{k} * X{k}" for k in range(i))
+            out.append(f"X{i} = (E{i // 3}_{i % 3}{terms}) * V{i}")  # (Y of K Y = E, in X's names)
         for i in range(n - 1, -1, -1):
             terms = "".join(f" - K{k}_{i} * X{k}" for k in range(i + 1, n))
-            out.append(f"X{i} = (Y{i}{terms}) * V{i}")
+            out.append(f"X{i} = (X{i}{terms}) * V{i}")
         return self._lines(out, depth)
 
     def step(self, depth: int) -> str:
@@ -350,20 +385,34 @@ class _Writer:
         return self._lines(out, depth)
 
     def trial(self, depth: int) -> str:
-        """N = C (1, d/2) with d_i = F_i^T w_i (times `scale`: a half, shortened to the radius)."""
+        """N_i = G_i C_i: each bone's world quaternion turned by G_i = G_parent (1, v_i), v_i = w_i x
+        `scale` (a half, shortened to the radius). That is C_i (1, d_i/2) with d_i = F_i^T w_i, the
+        turn in the bone's own axes (jacobian.tree_plain's), below its parent's turned world
+        quaternion: C_parent (1, d_i/2) C_parent^-1 = (1, w_i/2) up to the parent's length."""
         out = []
-        for i in range(self.m):
-            f, w = [f"F{i}_{k}" for k in range(9)], [f"w{i}_{k}" for k in range(3)]
-            c = [f"C{i}_{k}" for k in range(4)]
-            out += [
-                f"u_ = ({f[0]} * {w[0]} + {f[3]} * {w[1]} + {f[6]} * {w[2]}) * scale",
-                f"v_ = ({f[1]} * {w[0]} + {f[4]} * {w[1]} + {f[7]} * {w[2]}) * scale",
-                f"s_ = ({f[2]} * {w[0]} + {f[5]} * {w[1]} + {f[8]} * {w[2]}) * scale",
-                f"N{i}_0 = {c[0]} - {c[1]} * u_ - {c[2]} * v_ - {c[3]} * s_",
-                f"N{i}_1 = {c[0]} * u_ + {c[1]} + {c[2]} * s_ - {c[3]} * v_",
-                f"N{i}_2 = {c[0]} * v_ - {c[1]} * s_ + {c[2]} + {c[3]} * u_",
-                f"N{i}_3 = {c[0]} * s_ + {c[1]} * v_ - {c[2]} * u_ + {c[3]}",
-            ]
+        for i, p in enumerate(self.parents):
+            # G_i in g_i and w_i's names (w_i is read only here)
+            g, c, n = [f"g{i}", *(f"w{i}_{k}" for k in range(3))], *([f"{q}{i}_{k}" for k in range(4)] for q in "CN")
+            out.append(f"{g[1]}, {g[2]}, {g[3]} = {g[1]} * scale, {g[2]} * scale, {g[3]} * scale")
+            if p >= 0:  # G_i = G_p (1, v_i)
+                a, v = [f"g{p}", *(f"w{p}_{k}" for k in range(3))], g[1:]
+                out += [
+                    f"{g[0]}, {g[1]}, {g[2]}, {g[3]} = ("
+                    f"{a[0]} - {a[1]} * {v[0]} - {a[2]} * {v[1]} - {a[3]} * {v[2]}, "
+                    f"{a[1]} + {a[0]} * {v[0]} + {a[2]} * {v[2]} - {a[3]} * {v[1]}, "
+                    f"{a[2]} + {a[0]} * {v[1]} + {a[3]} * {v[0]} - {a[1]} * {v[2]}, "
+                    f"{a[3]} + {a[0]} * {v[2]} + {a[1]} * {v[1]} - {a[2]} * {v[0]})",
+                ]
+                out += self._product(n, g, c)
+            else:  # G_i = (1, v_i)
+                v = g[1:]
+                out.append(f"{g[0]} = 1.0")
+                out += [
+                    f"{n[0]} = {c[0]} - {v[0]} * {c[1]} - {v[1]} * {c[2]} - {v[2]} * {c[3]}",
+                    f"{n[1]} = {c[1]} + {c[0]} * {v[0]} + {v[1]} * {c[3]} - {v[2]} * {c[2]}",
+                    f"{n[2]} = {c[2]} + {c[0]} * {v[1]} + {v[2]} * {c[1]} - {v[0]} * {c[3]}",
+                    f"{n[3]} = {c[3]} + {c[0]} * {v[2]} + {v[0]} * {c[2]} - {v[1]} * {c[1]}",
+                ]
         return self._lines(out, depth)
 
     def accept(self, depth: int) -> str:
