@@ -135,9 +135,9 @@ class Tree:
     """A solve's structure (shared) and goals: targets, wanted orientations, row scales."""
 
     def __init__(self, skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> None:
-        bones = tuple(e.bone for e in effectors)
-        priority = tuple(level(e) for e in effectors)  # pins above every target
-        turned = tuple(e.orientation is not None and e.rotation_weight > 0.0 for e in effectors)
+        bones = tuple([e.bone for e in effectors])
+        priority = tuple([level(e) for e in effectors])  # pins above every target
+        turned = tuple([e.orientation is not None and e.rotation_weight > 0.0 for e in effectors])
         key = (_topology_key(skeleton), bones, priority, turned, frozen)
         held = _STRUCTURES.get(key)
         if held is None:

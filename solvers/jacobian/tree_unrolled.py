@@ -177,7 +177,7 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
         "forward_again": w.forward("C", 3),
         "unknowns_in": w.unknowns_in(1),
         "unknowns_out": w.unknowns_out(1),
-        "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
+        "locals": ", ".join(f"N{i}_{k}" for i in range(len(parents)) for k in range(4)),
     }
     return _TEMPLATE.format(**blocks, hot=_hot_first(_TEMPLATE.format(**blocks, hot="")))
 
@@ -201,7 +201,7 @@ def _hot_first(source: str) -> str:
 class _Writer:
     """The straight-line blocks of one layout's kernel (names: C/N the world quaternions (current/
     trial), h heads, p ends, E errors, S squared distances (of the last pose computed); Q the start,
-    B the rests, Z the locals returned; O offsets, L links, T targets; R{e}_{i} end e from head i,
+    B the rests (the locals returned in N's names); O offsets, L links, T targets; R{e}_{i} end e from head i,
     A J J^T (upper triangle), K its factor, V its inverse diagonal, X the solution, w the steps
     (then the turns G with g))."""
 
@@ -239,10 +239,10 @@ class _Writer:
         (unnormalised between steps; a root's rest holds the base frame)."""
         out = []
         for i, p in enumerate(self.parents):
-            names = [[f"{q}{i}_{k}" for k in range(4)] for q in ("C" if p < 0 else "W", "B", "Q")]
+            names = [[f"{q}{i}_{k}" for k in range(4)] for q in ("C" if p < 0 else "N", "B", "Q")]
             out += self._product(*names)
             if p >= 0:
-                out += self._product(*([f"{q}{j}_{k}" for k in range(4)] for q, j in (("C", i), ("C", p), ("W", i))))
+                out += self._product(*([f"{q}{j}_{k}" for k in range(4)] for q, j in (("C", i), ("C", p), ("N", i))))
         return self._lines(out, depth)
 
     @staticmethod
@@ -256,13 +256,13 @@ class _Writer:
         ]
 
     def unknowns_out(self, depth: int) -> str:
-        """The locals Z_i = rest_i^-1 C_parent^-1 C_i, normalised (the rests are unit quaternions;
+        """The locals rest_i^-1 C_parent^-1 C_i, normalised, in N's names (the rests are unit quaternions;
         the world quaternions' lengths divide out)."""
         out = []
         for i, p in enumerate(self.parents):
-            z, b, c = ([f"{q}{i}_{k}" for k in range(4)] for q in "ZBC")
+            z, b, c = ([f"{q}{i}_{k}" for k in range(4)] for q in "NBC")
             if p >= 0:
-                w = [f"W{i}_{k}" for k in range(4)]
+                w = [f"g{i}", *(f"w{i}_{k}" for k in range(3))]
                 out += self._conjugate_product(w, [f"C{p}_{k}" for k in range(4)], c)
                 c = w
             out += self._conjugate_product(z, b, c)
