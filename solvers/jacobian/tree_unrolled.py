@@ -42,7 +42,7 @@ MAX_BONES, MAX_ROWS = 12, 9
 
 _TEMPLATE = """
 def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
-    if max_iterations < 0:  # never run: names the loop's variables first (`_hot_first`)
+    if False:  # no code: names the loop's variables first (`_hot_first`)
         ({hot},)
 {unpack}
 {unknowns_in}
@@ -185,7 +185,8 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
 # CPython numbers a function's local variables in the order the compiler meets them and reads
 # the first 256 in one instruction; beyond, each access takes an EXTENDED_ARG prefix and misses
 # the paired-load fast path (two hands' kernel has about 500 locals: 18% of its instructions were
-# prefixes). The loop's most used variables are named first, in a branch that never runs.
+# prefixes). The loop's most used variables are named first, in an `if False:` block: the compiler
+# numbers its names and emits no code for it.
 _SLOTS = 256 - 7  # (the kernel's 7 arguments come first)
 _NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
