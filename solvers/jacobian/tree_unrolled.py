@@ -58,13 +58,12 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
             fresh = False
         damping = max(lam2, error_damping * removable, RIDGE * trace / {rows}, 1e-100)
 {solve}
-        total = biggest = 0.0
 {step}
-        scale = 0.5
-        if total > radius * radius:  # some joint may turn more than the radius
-            biggest = sqrt(biggest)
+        if 4.0 * total > radius * radius:  # some joint may turn more than the radius
+            biggest = 2.0 * sqrt({largest_turn})
             if biggest > radius:
-                scale = 0.5 * (radius / biggest)
+                scale = radius / biggest
+{shorten}
 {trial}
         iterations += 1
         # The trial's pose in the current pose's names (a kept step, the common case, copies only
@@ -172,6 +171,8 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
         "solve": w.solve(2),
         "step": w.step(2),
         "trial": w.trial(2),
+        "largest_turn": w.largest_turn(),
+        "shorten": w.shorten(4),
         "forward_trial": w.forward("N", 2),
         "accept": w.accept(3),
         "forward_again": w.forward("C", 3),
@@ -361,14 +362,17 @@ class _Writer:
                     out.append(f"K{i}_{j} = (A{j}_{i}{terms}) * V{j}")
         for i in range(n):
             terms = "".join(f" - K{i}_{k} * X{k}" for k in range(i))
-            out.append(f"X{i} = (E{i // 3}_{i % 3}{terms}) * V{i}")  # (Y of K Y = E, in X's names)
+            # (Y of K Y = E / 2, in X's names: X comes halved, the step's half turn (tree_plain's
+            # (1, d/2)) exactly, a power of two)
+            out.append(f"X{i} = (0.5 * E{i // 3}_{i % 3}{terms}) * V{i}")
         for i in range(n - 1, -1, -1):
             terms = "".join(f" - K{k}_{i} * X{k}" for k in range(i + 1, n))
             out.append(f"X{i} = (X{i}{terms}) * V{i}")
         return self._lines(out, depth)
 
     def step(self, depth: int) -> str:
-        """w_i = J^T X joint by joint (world axes), `total` its squared length, `biggest` a joint's largest."""
+        """w_i = J^T X joint by joint (world axes; X halved: half the step), l_i its squared length,
+        `total` their sum."""
         out = []
         for i, effectors in enumerate(self.owners):
             x = " + ".join(f"R{e}_{i}_1 * X{3 * e + 2} - R{e}_{i}_2 * X{3 * e + 1}" for e in effectors)
@@ -378,23 +382,32 @@ class _Writer:
                 f"w{i}_0 = {x}",
                 f"w{i}_1 = {y}",
                 f"w{i}_2 = {z}",
-                f"l_ = w{i}_0 * w{i}_0 + w{i}_1 * w{i}_1 + w{i}_2 * w{i}_2",
-                "total += l_",
-                "if l_ > biggest:",
-                "    biggest = l_",
+                f"l{i}_ = w{i}_0 * w{i}_0 + w{i}_1 * w{i}_1 + w{i}_2 * w{i}_2",
             ]
+        out.append(f"total = {' + '.join(f'l{i}_' for i in range(self.m))}")
+        return self._lines(out, depth)
+
+    def largest_turn(self) -> str:
+        """The largest l_i (one value: a one-bone layout)."""
+        turns = ", ".join(f"l{i}_" for i in range(self.m))
+        return turns if self.m == 1 else f"max({turns})"
+
+    def shorten(self, depth: int) -> str:
+        """Every w_i times `scale` (a step shortened to the radius)."""
+        out = []
+        for i in range(self.m):
+            out.append(f"w{i}_0, w{i}_1, w{i}_2 = w{i}_0 * scale, w{i}_1 * scale, w{i}_2 * scale")
         return self._lines(out, depth)
 
     def trial(self, depth: int) -> str:
-        """N_i = G_i C_i: each bone's world quaternion turned by G_i = G_parent (1, v_i), v_i = w_i x
-        `scale` (a half, shortened to the radius). That is C_i (1, d_i/2) with d_i = F_i^T w_i, the
-        turn in the bone's own axes (jacobian.tree_plain's), below its parent's turned world
-        quaternion: C_parent (1, d_i/2) C_parent^-1 = (1, w_i/2) up to the parent's length."""
+        """N_i = G_i C_i: each bone's world quaternion turned by G_i = G_parent (1, w_i), w_i half the
+        world step (shortened to the radius). That is tree_plain's turn of the local quaternion,
+        C_i (1, d_i/2) with d_i = F_i^T 2 w_i in the bone's own axes, since C_i (1, d_i/2) C_i^-1 =
+        (1, w_i) up to C_i's length, below the parent's turned world quaternion."""
         out = []
         for i, p in enumerate(self.parents):
             # G_i in g_i and w_i's names (w_i is read only here)
             g, c, n = [f"g{i}", *(f"w{i}_{k}" for k in range(3))], *([f"{q}{i}_{k}" for k in range(4)] for q in "CN")
-            out.append(f"{g[1]}, {g[2]}, {g[3]} = {g[1]} * scale, {g[2]} * scale, {g[3]} * scale")
             if p >= 0:  # G_i = G_p (1, v_i)
                 a, v = [f"g{p}", *(f"w{p}_{k}" for k in range(3))], g[1:]
                 out += [
