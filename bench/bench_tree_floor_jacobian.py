@@ -8,6 +8,9 @@ bench_tree.py's rig, chains, poses and Blender passes (its functions), and per p
 - Chain IK's solve as bench_tree.py times it (`solvers.solve_skeleton`, effectors built inside);
 - the same call with every target where the input pose has its tip (0 iterations): the entry
   layers, the tree's structure, one forward kinematics and the result, which no solve avoids;
+- of that floor, the tree kernel alone (jacobian.tree_unrolled's written-out kernel on two hands
+  and hands and head, tree_plain's numpy one on larger trees) with those met targets: the start's
+  forward kinematics and the start and end products; the rest is the entry layers and the result;
 - so each iteration's cost is (solve - floor) / iterations.
 Each figure is each pose's fastest of --repeats interleaved passes, averaged over the poses.
 """
@@ -46,6 +49,21 @@ def ours(solvers, skeleton, local0, bones, targets) -> tuple[np.ndarray, float]:
     return np.array(seconds), float(np.mean(iterations))
 
 
+def kernel_floor(solvers, skeleton, local0, bones, targets) -> np.ndarray:
+    """Seconds per pose of the tree kernel alone with `targets` (met at the start: 0 iterations),
+    its structure built beforehand (as a solve finds it kept)."""
+    tree_plain, tree_structure = solvers.jacobian.tree_plain, solvers.jacobian.tree_structure
+    Effector = solvers.skeleton.Effector
+    seconds = []
+    for row in targets:
+        tree = tree_structure.Tree(skeleton, [Effector(b, position=p) for b, p in zip(bones, row, strict=True)])
+        start = local0[tree.moved]
+        begin = time.perf_counter()
+        tree_plain.iterate(tree, start, bench_tree.SOLVE_TOLERANCE, 200, 1e-4, 0.5)
+        seconds.append(time.perf_counter() - begin)
+    return np.array(seconds)
+
+
 def measure(ext, chains, args) -> list[str]:
     solvers, tree = ext.solvers, ext.rig.tree
     rng = np.random.default_rng(args.seed)
@@ -67,6 +85,7 @@ def measure(ext, chains, args) -> list[str]:
         runs["floor"] = bench_tree.blender_pass(obj, empties, targets, names[0], chains)[0]
         runs["solve"], counts["solve"] = ours(solvers, skeleton, local0, bones, targets)
         runs["fixed"], counts["fixed"] = ours(solvers, skeleton, local0, bones, at_start)
+        runs["kernel"] = kernel_floor(solvers, skeleton, local0, bones, at_start)
         for key, seconds in runs.items():
             best[key] = np.minimum(best.get(key, np.inf), seconds)
     t = {key: 1e3 * float(np.mean(seconds)) for key, seconds in best.items()}
@@ -76,6 +95,7 @@ def measure(ext, chains, args) -> list[str]:
         ("Blender's tree IK net (update with IK - without)", net),
         (f"Chain IK Jacobian solve ({counts['solve']:.2f} iterations)", t["solve"]),
         ("... its floor: every target met at the start (0 iterations)", t["fixed"]),
+        ("... of the floor, the tree kernel alone (start's forward kinematics, start and end products)", t["kernel"]),
         ("... one iteration: (solve - floor) / iterations", per_iteration),
     ]
     rows = [[what, f"{ms:.3f}", f"{ms / net:.2f}x"] for what, ms in figures]

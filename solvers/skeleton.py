@@ -385,7 +385,8 @@ def finish(
         frames, heads = forward(skeleton, rows(local))
         ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
         error = np.array([math.dist(end, e.position.tolist()) for end, e in zip(ends, effectors, strict=True)])
-    return SkeletonSolution(local, error, bool((error <= tolerance).all()), iterations, method, reason)
+    reached = all(e <= tolerance for e in error.tolist())  # (numpy's all() costs more on a few)
+    return SkeletonSolution(local, error, reached, iterations, method, reason)
 
 
 # Forward kinematics on plain floats (lists of tuples), and back (`to_locals`): a character's tree

@@ -1,6 +1,6 @@
 """The tree Jacobian's common case in few numpy calls: positions only, one priority level, every axis
 free with no stiffness or limit, DLS, no pull, no mass weighting (a character's hands, head and feet
-reaching). It runs jacobian.tree._iterate's iteration (the same step, damping, trust region and
+reaching). It runs jacobian.tree_iterate.iterate's iteration (the same step, damping, trust region and
 stop: the same poses to rounding, tests/solvers/test_tree_plain.py), laid out for numpy's per-call
 cost, which on a tree of 10-20 bones is the whole cost:
 
@@ -70,7 +70,7 @@ _TO_SCALED = np.concatenate((TO_MATRIX, np.eye(4).reshape(16, 1)), axis=1)
 
 
 def applies(tree, variant: str, gain: float, by_mass: bool) -> bool:
-    """Whether `tree` (a jacobian.tree.Tree) and the options are this kernel's case."""
+    """Whether `tree` (a jacobian.tree_structure.Tree) and the options are this kernel's case."""
     return (
         variant == "dls"
         and gain == 0.0
@@ -85,7 +85,7 @@ def applies(tree, variant: str, gain: float, by_mass: bool) -> bool:
 
 
 def prepare(tree) -> None:
-    """The topology's terms on `tree` (a jacobian.tree.Structure). Nodes: the moved bones, then one
+    """The topology's terms on `tree` (a jacobian.tree_structure.Structure). Nodes: the moved bones, then one
     end point below each effector's bone; pointer-jumping rounds over them (index n: the identity
     above every root). J^T in world axes: joint i's rows are (ends - head_i) @ cross, masked."""
     m, count = tree.m, len(tree.bones)
@@ -150,7 +150,7 @@ def _forward(tree, turned: np.ndarray):
 
 
 def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2: float, max_step: float):
-    """jacobian.tree._iterate for this case: (the moved bones' locals (m, 4), the iterations, the
+    """jacobian.tree_iterate.iterate for this case: (the moved bones' locals (m, 4), the iterations, the
     effectors' squared distances at them: forward kinematics of those very locals). A small tree
     runs written out (jacobian.tree_unrolled: the same iteration)."""
     if tree.unrolled is not None:
@@ -202,7 +202,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
         trial_squares = [x * x + y * y + z * z for x, y, z in trial_error.reshape(count, 3).tolist()]
         trial_done = max(trial_squares) <= bound
         trial_cost = 0.0 if trial_done else sum(trial_squares)
-        # jacobian.tree_steps.compare on the one level's cost, and the trust region of jacobian.tree._iterate
+        # jacobian.tree_steps.compare on the one level's cost, and the trust region of jacobian.tree_iterate.iterate
         verdict = (1 if trial_cost < cost * (1.0 - PROGRESS) else 0) if trial_cost < cost else -1
         if verdict >= 0:
             current, nodes, error, squares, jt = trial, trial_nodes, trial_error, trial_squares, None
@@ -218,7 +218,7 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
             lam2 = LM_UP * max(lam2, lam2_floor)
             kept = 0
         stale = 0 if verdict > 0 else stale + 1
-        if verdict <= 0:  # as jacobian.tree._iterate: the error has stopped falling
+        if verdict <= 0:  # as jacobian.tree_iterate.iterate: the error has stopped falling
             error_damping = 0.0
         if stale >= PATIENCE:
             break

@@ -3,24 +3,33 @@ tree layout (its bones' parents and the effectors' branches) and compiled: on a 
 trees (two hands: 8 bones, 6 rows) even tree_plain's two dozen numpy calls an iteration cost more
 than the arithmetic they do, and CPython's local variables are its fastest storage.
 
-The same unknowns (rest_i L_i, unnormalised), step, damping, trust region and stop as
-jacobian.tree_plain.iterate: the same poses to rounding (tests/solvers/test_tree_unrolled.py).
-What differs is how the sums are laid out (module `_Writer` writes them):
+The same step, damping, trust region and stop as jacobian.tree_plain.iterate: the same poses to
+rounding, the same iterations (tests/solvers/test_tree_unrolled.py). What differs is how the sums
+are laid out (module `_Writer` writes them):
 
-- forward kinematics carries each bone's world quaternion (its parent's times rest_i L_i) and
-  turns it into a matrix once, for its children's heads and its own turn;
+- the unknowns are the bones' world quaternions C_i = C_parent rest_i L_i (unnormalised between
+  steps; the locals are taken back at the end): forward kinematics makes each one's matrix once,
+  for its children's heads and its effectors' ends, and keeps no frame;
 - J J^T in world axes in closed form, never forming J: joint i's three columns give effectors
   e, f the block sum_i (r_ei . r_fi) I - r_fi r_ei^T, r_ei = end_e - head_i, over the bones on
   both branches; |J^T e|^2 = e^T (J J^T) e;
 - (J J^T + lam2 I) x = e by a Cholesky factorisation written out entry by entry;
-- the step J^T x joint by joint: sum_e r_ei x x_e over the effectors whose branch holds the joint.
+- the step J^T x joint by joint in world axes, w_i = sum_e r_ei x x_e over the effectors whose
+  branch holds the joint; tree_plain's turn C_i (1, d_i/2) of the local quaternion (d_i = F_i^T
+  w_i, in the bone's own axes) is, on the world quaternions, G_i C_i with G_i = G_parent (1, w_i/2):
+  no frame is needed to turn them;
+- a trial's pose lands in the current pose's names (a kept step copies only its unknowns; a
+  refused one has the current pose computed again);
+- the loop's most used variables take CPython's first 256 local slots (`_hot_first`).
 
 The loop itself (`_TEMPLATE`) is jacobian.tree_plain.iterate's, line for line.
 """
 
 from __future__ import annotations
 
+import collections
 import math
+import re
 
 import numpy as np
 
@@ -33,10 +42,11 @@ MAX_BONES, MAX_ROWS = 12, 9
 
 _TEMPLATE = """
 def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
+    if False:  # no code: names the loop's variables first (`_hot_first`)
+        ({hot},)
 {unpack}
 {unknowns_in}
 {forward_current}
-{current}
     cost = {cost}
     done = {largest} <= bound
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2
@@ -48,18 +58,19 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
             fresh = False
         damping = max(lam2, error_damping * removable, RIDGE * trace / {rows}, 1e-100)
 {solve}
-        total = biggest = 0.0
 {step}
-        scale = 0.5
-        if total > radius * radius:  # some joint may turn more than the radius
-            biggest = sqrt(biggest)
+        if 4.0 * total > radius * radius:  # some joint may turn more than the radius
+            biggest = 2.0 * sqrt({largest_turn})
             if biggest > radius:
-                scale = 0.5 * (radius / biggest)
+                scale = radius / biggest
+{shorten}
 {trial}
         iterations += 1
+        # The trial's pose in the current pose's names (a kept step, the common case, copies only
+        # its unknowns); a refused one has the current pose's computed again.
 {forward_trial}
-        trial_done = {trial_largest} <= bound
-        trial_cost = 0.0 if trial_done else {trial_cost}
+        trial_done = {largest} <= bound
+        trial_cost = 0.0 if trial_done else {cost}
         verdict = (1 if trial_cost < cost * (1.0 - PROGRESS) else 0) if trial_cost < cost else -1
         if verdict >= 0:
 {accept}
@@ -70,6 +81,7 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
                 lam2_floor = LM_FLOOR * lam2_base
                 lam2 = max(LM_DOWN * lam2, lam2_floor)
         else:
+{forward_again}
             radius *= 0.5
             lam2_floor = LM_FLOOR_REFUSED * lam2_base
             lam2 = LM_UP * max(lam2, lam2_floor)
@@ -85,12 +97,12 @@ def kernel(Q, O, T, bound, max_iterations, lam2, max_step):
 
 
 def applies(tree) -> bool:
-    """Whether `tree` (a jacobian.tree.Structure) is small enough to be written out."""
+    """Whether `tree` (a jacobian.tree_structure.Structure) is small enough to be written out."""
     return tree.m <= MAX_BONES and 3 * len(tree.bones) <= MAX_ROWS
 
 
 def prepare(tree) -> None:
-    """The written-out kernel of `tree`'s layout (a jacobian.tree.Structure; a `Kernel`, compiled on
+    """The written-out kernel of `tree`'s layout (a jacobian.tree_structure.Structure; a `Kernel`, compiled on
     its first solve: a structure that never takes the plain case, with limits or frozen bones, never
     compiles one), or None."""
     tree.unrolled = None
@@ -147,37 +159,53 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
     w = _Writer(parents, bones, owners)
     count = len(bones)
     squares = ", ".join(f"S{e}" for e in range(count))
-    trial_squares = ", ".join(f"s{e}" for e in range(count))
     one = count == 1  # (max() takes two values or more)
     blocks = {
         "unpack": w.unpack(),
-        "forward_current": w.forward("C", "f", "h", "p", "e", "s", 1),
-        "current": w.accept(1, False),
+        "forward_current": w.forward("C", 1),
         "cost": " + ".join(f"S{e}" for e in range(count)),
         "squares": squares,
         "largest": squares if one else f"max({squares})",
-        "trial_largest": trial_squares if one else f"max({trial_squares})",
         "normal": w.normal(3),
         "rows": str(3 * count),
         "solve": w.solve(2),
         "step": w.step(2),
         "trial": w.trial(2),
-        "forward_trial": w.forward("N", "f", "h", "p", "e", "s", 2),
-        "trial_cost": " + ".join(f"s{e}" for e in range(count)),
-        "accept": w.accept(3, True),
+        "largest_turn": w.largest_turn(),
+        "shorten": w.shorten(4),
+        "forward_trial": w.forward("N", 2),
+        "accept": w.accept(3),
+        "forward_again": w.forward("C", 3),
         "unknowns_in": w.unknowns_in(1),
         "unknowns_out": w.unknowns_out(1),
-        "locals": ", ".join(f"Z{i}_{k}" for i in range(len(parents)) for k in range(4)),
+        "locals": ", ".join(f"N{i}_{k}" for i in range(len(parents)) for k in range(4)),
     }
-    return _TEMPLATE.format(**blocks)
+    return _TEMPLATE.format(**blocks, hot=_hot_first(_TEMPLATE.format(**blocks, hot="")))
+
+
+# CPython numbers a function's local variables in the order the compiler meets them and reads
+# the first 256 in one instruction; beyond, each access takes an EXTENDED_ARG prefix and misses
+# the paired-load fast path (two hands' kernel has about 500 locals: 18% of its instructions were
+# prefixes). The loop's most used variables are named first, in an `if False:` block: the compiler
+# numbers its names and emits no code for it.
+_SLOTS = 256 - 7  # (the kernel's 7 arguments come first)
+_NAME = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+
+
+def _hot_first(source: str) -> str:
+    """The locals of `source`'s loop, most used first (up to the slots read without a prefix)."""
+    loop = source[source.index("    while ") : source.index("    return ")]
+    assigned = set(_NAME.findall(" ".join(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_, ]*?)\s*[-+*]?=[^=]", source, re.M))))
+    uses = collections.Counter(name for name in _NAME.findall(loop) if name in assigned)
+    return ", ".join(name for name, _ in uses.most_common(_SLOTS))
 
 
 class _Writer:
-    """The straight-line blocks of one layout's kernel (names: C/N unknowns, F/f frames (row-major),
-    E/e errors, S/s squared distances (current/trial), h heads and p ends (the last pose met); Q the
-    start, B the rests, Z the locals returned; O offsets, L links,
-    T targets; R{e}_{i} end e from head i, A J J^T (upper triangle), K its factor, X the solution,
-    w the steps)."""
+    """The straight-line blocks of one layout's kernel (names: C/N the world quaternions (current/
+    trial), h heads, p ends, E errors, S squared distances (of the last pose computed); Q the start,
+    B the rests (the locals returned in N's names); O offsets, L links, T targets; R{e}_{i} end e from head i,
+    A J J^T (upper triangle), K its factor, V its inverse diagonal, X the solution, w the steps
+    (then the turns G with g))."""
 
     def __init__(self, parents: list[int], bones: list[int], owners: list[list[int]]) -> None:
         self.parents, self.bones, self.owners = parents, bones, owners
@@ -209,54 +237,67 @@ class _Writer:
         ]
 
     def unknowns_in(self, depth: int) -> str:
-        """The unknowns C_i = rest_i L_i of the start locals."""
+        """The unknowns C_i = C_parent rest_i L_i of the start locals: each bone's world quaternion
+        (unnormalised between steps; a root's rest holds the base frame)."""
         out = []
-        for i in range(self.m):
-            names = [[f"{q}{i}_{k}" for k in range(4)] for q in "CBQ"]
+        for i, p in enumerate(self.parents):
+            names = [[f"{q}{i}_{k}" for k in range(4)] for q in ("C" if p < 0 else "N", "B", "Q")]
             out += self._product(*names)
+            if p >= 0:
+                out += self._product(*([f"{q}{j}_{k}" for k in range(4)] for q, j in (("C", i), ("C", p), ("N", i))))
         return self._lines(out, depth)
 
+    @staticmethod
+    def _conjugate_product(to: list[str], a: list[str], b: list[str]) -> list[str]:
+        """`to` = a^* b, the Hamilton product with a's conjugate (its signs written in)."""
+        return [
+            f"{to[0]} = {a[0]} * {b[0]} + {a[1]} * {b[1]} + {a[2]} * {b[2]} + {a[3]} * {b[3]}",
+            f"{to[1]} = {a[0]} * {b[1]} - {a[1]} * {b[0]} - {a[2]} * {b[3]} + {a[3]} * {b[2]}",
+            f"{to[2]} = {a[0]} * {b[2]} + {a[1]} * {b[3]} - {a[2]} * {b[0]} - {a[3]} * {b[1]}",
+            f"{to[3]} = {a[0]} * {b[3]} - {a[1]} * {b[2]} + {a[2]} * {b[1]} - {a[3]} * {b[0]}",
+        ]
+
     def unknowns_out(self, depth: int) -> str:
-        """The locals Z_i = rest_i^-1 C_i, normalised (the rests are unit quaternions)."""
+        """The locals rest_i^-1 C_parent^-1 C_i, normalised, in N's names (the rests are unit quaternions;
+        the world quaternions' lengths divide out)."""
         out = []
-        for i in range(self.m):
-            back = [f"B{i}_0", f"-B{i}_1", f"-B{i}_2", f"-B{i}_3"]
-            z = [f"Z{i}_{k}" for k in range(4)]
-            out += self._product(z, back, [f"C{i}_{k}" for k in range(4)])
+        for i, p in enumerate(self.parents):
+            z, b, c = ([f"{q}{i}_{k}" for k in range(4)] for q in "NBC")
+            if p >= 0:
+                w = [f"g{i}", *(f"w{i}_{k}" for k in range(3))]
+                out += self._conjugate_product(w, [f"C{p}_{k}" for k in range(4)], c)
+                c = w
+            out += self._conjugate_product(z, b, c)
             out.append(f"n_ = sqrt({z[0]} * {z[0]} + {z[1]} * {z[1]} + {z[2]} * {z[2]} + {z[3]} * {z[3]})")
             out.append(f"{', '.join(z)} = {z[0]} / n_, {z[1]} / n_, {z[2]} / n_, {z[3]} / n_")
         return self._lines(out, depth)
 
-    def forward(self, q: str, fr: str, hd: str, en: str, er: str, sq: str, depth: int) -> str:
-        """Frames, heads, ends, errors and squared distances of the unknowns named `q`."""
+    def forward(self, q: str, depth: int) -> str:
+        """Heads h, ends p, errors E and squared distances S of the world quaternions named `q`.
+        Each bone's frame (the matrix of its quaternion) lives only while its children's heads and
+        its effectors' ends are taken from it (the step needs no frame: it turns the quaternions)."""
         out = []
+        children = [[c for c, p in enumerate(self.parents) if p == i] for i in range(self.m)]
         for i, p in enumerate(self.parents):
-            a = [f"{q}{i}_{k}" for k in range(4)]
-            if p >= 0:
-                out += self._product([f"W{i}_{k}" for k in range(4)], [f"W{p}_{k}" for k in range(4)], a)
-            else:
-                out.append(f"W{i}_0, W{i}_1, W{i}_2, W{i}_3 = {', '.join(a)}")
-            ww, wx, wy, wz = (f"W{i}_{k}" for k in range(4))
-            f = [f"{fr}{i}_{k}" for k in range(9)]
+            ww, wx, wy, wz = (f"{q}{i}_{k}" for k in range(4))
+            if p < 0:  # a root's head: its offset in the skeleton's space
+                out.append(f"h{i}_0, h{i}_1, h{i}_2 = O{i}_0, O{i}_1, O{i}_2")
             out += [
                 f"t_ = 2.0 / ({ww} * {ww} + {wx} * {wx} + {wy} * {wy} + {wz} * {wz})",
                 f"tx_, ty_, tz_ = t_ * {wx}, t_ * {wy}, t_ * {wz}",
                 f"xx_, yy_, zz_ = tx_ * {wx}, ty_ * {wy}, tz_ * {wz}",
                 f"xy_, xz_, yz_ = tx_ * {wy}, tx_ * {wz}, ty_ * {wz}",
                 f"wx_, wy_, wz_ = tx_ * {ww}, ty_ * {ww}, tz_ * {ww}",
-                f"{f[0]}, {f[1]}, {f[2]} = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
-                f"{f[3]}, {f[4]}, {f[5]} = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
-                f"{f[6]}, {f[7]}, {f[8]} = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
+                "f_0, f_1, f_2 = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
+                "f_3, f_4, f_5 = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
+                "f_6, f_7, f_8 = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
             ]
-            o = [f"O{i}_{k}" for k in range(3)]
-            if p >= 0:
-                out += self._moved(f"{hd}{i}", f"{hd}{p}", f"{fr}{p}", o)
-            else:
-                out.append(f"{hd}{i}_0, {hd}{i}_1, {hd}{i}_2 = {', '.join(o)}")
-        for e, b in enumerate(self.bones):
-            out += self._moved(f"{en}{e}", f"{hd}{b}", f"{fr}{b}", [f"L{e}_{k}" for k in range(3)])
-            out.append(f"{er}{e}_0, {er}{e}_1, {er}{e}_2 = T{e}_0 - {en}{e}_0, T{e}_1 - {en}{e}_1, T{e}_2 - {en}{e}_2")
-            out.append(f"{sq}{e} = {er}{e}_0 * {er}{e}_0 + {er}{e}_1 * {er}{e}_1 + {er}{e}_2 * {er}{e}_2")
+            for c in children[i]:
+                out += self._moved(f"h{c}", f"h{i}", "f", [f"O{c}_{k}" for k in range(3)])
+            for e in (e for e, b in enumerate(self.bones) if b == i):
+                out += self._moved(f"p{e}", f"h{i}", "f", [f"L{e}_{k}" for k in range(3)])
+                out.append(f"E{e}_0, E{e}_1, E{e}_2 = T{e}_0 - p{e}_0, T{e}_1 - p{e}_1, T{e}_2 - p{e}_2")
+                out.append(f"S{e} = E{e}_0 * E{e}_0 + E{e}_1 * E{e}_1 + E{e}_2 * E{e}_2")
         return self._lines(out, depth)
 
     @staticmethod
@@ -280,21 +321,33 @@ class _Writer:
                 if not common:
                     out += [f"A{3 * e + r}_{3 * f + c} = 0.0" for r in range(3) for c in range(3)]
                     continue
-                dot = " + ".join(f"R{e}_{i}_{k} * R{f}_{i}_{k}" for i in common for k in range(3))
-                out.append(f"d_ = {dot}")
+                # A_rr = sum_i (r_e . r_f - r_f,r r_e,r): the other two axes' products, summed per axis once
+                for k in range(3):
+                    out.append(f"d{k}_ = {' + '.join(f'R{e}_{i}_{k} * R{f}_{i}_{k}' for i in common)}")
                 for r in range(3):
                     for c in range(3):
                         if e == f and c < r:
                             continue
+                        if r == c:
+                            out.append(f"A{3 * e + r}_{3 * f + c} = d{(r + 1) % 3}_ + d{(r + 2) % 3}_")
+                            continue
                         outer = " + ".join(f"R{f}_{i}_{r} * R{e}_{i}_{c}" for i in common)
-                        out.append(f"A{3 * e + r}_{3 * f + c} = {'d_ - ' if r == c else '-'}({outer})")
+                        out.append(f"A{3 * e + r}_{3 * f + c} = -({outer})")
         rows = self.rows
         out.append(f"trace = {' + '.join(f'A{r}_{r}' for r in range(rows))}")
         error = [f"E{r // 3}_{r % 3}" for r in range(rows)]
-        terms = [f"A{r}_{r} * {error[r]} * {error[r]}" for r in range(rows)]
-        terms += [f"2.0 * A{r}_{c} * {error[r]} * {error[c]}" for r in range(rows) for c in range(r + 1, rows)]
+        # e^T A e = sum_r e_r (A_rr e_r + sum_{c > r} A_rc 2 e_c)
+        twice = [f"2.0 * {error[c]}" for c in range(rows)]
+        terms = []
+        for r in range(rows):
+            inner = " + ".join([f"A{r}_{r} * {error[r]}"] + [f"A{r}_{c} * g{c}_" for c in range(r + 1, rows)])
+            terms.append(f"{error[r]} * ({inner})")
         # (only while the error damps the step: error_damping x removable is 0 after)
-        out.append(f"removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300) if error_damping else 0.0")
+        out.append("if error_damping:")
+        out += [f"    g{c}_ = {twice[c]}" for c in range(1, rows)]
+        out.append(f"    removable = ({' + '.join(terms)}) * {rows} / max(trace, 1e-300)")
+        out.append("else:")
+        out.append("    removable = 0.0")
         return self._lines(out, depth)
 
     def solve(self, depth: int) -> str:
@@ -308,15 +361,18 @@ class _Writer:
                 else:
                     out.append(f"K{i}_{j} = (A{j}_{i}{terms}) * V{j}")
         for i in range(n):
-            terms = "".join(f" - K{i}_{k} * Y{k}" for k in range(i))
-            out.append(f"Y{i} = (E{i // 3}_{i % 3}{terms}) * V{i}")
+            terms = "".join(f" - K{i}_{k} * X{k}" for k in range(i))
+            # (Y of K Y = E / 2, in X's names: X comes halved, the step's half turn (tree_plain's
+            # (1, d/2)) exactly, a power of two)
+            out.append(f"X{i} = (0.5 * E{i // 3}_{i % 3}{terms}) * V{i}")
         for i in range(n - 1, -1, -1):
             terms = "".join(f" - K{k}_{i} * X{k}" for k in range(i + 1, n))
-            out.append(f"X{i} = (Y{i}{terms}) * V{i}")
+            out.append(f"X{i} = (X{i}{terms}) * V{i}")
         return self._lines(out, depth)
 
     def step(self, depth: int) -> str:
-        """w_i = J^T X joint by joint (world axes), `total` its squared length, `biggest` a joint's largest."""
+        """w_i = J^T X joint by joint (world axes; X halved: half the step), l_i its squared length,
+        `total` their sum."""
         out = []
         for i, effectors in enumerate(self.owners):
             x = " + ".join(f"R{e}_{i}_1 * X{3 * e + 2} - R{e}_{i}_2 * X{3 * e + 1}" for e in effectors)
@@ -326,38 +382,57 @@ class _Writer:
                 f"w{i}_0 = {x}",
                 f"w{i}_1 = {y}",
                 f"w{i}_2 = {z}",
-                f"l_ = w{i}_0 * w{i}_0 + w{i}_1 * w{i}_1 + w{i}_2 * w{i}_2",
-                "total += l_",
-                "if l_ > biggest:",
-                "    biggest = l_",
+                f"l{i}_ = w{i}_0 * w{i}_0 + w{i}_1 * w{i}_1 + w{i}_2 * w{i}_2",
             ]
+        out.append(f"total = {' + '.join(f'l{i}_' for i in range(self.m))}")
+        return self._lines(out, depth)
+
+    def largest_turn(self) -> str:
+        """The largest l_i (one value: a one-bone layout)."""
+        turns = ", ".join(f"l{i}_" for i in range(self.m))
+        return turns if self.m == 1 else f"max({turns})"
+
+    def shorten(self, depth: int) -> str:
+        """Every w_i times `scale` (a step shortened to the radius)."""
+        out = []
+        for i in range(self.m):
+            out.append(f"w{i}_0, w{i}_1, w{i}_2 = w{i}_0 * scale, w{i}_1 * scale, w{i}_2 * scale")
         return self._lines(out, depth)
 
     def trial(self, depth: int) -> str:
-        """N = C (1, d/2) with d_i = F_i^T w_i (times `scale`: a half, shortened to the radius)."""
+        """N_i = G_i C_i: each bone's world quaternion turned by G_i = G_parent (1, w_i), w_i half the
+        world step (shortened to the radius). That is tree_plain's turn of the local quaternion,
+        C_i (1, d_i/2) with d_i = F_i^T 2 w_i in the bone's own axes, since C_i (1, d_i/2) C_i^-1 =
+        (1, w_i) up to C_i's length, below the parent's turned world quaternion."""
         out = []
-        for i in range(self.m):
-            f, w = [f"F{i}_{k}" for k in range(9)], [f"w{i}_{k}" for k in range(3)]
-            c = [f"C{i}_{k}" for k in range(4)]
-            out += [
-                f"u_ = ({f[0]} * {w[0]} + {f[3]} * {w[1]} + {f[6]} * {w[2]}) * scale",
-                f"v_ = ({f[1]} * {w[0]} + {f[4]} * {w[1]} + {f[7]} * {w[2]}) * scale",
-                f"s_ = ({f[2]} * {w[0]} + {f[5]} * {w[1]} + {f[8]} * {w[2]}) * scale",
-                f"N{i}_0 = {c[0]} - {c[1]} * u_ - {c[2]} * v_ - {c[3]} * s_",
-                f"N{i}_1 = {c[0]} * u_ + {c[1]} + {c[2]} * s_ - {c[3]} * v_",
-                f"N{i}_2 = {c[0]} * v_ - {c[1]} * s_ + {c[2]} + {c[3]} * u_",
-                f"N{i}_3 = {c[0]} * s_ + {c[1]} * v_ - {c[2]} * u_ + {c[3]}",
-            ]
+        for i, p in enumerate(self.parents):
+            # G_i in g_i and w_i's names (w_i is read only here)
+            g, c, n = [f"g{i}", *(f"w{i}_{k}" for k in range(3))], *([f"{q}{i}_{k}" for k in range(4)] for q in "CN")
+            if p >= 0:  # G_i = G_p (1, v_i)
+                a, v = [f"g{p}", *(f"w{p}_{k}" for k in range(3))], g[1:]
+                out += [
+                    f"{g[0]}, {g[1]}, {g[2]}, {g[3]} = ("
+                    f"{a[0]} - {a[1]} * {v[0]} - {a[2]} * {v[1]} - {a[3]} * {v[2]}, "
+                    f"{a[1]} + {a[0]} * {v[0]} + {a[2]} * {v[2]} - {a[3]} * {v[1]}, "
+                    f"{a[2]} + {a[0]} * {v[1]} + {a[3]} * {v[0]} - {a[1]} * {v[2]}, "
+                    f"{a[3]} + {a[0]} * {v[2]} + {a[1]} * {v[1]} - {a[2]} * {v[0]})",
+                ]
+                out += self._product(n, g, c)
+            else:  # G_i = (1, v_i)
+                v = g[1:]
+                out.append(f"{g[0]} = 1.0")
+                out += [
+                    f"{n[0]} = {c[0]} - {v[0]} * {c[1]} - {v[1]} * {c[2]} - {v[2]} * {c[3]}",
+                    f"{n[1]} = {c[1]} + {c[0]} * {v[0]} + {v[1]} * {c[3]} - {v[2]} * {c[2]}",
+                    f"{n[2]} = {c[2]} + {c[0]} * {v[1]} + {v[2]} * {c[1]} - {v[0]} * {c[3]}",
+                    f"{n[3]} = {c[3]} + {c[0]} * {v[2]} + {v[0]} * {c[2]} - {v[1]} * {c[1]}",
+                ]
         return self._lines(out, depth)
 
-    def accept(self, depth: int, unknowns: bool) -> str:
-        """The trial's pose (and `unknowns`) become the current ones. Its heads and ends are read
-        where they are (h, p): only J J^T reads them, at once after a kept step."""
-        m, count = self.m, self.count
-        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(m) for k in range(4)] if unknowns else []
-        pairs += [(f"F{i}_{k}", f"f{i}_{k}") for i in range(m) for k in range(9)]
-        pairs += [(f"E{e}_{k}", f"e{e}_{k}") for e in range(count) for k in range(3)]
-        pairs += [(f"S{e}", f"s{e}") for e in range(count)]
+    def accept(self, depth: int) -> str:
+        """The trial's unknowns become the current ones (its frames, heads, ends and errors are in
+        the current names already)."""
+        pairs = [(f"C{i}_{k}", f"N{i}_{k}") for i in range(self.m) for k in range(4)]
         out = []
         for start in range(0, len(pairs), 24):
             chunk = pairs[start : start + 24]

@@ -1,5 +1,5 @@
 """The tree Jacobian's plain kernel (solvers.jacobian.tree_plain): it runs the general loop's iteration
-(jacobian.tree._iterate) in fewer numpy calls, so on its case it gives the same poses; its errors are
+(jacobian.tree_iterate.iterate) in fewer numpy calls, so on its case it gives the same poses; its errors are
 those of the pose it returns; other cases go to the general loop."""
 
 import numpy as np
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import solvers
 from solvers.jacobian import tree as tree_jacobian
-from solvers.jacobian import tree_plain
+from solvers.jacobian import tree_iterate, tree_plain
 
 NAMES_BY_COUNT = {
     2: ["forearm.L", "forearm.R"],
@@ -78,7 +78,7 @@ def test_the_error_damping_turns_the_joints_less_on_reachable_goals(monkeypatch)
 
     def turned(damping):
         monkeypatch.setattr(tree_plain, "ERROR_DAMPING", damping)
-        monkeypatch.setattr(tree_jacobian, "ERROR_DAMPING", damping)
+        monkeypatch.setattr(tree_iterate, "ERROR_DAMPING", damping)
         total = 0.0
         for seed in range(12):
             sol = solvers.solve_skeleton(SKELETON, LOCAL, effectors(5, seed), method="jacobian")
