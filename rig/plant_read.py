@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solvers import quat
 from . import keys, modes, pose_frames
-from .pose_frames import inverse3
+from .pose_frames import det3, inverse3
 from .steps import run_to_end
 
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -35,6 +35,8 @@ class LegFrames:
     basis: np.ndarray  # (F, 3, 4) their local (basis) rotations
     values: list[np.ndarray]  # per bone (F, channels): its rotation channels as played
     _inverse: np.ndarray | None = field(default=None, repr=False)
+    _turn: np.ndarray | None = field(default=None, repr=False)
+    _scale: np.ndarray | None = field(default=None, repr=False)
 
     def to_world(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) armature-space points, one per frame, in world space."""
@@ -48,15 +50,47 @@ class LegFrames:
         """(F, 3, 3) the inverse of the world matrix's 3x3 part per frame (cached)."""
         if self._inverse is None:
             # Read from the curves the armature stands still: one inverse serves every frame.
-            still = np.all(self.world == self.world[:1])
-            three = self.world[:1, :3, :3] if still else self.world[:, :3, :3]
-            self._inverse = np.broadcast_to(inverse3(three), (len(self.world), 3, 3))
+            self._inverse = np.broadcast_to(inverse3(self._still(self.world[:, :3, :3])), (len(self.world), 3, 3))
         return self._inverse
+
+    def armature_turn(self) -> np.ndarray:
+        """(F, 4) the armature's world rotation per frame, scale off (cached)."""
+        if self._turn is None:
+            three = self._still(self.world[:, :3, :3])
+            three = three / np.linalg.norm(three, axis=-2, keepdims=True)
+            self._turn = np.broadcast_to(quat.from_matrix(three), (len(self.world), 4))
+        return self._turn
+
+    def scales(self) -> np.ndarray:
+        """(F,) the armature's world scale per frame (the cube root of its determinant; cached)."""
+        if self._scale is None:
+            self._scale = np.broadcast_to(np.cbrt(np.abs(det3(self._still(self.world[:, :3, :3])))), len(self.world))
+        return self._scale
+
+    def _still(self, per_frame: np.ndarray) -> np.ndarray:
+        """`per_frame` (F, ...), or its first row alone where the armature stands still (read from the
+        curves): one frame's figures then serve every frame (the same values, computed once)."""
+        return per_frame[:1] if np.all(self.world == self.world[:1]) else per_frame
+
+    def rows(self, rows: np.ndarray) -> LegFrames:
+        """The leg on frames `rows` only (indices, repeats allowed), its cached figures with it."""
+        return LegFrames(
+            self.names,
+            self.modes,
+            self.world[rows],
+            self.heads[rows],
+            self.toe[rows],
+            self.rotations[rows],
+            self.basis[rows],
+            self.values,
+            self.inverse3()[rows],
+            self.armature_turn()[rows],
+            self.scales()[rows],
+        )
 
     def world_rotations(self, bone: int) -> np.ndarray:
         """(F, 4) bone `bone`'s world rotation (the armature's rotation, scale off, times its own)."""
-        three = self.world[:, :3, :3] / np.linalg.norm(self.world[:, :3, :3], axis=-2, keepdims=True)
-        return quat.normalize(quat.multiply(quat.from_matrix(three), self.rotations[:, bone]))
+        return quat.normalize(quat.multiply(self.armature_turn(), self.rotations[:, bone]))
 
     @property
     def heel_world(self) -> np.ndarray:

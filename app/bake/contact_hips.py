@@ -116,13 +116,16 @@ def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFram
 def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> tuple:
     """(the leg as its input would be with the hips lowered and its foot kept where the input has
     it (world): the input the plant then eases to and from, (F,) the frames that differ from the
-    input). `moved`: the leg shifted with the hips (`shifted`); `solve(leg, targets)`: the planted
-    leg's positional solve (contact_legs), giving (F, 3, 4) local rotations. Without it a lowered
+    input). `moved`: the leg shifted with the hips (`shifted`); `solve(leg, targets, rows)`: the
+    planted leg's positional solve (contact_legs) of frames `rows` for `targets` (R, 3), giving
+    (R, 3, 4) local rotations. Without it a lowered
     hip would drop the swinging foot with it."""
     changed = np.any(moved.heads[:, 0] != leg.heads[:, 0], axis=1)
     if not np.any(changed):
         return moved, changed
-    basis = np.where(changed[:, None, None], solve(moved, leg.toe_world), moved.basis)
+    rows = np.flatnonzero(changed)  # the others keep their input (each frame is solved on its own)
+    basis = moved.basis.copy()
+    basis[rows] = solve(moved, leg.toe_world[rows], rows)
     heads = moved.heads
     turns = plant_legs.leg_changes(moved.rotations, moved.basis, basis)
     knee, ankle, toe = plant_legs.leg_points(

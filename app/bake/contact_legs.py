@@ -51,21 +51,6 @@ def knee_poles(leg: plant_read.LegFrames, fps: float) -> np.ndarray:
     return plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
 
 
-def leg_rows(leg: plant_read.LegFrames, rows: np.ndarray) -> plant_read.LegFrames:
-    """The leg on frames `rows` only (indices, repeats allowed)."""
-    return plant_read.LegFrames(
-        leg.names,
-        leg.modes,
-        leg.world[rows],
-        leg.heads[rows],
-        leg.toe[rows],
-        leg.rotations[rows],
-        leg.basis[rows],
-        leg.values,
-        leg.inverse3()[rows],
-    )
-
-
 def positional(
     leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None, rows=None, pole=None
 ) -> tuple:
@@ -76,7 +61,7 @@ def positional(
     if pole is None:
         pole = knee_poles(leg, fps)
     if rows is not None:
-        leg, pole = leg_rows(leg, rows), pole[rows]
+        leg, pole = leg.rows(rows), pole[rows]
     heads = leg.heads
     foot = leg.heel_world - leg.toe_world
     own = None
@@ -92,14 +77,12 @@ def positional(
     parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
     owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
     basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
-    scale = np.cbrt(np.abs(pose_frames.det3(leg.world[:, :3, :3])))
-    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
+    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * leg.scales()
 
 
 def _to_armature(leg: plant_read.LegFrames, turns: np.ndarray) -> np.ndarray:
     """(F, 4) world turns as turns in armature space (the armature's rotation, scale off)."""
-    three = leg.world[:, :3, :3] / np.linalg.norm(leg.world[:, :3, :3], axis=-2, keepdims=True)
-    rotation = quat.from_matrix(three)
+    rotation = leg.armature_turn()
     return quat.multiply(quat.multiply(quat.conjugate(rotation), turns), rotation)
 
 

@@ -297,7 +297,7 @@ def solve_steps(
                 input_leg,
                 contact_hips.shifted(input_leg, moved),
                 # no soft IK: lowered hips are nearer every foot below them than the input's were
-                lambda legs, targets: contact_legs.positional(legs, targets, 0.0, fps)[0],
+                lambda legs, targets, rows: contact_legs.positional(legs, targets, 0.0, fps, rows=rows)[0],
             )
         toe, heel = input_leg.toe_world, input_leg.heel_world
         if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
