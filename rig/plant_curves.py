@@ -151,12 +151,14 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
             relative = _affine_inverse(np.array(pbone.parent.bone.matrix_local)) @ rest  # float64
             posed[name] = posed[pbone.parent.name] @ relative @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
+    stacked = [np.stack([posed[n] for n in leg], axis=1) for leg in legs]  # per leg (F, 3, 4, 4)
+    # Every leg's rotations in one call (each matrix's own figures, as leg by leg).
+    three = np.concatenate([matrices[..., :3, :3] for matrices in stacked])
+    rotations = quat.from_matrix(three / np.linalg.norm(three, axis=-2, keepdims=True))
     out = []
-    for leg in legs:
-        matrices = np.stack([posed[n] for n in leg], axis=1)  # (F, 3, 4, 4)
+    for j, (leg, matrices) in enumerate(zip(legs, stacked, strict=True)):
         foot = pose[leg[-1]].bone
         toe = matrices[:, 2] @ np.array([0.0, foot.length, 0.0, 1.0])
-        three = matrices[..., :3, :3] / np.linalg.norm(matrices[..., :3, :3], axis=-2, keepdims=True)
         out.append(
             LegFrames(
                 tuple(leg),
@@ -164,7 +166,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
                 world,
                 matrices[..., :3, 3],
                 toe[:, :3],
-                quat.from_matrix(three),
+                rotations[j * m : (j + 1) * m],
                 np.stack([basis_q[n] for n in leg], axis=1),
                 [values[n] for n in leg],
             )
@@ -172,13 +174,13 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     return out
 
 
-def mismatch(read: list[LegFrames], evaluated: list[LegFrames], rows: np.ndarray) -> float:
+def mismatch(read: list[LegFrames], evaluated: list[np.ndarray], rows: np.ndarray) -> float:
     """Largest distance, as a share of the leg's length, between the curves' joints and the evaluated
-    pose's at `rows` of the frames (the evaluated legs sampled at those frames only)."""
+    pose's at `rows` of the frames (`evaluated`: per leg its joints at those frames only,
+    plant_read.joints_at)."""
     worst = 0.0
-    for ours, theirs in zip(read, evaluated, strict=True):
-        length = float(np.sum(np.linalg.norm(np.diff(theirs.heads[0], axis=0), axis=1))) or 1.0
+    for ours, truth in zip(read, evaluated, strict=True):
+        length = float(np.sum(np.linalg.norm(np.diff(truth[0, :3], axis=0), axis=1))) or 1.0
         joints = np.concatenate((ours.heads[rows], ours.toe[rows, None]), axis=1)
-        truth = np.concatenate((theirs.heads, theirs.toe[:, None]), axis=1)
         worst = max(worst, float(np.max(np.linalg.norm(joints - truth, axis=-1))) / length)
     return worst

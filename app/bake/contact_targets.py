@@ -228,7 +228,7 @@ def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generato
         rows = np.concatenate(
             [rows[frames[rows] != context.scene.frame_current], rows[frames[rows] == context.scene.frame_current]]
         )
-        check = plant_read.sample_legs(context, obj, legs, frames[rows])
+        check = plant_read.joints_at(context, obj, legs, frames[rows])
         off = plant_curves.mismatch(sampled, check, rows)
         if off <= plant_curves.MATCH:
             if progress is not None:
