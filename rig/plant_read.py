@@ -101,6 +101,30 @@ class LegFrames:
         return self.to_world(self.toe)
 
 
+def joined(legs: list[LegFrames]) -> LegFrames:
+    """Several legs' frames as one LegFrames (F1 + F2 + ... frames), for per-frame arithmetic done
+    once for all of them (each frame's figures are its own): names, modes and channel values are
+    the first leg's, not the others'."""
+    first = legs[0]
+
+    def stack(get):
+        return np.concatenate([get(leg) for leg in legs])
+
+    return LegFrames(
+        first.names,
+        first.modes,
+        stack(lambda leg: leg.world),
+        stack(lambda leg: leg.heads),
+        stack(lambda leg: leg.toe),
+        stack(lambda leg: leg.rotations),
+        stack(lambda leg: leg.basis),
+        first.values,
+        stack(lambda leg: leg.inverse3()),
+        stack(lambda leg: leg.armature_turn()),
+        stack(lambda leg: leg.scales()),
+    )
+
+
 def rotation_channels(mode: str) -> tuple[str, int]:
     """(the pose bone's rotation property in `mode`, its channels)."""
     return CHANNELS.get(mode, ("rotation_euler", 3))
