@@ -37,6 +37,8 @@ class LegFrames:
     _inverse: np.ndarray | None = field(default=None, repr=False)
     _turn: np.ndarray | None = field(default=None, repr=False)
     _scale: np.ndarray | None = field(default=None, repr=False)
+    _heel: np.ndarray | None = field(default=None, repr=False)
+    _tip: np.ndarray | None = field(default=None, repr=False)
 
     def to_world(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) armature-space points, one per frame, in world space."""
@@ -94,11 +96,17 @@ class LegFrames:
 
     @property
     def heel_world(self) -> np.ndarray:
-        return self.to_world(self.heads[:, 2])
+        """(F, 3) the foot's head (the ankle) in world space (cached: a leg's arrays are never changed)."""
+        if self._heel is None:
+            self._heel = self.to_world(self.heads[:, 2])
+        return self._heel
 
     @property
     def toe_world(self) -> np.ndarray:
-        return self.to_world(self.toe)
+        """(F, 3) the foot's tail in world space (cached)."""
+        if self._tip is None:
+            self._tip = self.to_world(self.toe)
+        return self._tip
 
 
 def joined(legs: list[LegFrames]) -> LegFrames:
