@@ -54,8 +54,9 @@ def curves_reason(obj, legs) -> str:
     return ""
 
 
-def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray) -> np.ndarray:
-    """(F, width) a bone property's values at `frames`: its curves where keyed, else as posed."""
+def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray, seen=None) -> np.ndarray:
+    """(F, width) a bone property's values at `frames`: its curves where keyed, else as posed
+    (`seen`: curve_values' shared lookups)."""
     pbone = obj.pose.bones[name]
     current = np.array(getattr(pbone, path)[:], dtype=float)
     out = np.tile(current, (len(frames), 1))
@@ -63,25 +64,33 @@ def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.nd
     for index in range(width):
         fc = curves.get((full, index))
         if fc is not None:
-            out[:, index] = curve_values(fc, frames)
+            out[:, index] = curve_values(fc, frames, seen)
     return out
 
 
-def curve_values(fc, frames: np.ndarray) -> np.ndarray:
+def curve_values(fc, frames: np.ndarray, seen: dict | None = None) -> np.ndarray:
     """(F,) `fc` as playback evaluates it at (action) `frames`. Blender's F-Curve evaluation returns a
     key's own value at its frame (whatever the interpolation), so on frames that are keys (a
     capture keyed on every frame) the keys are read in one call; modifiers, and the frames between
-    keys, go through `FCurve.evaluate`."""
+    keys, go through `FCurve.evaluate`. `seen` (a dict, one per `frames`): where each frame falls
+    among key times already looked up, by those times (an action's curves mostly share them)."""
     count = len(fc.keyframe_points)
     if not count or len(fc.modifiers):
         return np.array([fc.evaluate(f) for f in frames.tolist()])
     co = np.empty(2 * count, dtype=np.float32)
     fc.keyframe_points.foreach_get("co", co)
     times, values = co[0::2].astype(float), co[1::2].astype(float)
-    at = np.clip(np.searchsorted(times, frames), 0, count - 1)
-    on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
+    key = times.tobytes()
+    found = None if seen is None else seen.get(key)
+    if found is None:
+        at = np.clip(np.searchsorted(times, frames), 0, count - 1)
+        on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
+        found = at, np.flatnonzero(~on_key).tolist()
+        if seen is not None:
+            seen[key] = found
+    at, between = found
     out = values[at]
-    for row in np.flatnonzero(~on_key).tolist():
+    for row in between:
         out[row] = fc.evaluate(float(frames[row]))
     return out
 
@@ -110,11 +119,12 @@ def _basis(rotation: np.ndarray, location: np.ndarray, scale: np.ndarray) -> np.
     return m
 
 
-def _affine_inverse(m: np.ndarray) -> np.ndarray:
-    """The inverse of one affine 4x4 (a bone's rest): np.linalg.inv goes through OpenBLAS, whose
-    threads, beside Blender's, made each such call cost about a millisecond in a bake."""
+def _affine_inverse(m: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """The inverse of one affine 4x4 (a bone's rest), `inverse` its 3x3 part's (pose_frames.inverse3):
+    np.linalg.inv goes through OpenBLAS, whose threads, beside Blender's, made each such call cost
+    about a millisecond in a bake."""
     out = np.eye(4)
-    out[:3, :3] = inverse3(m[:3, :3])
+    out[:3, :3] = inverse
     out[:3, 3] = -out[:3, :3] @ m[:3, 3]
     return out
 
@@ -127,9 +137,10 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     pose = obj.pose.bones
     names = _path_bones(obj, legs)
     values = {}
+    seen: dict = {}
     for name in names:
         path, width = rotation_channels(pose[name].rotation_mode)
-        values[name] = _channels(obj, name, path, width, curves, at)
+        values[name] = _channels(obj, name, path, width, curves, at, seen)
     # The bones' rotations and local matrices all at once (a bone's own would cost ~30 numpy
     # calls), bones of one rotation mode together; the same arithmetic row by row.
     basis_q: dict[str, np.ndarray] = {}
@@ -137,26 +148,34 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         group = [n for n in names if pose[n].rotation_mode == mode]
         turns = _rotation(mode, np.concatenate([values[n] for n in group]))
         basis_q.update((n, turns[j * m : (j + 1) * m]) for j, n in enumerate(group))
-    location = np.concatenate([_channels(obj, n, "location", 3, curves, at) for n in names])
-    scale = np.concatenate([_channels(obj, n, "scale", 3, curves, at) for n in names])
+    location = np.concatenate([_channels(obj, n, "location", 3, curves, at, seen) for n in names])
+    scale = np.concatenate([_channels(obj, n, "scale", 3, curves, at, seen) for n in names])
     bases = _basis(np.concatenate([basis_q[n] for n in names]), location, scale)
+    rests = {name: np.array(pose[name].bone.matrix_local) for name in names}  # a bone's parents are in `names`
+    parents = [pose[name].parent.name for name in names if pose[name].parent is not None]
+    # The parents' rest 3x3 inverses in one call (each matrix's own figures, as one by one).
+    threes = np.array([rests[p][:3, :3] for p in parents]).reshape(-1, 3, 3)
+    inverses = dict(zip(parents, inverse3(threes), strict=True))
     posed: dict[str, np.ndarray] = {}
     for j, name in enumerate(names):
         pbone = pose[name]
         basis = bases[j * m : (j + 1) * m]
-        rest = np.array(pbone.bone.matrix_local)
+        rest = rests[name]
         if pbone.parent is None:
             posed[name] = rest @ basis
         else:
-            relative = _affine_inverse(np.array(pbone.parent.bone.matrix_local)) @ rest  # float64
-            posed[name] = posed[pbone.parent.name] @ relative @ basis
+            parent = pbone.parent.name
+            relative = _affine_inverse(rests[parent], inverses[parent]) @ rest  # float64
+            posed[name] = posed[parent] @ relative @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
+    stacked = [np.stack([posed[n] for n in leg], axis=1) for leg in legs]  # per leg (F, 3, 4, 4)
+    # Every leg's rotations in one call (each matrix's own figures, as leg by leg).
+    three = np.concatenate([matrices[..., :3, :3] for matrices in stacked])
+    rotations = quat.from_matrix(three / np.linalg.norm(three, axis=-2, keepdims=True))
     out = []
-    for leg in legs:
-        matrices = np.stack([posed[n] for n in leg], axis=1)  # (F, 3, 4, 4)
+    for j, (leg, matrices) in enumerate(zip(legs, stacked, strict=True)):
         foot = pose[leg[-1]].bone
         toe = matrices[:, 2] @ np.array([0.0, foot.length, 0.0, 1.0])
-        three = matrices[..., :3, :3] / np.linalg.norm(matrices[..., :3, :3], axis=-2, keepdims=True)
         out.append(
             LegFrames(
                 tuple(leg),
@@ -164,7 +183,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
                 world,
                 matrices[..., :3, 3],
                 toe[:, :3],
-                quat.from_matrix(three),
+                rotations[j * m : (j + 1) * m],
                 np.stack([basis_q[n] for n in leg], axis=1),
                 [values[n] for n in leg],
             )
@@ -172,13 +191,13 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     return out
 
 
-def mismatch(read: list[LegFrames], evaluated: list[LegFrames], rows: np.ndarray) -> float:
+def mismatch(read: list[LegFrames], evaluated: list[np.ndarray], rows: np.ndarray) -> float:
     """Largest distance, as a share of the leg's length, between the curves' joints and the evaluated
-    pose's at `rows` of the frames (the evaluated legs sampled at those frames only)."""
+    pose's at `rows` of the frames (`evaluated`: per leg its joints at those frames only,
+    plant_read.joints_at)."""
     worst = 0.0
-    for ours, theirs in zip(read, evaluated, strict=True):
-        length = float(np.sum(np.linalg.norm(np.diff(theirs.heads[0], axis=0), axis=1))) or 1.0
+    for ours, truth in zip(read, evaluated, strict=True):
+        length = float(np.sum(np.linalg.norm(np.diff(truth[0, :3], axis=0), axis=1))) or 1.0
         joints = np.concatenate((ours.heads[rows], ours.toe[rows, None]), axis=1)
-        truth = np.concatenate((theirs.heads, theirs.toe[:, None]), axis=1)
         worst = max(worst, float(np.max(np.linalg.norm(joints - truth, axis=-1))) / length)
     return worst

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solvers import quat
 from . import keys, modes, pose_frames
-from .pose_frames import inverse3
+from .pose_frames import det3, inverse3
 from .steps import run_to_end
 
 CHANNELS = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -35,6 +35,10 @@ class LegFrames:
     basis: np.ndarray  # (F, 3, 4) their local (basis) rotations
     values: list[np.ndarray]  # per bone (F, channels): its rotation channels as played
     _inverse: np.ndarray | None = field(default=None, repr=False)
+    _turn: np.ndarray | None = field(default=None, repr=False)
+    _scale: np.ndarray | None = field(default=None, repr=False)
+    _heel: np.ndarray | None = field(default=None, repr=False)
+    _tip: np.ndarray | None = field(default=None, repr=False)
 
     def to_world(self, points: np.ndarray) -> np.ndarray:
         """(F, 3) armature-space points, one per frame, in world space."""
@@ -48,23 +52,85 @@ class LegFrames:
         """(F, 3, 3) the inverse of the world matrix's 3x3 part per frame (cached)."""
         if self._inverse is None:
             # Read from the curves the armature stands still: one inverse serves every frame.
-            still = np.all(self.world == self.world[:1])
-            three = self.world[:1, :3, :3] if still else self.world[:, :3, :3]
-            self._inverse = np.broadcast_to(inverse3(three), (len(self.world), 3, 3))
+            self._inverse = np.broadcast_to(inverse3(self._still(self.world[:, :3, :3])), (len(self.world), 3, 3))
         return self._inverse
+
+    def armature_turn(self) -> np.ndarray:
+        """(F, 4) the armature's world rotation per frame, scale off (cached)."""
+        if self._turn is None:
+            three = self._still(self.world[:, :3, :3])
+            three = three / np.linalg.norm(three, axis=-2, keepdims=True)
+            self._turn = np.broadcast_to(quat.from_matrix(three), (len(self.world), 4))
+        return self._turn
+
+    def scales(self) -> np.ndarray:
+        """(F,) the armature's world scale per frame (the cube root of its determinant; cached)."""
+        if self._scale is None:
+            self._scale = np.broadcast_to(np.cbrt(np.abs(det3(self._still(self.world[:, :3, :3])))), len(self.world))
+        return self._scale
+
+    def _still(self, per_frame: np.ndarray) -> np.ndarray:
+        """`per_frame` (F, ...), or its first row alone where the armature stands still (read from the
+        curves): one frame's figures then serve every frame (the same values, computed once)."""
+        return per_frame[:1] if np.all(self.world == self.world[:1]) else per_frame
+
+    def rows(self, rows: np.ndarray) -> LegFrames:
+        """The leg on frames `rows` only (indices, repeats allowed), its cached figures with it."""
+        return LegFrames(
+            self.names,
+            self.modes,
+            self.world[rows],
+            self.heads[rows],
+            self.toe[rows],
+            self.rotations[rows],
+            self.basis[rows],
+            self.values,
+            self.inverse3()[rows],
+            self.armature_turn()[rows],
+            self.scales()[rows],
+        )
 
     def world_rotations(self, bone: int) -> np.ndarray:
         """(F, 4) bone `bone`'s world rotation (the armature's rotation, scale off, times its own)."""
-        three = self.world[:, :3, :3] / np.linalg.norm(self.world[:, :3, :3], axis=-2, keepdims=True)
-        return quat.normalize(quat.multiply(quat.from_matrix(three), self.rotations[:, bone]))
+        return quat.normalize(quat.multiply(self.armature_turn(), self.rotations[:, bone]))
 
     @property
     def heel_world(self) -> np.ndarray:
-        return self.to_world(self.heads[:, 2])
+        """(F, 3) the foot's head (the ankle) in world space (cached: a leg's arrays are never changed)."""
+        if self._heel is None:
+            self._heel = self.to_world(self.heads[:, 2])
+        return self._heel
 
     @property
     def toe_world(self) -> np.ndarray:
-        return self.to_world(self.toe)
+        """(F, 3) the foot's tail in world space (cached)."""
+        if self._tip is None:
+            self._tip = self.to_world(self.toe)
+        return self._tip
+
+
+def joined(legs: list[LegFrames]) -> LegFrames:
+    """Several legs' frames as one LegFrames (F1 + F2 + ... frames), for per-frame arithmetic done
+    once for all of them (each frame's figures are its own): names, modes and channel values are
+    the first leg's, not the others'."""
+    first = legs[0]
+
+    def stack(get):
+        return np.concatenate([get(leg) for leg in legs])
+
+    return LegFrames(
+        first.names,
+        first.modes,
+        stack(lambda leg: leg.world),
+        stack(lambda leg: leg.heads),
+        stack(lambda leg: leg.toe),
+        stack(lambda leg: leg.rotations),
+        stack(lambda leg: leg.basis),
+        first.values,
+        stack(lambda leg: leg.inverse3()),
+        stack(lambda leg: leg.armature_turn()),
+        stack(lambda leg: leg.scales()),
+    )
 
 
 def rotation_channels(mode: str) -> tuple[str, int]:
@@ -102,6 +168,18 @@ def legs_in_steps(
     wanted = tuple(sorted({rotation_channels(mode) for mode in mode_of.values()}))
     frames_read = yield from pose_frames.pose_in_steps(context, obj, frames, progress, True, wanted)
     return legs_of(frames_read, legs, mode_of)
+
+
+def joints_at(context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray) -> list[np.ndarray]:
+    """Each leg's joints (F, 4, 3) at scene `frames`, armature space: the heads of thigh, shin and
+    foot, and the foot's tail (the frame put back). The evaluated positions alone, as `sample_legs`
+    reads them, for a check of where the joints are (no rotations, basis or channels)."""
+    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames))
+    out = []
+    for leg in legs:
+        rows = [read.order[n] for n in leg]
+        out.append(np.concatenate((read.heads[:, rows], read.tails[:, rows[-1], None]), axis=1))
+    return out
 
 
 def legs_of(read: pose_frames.PoseFrames, legs, mode_of: dict[str, str]) -> list[LegFrames]:

@@ -114,11 +114,22 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     height = np.sqrt(np.maximum(l1 * l1 - along * along, 0.0))
     new_knee = hip + along[:, None] * line + height[:, None] * across
     new_ankle = hip + d[:, None] * line
-    thigh = quat.swing(upper / l1[:, None], (new_knee - hip) / l1[:, None], quat.any_perpendicular(upper / l1[:, None]))
+    thigh = _swing(upper / l1[:, None], (new_knee - hip) / l1[:, None])
     turned = quat.rotate(thigh, lower) / l2[:, None]
     wanted = quat.normalize(new_ankle - new_knee)
-    shin = quat.multiply(quat.swing(turned, wanted, quat.any_perpendicular(turned)), thigh)
+    shin = quat.multiply(_swing(turned, wanted), thigh)
     return LegTurns(thigh, quat.normalize(shin), aimed, new_ankle, reached)
+
+
+def _swing(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """quat.swing(u, v) about quat.any_perpendicular(u) near a half turn: that axis is found only
+    on the frames past 90° (u.v < 0, the only ones quat.swing takes it from; the others' is never
+    read), the same turns for fewer numpy calls where no frame turns that far."""
+    fallback = np.zeros_like(u)
+    obtuse = np.sum(u * v, axis=-1) < 0.0
+    if np.any(obtuse):
+        fallback[obtuse] = quat.any_perpendicular(u[obtuse])
+    return quat.swing(u, v, fallback)
 
 
 def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:

@@ -58,8 +58,10 @@ def pitch_path(
     worst[banned[:, 0]] = np.inf
     spent = deviation.copy()
     back = np.empty((knots, count), dtype=int)
+    # Every step's speeds at once, (from, to, knot - 1): the same figures as knot by knot.
+    steps = _speeds(candidates[:, None, :-1], candidates[None, :, 1:], seconds)
     for k in range(1, knots):
-        step = _speeds(candidates[:, None, k - 1], candidates[None, :, k], seconds)  # (from, to)
+        step = steps[:, :, k - 1]
         total = np.maximum(np.maximum(worst[:, None], step), cap)
         best = total.min(axis=0)
         # Among the predecessors as good as the best (exact ties: all under cap are cap), the least deviation.

@@ -17,7 +17,7 @@ import numpy as np
 from ... import rig, solvers
 from ...solvers import quat
 from ..solve.result import aim_figures
-from .contact_targets import ContactFigures, Slide
+from .contact_figures import ContactFigures, Slide
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -47,7 +47,7 @@ class ChainReport:
     # (solvers.common.aim_goals). None: the chain reaches.
     worst_angle: float | None = None
     angle_frame: int = 0
-    # A chain with contacts (issue 21): app.bake.contact_targets.ContactFigures as a dict, else {}.
+    # A chain with contacts (issue 21): app.bake.contact_figures.ContactFigures as a dict, else {}.
     contacts: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:

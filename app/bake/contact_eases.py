@@ -37,17 +37,41 @@ def eased_out(plan, hold, after, inputs, corrections, following: int, target=Non
     (G, 3, 4) of the hold's last frame: faded out (plant_legs.faded) over `plan.blend` frames, or,
     where the ease runs into the next hold (`target`: its first frame's correction (3, 4), at
     frame `following`), faded from one correction into the other over the gap. `inputs` (k, 3, 4)."""
-    last = hold.end - 1
-    count = len(corrections)
-    shape = (count, len(after), 3, 4)
-    fixes = np.broadcast_to(corrections[:, None], shape).reshape(-1, 3, 4)
-    if target is None:
-        weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget)), count)
-        return plant_legs.faded(np.broadcast_to(inputs, shape).reshape(-1, 3, 4), fixes, weight).reshape(shape)
-    weight = np.tile(plant.smooth(_progress(after, last, following - last, budget)), count)
-    step = plant_legs.slerp_identity(quat.multiply(quat.conjugate(fixes), target), weight)
-    turned = quat.multiply(quat.multiply(fixes, step), np.broadcast_to(inputs, shape).reshape(-1, 3, 4))
-    return quat.normalize(turned).reshape(shape)
+    return eased_outs(plan, [(hold, after, inputs, corrections, following, target)], budget)[0]
+
+
+def eased_outs(plan, eases, budget=None) -> list[np.ndarray]:
+    """`eased_out` of several holds' eases at once, each (hold, after, inputs, corrections,
+    following, target) as its arguments: the same rotations (each frame's from its own figures),
+    in one numpy pass per kind of ease instead of one per hold."""
+    kinds: dict[bool, list] = {False: [], True: []}  # by `target is not None`
+    for i, (hold, after, inputs, corrections, following, target) in enumerate(eases):
+        last = hold.end - 1
+        count = len(corrections)
+        shape = (count, len(after), 3, 4)
+        fixes = np.broadcast_to(corrections[:, None], shape).reshape(-1, 3, 4)
+        base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
+        if target is None:
+            weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget)), count)
+            kinds[False].append((i, shape, base, fixes, weight, None))
+        else:
+            weight = np.tile(plant.smooth(_progress(after, last, following - last, budget)), count)
+            kinds[True].append((i, shape, base, fixes, weight, np.broadcast_to(target, fixes.shape)))
+    out: list = [None] * len(eases)
+    for crossed, items in kinds.items():
+        if not items:
+            continue
+        base, fixes, weight = (np.concatenate([item[j] for item in items]) for j in (2, 3, 4))
+        if not crossed:
+            turned = plant_legs.faded(base, fixes, weight)
+        else:
+            target = np.concatenate([item[5] for item in items])
+            step = plant_legs.slerp_identity(quat.multiply(quat.conjugate(fixes), target), weight)
+            turned = quat.normalize(quat.multiply(quat.multiply(fixes, step), base))
+        ends = np.cumsum([len(item[2]) for item in items])
+        for item, end in zip(items, ends, strict=True):
+            out[item[0]] = turned[end - len(item[2]) : end].reshape(item[1])
+    return out
 
 
 def _fastest(rotations: np.ndarray, window: int) -> float:
@@ -75,25 +99,32 @@ def joint_eases(
     frames = len(inputs)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
     starts = [h.start for h in plan.holds[1:]] + [frames]
+    eases, ease_ins = [], []
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
     for hold, following in zip(plan.holds, starts, strict=True):
         last = hold.end - 1
         # The three bones at once: (3, 4) corrections of the hold's last frame.
         corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
-        ease_in = 0 if crossed else hold.ease_in
+        ease_ins.append(0 if crossed else hold.ease_in)
         target = None
         crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < frames
         if crossed:
             target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
         after = ease_frames(plan, hold, following, frames)
-        out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target)[0]
+        eases.append((hold, after, inputs[after], corrections[None], following, target))
+    # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
+    plains = eased_outs(plan, eases)
+    for ease, first_try, ease_in in zip(eases, plains, ease_ins, strict=True):
+        hold, after, _, corrections, following, target = ease
+        last = hold.end - 1
+        out[after] = first_try[0]
         near = slice(max(0, last - window + 1), min(frames, (after[-1] if len(after) else last) + window + 1))
         plain = _fastest(out[near], window) if budget is not None else 0.0
         if plain > limit:
             if callable(budget):
                 budget = budget()
             kept = out[after]
-            out[after] = eased_out(plan, hold, after, inputs[after], corrections[None], following, target, budget)[0]
+            out[after] = eased_out(plan, hold, after, inputs[after], corrections, following, target, budget)[0]
             if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
                 out[after] = kept
         eased[after] = changed[after] = True

@@ -67,8 +67,8 @@ def envelope(need: np.ndarray, blend: float) -> np.ndarray:
     out = need.copy()
     span = max(1, int(np.ceil(blend)))
     frames = len(need)
-    for k in range(1, span + 1):
-        weight = float(plant.ease(np.array([k]), span + 1)[0])
+    weights = plant.ease(np.arange(1, span + 1), span + 1).tolist()  # each k's own weight, all at once
+    for k, weight in zip(range(1, span + 1), weights, strict=True):
         if weight <= 0.0:
             break
         out[k:] = np.maximum(out[k:], weight * need[:-k] if k < frames else out[k:])
@@ -110,35 +110,59 @@ def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFram
         leg.basis,
         leg.values,
         leg.inverse3(),
+        leg.armature_turn(),
+        leg.scales(),
     )
 
 
-def kept_feet(leg: plant_read.LegFrames, moved: plant_read.LegFrames, solve) -> tuple:
-    """(the leg as its input would be with the hips lowered and its foot kept where the input has
-    it (world): the input the plant then eases to and from, (F,) the frames that differ from the
-    input). `moved`: the leg shifted with the hips (`shifted`); `solve(leg, targets)`: the planted
-    leg's positional solve (contact_legs), giving (F, 3, 4) local rotations. Without it a lowered
-    hip would drop the swinging foot with it."""
-    changed = np.any(moved.heads[:, 0] != leg.heads[:, 0], axis=1)
-    if not np.any(changed):
-        return moved, changed
-    basis = np.where(changed[:, None, None], solve(moved, leg.toe_world), moved.basis)
-    heads = moved.heads
-    turns = plant_legs.leg_changes(moved.rotations, moved.basis, basis)
+def kept_feet(legs: list[plant_read.LegFrames], moved: list[plant_read.LegFrames], solve) -> list[tuple]:
+    """Per leg, (the leg as its input would be with the hips lowered and its foot kept where the
+    input has it (world): the input the plant then eases to and from, (F,) the frames that differ
+    from the input). `moved`: the legs shifted with the hips (`shifted`); `solve(jobs)`: the
+    planted legs' positional solve (contact_legs.positional_legs, no soft IK) of jobs (leg, targets
+    (R, 3), None, rows, None), giving each leg's (R, 3, 4) local rotations first. Without it a
+    lowered hip would drop the swinging foot with it. The legs whose hips moved are done in one
+    pass over all their frames (each frame's figures its own, as leg by leg)."""
+    changed = [np.any(m.heads[:, 0] != leg.heads[:, 0], axis=1) for leg, m in zip(legs, moved, strict=True)]
+    out = [(m, c) for m, c in zip(moved, changed, strict=True)]
+    touched = [j for j, c in enumerate(changed) if np.any(c)]
+    if not touched:
+        return out
+    # the others keep their input (each frame is solved on its own)
+    rows = [np.flatnonzero(changed[j]) for j in touched]
+    solved = solve([(moved[j], legs[j].toe_world[r], None, r, None) for j, r in zip(touched, rows, strict=True)])
+    bases = []
+    for j, r, (new, _) in zip(touched, rows, solved, strict=True):
+        basis = moved[j].basis.copy()
+        basis[r] = new
+        bases.append(basis)
+    both = plant_read.joined([moved[j] for j in touched])
+    basis = np.concatenate(bases)
+    heads = both.heads
+    turns = plant_legs.leg_changes(both.rotations, both.basis, basis)
     knee, ankle, toe = plant_legs.leg_points(
-        heads[:, 0], heads[:, 1], heads[:, 2], moved.toe, moved.rotations, moved.basis, basis, turns
+        heads[:, 0], heads[:, 1], heads[:, 2], both.toe, both.rotations, both.basis, basis, turns
     )
     # each bone's armature-space rotation: its turn (its parent's times its own) times its input's
-    rotations = quat.normalize(quat.multiply(turns, moved.rotations))
-    kept = plant_read.LegFrames(
-        moved.names,
-        moved.modes,
-        moved.world,
-        np.stack([heads[:, 0], knee, ankle], axis=1),
-        toe,
-        rotations,
-        basis,
-        moved.values,
-        moved.inverse3(),
-    )
-    return kept, changed
+    rotations = quat.normalize(quat.multiply(turns, both.rotations))
+    joints = np.stack([heads[:, 0], knee, ankle], axis=1)
+    start = 0
+    for j in touched:
+        m = moved[j]
+        end = start + len(m.world)
+        kept = plant_read.LegFrames(
+            m.names,
+            m.modes,
+            m.world,
+            joints[start:end],
+            toe[start:end],
+            rotations[start:end],
+            basis[start:end],
+            m.values,
+            m.inverse3(),
+            m.armature_turn(),
+            m.scales(),
+        )
+        out[j] = (kept, changed[j])
+        start = end
+    return out

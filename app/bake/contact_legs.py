@@ -10,8 +10,10 @@ import functools
 import numpy as np
 
 from ...rig import plant_read, pose_frames
+from ...rig.ground import GroundProbe
 from ...solvers import plant, plant_legs, quat
 from ...solvers.contacts import window_frames
+from ..spec import ChainSpec
 from . import contact_eases, contact_pitch
 
 # A held ankle stays within this share of the leg's reach from the hip on every frame of its
@@ -51,21 +53,6 @@ def knee_poles(leg: plant_read.LegFrames, fps: float) -> np.ndarray:
     return plant_legs.swivel(heads[:, 0], heads[:, 1], heads[:, 2], _frames(SWIVEL_SECONDS, fps), leg.toe - heads[:, 2])
 
 
-def leg_rows(leg: plant_read.LegFrames, rows: np.ndarray) -> plant_read.LegFrames:
-    """The leg on frames `rows` only (indices, repeats allowed)."""
-    return plant_read.LegFrames(
-        leg.names,
-        leg.modes,
-        leg.world[rows],
-        leg.heads[rows],
-        leg.toe[rows],
-        leg.rotations[rows],
-        leg.basis[rows],
-        leg.values,
-        leg.inverse3()[rows],
-    )
-
-
 def positional(
     leg: plant_read.LegFrames, target: np.ndarray, softness: float, fps: float, tilt=None, rows=None, pole=None
 ) -> tuple:
@@ -76,7 +63,7 @@ def positional(
     if pole is None:
         pole = knee_poles(leg, fps)
     if rows is not None:
-        leg, pole = leg_rows(leg, rows), pole[rows]
+        leg, pole = leg.rows(rows), pole[rows]
     heads = leg.heads
     foot = leg.heel_world - leg.toe_world
     own = None
@@ -92,14 +79,49 @@ def positional(
     parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
     owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
     basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
-    scale = np.cbrt(np.abs(pose_frames.det3(leg.world[:, :3, :3])))
-    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * scale
+    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * leg.scales()
+
+
+def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tuple]:
+    """`positional` of several legs in one pass (its fixed cost once): `jobs` (leg, target, tilt,
+    rows, pole) as positional's arguments (tilt None for all of them, or given for all), each
+    leg's (rotations, errors) as positional gives them (each frame is solved on its own)."""
+    if any((job[2] is None) != (jobs[0][2] is None) for job in jobs):
+        raise ValueError("positional_legs: a tilt for every leg or for none")
+    parts, poles = [], []
+    for leg, _, _, rows, pole in jobs:
+        if pole is None:
+            pole = knee_poles(leg, fps)
+        parts.append(leg if rows is None else leg.rows(rows))
+        poles.append(pole if rows is None else pole[rows])
+    tilt = None if jobs[0][2] is None else np.concatenate([job[2] for job in jobs])
+    target = np.concatenate([job[1] for job in jobs])
+    basis, errors = positional(plant_read.joined(parts), target, softness, fps, tilt, pole=np.concatenate(poles))
+    ends = np.cumsum([len(part.world) for part in parts])[:-1]
+    return list(zip(np.split(basis, ends), np.split(errors, ends), strict=True))
+
+
+def planted_solves(jobs: list[tuple], fps: float) -> list[tuple]:
+    """Per job (leg, plan, softness, tilt), the leg's positional solve for its plan's targets on
+    every frame, (rotations, errors, knee poles): legs alike in softness and in having a tilt or
+    not solved in one pass (positional_legs; the same figures as one by one)."""
+    poles = [knee_poles(leg, fps) for leg, _, _, _ in jobs]
+    out: list = [None] * len(jobs)
+    kinds: dict[tuple, list[int]] = {}
+    for j, (_, _, softness, tilt) in enumerate(jobs):
+        kinds.setdefault((float(softness), tilt is None), []).append(j)
+    for (softness, _), members in kinds.items():
+        solved = positional_legs(
+            [(jobs[j][0], jobs[j][1].target, jobs[j][3], None, poles[j]) for j in members], softness, fps
+        )
+        for j, (basis, errors) in zip(members, solved, strict=True):
+            out[j] = (basis, errors, poles[j])
+    return out
 
 
 def _to_armature(leg: plant_read.LegFrames, turns: np.ndarray) -> np.ndarray:
     """(F, 4) world turns as turns in armature space (the armature's rotation, scale off)."""
-    three = leg.world[:, :3, :3] / np.linalg.norm(leg.world[:, :3, :3], axis=-2, keepdims=True)
-    rotation = quat.from_matrix(three)
+    rotation = leg.armature_turn()
     return quat.multiply(quat.multiply(quat.conjugate(rotation), turns), rotation)
 
 
@@ -127,6 +149,7 @@ def solve_leg(
     tilt=None,
     ground_at=None,
     largest: float | None = None,
+    first: tuple | None = None,
 ) -> tuple:
     """(the leg's local rotations (F, 3, 4), the ankle's world distance from its goal on hold and
     clamp frames (F,), the frames changed (F,), where the tip then is (F, 3) world): holds solved
@@ -135,9 +158,11 @@ def solve_leg(
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground).
     `largest`: the input's largest joint speed (rad/s): where given, a push-off that would turn a
-    joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch)."""
-    pole = knee_poles(leg, fps)
-    solved, errors = positional(leg, plan.target, softness, fps, tilt, pole=pole)
+    joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch).
+    `first`: the leg's planted_solves result where several legs were solved at once."""
+    if first is None:
+        first = planted_solves([(leg, plan, softness, tilt)], fps)[0]
+    solved, errors, pole = first
     # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
     budget = None
     if largest is not None and largest > 0.0:
@@ -170,3 +195,18 @@ def solve_leg(
         toe[rows] = lifted[rows]
         changed |= low
     return out, errors, changed, toe
+
+
+def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float):
+    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
+    if probe is None:
+        return None
+    heights = probe.heights_below(points, reach)
+    missing = np.flatnonzero(np.isnan(heights))
+    if len(missing):
+        raise ValueError(
+            f"the foot of chain '{spec.label}' is not above the ground '{probe.name}' at frame"
+            f" {int(frames[missing[0]])} ({len(missing)} frame(s) in all): extend the ground under it, or pick"
+            " none; nothing was keyed"
+        )
+    return heights

@@ -107,13 +107,21 @@ def push_off(
     axes = plant_pitch.pitch_axes(leg.heel_world, leg.toe_world)
     foot = leg.heel_world - leg.toe_world
     phi = np.zeros(frames)
-    for hold, knots, after, following in holds:
-        rows = np.tile(knots, len(angles))
-        turns = plant_pitch.pitch_turns(axes[rows], np.repeat(angles, len(knots)))
-        if tilt is not None:
-            turns = quat.multiply(turns, tilt[rows])
-        candidates = solve_rows(rows, turns)
-        candidates = candidates.reshape(len(angles), len(knots), 3, 4)
+    # Every hold's candidates in one solve (each frame is solved on its own: the same rotations as
+    # a solve per hold, for one call's fixed cost).
+    every = [np.tile(knots, len(angles)) for _, knots, _, _ in holds]
+    all_rows = np.concatenate(every)
+    pitches = np.concatenate([np.repeat(angles, len(knots)) for _, knots, _, _ in holds])
+    all_turns = plant_pitch.pitch_turns(axes[all_rows], pitches)
+    if tilt is not None:
+        all_turns = quat.multiply(all_turns, tilt[all_rows])
+    solved_rows = solve_rows(all_rows, all_turns)
+    ends = np.cumsum([len(r) for r in every])
+    picks, eases = [], []
+    for (hold, knots, after, following), rows, end in zip(holds, every, ends, strict=True):
+        start = end - len(rows)
+        turns = all_turns[start:end]
+        candidates = solved_rows[start:end].reshape(len(angles), len(knots), 3, 4)
         allowed = None
         if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
             heel = plan.target[rows, 2] + quat.rotate(turns, foot[rows])[:, 2]
@@ -123,7 +131,11 @@ def push_off(
         target = None
         if following < frames and following <= hold.end + int(math.ceil(plan.blend)):
             target = quat.multiply(solved[following], quat.conjugate(leg.basis[following]))
-        ease = contact_eases.eased_out(plan, hold, after, leg.basis[after], corrections, following, target, budget)
+        eases.append((hold, after, leg.basis[after], corrections, following, target))
+        picks.append((hold, knots, candidates, allowed))
+    # The eases after every hold for every candidate at once (none depends on another hold's).
+    after_holds = contact_eases.eased_outs(plan, eases, budget)
+    for (hold, knots, candidates, allowed), ease in zip(picks, after_holds, strict=True):
         before = solved[knots[0] - k]
         path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest, allowed, k)
         span_frames = np.arange(knots[0] - k, hold.end)

@@ -21,15 +21,14 @@ least amount (smoothly) where a held ankle is beyond its leg's reach (app.bake.c
 before the legs are solved, and their location keyed on the frames that changed; without it, a
 hold beyond reach is raised as far as the leg needs (contact_legs.lifts; `float_largest`).
 
-The figures (`ContactFigures`) are measured on the written keys as they play back.
+The figures (`ContactFigures`, app.bake.contact_figures) are measured on the written keys as they play back.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Generator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,56 +39,12 @@ from ...rig.steps import run_to_end
 from ...solvers import foot_metrics, plant
 from ...solvers.contacts import ContactSettings, contact_runs
 from ..spec import ChainSpec
-from . import contact_hips, contact_legs
+from . import contact_figures, contact_hips, contact_legs
+from .contact_figures import ContactFigures
 
 PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
 FROM_CURVES = "legs read from the action's curves"
 FRAME_BY_FRAME = "legs read frame by frame"
-
-
-@dataclass
-class Slide:
-    mean: float
-    median: float
-    largest: float
-
-
-@dataclass
-class ContactFigures:
-    """One chain's figures (world units; speeds per second): the input's (before) and the
-    played-back bake's (after)."""
-
-    contacts: int  # contact runs in the keys
-    planted_frames: int  # frames the tip was held (on the ground, with one)
-    slide_before: Slide  # the planted end's slide per 1/30 s during contacts
-    slide_after: Slide
-    lowest_before: float | None  # the tip's lowest height above the ground (None: no ground)
-    lowest_after: float | None
-    angular_before: float  # largest joint angular speed of the chain's bones, radians per second
-    angular_after: float
-    root_moved: float  # the hip joint's largest move on playback (the hips lowered with Move Root, else 0)
-    float_largest: float | None  # the held tip's largest height above the ground during holds (None: no ground)
-    unreached: int  # frames where the leg could not reach the planted point
-    ground: str = ""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    def line(self) -> str:
-        """The figures as one line (the bake report, the panel, cli.py)."""
-        low = ""
-        if self.lowest_after is not None:
-            low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
-        miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
-        if self.float_largest is not None and self.float_largest > 1e-4:
-            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (beyond the leg's reach)"
-        return (
-            f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
-            f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
-            f"{1000 * self.slide_after.largest:.2f} mm{low}; largest joint speed "
-            f"{math.degrees(self.angular_before):.0f} -> {math.degrees(self.angular_after):.0f} °/s;"
-            f" root moved {1000 * self.root_moved:.1f} mm{miss}"
-        )
 
 
 @dataclass
@@ -201,21 +156,6 @@ def leg_length(obj, names) -> float:
     return float(sum((m3 @ (bones[n].tail_local - bones[n].head_local)).length for n in names))
 
 
-def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float):
-    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
-    if probe is None:
-        return None
-    heights = probe.heights_below(points, reach)
-    missing = np.flatnonzero(np.isnan(heights))
-    if len(missing):
-        raise ValueError(
-            f"the foot of chain '{spec.label}' is not above the ground '{probe.name}' at frame"
-            f" {int(frames[missing[0]])} ({len(missing)} frame(s) in all): extend the ground under it, or pick"
-            " none; nothing was keyed"
-        )
-    return heights
-
-
 def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generator[str, None, tuple[list, str]]:
     """The legs' input pose at `frames`, from the action's curves where that is provably the pose
     (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame
@@ -228,7 +168,7 @@ def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generato
         rows = np.concatenate(
             [rows[frames[rows] != context.scene.frame_current], rows[frames[rows] == context.scene.frame_current]]
         )
-        check = plant_read.sample_legs(context, obj, legs, frames[rows])
+        check = plant_read.joints_at(context, obj, legs, frames[rows])
         off = plant_curves.mismatch(sampled, check, rows)
         if off <= plant_curves.MATCH:
             if progress is not None:
@@ -274,7 +214,7 @@ def solve_steps(
     for spec, leg, contacts in zip(planted_specs, sampled, flags, strict=True):
         length = leg_length(obj, leg.names)
         toe = leg.toe_world
-        under = ground_under(probe, spec, toe, frames, length)
+        under = contact_legs.ground_under(probe, spec, toe, frames, length)
         down = plant.tip_down(contacts, toe, fps, ContactSettings.for_leg(length), under)
         first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down)
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
@@ -288,17 +228,18 @@ def solve_steps(
             sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps
         )
         out.hips, out.hips_offset = hips, moved
-    for spec, names, input_leg, contacts, (length, under, first, plan) in zip(
-        planted_specs, legs, sampled, flags, steps, strict=True
+    inputs = [(leg, None) for leg in sampled]
+    if moved is not None:  # the hips lowered, the feet kept where the input has them
+        inputs = contact_hips.kept_feet(
+            sampled,
+            [contact_hips.shifted(leg, moved) for leg in sampled],
+            # no soft IK: lowered hips are nearer every foot below them than the input's were
+            lambda jobs: contact_legs.positional_legs(jobs, 0.0, fps),
+        )
+    jobs = []  # per chain: (its plan, its feet's ground tilt, ground_at, the input's largest joint speed)
+    for spec, input_leg, (length, under, first, plan), (leg, _) in zip(
+        planted_specs, sampled, steps, inputs, strict=True
     ):
-        leg, kept = input_leg, None
-        if moved is not None:  # the hips lowered, the feet kept where the input has them
-            leg, kept = contact_hips.kept_feet(
-                input_leg,
-                contact_hips.shifted(input_leg, moved),
-                # no soft IK: lowered hips are nearer every foot below them than the input's were
-                lambda legs, targets: contact_legs.positional(legs, targets, 0.0, fps)[0],
-            )
         toe, heel = input_leg.toe_world, input_leg.heel_world
         if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
             lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
@@ -314,10 +255,17 @@ def solve_steps(
         if probe is not None:
 
             def ground_at(points, spec=spec, length=length):
-                return ground_under(probe, spec, points, frames, length)
+                return contact_legs.ground_under(probe, spec, points, frames, length)
 
-        largest = foot_metrics.largest_angular_speed(input_leg.basis, fps)
-        solved, errors, changed, tips = contact_legs.solve_leg(leg, plan, spec.softness, fps, tilt, ground_at, largest)
+        jobs.append((plan, tilt, ground_at, foot_metrics.largest_angular_speed(input_leg.basis, fps)))
+    # Every leg's holds solved at once (contact_legs.planted_solves), then each leg's eases and clamp.
+    holds = [(leg, job[0], s.softness, job[1]) for s, (leg, _), job in zip(planted_specs, inputs, jobs, strict=True)]
+    for spec, names, input_leg, contacts, (leg, kept), (plan, tilt, ground_at, largest), held in zip(
+        planted_specs, legs, sampled, flags, inputs, jobs, contact_legs.planted_solves(holds, fps), strict=True
+    ):
+        solved, errors, changed, tips = contact_legs.solve_leg(
+            leg, plan, spec.softness, fps, tilt, ground_at, largest, held
+        )
         if kept is not None:  # frames where the hips moved differ from the input's pose
             solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
             changed = changed | kept
@@ -399,60 +347,5 @@ def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
     fps = scene.render.fps / scene.render.fps_base
     after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
     for chain, played in zip(plants.chains, after, strict=True):
-        chain.figures = figures(chain, played, fps, frames, bool(plants.hips))
+        chain.figures = contact_figures.figures(chain, played, fps, frames, bool(plants.hips))
     plants.hips_moved = max(c.figures.root_moved for c in plants.chains)
-
-
-def _slide(heel, toe, planted, fps) -> Slide:
-    s = foot_metrics.foot_slide(heel, toe, planted, fps)
-    return Slide(s.mean, s.median, s.largest)
-
-
-def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
-    if chain.probe is None:
-        return None
-    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
-    under = ground_under(chain.probe, chain.spec, toe, frames, reach)
-    return float(np.min(toe[:, 2] - under))
-
-
-def figures(
-    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
-) -> ContactFigures:
-    before, leg = chain.leg, played
-    return ContactFigures(
-        contacts=len(contact_runs(chain.contacts)),
-        planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
-        slide_before=_slide(before.heel_world, before.toe_world, chain.contacts, fps),
-        slide_after=_slide(leg.heel_world, leg.toe_world, chain.contacts, fps),
-        lowest_before=_lowest(chain, before.toe_world, frames),
-        lowest_after=_lowest(chain, leg.toe_world, frames),
-        angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
-        angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
-        root_moved=_hips_moved(before, leg) if hips else 0.0,
-        float_largest=_float(chain, leg.toe_world, frames),
-        unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
-        ground=chain.probe.name if chain.probe is not None else "",
-    )
-
-
-def _hips_moved(before: plant_read.LegFrames, after: plant_read.LegFrames) -> float:
-    """The largest world move of the leg's hip joint (its thigh's head) on playback: only the bones
-    above the leg move it, i.e. the hips a bake lowered."""
-    moved = after.to_world(after.heads[:, 0]) - before.to_world(before.heads[:, 0])
-    return float(np.max(np.linalg.norm(moved, axis=1))) if len(moved) else 0.0
-
-
-def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
-    """The tip's largest height above the ground on the frames it is held (None without ground)."""
-    held = np.flatnonzero(chain.plan.weight == 1.0)
-    if chain.probe is None or not len(held):
-        return None
-    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
-    under = ground_under(chain.probe, chain.spec, toe[held], frames[held], reach)
-    return float(np.max(toe[held, 2] - under))
-
-
-def leg_reach(chain: PlantedChain) -> float:
-    heads = chain.leg.heads[0]
-    return float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))

@@ -1,0 +1,120 @@
+"""The figures of a bake that honours contacts (issue 21 item 4), per chain, measured on the written
+keys as they play back (app.bake.contact_targets.measure): the contacts, the foot's slide during
+them before and after, the tip's lowest height against the ground, the largest joint angular
+speed before and after, how far the hips moved, and how high a hold beyond reach was kept."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...rig import plant_read
+from ...solvers import foot_metrics
+from ...solvers.contacts import contact_runs
+from .contact_legs import ground_under
+
+if TYPE_CHECKING:
+    from .contact_targets import PlantedChain
+
+
+@dataclass
+class Slide:
+    mean: float
+    median: float
+    largest: float
+
+
+@dataclass
+class ContactFigures:
+    """One chain's figures (world units; speeds per second): the input's (before) and the
+    played-back bake's (after)."""
+
+    contacts: int  # contact runs in the keys
+    planted_frames: int  # frames the tip was held (on the ground, with one)
+    slide_before: Slide  # the planted end's slide per 1/30 s during contacts
+    slide_after: Slide
+    lowest_before: float | None  # the tip's lowest height above the ground (None: no ground)
+    lowest_after: float | None
+    angular_before: float  # largest joint angular speed of the chain's bones, radians per second
+    angular_after: float
+    root_moved: float  # the hip joint's largest move on playback (the hips lowered with Move Root, else 0)
+    float_largest: float | None  # the held tip's largest height above the ground during holds (None: no ground)
+    unreached: int  # frames where the leg could not reach the planted point
+    ground: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def line(self) -> str:
+        """The figures as one line (the bake report, the panel, cli.py)."""
+        low = ""
+        if self.lowest_after is not None:
+            low = f", lowest tip {1000 * self.lowest_before:.1f} -> {1000 * self.lowest_after:.1f} mm above the ground"
+        miss = f", {self.unreached} frame(s) beyond reach" if self.unreached else ""
+        if self.float_largest is not None and self.float_largest > 1e-4:
+            miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (beyond the leg's reach)"
+        return (
+            f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
+            f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
+            f"{1000 * self.slide_after.largest:.2f} mm{low}; largest joint speed "
+            f"{math.degrees(self.angular_before):.0f} -> {math.degrees(self.angular_after):.0f} °/s;"
+            f" root moved {1000 * self.root_moved:.1f} mm{miss}"
+        )
+
+
+def _slide(heel, toe, planted, fps) -> Slide:
+    s = foot_metrics.foot_slide(heel, toe, planted, fps)
+    return Slide(s.mean, s.median, s.largest)
+
+
+def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    if chain.probe is None:
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe, frames, reach)
+    return float(np.min(toe[:, 2] - under))
+
+
+def figures(
+    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
+) -> ContactFigures:
+    before, leg = chain.leg, played
+    return ContactFigures(
+        contacts=len(contact_runs(chain.contacts)),
+        planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
+        slide_before=_slide(before.heel_world, before.toe_world, chain.contacts, fps),
+        slide_after=_slide(leg.heel_world, leg.toe_world, chain.contacts, fps),
+        lowest_before=_lowest(chain, before.toe_world, frames),
+        lowest_after=_lowest(chain, leg.toe_world, frames),
+        angular_before=foot_metrics.largest_angular_speed(before.basis, fps),
+        angular_after=foot_metrics.largest_angular_speed(leg.basis, fps),
+        root_moved=_hips_moved(before, leg) if hips else 0.0,
+        float_largest=_float(chain, leg.toe_world, frames),
+        unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
+        ground=chain.probe.name if chain.probe is not None else "",
+    )
+
+
+def _hips_moved(before: plant_read.LegFrames, after: plant_read.LegFrames) -> float:
+    """The largest world move of the leg's hip joint (its thigh's head) on playback: only the bones
+    above the leg move it, i.e. the hips a bake lowered."""
+    moved = after.to_world(after.heads[:, 0]) - before.to_world(before.heads[:, 0])
+    return float(np.max(np.linalg.norm(moved, axis=1))) if len(moved) else 0.0
+
+
+def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
+    """The tip's largest height above the ground on the frames it is held (None without ground)."""
+    held = np.flatnonzero(chain.plan.weight == 1.0)
+    if chain.probe is None or not len(held):
+        return None
+    reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
+    under = ground_under(chain.probe, chain.spec, toe[held], frames[held], reach)
+    return float(np.max(toe[held, 2] - under))
+
+
+def leg_reach(chain: PlantedChain) -> float:
+    heads = chain.leg.heads[0]
+    return float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
