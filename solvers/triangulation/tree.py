@@ -7,23 +7,17 @@ Segments are solved from the root down, each as a chain by the paper's pass (lim
 tip rotations included) from its start's shape (below):
 
 - a segment that ends on an effector's bone aims at that effector's goals;
-- a segment that ends on a sub-base is given a whole frame for its last bone: first its lead,
-  lead_share of the turn about its head that best faces the branches below (rigid, as they are:
-  each one's chord from that head to its effector's bone end) to their goals (weighted, Horn's
-  quaternion; the upper joints lead, as in the paper's chain), then the frame nearest that one
-  from which every branch below can reach its effector at the branch's full length, and which
-  the segment itself can carry (its base fixed, its bones' full length).
-  That frame is a small least-squares problem on the reach excesses, each weighted by its
-  effector's ranked weight (solvers.skeleton.ranked_weights: a higher priority level, pins
-  first, counts LEVEL times the next), solved by Levenberg-Marquardt steps (6 unknowns: a turn
-  about the last bone's head and a shift of that head, kept in the shell where the bones above
-  it can carry it; 3 for a one-bone segment, which can only turn). An effector wanting its bone's whole frame (a pin)
-  asks for that bone's head. The segment then triangulates to the frame (the last bone takes
-  the orientation, the bones above reach its head), and the branches triangulate from where it
-  put them.
+- a segment that ends on a sub-base is given a whole frame for its last bone: first its lead
+  (tree_lead: where that frame would be after a few least-norm steps of every joint from the
+  segment's first bone down to the effectors, on a scratch copy; the upper joints lead, as in the
+  paper's chain, by the share a least-squares solver would give them), then the frame nearest
+  that one from which every branch below can reach its effector at the branch's full length, and
+  which the segment itself can carry (tree_frame: its base fixed, its bones' full length). The
+  segment then triangulates to the frame (the last bone takes the orientation, the bones above
+  reach its head), and the branches triangulate from where it put them.
 
-So the trunk moves first, taking a share of the turn its branches need, and as far as they need
-to reach; each branch then moves as the paper's chain does, but from its start's shape: where
+So the trunk moves first, taking its share of the turn its branches need, and as far as they
+need to reach; each branch then moves as the paper's chain does, but from its start's shape: where
 the paper takes the rest of a segment at its full length (its triangle's side b, so every joint
 below the first that bends ends straight), a segment takes the extent between the rest's inner
 hole and b that changes the joint's angle to the target line and the next joint's bend least
@@ -34,7 +28,10 @@ metarig: docs/design.md, "Tree triangulation: turn and speed". A segment already
 stays and one near it moves little, so a bake continuing its last frame
 (solvers.skeleton_sequence) keeps each frame's shape; with the paper's straight rests a start
 within the tolerance was kept and one just beyond it snapped to them, a pop (17.6 degrees on a
-forearm in bench/bench_smooth_bake.py's two hands). Under joint limits a segment takes the
+forearm in bench/bench_smooth_bake.py's two hands). A segment whose effector already meets its
+goal (no pole or orientation to turn to), or whose sub-base's frame stays, is not solved again:
+its pass would keep it (a bake's frames, started near their answer, skip most segments). Under
+joint limits a segment takes the
 paper's limited passes (no float kernel).
 
 The full length is an upper bound of a branch's reach (limits, folds), so while an effector is

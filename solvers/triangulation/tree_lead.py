@@ -7,9 +7,8 @@ must decide how much of its branches' turn to take before they move. Rounds of t
 the pose, say where the sub-base's frame then is; the segment is then triangulated to that frame
 (tree_frame.sub_base_frame fits it for reach) and each branch by the paper's pass from there, so
 the pose itself is still made by one root-first pass. One round (the linear split) left the arms
-turning as much as before; the rounds converge toward the split a least-squares solver settles
-on (bench/bench_tree.py, two hands: rotation cost 1.34x Blender's -> 1.27x in one round, 1.06x
-in four; docs/design.md, "Tree triangulation: turn and speed").
+turning nearly as much as before; the rounds converge toward the split a least-squares solver
+settles on (docs/design.md, "Tree triangulation: turn and speed").
 """
 
 from __future__ import annotations
@@ -19,8 +18,14 @@ from ..skeleton import Effector, Skeleton, end_point
 from .tree_frame import solve_small
 from .tree_plan import joints_below
 
-ROUNDS = 4  # least-norm steps (two hands 1.27x / 1.16x / 1.09x / 1.06x Blender's rotation cost in 1-4)
-DAMPING = 0.05  # x the mean diagonal of J J^T, per effector x (heaviest weight / its weight)
+# Least-norm steps. bench/bench_tree.py's rotation cost against Blender's (two hands / hands and
+# head / five from the hips) in 1, 2, 3, 4 rounds: 1.29/1.29/1.20x, 1.15/1.23/1.16x,
+# 1.10/1.16/1.11x, 1.10/1.13/1.08x (before, the chest's 2/3 facing turn: 1.34/1.23/1.22x).
+ROUNDS = 4
+# x the mean diagonal of J J^T, per effector x (heaviest weight / its weight); 0.1 and 0.03
+# measured 1.06/1.15/1.10x and 1.18/1.13/1.09x, 0.05 the only one leaving every conflicting
+# sum of squares no worse than before.
+DAMPING = 0.05
 
 
 def lead(
