@@ -104,6 +104,7 @@ def solve_tree(
     # heads: solvers.skeleton's forward): numpy's per-call cost on a few bones was most of a pass.
     current = rows(local)
     goals_at = [tuple(e.position.tolist()) for e in effectors]
+    goal_of = dict(zip(bones_of, goals_at, strict=True))
     frames, heads = forward(skeleton, current)
     best, passes = current[:], 0
     best_miss = miss = _misses(skeleton, frames, heads, bones_of, goals_at)
@@ -129,9 +130,7 @@ def solve_tree(
                 branches = [by_bone[b] for b in under]
                 start = None
                 if any(
-                    math.dist(end_point(skeleton, frames, heads, e.bone), goals_at[bones_of.index(e.bone)])
-                    > LEAD_FROM * tolerance
-                    for e in branches
+                    math.dist(end_point(skeleton, frames, heads, b), goal_of[b]) > LEAD_FROM * tolerance for b in under
                 ):
                     start = lead(skeleton, bones, frames, heads, branches, weight)
                 frame = sub_base_frame(skeleton, bones, frames, heads, branches, short, weight, start)

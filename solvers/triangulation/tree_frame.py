@@ -71,6 +71,8 @@ def sub_base_frame(
             # much less far than it had to, so the fit moves its start toward the goal.
             reach = max(min(reach, math.dist(goal, first) - short[e.bone]), 0.0)
         pairs.append((_sub(first, pivot), goal, reach, math.sqrt(weight[e.bone])))
+    if start is None and all(math.dist(goal, pivot_plus) <= reach for pivot_plus, goal, reach in _heads(pairs, pivot)):
+        return None  # no lead and every branch within reach: the frame stays (a bake's usual frame)
     base = tuple(heads[bones[0]])
     links = [math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False)]
     # The bones above the last one carry its head within [inner, upper] of the base (one bone: on
@@ -202,6 +204,11 @@ def _damped_step(normal: list[list[float]], gradient: list[float], damping: floa
             return step
         damping *= 1e3
     return None
+
+
+def _heads(pairs: list, pivot: tuple):
+    """(first head, goal, reach) of each branch with the frame as it is."""
+    return ((_add(pivot, offset), goal, reach) for offset, goal, reach, _ in pairs)
 
 
 def _add(a: tuple, b: tuple) -> tuple:
