@@ -1,0 +1,108 @@
+"""A sub-base's lead: the frame its trunk would give it if every joint from the trunk's first bone
+down to the effectors took its least-norm share of the way to the goals.
+
+The paper's chain lets its upper joints lead; in a tree the trunk (a segment ending on a sub-base)
+must decide how much of its branches' turn to take before they move. Rounds of the least-norm
+(Gauss-Newton) step of all those joints toward the effectors' goals, taken on a scratch copy of
+the pose, say where the sub-base's frame then is; the segment is then triangulated to that frame
+(tree_frame.sub_base_frame fits it for reach) and each branch by the paper's pass from there, so
+the pose itself is still made by one root-first pass. One round (the linear split) left the arms
+turning nearly as much as before; the rounds converge toward the split a least-squares solver
+settles on (docs/design.md, "Tree triangulation: turn and speed").
+"""
+
+from __future__ import annotations
+
+from ..maths.floats import IDENTITY, conjugate, from_rotation_vector, multiply, normalize4, rotate
+from ..skeleton import Effector, Skeleton, end_point
+from .tree_frame import solve_small
+from .tree_plan import joints_below
+
+# Least-norm steps. bench/bench_tree.py's rotation cost against Blender's (two hands / hands and
+# head / five from the hips) in 1, 2, 3, 4 rounds: 1.29/1.29/1.20x, 1.15/1.23/1.16x,
+# 1.10/1.16/1.11x, 1.10/1.13/1.08x (before, the chest's 2/3 facing turn: 1.34/1.23/1.22x).
+ROUNDS = 4
+# x the mean diagonal of J J^T, per effector x (heaviest weight / its weight); 0.1 and 0.03
+# measured 1.06/1.15/1.10x and 1.18/1.13/1.09x, 0.05 the only one leaving every conflicting
+# sum of squares no worse than before.
+DAMPING = 0.05
+
+
+def lead(
+    skeleton: Skeleton, bones: list[int], frames: list, heads: list, under: list[Effector], weight: dict
+) -> tuple[tuple, tuple]:
+    """(turn of the sub-base's frame about its head, shift of that head) after ROUNDS least-norm
+    steps of every joint from the segment `bones`' first down to the effectors `under` (their
+    ranked weights `weight`, by bone: a lighter effector's goal is damped more). Plain floats."""
+    effs = tuple(e.bone for e in under)
+    joints = joints_below(skeleton, bones[0], effs)
+    goals = [tuple(e.position.tolist()) for e in under]
+    k = len(effs)
+    n = 3 * k
+    heaviest = max(weight[b] for b in effs)
+    damping = [DAMPING * heaviest / weight[b] for b in effs]
+    base = tuple(skeleton.base_frame.tolist())
+    first = bones[0]
+    frames = {j: frames[j] for j, *_ in joints} | ({} if joints[0][1] == -1 else {joints[0][1]: frames[joints[0][1]]})
+    heads = {j: heads[j] for j, *_ in joints}
+    top = bones[-1]
+    start_frame, start_head = frames[top], heads[top]
+    for _ in range(ROUNDS):
+        tips = [end_point(skeleton, frames, heads, b) for b in effs]
+        normal = [[0.0] * n for _ in range(n)]  # J J^T, 3 x 3 blocks per pair of effectors
+        levers = []
+        for j, _, ks, _, _ in joints:
+            hx, hy, hz = heads[j]
+            arms = [(tips[a][0] - hx, tips[a][1] - hy, tips[a][2] - hz) for a in ks]
+            levers.append(arms)
+            for ia, a in enumerate(ks):
+                ax, ay, az = arms[ia]
+                for ib in range(ia + 1):
+                    b = ks[ib]
+                    bx, by, bz = arms[ib]
+                    d = ax * bx + ay * by + az * bz
+                    # block (a, b) += (la . lb) I - lb la^T ([la]x [lb]x^T)
+                    row, col = 3 * a, 3 * b
+                    la, lb = (ax, ay, az), (bx, by, bz)
+                    for r in range(3):
+                        line = normal[row + r]
+                        for c in range(3):
+                            line[col + c] += (d if r == c else 0.0) - lb[r] * la[c]
+        for i in range(n):  # the lower blocks' mirror (a block above the diagonal transposed)
+            for j in range(i + 1, n):
+                normal[i][j] = normal[j][i]
+        mean = sum(normal[i][i] for i in range(n)) / n
+        for a in range(k):
+            for r in range(3):
+                normal[3 * a + r][3 * a + r] += damping[a] * mean
+        miss = []
+        for a in range(k):
+            miss.extend((goals[a][0] - tips[a][0], goals[a][1] - tips[a][1], goals[a][2] - tips[a][2]))
+        y = solve_small(normal, miss)
+        if y is None:
+            break
+        # Each joint turns by J^T y (the world rotation vector sum of lever x y) about its head,
+        # relative to its parent: its local rotation, read with the parents as they are, turned.
+        turned = {}
+        for (j, p, ks, reference, _), arms in zip(joints, levers, strict=True):
+            wx = wy = wz = 0.0
+            for a, (lx, ly, lz) in zip(ks, arms, strict=True):
+                yx, yy, yz = y[3 * a], y[3 * a + 1], y[3 * a + 2]
+                wx += ly * yz - lz * yy
+                wy += lz * yx - lx * yz
+                wz += lx * yy - ly * yx
+            rest = multiply(base if p == -1 else frames[p], reference)
+            turned[j] = normalize4(multiply(conjugate(rest), multiply(from_rotation_vector(wx, wy, wz), frames[j])))
+        _carry(joints, frames, heads, turned, base, first)
+    turn = normalize4(multiply(frames[top], conjugate(start_frame)))
+    return (IDENTITY if turn == IDENTITY else turn), tuple(a - b for a, b in zip(heads[top], start_head, strict=True))
+
+
+def _carry(joints: list[tuple], frames: dict, heads: dict, turned: dict, base: tuple, first: int) -> None:
+    """Forward kinematics over `joints` (parents first) from their `turned` local rotations (the
+    first joint's parent stays: its head too)."""
+    for j, p, _, reference, offset in joints:
+        parent = base if p == -1 else frames[p]
+        frames[j] = multiply(multiply(parent, reference), turned[j])
+        if j != first:
+            heads[j] = tuple(h + o for h, o in zip(heads[p], rotate(parent, offset), strict=True))

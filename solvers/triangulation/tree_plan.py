@@ -1,0 +1,107 @@
+"""A tree's segments and the per-skeleton facts triangulation asks for every solve (kept on the
+skeleton: a bake solves the same tree every frame). See tree.py for how they are solved."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..skeleton import Effector, Skeleton, moved_bones
+
+
+def kept(skeleton: Skeleton, name: str, key, compute):
+    """`compute()` kept on `skeleton` (frozen) under `name` and `key`: a bake asks every frame."""
+    cache = skeleton.__dict__.setdefault(name, {})
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = compute()
+    return value
+
+
+def below(skeleton: Skeleton, top: int) -> list[int]:
+    """Ascending: `top` and every bone under it (the bones a segment's solve moves)."""
+
+    def compute() -> list[int]:
+        parents = skeleton.parents
+        inside = {top}
+        for b in range(top + 1, skeleton.n_bones):
+            if parents[b] in inside:
+                inside.add(b)
+        return sorted(inside)
+
+    return kept(skeleton, "_triangulation_below", top, compute)
+
+
+def segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
+    """[(segment bones root first, effector bones below its end)], parents' segments first; per
+    skeleton and effector bones."""
+    key = tuple(e.bone for e in effectors)
+    return kept(skeleton, "_triangulation_segments", key, lambda: _plan(skeleton, effectors))
+
+
+def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
+    """segments' plan, computed: a segment runs from a bone down to the next bone that carries an
+    effector or splits into branches that lead to effectors (a sub-base)."""
+    moved = moved_bones(skeleton, [e.bone for e in effectors])  # ascending: parents first
+    goal_bones = {e.bone for e in effectors}
+    children: dict[int, list[int]] = {b: [] for b in moved}
+    for b in moved:
+        if skeleton.parents[b] != -1:
+            children[skeleton.parents[b]].append(b)
+    under: dict[int, list[int]] = {}
+    for b in reversed(moved):  # children come after their parents
+        under[b] = ([b] if b in goal_bones else []) + [g for c in children[b] for g in under[c]]
+    plan = []
+    starts = [b for b in moved if skeleton.parents[b] == -1]
+    while starts:
+        bones = [starts.pop(0)]
+        while bones[-1] not in goal_bones and len(children[bones[-1]]) == 1:
+            bones.append(children[bones[-1]][0])
+        plan.append((bones, under[bones[-1]]))
+        starts.extend(children[bones[-1]])
+    return plan
+
+
+def child(skeleton: Skeleton, top: int, bone: int) -> int:
+    """The child of `top` on the way down to `bone`."""
+
+    def compute() -> int:
+        path = skeleton.branch(bone)
+        return path[path.index(top) + 1]
+
+    return kept(skeleton, "_triangulation_child", (top, bone), compute)
+
+
+def reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
+    """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between)."""
+
+    def compute() -> float:
+        path = skeleton.branch(bone)
+        path = path[path.index(head_bone) :]
+        return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
+
+    return kept(skeleton, "_triangulation_reach", (head_bone, bone), compute)
+
+
+def joints_below(skeleton: Skeleton, first: int, bones: tuple[int, ...]) -> list[tuple]:
+    """Ascending (parents first): every bone from `first` down to the effector `bones`, as
+    (bone, parent, the effectors below it (indices into `bones`), its reference and offset rows)
+    (the sub-base's lead, tree_lead)."""
+
+    def compute() -> list[tuple]:
+        under: dict[int, list[int]] = {}
+        for k, b in enumerate(bones):
+            path = skeleton.branch(b)
+            for j in path[path.index(first) :]:
+                under.setdefault(j, []).append(k)
+        return [
+            (
+                j,
+                skeleton.parents[j],
+                tuple(under[j]),
+                tuple(skeleton.reference[j].tolist()),
+                tuple(skeleton.offsets[j].tolist()),
+            )
+            for j in sorted(under)
+        ]
+
+    return kept(skeleton, "_triangulation_joints", (first, bones), compute)
