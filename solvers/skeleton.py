@@ -24,7 +24,7 @@ import numpy as np
 
 from . import quat
 from .limits import JointLimits
-from .maths.floats import conjugate, multiply, normalize4, rotate, side, swing
+from .maths.floats import X_AXIS, conjugate, multiply, normalize4, rotate, side, swing
 from .model.aim_axis import DEFAULT_SPREAD, NO_AIM, axis_vector, check_spread
 from .model.chain import Chain, as_point, as_real, check_radii
 
@@ -449,9 +449,9 @@ def to_locals(
     swing from its input local rotation under its solved parent onto that direction (pass the
     bones whose twist moves nothing a goal sees: every moved child head on the link, no
     orientation goal)."""
-    out = np.array(local, dtype=float)
     n = skeleton.n_bones
     inputs = rows(local)
+    out = list(inputs)
     parents, reference, links = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "links")
     base = tuple(skeleton.base_frame.tolist())
     solved = [None] * n
@@ -466,10 +466,13 @@ def to_locals(
         if i in swing_only:
             inherited = multiply(rest, inputs[i])
             have, want = rotate(inherited, links[i]), rotate(frame, links[i])
-            frame = normalize4(multiply(swing(have, want, side(inherited, have)), inherited))
+            # (swing reads its tie-breaker axis only past a quarter turn)
+            ahead = have[0] * want[0] + have[1] * want[1] + have[2] * want[2] >= 0.0
+            tie = X_AXIS if ahead else side(inherited, have)
+            frame = normalize4(multiply(swing(have, want, tie), inherited))
         solved[i] = frame
         out[i] = normalize4(multiply(conjugate(rest), frame))
-    return out
+    return np.array(out, dtype=float).reshape(np.shape(local))
 
 
 def cached_rows(skeleton, name: str) -> list[tuple]:

@@ -112,6 +112,12 @@ def make_step(skeleton, plan, tolerance: float):
     pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
     pivots = pivots if segments else {}
     pivots = {i: r for i, r in pivots.items() if r > 0.0}
+    # Bones with one goal point and no orientation goal on it: (effector, child, its distance, weight).
+    lone = {}
+    for i in reverse:
+        if len(points[i]) == 1 and not (points[i][0][2] == -1 and i in orientation):
+            (vx, vy, vz), effector, child, w = points[i][0]
+            lone[i] = (effector, child, math.sqrt(vx * vx + vy * vy + vz * vz), w)
 
     def goal(i: int, new_heads: dict) -> tuple:
         """Where bone i's only goal point is to go."""
@@ -126,6 +132,21 @@ def make_step(skeleton, plan, tolerance: float):
     def estimate(i: int, new_heads: dict, frames: list, heads: list) -> None:
         """Backward: bone i's head where its goal points put it (their weighted centroid)."""
         hx, hy, hz = heads[i]
+        if i in lone and lone[i][1] not in holding:
+            # One goal point: the loop's terms below written out (w x e / w: the loop's very bits).
+            effector, child, d, w = lone[i]
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            if i in pivots:
+                tie = rotate(frames[i], X_AXIS)
+                ex, ey, ez = sphere_point((tx, ty, tz), heads[parents[i]], d, pivots[i], heads[i], tie)
+                new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
+                return
+            dx, dy, dz = hx - tx, hy - ty, hz - tz
+            r = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if r > 1e-300:
+                ex, ey, ez = tx + d * dx / r, ty + d * dy / r, tz + d * dz / r
+                new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
+                return
         sx = sy = sz = total = 0.0
         for vec, effector, child, w in points[i]:
             tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
@@ -196,8 +217,9 @@ def make_step(skeleton, plan, tolerance: float):
         inherited = multiply(rest, local[i])
         hx, hy, hz = head
         if len(points[i]) == 1:
-            tx, ty, tz = goal(i, new_heads)
-            ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
+            vec, effector, child, _ = points[i][0]
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            ua, ub = unit(rotate(inherited, vec)), unit((tx - hx, ty - hy, tz - hz))
             if ub == (0.0, 0.0, 0.0):
                 turn = IDENTITY
             else:  # (the tie-breaker axis only matters near a half turn)
@@ -210,7 +232,7 @@ def make_step(skeleton, plan, tolerance: float):
                 have.append(rotate(inherited, vec))
                 want.append((tx - hx, ty - hy, tz - hz))
                 weights.append(w)
-            turn = best_rotation(have, want, weights)
+            turn = best_rotation(have, want, weights, lapack=False)  # (LAPACK's ~15 µs where it is ill-determined)
         if keep[i] != 1.0:
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)

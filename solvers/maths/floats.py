@@ -166,12 +166,13 @@ def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tup
     return (a[0] + along * ux + h * vx / off, a[1] + along * uy + h * vy / off, a[2] + along * uz + h * vz / off)
 
 
-def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
+def best_rotation(a: list[tuple], b: list[tuple], w: list[float], lapack: bool = True) -> tuple:
     """The unit quaternion R minimizing sum w_k |R a_k - b_k|^2 (equivalently maximizing
     sum w_k b_k . R a_k): one pair is the minimal swing of a onto b; several are Horn's
     eigenvector of the 4 x 4 profile matrix, with a pull of NEAREST (x the lightest weight's share)
     toward no rotation so that pairs along one line give the minimal swing too (no twist about
-    that line)."""
+    that line). `lapack` off: the eigenvector on floats where it is well determined
+    (profile_rotation)."""
     if len(a) == 1:
         ua, ub = unit(a[0]), unit(b[0])
         if ua == (0.0, 0.0, 0.0) or ub == (0.0, 0.0, 0.0):
@@ -190,7 +191,7 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
         szy += wk * az * by
         szz += wk * az * bz
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
-    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=True)
+    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=lapack)
 
 
 def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float, lapack: bool = False) -> tuple:
