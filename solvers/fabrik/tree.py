@@ -93,6 +93,7 @@ def make_step(skeleton, plan, tolerance: float):
     targets, points, orientation = plan.targets, plan.points, plan.orientation
     segments = chain_segments(parents, plan) if any(len(points[i]) > 1 for i in order) else []
     tops = {seg[0]: seg for seg in segments}
+    settled = settled_segments(segments, keep, clamped, orientation)
     schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
     spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
     reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
@@ -137,7 +138,7 @@ def make_step(skeleton, plan, tolerance: float):
             effector, child, d, w = lone[i]
             tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
             if i in pivots:
-                tie = rotate(frames[i], X_AXIS)
+                tie = lambda: rotate(frames[i], X_AXIS)  # noqa: E731 (read only where its head is on the line)
                 ex, ey, ez = sphere_point((tx, ty, tz), heads[parents[i]], d, pivots[i], heads[i], tie)
                 new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
                 return
@@ -267,6 +268,8 @@ def make_step(skeleton, plan, tolerance: float):
         goal: its effector's position, or the head its sub-base child is to take."""
         for i in seg:
             place(i, new_heads, local, frames, heads)
+        if seg[0] in settled:
+            return
         top = heads[seg[0]]
         gx, gy, gz = goal(seg[-1], new_heads)
         dx, dy, dz = gx - top[0], gy - top[1], gz - top[2]
@@ -310,6 +313,14 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads)
 
     return step
+
+
+def settled_segments(segments: list[list[int]], keep: dict, clamped: set, orientation: dict) -> set[int]:
+    """Tops of one-bone segments whose chain passes could only place the bone again where its
+    first placement put it (no stiffness, limits or orientation goal: that placement turned it
+    fully toward its goal, which its passes leave where it is); they are skipped."""
+    plain = [seg[0] for seg in segments if len(seg) == 1 and keep[seg[0]] == 1.0]
+    return {i for i in plain if i not in clamped and i not in orientation}
 
 
 def chain_segments(parents, plan) -> list[list[int]]:
