@@ -61,6 +61,9 @@ SHELL_MARGIN = 1e-2
 # The weight left to a branch that reaches as things stand when its sub-base is placed: it lets
 # the branches that cannot reach move the sub-base nearly as far as they need.
 HOLD = 0.1
+# Plain one-point bones placed by the written-out `place_plain` (off: by `place`'s helper calls,
+# the same bits; tests/solvers/test_tree_fabrik_floats.py compares them).
+WRITTEN_OUT = True
 
 
 def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
@@ -113,6 +116,9 @@ def make_step(skeleton, plan, tolerance: float):
     pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
     pivots = pivots if segments else {}
     pivots = {i: r for i, r in pivots.items() if r > 0.0}
+    # Bones placed by place_plain: one goal point, no stiffness, limits or orientation goal.
+    plain = {i: points[i][0][:3] for i in order if len(points[i]) == 1 and keep[i] == 1.0}
+    plain = {i: v for i, v in plain.items() if i not in clamped and i not in orientation} if WRITTEN_OUT else {}
     # Bones with one goal point and no orientation goal on it: (effector, child, its distance, weight).
     lone = {}
     for i in reverse:
@@ -206,6 +212,9 @@ def make_step(skeleton, plan, tolerance: float):
 
     def place(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
         """Forward: bone i hung from its parent, turned to send its goal points to their targets."""
+        if i in plain:
+            place_plain(i, new_heads, local, frames, heads)
+            return
         p = parents[i]
         if p == -1:
             parent, head = base, offsets[i]
@@ -245,6 +254,74 @@ def make_step(skeleton, plan, tolerance: float):
             new_local = tuple(joint_limits.clamp(limits, i, np.array(new_local)).tolist())
             frame = multiply(rest, new_local)
         local[i], frames[i], heads[i] = new_local, frame, head
+
+    def place_plain(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """`place` of a bone with one goal point, no stiffness, limits or orientation goal: its
+        floats.rotate / multiply / unit / swing / normalize4 written out, term by term in their
+        order (the same bits: tests/solvers/test_tree_fabrik_floats.py), for the helpers' calls
+        cost more than their arithmetic here."""
+        vec, effector, child = plain[i]
+        p = parents[i]
+        if p == -1:
+            pw, px, py, pz = base
+            head = offsets[i]
+        else:
+            pw, px, py, pz = frames[p]
+            vx, vy, vz = offsets[i]
+            tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
+            hx, hy, hz = heads[p]
+            head = (
+                hx + (vx + pw * tx + (py * tz - pz * ty)),
+                hy + (vy + pw * ty + (pz * tx - px * tz)),
+                hz + (vz + pw * tz + (px * ty - py * tx)),
+            )
+        bw, bx, by, bz = reference[i]  # rest = parent x reference
+        rw = pw * bw - px * bx - py * by - pz * bz
+        rx = pw * bx + px * bw + py * bz - pz * by
+        ry = pw * by - px * bz + py * bw + pz * bx
+        rz = pw * bz + px * by - py * bx + pz * bw
+        bw, bx, by, bz = local[i]  # inherited = rest x local
+        iw = rw * bw - rx * bx - ry * by - rz * bz
+        ix = rw * bx + rx * bw + ry * bz - rz * by
+        iy = rw * by - rx * bz + ry * bw + rz * bx
+        iz = rw * bz + rx * by - ry * bx + rz * bw
+        vx, vy, vz = vec  # ua = unit(rotate(inherited, vec))
+        tx, ty, tz = 2.0 * (iy * vz - iz * vy), 2.0 * (iz * vx - ix * vz), 2.0 * (ix * vy - iy * vx)
+        ax, ay, az = (
+            vx + iw * tx + (iy * tz - iz * ty),
+            vy + iw * ty + (iz * tx - ix * tz),
+            vz + iw * tz + (ix * ty - iy * tx),
+        )
+        n = math.sqrt(ax * ax + ay * ay + az * az)
+        ax, ay, az = (ax / n, ay / n, az / n) if n > 0.0 else (0.0, 0.0, 0.0)
+        hx, hy, hz = head
+        tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+        tx, ty, tz = tx - hx, ty - hy, tz - hz  # ub = unit(goal - head)
+        n = math.sqrt(tx * tx + ty * ty + tz * tz)
+        if not n > 0.0:
+            tw, tx, ty, tz = IDENTITY
+        else:
+            tx, ty, tz = tx / n, ty / n, tz / n
+            dot = ax * tx + ay * ty + az * tz
+            if dot >= 0.0:  # swing's short arc, normalize4'd
+                tw, tx, ty, tz = 1.0 + dot, ay * tz - az * ty, az * tx - ax * tz, ax * ty - ay * tx
+                n = math.sqrt(tw * tw + tx * tx + ty * ty + tz * tz)
+                tw, tx, ty, tz = (tw / n, tx / n, ty / n, tz / n) if n > 0.0 else (0.0, 0.0, 0.0, 0.0)
+            else:  # (the tie-breaker axis only matters near a half turn)
+                inherited, ua = (iw, ix, iy, iz), (ax, ay, az)
+                tw, tx, ty, tz = swing(ua, (tx, ty, tz), side(inherited, ua) if dot < -0.5 else X_AXIS)
+        fw = tw * iw - tx * ix - ty * iy - tz * iz  # frame = turn x inherited
+        fx = tw * ix + tx * iw + ty * iz - tz * iy
+        fy = tw * iy - tx * iz + ty * iw + tz * ix
+        fz = tw * iz + tx * iy - ty * ix + tz * iw
+        cx, cy, cz = -rx, -ry, -rz  # local = normalize4(conjugate(rest) x frame)
+        lw = rw * fw - cx * fx - cy * fy - cz * fz
+        lx = rw * fx + cx * fw + cy * fz - cz * fy
+        ly = rw * fy - cx * fz + cy * fw + cz * fx
+        lz = rw * fz + cx * fy - cy * fx + cz * fw
+        n = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
+        local[i] = (lw / n, lx / n, ly / n, lz / n) if n > 0.0 else (0.0, 0.0, 0.0, 0.0)
+        frames[i], heads[i] = (fw, fx, fy, fz), head
 
     def spheres(seg: list, new_heads: dict, frames: list, heads: list) -> None:
         """The article's CGA passes (fabrik.chain_numpy, placement "sphere") on an unlimited

@@ -1,0 +1,56 @@
+"""FABRIK's tree step written out (solvers.fabrik.tree.place_plain) against its helpers' calls:
+the same poses to the bit, on random trees with and without limits, pins and orientations."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import tree_shapes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_tree_solvers import trees
+
+import solvers
+from solvers import quat
+from solvers.fabrik import tree as fabrik_tree
+
+
+def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
+    monkeypatch.setattr(fabrik_tree, "WRITTEN_OUT", written_out)
+    # a skeleton of its own: the plan (and its step, built with or without) is cached by skeleton
+    fresh = replace(skeleton)
+    return solvers.solve_skeleton(fresh, local, effectors, method="fabrik", tolerance=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.booleans().flatmap(lambda limited: trees(limited=limited)), st.booleans(), st.booleans())
+def test_written_out_placement_is_the_helpers_to_the_bit(tree, pinned, oriented):
+    skeleton, local, bones, rng = tree
+    if len(bones) < 2:
+        return
+    turned = quat.multiply(local, quat.from_rotation_vector(rng.uniform(-0.8, 0.8, (len(local), 3))))
+    frames, _, ends = skeleton.forward(turned)
+    effectors = [solvers.Effector(b, position=ends[b] * rng.uniform(0.9, 1.3)) for b in bones]
+    if pinned:
+        effectors[0] = solvers.Effector(bones[0], pin=True)
+    if oriented:
+        effectors[-1] = replace(effectors[-1], orientation=frames[bones[-1]], rotation_weight=0.5)
+    with pytest.MonkeyPatch.context() as mp:  # (hypothesis: no function-scoped fixture)
+        helpers = _solve(skeleton, local, effectors, False, mp)
+        written = _solve(skeleton, local, effectors, True, mp)
+    np.testing.assert_array_equal(written.local, helpers.local)
+    np.testing.assert_array_equal(written.error, helpers.error)
+    assert written.iterations == helpers.iterations
+
+
+def test_the_humanoid_hands_and_head_to_the_bit(monkeypatch):
+    skeleton, local, names = tree_shapes.humanoid()
+    bones = [names["forearm.L"], names["forearm.R"], names["head"]]
+    for seed in range(6):
+        targets, _ = tree_shapes.fk_targets(skeleton, local, bones, np.random.default_rng(seed))
+        effectors = [solvers.Effector(b, t) for b, t in zip(bones, targets, strict=True)]
+        helpers = _solve(skeleton, local, effectors, False, monkeypatch)
+        written = _solve(skeleton, local, effectors, True, monkeypatch)
+        np.testing.assert_array_equal(written.local, helpers.local)
+        assert written.iterations == helpers.iterations
+        assert written.reached
