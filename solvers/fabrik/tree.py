@@ -144,8 +144,11 @@ def make_step(skeleton, plan, tolerance: float):
             effector, child, d, w = lone[i]
             tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
             if i in pivots:
-                tie = lambda: rotate(frames[i], X_AXIS)  # noqa: E731 (read only where its head is on the line)
-                ex, ey, ez = sphere_point((tx, ty, tz), heads[parents[i]], d, pivots[i], heads[i], tie)
+                ex = on_spheres(tx, ty, tz, heads[parents[i]], d, pivots[i], hx, hy, hz)
+                if ex is None:  # (the target on the parent's head, or the head on their line)
+                    tie = rotate(frames[i], X_AXIS)
+                    ex = sphere_point((tx, ty, tz), heads[parents[i]], d, pivots[i], heads[i], tie)
+                ex, ey, ez = ex
                 new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
                 return
             dx, dy, dz = hx - tx, hy - ty, hz - tz
@@ -390,6 +393,30 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads)
 
     return step
+
+
+def on_spheres(ax: float, ay: float, az: float, b: tuple, ra: float, rb: float, nx: float, ny: float, nz: float):
+    """floats.sphere_point(a, b, ra, rb, near, tie) written out, term by term in its order (the
+    same bits), where it reads no tie: None where it would (a on b, or near on the line a-b)."""
+    bx, by, bz = b
+    ux, uy, uz = bx - ax, by - ay, bz - az
+    d = math.sqrt(ux * ux + uy * uy + uz * uz)
+    if d <= 0.0:
+        return None
+    ux, uy, uz = ux / d, uy / d, uz / d
+    along = (d * d + ra * ra - rb * rb) / (2.0 * d)
+    h2 = ra * ra - along * along
+    h = math.sqrt(0.0 if 0.0 > h2 else h2)  # max(h2, 0.0)
+    vx, vy, vz = nx - ax, ny - ay, nz - az
+    t = vx * ux + vy * uy + vz * uz
+    vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
+    off = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if off <= 1e-12 * (ra + rb):
+        return None
+    low = -ra
+    along = low if low > along else along  # min(max(along, -ra), ra)
+    along = ra if ra < along else along
+    return (ax + along * ux + h * vx / off, ay + along * uy + h * vy / off, az + along * uz + h * vz / off)
 
 
 def settled_segments(segments: list[list[int]], keep: dict, clamped: set, orientation: dict) -> set[int]:

@@ -1,6 +1,7 @@
 """FABRIK's tree step written out (solvers.fabrik.tree.place_plain) against its helpers' calls:
 the same poses to the bit, on random trees with and without limits, pins and orientations."""
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -13,6 +14,7 @@ from test_tree_solvers import trees
 import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
+from solvers.maths import floats
 
 
 def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
@@ -54,3 +56,26 @@ def test_the_humanoid_hands_and_head_to_the_bit(monkeypatch):
         np.testing.assert_array_equal(written.local, helpers.local)
         assert written.iterations == helpers.iterations
         assert written.reached
+
+
+points = st.tuples(*[st.floats(-2.0, 2.0, allow_nan=False)] * 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(points, points, st.floats(0.01, 2.0), st.floats(0.01, 2.0), points, st.booleans())
+def test_spheres_written_out_are_sphere_point_to_the_bit(a, b, ra, rb, near, on_line):
+    """on_spheres is floats.sphere_point (the bits), or None where sphere_point reads its tie."""
+    if on_line:  # near on the line a-b: sphere_point's tie-breaker case
+        near = tuple(x + 0.5 * (y - x) for x, y in zip(a, b, strict=True))
+    written = fabrik_tree.on_spheres(*a, b, ra, rb, *near)
+    read = []
+
+    def tie():
+        read.append(True)
+        return (1.0, 0.0, 0.0)
+
+    helper = floats.sphere_point(a, b, ra, rb, near, tie)
+    if written is None:  # where sphere_point reads its tie, or has a on b (a zero distance)
+        assert read or math.sqrt(sum((y - x) * (y - x) for x, y in zip(a, b, strict=True))) <= 0.0
+    else:
+        assert not read and written == helper
