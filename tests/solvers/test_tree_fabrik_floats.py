@@ -15,6 +15,7 @@ import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
 from solvers.maths import floats
+from solvers.skeleton import forward, rows, to_locals
 
 
 def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
@@ -79,3 +80,57 @@ def test_spheres_written_out_are_sphere_point_to_the_bit(a, b, ra, rb, near, on_
         assert read or math.sqrt(sum((y - x) * (y - x) for x, y in zip(a, b, strict=True))) <= 0.0
     else:
         assert not read and written == helper
+
+
+def _forward_by_helpers(skeleton, local):
+    """solvers.skeleton.forward as it was, by floats' helpers (the reference)."""
+    frames, heads = [], []
+    reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
+    base = tuple(skeleton.base_frame.tolist())
+    for i, p in enumerate(skeleton.parents):
+        parent = base if p == -1 else frames[p]
+        frames.append(floats.multiply(floats.multiply(parent, reference[i]), local[i]))
+        if p == -1:
+            heads.append(offsets[i])
+        else:
+            o = floats.rotate(parent, offsets[i])
+            heads.append(tuple(h + x for h, x in zip(heads[p], o, strict=True)))
+    return frames, heads
+
+
+def _to_locals_by_helpers(skeleton, local, frames, bones, swing_only):
+    """solvers.skeleton.to_locals as it was, by floats' helpers (the reference)."""
+    out, inputs, solved = np.array(local, dtype=float), rows(local), []
+    reference, links = rows(skeleton.reference), rows(skeleton.links)
+    base = tuple(skeleton.base_frame.tolist())
+    for i, p in enumerate(skeleton.parents):
+        rest = floats.multiply(base if p == -1 else solved[p], reference[i])
+        if i not in bones:
+            solved.append(floats.multiply(rest, inputs[i]))
+            continue
+        frame = frames[i]
+        if i in swing_only:
+            inherited = floats.multiply(rest, inputs[i])
+            have, want = floats.rotate(inherited, links[i]), floats.rotate(frame, links[i])
+            turn = floats.swing(have, want, floats.side(inherited, have))
+            frame = floats.normalize4(floats.multiply(turn, inherited))
+        solved.append(frame)
+        out[i] = floats.normalize4(floats.multiply(floats.conjugate(rest), frame))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), st.floats(0.0, 3.1))
+def test_forward_and_to_locals_written_out_are_the_helpers_to_the_bit(tree, spread):
+    """skeleton.forward and skeleton.to_locals (written out) against floats' helpers; turns up to
+    `spread` radians per bone, so swings past a quarter turn (floats.swing's own path) come too."""
+    skeleton, local, _, rng = tree
+    n = skeleton.n_bones
+    current = rows(local)
+    assert forward(skeleton, current) == _forward_by_helpers(skeleton, current)
+    turned = quat.multiply(local, quat.from_rotation_vector(rng.uniform(-spread, spread, (n, 3))))
+    frames, _ = forward(skeleton, rows(turned))
+    bones = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
+    swing_only = {i for i in bones if rng.random() < 0.6}
+    expected = _to_locals_by_helpers(skeleton, local, frames, set(bones), swing_only)
+    np.testing.assert_array_equal(to_locals(skeleton, local, frames, bones, swing_only), expected)
