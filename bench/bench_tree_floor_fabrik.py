@@ -108,7 +108,7 @@ def table(name: str, m: dict) -> list[str]:
             ms["fabrik"],
             f"{cost['fabrik']:.1f}° ({its['fabrik']:.1f} it.)",
         ),
-        ("  of which: fixed cost (tips already there)", ms["fixed"], ""),
+        ("  of which: fixed cost (no start, tips already there)", ms["fixed"], ""),
         ("  of which: the least-squares start alone", ms["start"], ""),
         ("  fixed cost + the start (the floor with the start)", ms["fixed"] + ms["start"], ""),
         ("  the rest: the FABRIK iterations from the start", ms["fabrik"] - ms["fixed"] - ms["start"], ""),
