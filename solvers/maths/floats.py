@@ -198,8 +198,9 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float], lapack: bool =
 def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float, lapack: bool = False) -> tuple:
     """best_rotation from its pairs' sums (for a kernel that sums them itself): `sums` (sxx, sxy,
     ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k.
-    The eigenvector on floats (_top_eigenvector; CCD's tree sweep), or with `lapack` LAPACK's alone
-    (best_rotation: FABRIK's tree kernels match their lanes, solvers.maths.lanes, to ~1e-15 with it)."""
+    The eigenvector on floats (_top_eigenvector; CCD's and FABRIK's tree kernels: FABRIK's float
+    kernel then matches its lanes, solvers.maths.lanes' LAPACK, to ~1e-13), or with `lapack`
+    LAPACK's alone (best_rotation's default)."""
     sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
     if not size > 0.0:
         return IDENTITY
