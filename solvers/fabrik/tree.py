@@ -245,7 +245,7 @@ def make_step(skeleton, plan, tolerance: float):
                 have.append(rotate(inherited, vec))
                 want.append((tx - hx, ty - hy, tz - hz))
                 weights.append(w)
-            turn = best_rotation(have, want, weights, lapack=False)  # (LAPACK's ~15 µs where it is ill-determined)
+            turn = best_rotation(have, want, weights)
         if keep[i] != 1.0:
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)

@@ -167,13 +167,12 @@ def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie) -> 
     return (a[0] + along * ux + h * vx / off, a[1] + along * uy + h * vy / off, a[2] + along * uz + h * vz / off)
 
 
-def best_rotation(a: list[tuple], b: list[tuple], w: list[float], lapack: bool = True) -> tuple:
+def best_rotation(a: list[tuple], b: list[tuple], w: list[float]) -> tuple:
     """The unit quaternion R minimizing sum w_k |R a_k - b_k|^2 (equivalently maximizing
     sum w_k b_k . R a_k): one pair is the minimal swing of a onto b; several are Horn's
     eigenvector of the 4 x 4 profile matrix, with a pull of NEAREST (x the lightest weight's share)
     toward no rotation so that pairs along one line give the minimal swing too (no twist about
-    that line). `lapack` off: the eigenvector on floats where it is well determined
-    (profile_rotation)."""
+    that line)."""
     if len(a) == 1:
         ua, ub = unit(a[0]), unit(b[0])
         if ua == (0.0, 0.0, 0.0) or ub == (0.0, 0.0, 0.0):
@@ -192,15 +191,14 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list[float], lapack: bool =
         szy += wk * az * by
         szz += wk * az * bz
         size += wk * math.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
-    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=lapack)
+    return profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, min(w), max(w), lapack=True)
 
 
 def profile_rotation(sums: tuple, size: float, lightest: float, heaviest: float, lapack: bool = False) -> tuple:
     """best_rotation from its pairs' sums (for a kernel that sums them itself): `sums` (sxx, sxy,
     ..., szz) of w_k a_k b_k^T, `size` the sum of w_k |a_k||b_k|, the lightest and heaviest w_k.
-    The eigenvector on floats (_top_eigenvector; CCD's and FABRIK's tree kernels: FABRIK's float
-    kernel then matches its lanes, solvers.maths.lanes' LAPACK, to ~1e-13), or with `lapack`
-    LAPACK's alone (best_rotation's default)."""
+    The eigenvector on floats (_top_eigenvector; CCD's tree sweep), or with `lapack` LAPACK's alone
+    (best_rotation: FABRIK's tree kernels match their lanes, solvers.maths.lanes, to ~1e-15 with it)."""
     sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
     if not size > 0.0:
         return IDENTITY
