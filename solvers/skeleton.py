@@ -24,7 +24,7 @@ import numpy as np
 
 from . import quat
 from .limits import JointLimits
-from .maths.floats import conjugate, multiply, normalize4, rotate, side, swing
+from .maths.floats import rotate, side, swing
 from .model.aim_axis import DEFAULT_SPREAD, NO_AIM, axis_vector, check_spread
 from .model.chain import Chain, as_point, as_real, check_radii
 
@@ -419,17 +419,35 @@ def forward(skeleton, local: list[tuple], bones: list[int] | None = None, frames
     heads = [None] * n if heads is None else heads
     parents, reference, offsets = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "offsets")
     base = tuple(skeleton.base_frame.tolist())
+    # multiply(multiply(parent, reference), local) and rotate(parent, offset) written out, term by
+    # term in their order (the same bits): the helpers' calls cost more than their arithmetic.
     for i in range(n) if bones is None else bones:
         p = parents[i]
         if p == -1:
-            frames[i] = multiply(multiply(base, reference[i]), local[i])
+            pw, px, py, pz = base
             heads[i] = offsets[i]
         else:
-            fp = frames[p]
-            frames[i] = multiply(multiply(fp, reference[i]), local[i])
+            pw, px, py, pz = frames[p]
+            vx, vy, vz = offsets[i]
+            tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
             hx, hy, hz = heads[p]
-            ox, oy, oz = rotate(fp, offsets[i])
-            heads[i] = (hx + ox, hy + oy, hz + oz)
+            heads[i] = (
+                hx + (vx + pw * tx + (py * tz - pz * ty)),
+                hy + (vy + pw * ty + (pz * tx - px * tz)),
+                hz + (vz + pw * tz + (px * ty - py * tx)),
+            )
+        bw, bx, by, bz = reference[i]
+        rw = pw * bw - px * bx - py * by - pz * bz
+        rx = pw * bx + px * bw + py * bz - pz * by
+        ry = pw * by - px * bz + py * bw + pz * bx
+        rz = pw * bz + px * by - py * bx + pz * bw
+        bw, bx, by, bz = local[i]
+        frames[i] = (
+            rw * bw - rx * bx - ry * by - rz * bz,
+            rw * bx + rx * bw + ry * bz - rz * by,
+            rw * by - rx * bz + ry * bw + rz * bx,
+            rw * bz + rx * by - ry * bx + rz * bw,
+        )
     return frames, heads
 
 
@@ -450,27 +468,73 @@ def to_locals(
     swing from its input local rotation under its solved parent onto that direction (pass the
     bones whose twist moves nothing a goal sees: every moved child head on the link, no
     orientation goal)."""
-    out = np.array(local, dtype=float)
     n = skeleton.n_bones
     inputs = rows(local)
+    out = list(inputs)
     parents, reference, links = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "links")
     base = tuple(skeleton.base_frame.tolist())
     solved = [None] * n
     wanted = set(bones)
+    # floats.multiply / rotate / swing / normalize4 written out, term by term in their order (the
+    # same bits: tests/solvers/test_tree_fabrik_floats.py), for their calls cost more than their
+    # arithmetic; a swing past a quarter turn (rare) is floats.swing itself.
     for i in range(n):
         p = parents[i]
-        rest = multiply(base if p == -1 else solved[p], reference[i])
-        if i not in wanted:
-            solved[i] = multiply(rest, inputs[i])
-            continue
-        frame = frames[i]
-        if i in swing_only:
-            inherited = multiply(rest, inputs[i])
-            have, want = rotate(inherited, links[i]), rotate(frame, links[i])
-            frame = normalize4(multiply(swing(have, want, side(inherited, have)), inherited))
-        solved[i] = frame
-        out[i] = normalize4(multiply(conjugate(rest), frame))
-    return out
+        pw, px, py, pz = base if p == -1 else solved[p]
+        bw, bx, by, bz = reference[i]  # rest = parent x reference
+        rw = pw * bw - px * bx - py * by - pz * bz
+        rx = pw * bx + px * bw + py * bz - pz * by
+        ry = pw * by - px * bz + py * bw + pz * bx
+        rz = pw * bz + px * by - py * bx + pz * bw
+        if i not in wanted or i in swing_only:  # rest x input
+            bw, bx, by, bz = inputs[i]
+            iw = rw * bw - rx * bx - ry * by - rz * bz
+            ix = rw * bx + rx * bw + ry * bz - rz * by
+            iy = rw * by - rx * bz + ry * bw + rz * bx
+            iz = rw * bz + rx * by - ry * bx + rz * bw
+            if i not in wanted:
+                solved[i] = (iw, ix, iy, iz)
+                continue
+        fw, fx, fy, fz = frames[i]
+        if i in swing_only:  # the minimal swing from inherited's link onto the frame's
+            vx, vy, vz = links[i]
+            tx, ty, tz = 2.0 * (iy * vz - iz * vy), 2.0 * (iz * vx - ix * vz), 2.0 * (ix * vy - iy * vx)
+            ux, uy, uz = (
+                vx + iw * tx + (iy * tz - iz * ty),
+                vy + iw * ty + (iz * tx - ix * tz),
+                vz + iw * tz + (ix * ty - iy * tx),
+            )
+            tx, ty, tz = 2.0 * (fy * vz - fz * vy), 2.0 * (fz * vx - fx * vz), 2.0 * (fx * vy - fy * vx)
+            vx, vy, vz = (
+                vx + fw * tx + (fy * tz - fz * ty),
+                vy + fw * ty + (fz * tx - fx * tz),
+                vz + fw * tz + (fx * ty - fy * tx),
+            )
+            dot = ux * vx + uy * vy + uz * vz
+            if dot >= 0.0:
+                tw, tx, ty, tz = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+                m = math.sqrt(tw * tw + tx * tx + ty * ty + tz * tz)
+                tw, tx, ty, tz = (tw / m, tx / m, ty / m, tz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+            else:  # (its tie-breaker axis is read only here)
+                inherited, have = (iw, ix, iy, iz), (ux, uy, uz)
+                tw, tx, ty, tz = swing(have, (vx, vy, vz), side(inherited, have))
+            fw, fx, fy, fz = (  # turn x inherited, normalized
+                tw * iw - tx * ix - ty * iy - tz * iz,
+                tw * ix + tx * iw + ty * iz - tz * iy,
+                tw * iy - tx * iz + ty * iw + tz * ix,
+                tw * iz + tx * iy - ty * ix + tz * iw,
+            )
+            m = math.sqrt(fw * fw + fx * fx + fy * fy + fz * fz)
+            fw, fx, fy, fz = (fw / m, fx / m, fy / m, fz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+        solved[i] = (fw, fx, fy, fz)
+        cx, cy, cz = -rx, -ry, -rz  # normalize4(conjugate(rest) x frame)
+        lw = rw * fw - cx * fx - cy * fy - cz * fz
+        lx = rw * fx + cx * fw + cy * fz - cz * fy
+        ly = rw * fy - cx * fz + cy * fw + cz * fx
+        lz = rw * fz + cx * fy - cy * fx + cz * fw
+        m = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
+        out[i] = (lw / m, lx / m, ly / m, lz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+    return np.array(out, dtype=float).reshape(np.shape(local))
 
 
 def cached_rows(skeleton, name: str) -> list[tuple]:

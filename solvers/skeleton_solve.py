@@ -143,13 +143,17 @@ def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effecto
     near = START_WITHIN * tolerance
     if steps <= 0:
         return local
-    frames, heads = forward(skeleton, rows(local))
-    if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
-        return local
     entry = registry.LEAST_SQUARES
     unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
+    if any(e.orientation is not None for e in unpoled):  # the steps also turn toward orientations
+        frames, heads = forward(skeleton, rows(local))
+        if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
+            return local
+    # (otherwise the kernel measures the tips before its first step: none taken when all are near)
     stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
-    if isinstance(stepped, str) or any(e.pin and stepped.error[k] > near for k, e in enumerate(effectors)):
+    if isinstance(stepped, str) or stepped.iterations == 0:
+        return local
+    if any(e.pin and stepped.error[k] > near for k, e in enumerate(effectors)):
         return local
     return stepped.local
 

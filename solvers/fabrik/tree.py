@@ -61,6 +61,9 @@ SHELL_MARGIN = 1e-2
 # The weight left to a branch that reaches as things stand when its sub-base is placed: it lets
 # the branches that cannot reach move the sub-base nearly as far as they need.
 HOLD = 0.1
+# Plain one-point bones placed by the written-out `place_plain` (off: by `place`'s helper calls,
+# the same bits; tests/solvers/test_tree_fabrik_floats.py compares them).
+WRITTEN_OUT = True
 
 
 def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iterations: int, options: dict):
@@ -93,6 +96,7 @@ def make_step(skeleton, plan, tolerance: float):
     targets, points, orientation = plan.targets, plan.points, plan.orientation
     segments = chain_segments(parents, plan) if any(len(points[i]) > 1 for i in order) else []
     tops = {seg[0]: seg for seg in segments}
+    settled = settled_segments(segments, keep, clamped, orientation)
     schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
     spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
     reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
@@ -112,6 +116,15 @@ def make_step(skeleton, plan, tolerance: float):
     pivots = {i: math.dist((0.0, 0.0, 0.0), offsets[i]) for i in reverse if i not in clamped | orientation.keys()}
     pivots = pivots if segments else {}
     pivots = {i: r for i, r in pivots.items() if r > 0.0}
+    # Bones placed by place_plain: one goal point, no stiffness, limits or orientation goal.
+    plain = {i: points[i][0][:3] for i in order if len(points[i]) == 1 and keep[i] == 1.0}
+    plain = {i: v for i, v in plain.items() if i not in clamped and i not in orientation} if WRITTEN_OUT else {}
+    # Bones with one goal point and no orientation goal on it: (effector, child, its distance, weight).
+    lone = {}
+    for i in reverse:
+        if len(points[i]) == 1 and not (points[i][0][2] == -1 and i in orientation):
+            (vx, vy, vz), effector, child, w = points[i][0]
+            lone[i] = (effector, child, math.sqrt(vx * vx + vy * vy + vz * vz), w)
 
     def goal(i: int, new_heads: dict) -> tuple:
         """Where bone i's only goal point is to go."""
@@ -126,6 +139,24 @@ def make_step(skeleton, plan, tolerance: float):
     def estimate(i: int, new_heads: dict, frames: list, heads: list) -> None:
         """Backward: bone i's head where its goal points put it (their weighted centroid)."""
         hx, hy, hz = heads[i]
+        if i in lone and lone[i][1] not in holding:
+            # One goal point: the loop's terms below written out (w x e / w: the loop's very bits).
+            effector, child, d, w = lone[i]
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            if i in pivots:
+                ex = on_spheres(tx, ty, tz, heads[parents[i]], d, pivots[i], hx, hy, hz)
+                if ex is None:  # (the target on the parent's head, or the head on their line)
+                    tie = rotate(frames[i], X_AXIS)
+                    ex = sphere_point((tx, ty, tz), heads[parents[i]], d, pivots[i], heads[i], tie)
+                ex, ey, ez = ex
+                new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
+                return
+            dx, dy, dz = hx - tx, hy - ty, hz - tz
+            r = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if r > 1e-300:
+                ex, ey, ez = tx + d * dx / r, ty + d * dy / r, tz + d * dz / r
+                new_heads[i] = (w * ex / w, w * ey / w, w * ez / w)
+                return
         sx = sy = sz = total = 0.0
         for vec, effector, child, w in points[i]:
             tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
@@ -184,6 +215,9 @@ def make_step(skeleton, plan, tolerance: float):
 
     def place(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
         """Forward: bone i hung from its parent, turned to send its goal points to their targets."""
+        if i in plain:
+            place_plain(i, new_heads, local, frames, heads)
+            return
         p = parents[i]
         if p == -1:
             parent, head = base, offsets[i]
@@ -196,8 +230,9 @@ def make_step(skeleton, plan, tolerance: float):
         inherited = multiply(rest, local[i])
         hx, hy, hz = head
         if len(points[i]) == 1:
-            tx, ty, tz = goal(i, new_heads)
-            ua, ub = unit(rotate(inherited, points[i][0][0])), unit((tx - hx, ty - hy, tz - hz))
+            vec, effector, child, _ = points[i][0]
+            tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+            ua, ub = unit(rotate(inherited, vec)), unit((tx - hx, ty - hy, tz - hz))
             if ub == (0.0, 0.0, 0.0):
                 turn = IDENTITY
             else:  # (the tie-breaker axis only matters near a half turn)
@@ -223,6 +258,74 @@ def make_step(skeleton, plan, tolerance: float):
             frame = multiply(rest, new_local)
         local[i], frames[i], heads[i] = new_local, frame, head
 
+    def place_plain(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
+        """`place` of a bone with one goal point, no stiffness, limits or orientation goal: its
+        floats.rotate / multiply / unit / swing / normalize4 written out, term by term in their
+        order (the same bits: tests/solvers/test_tree_fabrik_floats.py), for the helpers' calls
+        cost more than their arithmetic here."""
+        vec, effector, child = plain[i]
+        p = parents[i]
+        if p == -1:
+            pw, px, py, pz = base
+            head = offsets[i]
+        else:
+            pw, px, py, pz = frames[p]
+            vx, vy, vz = offsets[i]
+            tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
+            hx, hy, hz = heads[p]
+            head = (
+                hx + (vx + pw * tx + (py * tz - pz * ty)),
+                hy + (vy + pw * ty + (pz * tx - px * tz)),
+                hz + (vz + pw * tz + (px * ty - py * tx)),
+            )
+        bw, bx, by, bz = reference[i]  # rest = parent x reference
+        rw = pw * bw - px * bx - py * by - pz * bz
+        rx = pw * bx + px * bw + py * bz - pz * by
+        ry = pw * by - px * bz + py * bw + pz * bx
+        rz = pw * bz + px * by - py * bx + pz * bw
+        bw, bx, by, bz = local[i]  # inherited = rest x local
+        iw = rw * bw - rx * bx - ry * by - rz * bz
+        ix = rw * bx + rx * bw + ry * bz - rz * by
+        iy = rw * by - rx * bz + ry * bw + rz * bx
+        iz = rw * bz + rx * by - ry * bx + rz * bw
+        vx, vy, vz = vec  # ua = unit(rotate(inherited, vec))
+        tx, ty, tz = 2.0 * (iy * vz - iz * vy), 2.0 * (iz * vx - ix * vz), 2.0 * (ix * vy - iy * vx)
+        ax, ay, az = (
+            vx + iw * tx + (iy * tz - iz * ty),
+            vy + iw * ty + (iz * tx - ix * tz),
+            vz + iw * tz + (ix * ty - iy * tx),
+        )
+        n = math.sqrt(ax * ax + ay * ay + az * az)
+        ax, ay, az = (ax / n, ay / n, az / n) if n > 0.0 else (0.0, 0.0, 0.0)
+        hx, hy, hz = head
+        tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
+        tx, ty, tz = tx - hx, ty - hy, tz - hz  # ub = unit(goal - head)
+        n = math.sqrt(tx * tx + ty * ty + tz * tz)
+        if not n > 0.0:
+            tw, tx, ty, tz = IDENTITY
+        else:
+            tx, ty, tz = tx / n, ty / n, tz / n
+            dot = ax * tx + ay * ty + az * tz
+            if dot >= 0.0:  # swing's short arc, normalize4'd
+                tw, tx, ty, tz = 1.0 + dot, ay * tz - az * ty, az * tx - ax * tz, ax * ty - ay * tx
+                n = math.sqrt(tw * tw + tx * tx + ty * ty + tz * tz)
+                tw, tx, ty, tz = (tw / n, tx / n, ty / n, tz / n) if n > 0.0 else (0.0, 0.0, 0.0, 0.0)
+            else:  # (the tie-breaker axis only matters near a half turn)
+                inherited, ua = (iw, ix, iy, iz), (ax, ay, az)
+                tw, tx, ty, tz = swing(ua, (tx, ty, tz), side(inherited, ua) if dot < -0.5 else X_AXIS)
+        fw = tw * iw - tx * ix - ty * iy - tz * iz  # frame = turn x inherited
+        fx = tw * ix + tx * iw + ty * iz - tz * iy
+        fy = tw * iy - tx * iz + ty * iw + tz * ix
+        fz = tw * iz + tx * iy - ty * ix + tz * iw
+        cx, cy, cz = -rx, -ry, -rz  # local = normalize4(conjugate(rest) x frame)
+        lw = rw * fw - cx * fx - cy * fy - cz * fz
+        lx = rw * fx + cx * fw + cy * fz - cz * fy
+        ly = rw * fy - cx * fz + cy * fw + cz * fx
+        lz = rw * fz + cx * fy - cy * fx + cz * fw
+        n = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
+        local[i] = (lw / n, lx / n, ly / n, lz / n) if n > 0.0 else (0.0, 0.0, 0.0, 0.0)
+        frames[i], heads[i] = (fw, fx, fy, fz), head
+
     def spheres(seg: list, new_heads: dict, frames: list, heads: list) -> None:
         """The article's CGA passes (fabrik.chain_numpy, placement "sphere") on an unlimited
         segment: each joint where the spheres about its two neighbours meet, nearest where it
@@ -245,6 +348,8 @@ def make_step(skeleton, plan, tolerance: float):
         goal: its effector's position, or the head its sub-base child is to take."""
         for i in seg:
             place(i, new_heads, local, frames, heads)
+        if seg[0] in settled:
+            return
         top = heads[seg[0]]
         gx, gy, gz = goal(seg[-1], new_heads)
         dx, dy, dz = gx - top[0], gy - top[1], gz - top[2]
@@ -288,6 +393,38 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads)
 
     return step
+
+
+def on_spheres(ax: float, ay: float, az: float, b: tuple, ra: float, rb: float, nx: float, ny: float, nz: float):
+    """floats.sphere_point(a, b, ra, rb, near, tie) written out, term by term in its order (the
+    same bits), where it reads no tie: None where it would (a on b, or near on the line a-b)."""
+    bx, by, bz = b
+    ux, uy, uz = bx - ax, by - ay, bz - az
+    d = math.sqrt(ux * ux + uy * uy + uz * uz)
+    if d <= 0.0:
+        return None
+    ux, uy, uz = ux / d, uy / d, uz / d
+    along = (d * d + ra * ra - rb * rb) / (2.0 * d)
+    h2 = ra * ra - along * along
+    h = math.sqrt(0.0 if 0.0 > h2 else h2)  # max(h2, 0.0)
+    vx, vy, vz = nx - ax, ny - ay, nz - az
+    t = vx * ux + vy * uy + vz * uz
+    vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
+    off = math.sqrt(vx * vx + vy * vy + vz * vz)
+    if off <= 1e-12 * (ra + rb):
+        return None
+    low = -ra
+    along = low if low > along else along  # min(max(along, -ra), ra)
+    along = ra if ra < along else along
+    return (ax + along * ux + h * vx / off, ay + along * uy + h * vy / off, az + along * uz + h * vz / off)
+
+
+def settled_segments(segments: list[list[int]], keep: dict, clamped: set, orientation: dict) -> set[int]:
+    """Tops of one-bone segments whose chain passes could only place the bone again where its
+    first placement put it (no stiffness, limits or orientation goal: that placement turned it
+    fully toward its goal, which its passes leave where it is); they are skipped."""
+    plain = [seg[0] for seg in segments if len(seg) == 1 and keep[seg[0]] == 1.0]
+    return {i for i in plain if i not in clamped and i not in orientation}
 
 
 def chain_segments(parents, plan) -> list[list[int]]:

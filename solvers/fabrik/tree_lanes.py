@@ -48,7 +48,7 @@ from ..maths.lanes import (
     where,
 )
 from ..skeleton import rows
-from .tree import HOLD, INNER, SHELL_MARGIN, chain_segments
+from .tree import HOLD, INNER, SHELL_MARGIN, chain_segments, settled_segments
 from .tree import make_step as make_float_step
 
 # A segment's chain passes gather their state to the frames still passing once those are at
@@ -135,6 +135,7 @@ def make_step(skeleton, plan, tolerance: float):
     points, orientation = plan.points, plan.orientation
     segments = chain_segments(parents, plan) if any(len(points[i]) > 1 for i in order) else []
     tops = {seg[0]: seg for seg in segments}
+    settled = settled_segments(segments, keep, clamped, orientation)
     schedule = [i for i in order if not any(i in seg[1:] for seg in segments)]
     spans = {seg[0]: [math.dist((0.0, 0.0, 0.0), points[i][0][0]) for i in seg] for seg in segments}
     reach_of = {seg[0]: sum(spans[seg[0]]) for seg in segments}
@@ -284,6 +285,8 @@ def make_step(skeleton, plan, tolerance: float):
         # a pass places (its mask) read them.
         for i in seg:
             place(i, new_heads, local, frames, heads)
+        if seg[0] in settled:
+            return
         top = heads[seg[0]]
         gx, gy, gz = goal(seg[-1], new_heads)
         dx, dy, dz = gx - top[0], gy - top[1], gz - top[2]

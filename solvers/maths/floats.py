@@ -139,11 +139,12 @@ def scaled(q: tuple, scale: float) -> tuple:
     return from_rotation_vector(x * angle, y * angle, z * angle)
 
 
-def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tuple) -> tuple:
+def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie) -> tuple:
     """solvers.quat.sphere_point on floats: the point at `ra` from `a` best keeping `rb` from `b`,
     nearest `near` on the circle where the spheres meet (their touching point where they
     do not); with `near` on the line a-b, off it along tie x (b - a). `a` on `b`: the point
-    at `ra` from `a` toward `near`."""
+    at `ra` from `a` toward `near`. `tie`: the axis, or a function giving it (called only there,
+    as solvers.maths.lanes.sphere_point)."""
     ux, uy, uz = b[0] - a[0], b[1] - a[1], b[2] - a[2]
     d = math.sqrt(ux * ux + uy * uy + uz * uz)
     if d <= 0.0:
@@ -157,7 +158,7 @@ def sphere_point(a: tuple, b: tuple, ra: float, rb: float, near: tuple, tie: tup
     vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
     off = math.sqrt(vx * vx + vy * vy + vz * vz)
     if off <= 1e-12 * (ra + rb):
-        tx, ty, tz = tie
+        tx, ty, tz = tie() if callable(tie) else tie
         vx, vy, vz = unit((ty * uz - tz * uy, tz * ux - tx * uz, tx * uy - ty * ux))
         if (vx, vy, vz) == (0.0, 0.0, 0.0):
             vx, vy, vz = perpendicular((ux, uy, uz))
