@@ -146,6 +146,14 @@ def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effecto
     frames, heads = forward(skeleton, rows(local))
     if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
         return local
+    return least_squares_steps(skeleton, local, effectors, near, steps)
+
+
+def least_squares_steps(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], near: float, steps: int):
+    """stepped_start's steps without its first look (a bake's next frame, which the targets have
+    left: solvers.skeleton_sequence): `local` moved by at most `steps` least-squares steps toward
+    `effectors` (pins resolved, poles left out), stopping within `near`; `local` itself when the
+    steps decline or would slide a pin beyond `near`."""
     entry = registry.LEAST_SQUARES
     unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
     stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
