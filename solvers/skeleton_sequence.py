@@ -53,11 +53,27 @@ from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_positions
-from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, moved_bones, resolve_pins
-from .skeleton_solve import Pose, branch_chain, branch_locals, effector_goals, solve_skeleton
+from .skeleton import (
+    Effector,
+    Skeleton,
+    SkeletonBatch,
+    SkeletonSolution,
+    merge_shared,
+    moved_bones,
+    resolve_pins,
+)
+from .skeleton_solve import (
+    START_WITHIN,
+    Pose,
+    branch_chain,
+    branch_locals,
+    effector_goals,
+    least_squares_steps,
+    solve_skeleton,
+)
 
 PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
-PREDICT_WITHIN = 10.0  # ... stopping once every tip is within this many tolerances
+PREDICT_WITHIN = START_WITHIN  # ... stopping once every tip is within this many tolerances (skeleton_solve's)
 POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued one's turn pops
 POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
 CHANGED = 1e-6  # radians: an input pose turning a bone further than this since the last frame changed
@@ -137,30 +153,26 @@ def _aim_settings(settings: dict) -> dict:
 
 
 def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
-    """The method from `start` moved toward the goals by at most `steps` least-squares steps
-    (None: the Jacobian's own cap), with a reason on the result if no step could be taken."""
-    steps_by = registry.LEAST_SQUARES
-    if registry.get(settings["method"]).least_squares:  # its own solve is the steps
+    """The method from `start` moved toward the goals by at most `steps` least-squares steps (None:
+    the least-squares method's own cap) by the one predictor, skeleton_solve's least-squares steps
+    (`least_squares_steps`, as `stepped_start` takes them: stopped within PREDICT_WITHIN
+    tolerances, poles left to the method, kept only where every pin stays that near; without
+    stepped_start's first look, the frame's targets having left the last solution). A method with
+    a start of its own (`Method.tree_start_steps`: FABRIK) finds this one near already, or steps
+    on from it where three steps fell short (taking one prediction's steps only raised FABRIK's
+    rotation cost on five effectors by 45%: docs/design.md)."""
+    entry = registry.get(settings["method"])
+    if entry.least_squares:  # its own solve is the steps
         return solve_skeleton(skeleton, start, effectors, **settings)
     tolerance = settings["tolerance"]
     if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
         moved = moved_bones(skeleton, [e.bone for e in effectors])
         tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
-    within = PREDICT_WITHIN * float(tolerance)
-    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]  # (a replace re-checks)
-    reason = ""
-    try:
-        stepped = solve_skeleton(skeleton, start, unpoled, method=steps_by.name, tolerance=within, max_iterations=steps)
-    except ValueError as exc:  # the method still solves, from the unmoved start: say so
-        reason = f"no least-squares steps before the solve ({exc})"
-    else:
-        pins = [j for j, e in enumerate(effectors) if e.pin]
-        if not pins or np.max(stepped.error[pins]) <= within:
-            start = stepped.local
-    solution = solve_skeleton(skeleton, start, effectors, **settings)
-    if reason:
-        solution = replace(solution, reason="; ".join(filter(None, (solution.reason, reason))))
-    return solution
+    if steps is None:
+        steps_by = registry.LEAST_SQUARES
+        steps = steps_by.tree_max_iterations or steps_by.max_iterations
+    start = least_squares_steps(skeleton, start, merge_shared(effectors), PREDICT_WITHIN * float(tolerance), steps)
+    return solve_skeleton(skeleton, start, effectors, **settings)
 
 
 def solve_skeleton_sequence(

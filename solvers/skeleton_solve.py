@@ -128,7 +128,7 @@ def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterat
 
 
 # A tree solve's start (Method.tree_start_steps): its steps stop once every tip is within this many
-# tolerances (as skeleton_sequence.PREDICT_WITHIN: a bake's frame, stepped already, is kept as it is).
+# tolerances (a bake's frame is predicted to the same nearness: skeleton_sequence).
 START_WITHIN = 10.0
 
 
@@ -143,13 +143,21 @@ def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effecto
     near = START_WITHIN * tolerance
     if steps <= 0:
         return local
-    entry = registry.LEAST_SQUARES
-    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
-    if any(e.orientation is not None for e in unpoled):  # the steps also turn toward orientations
+    if any(e.orientation is not None for e in effectors):  # the steps also turn toward orientations
         frames, heads = forward(skeleton, rows(local))
         if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
             return local
     # (otherwise the kernel measures the tips before its first step: none taken when all are near)
+    return least_squares_steps(skeleton, local, effectors, near, steps)
+
+
+def least_squares_steps(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], near: float, steps: int):
+    """stepped_start's steps without its first look (a bake's next frame, which the targets have
+    left: solvers.skeleton_sequence): `local` moved by at most `steps` least-squares steps toward
+    `effectors` (pins resolved, poles left out), stopping within `near`; `local` itself when the
+    steps decline or would slide a pin beyond `near`."""
+    entry = registry.LEAST_SQUARES
+    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
     stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
     if isinstance(stepped, str) or stepped.iterations == 0:
         return local

@@ -6,12 +6,12 @@ locks), nothing written until all is solved.
 
 Each unit's frames go one of two ways (app.bake.bake_unit.UnitFrames):
 - carried: when the unit's shape seen from its top bone's parent is a function of its own
-  rotations (`bake_unit.carry_reason`), it is read once in that parent's space and every frame
+  rotations (`bake_paths.carry_reason`), it is read once in that parent's space and every frame
   solved in one `solvers.solve_skeleton_sequence` call. A chain alone (one effector, not pinned)
   is carried whenever it can be: the scene is evaluated only to place its goals in that space
   (not at all when `rig.sampling` can read their curves), and the core's chain sequence kernel
   (`solvers.solve_sequence`) solves the whole range. A group, or a chain pinned, aiming or with
-  Move Root, which the core solves one frame after another anyway (`bake_unit.frame_after_frame`),
+  Move Root, which the core solves one frame after another anyway (`bake_paths.frame_after_frame`),
   is carried only when no frame needs evaluating at all.
 - frame by frame: each frame evaluated with `scene.frame_set`, the unit read there (bones above it
   solved earlier in the frame through `rig.fk`) and solved with `solvers.solve_skeleton_next`.
@@ -30,7 +30,7 @@ from ... import rig
 from ...rig import keys, sampling
 from ..spec import ChainSpec, groups
 from .bake_frames import FrameUnits, Solved
-from .bake_unit import carry_reason, frame_after_frame, stretch_weights  # noqa: F401 - app.bake's name
+from .bake_paths import carry_reason, frame_after_frame, stretch_weights  # noqa: F401 - app.bake's name
 
 PER_FRAME = "baked frame by frame"
 SAMPLED_GROUP = "baked as a tree from the first frame's pose, targets read from their curves"
@@ -41,8 +41,8 @@ CHUNK = 64
 def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
     """Per chain, why the core's chain sequence kernel cannot carry it through every frame in one
     call ('' when it can): in a group, pinned, aiming or with Move Root (the core solves those
-    frame after frame: `bake_unit.frame_after_frame`), or
-    its unit cannot be carried (`bake_unit.carry_reason`), or it rides on another unit's bones."""
+    frame after frame: `bake_paths.frame_after_frame`), or
+    its unit cannot be carried (`bake_paths.carry_reason`), or it rides on another unit's bones."""
     animated = keys.animated_paths(obj)
     chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
     reasons = [""] * len(specs)

@@ -1,0 +1,63 @@
+"""A bake frame's start (solvers.skeleton_sequence): the one least-squares predictor, skeleton_solve's
+steps (`least_squares_steps`, which `stepped_start` takes after its first look), then the frame's
+method from their pose."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_tree_solvers import trees
+
+import solvers
+from solvers import quat, registry, skeleton_sequence
+from solvers.skeleton import merge_shared, resolve_pins
+from solvers.skeleton_solve import START_WITHIN, least_squares_steps, stepped_start
+
+TOLERANCE = 1e-4
+PREDICTED = [name for name, entry in registry.REGISTRY.items() if entry.tree is not None and not entry.least_squares]
+
+
+def _goals(skeleton, local, bones, rng, spread: float, pinned: bool = False) -> list:
+    turned = quat.multiply(local, quat.from_rotation_vector(rng.uniform(-spread, spread, (len(local), 3))))
+    ends = skeleton.forward(turned)[2]
+    effectors = [solvers.Effector(b, position=ends[b]) for b in bones]
+    if pinned:
+        effectors[0] = solvers.Effector(bones[0], pin=True)
+    return effectors
+
+
+@pytest.mark.parametrize("method", PREDICTED)
+@settings(max_examples=15, deadline=None)
+@given(st.booleans().flatmap(lambda limited: trees(limited=limited)), st.booleans())
+def test_a_continued_frame_is_its_method_from_the_least_squares_steps(method, tree, pinned):
+    """A continued frame (no pole, the input pose unchanged) is the frame's method solved from the
+    last solution moved by least_squares_steps (PREDICT_STEPS within PREDICT_WITHIN tolerances):
+    the same numbers to the bit, for every method the predictor serves."""
+    skeleton, local, bones, rng = tree
+    if len(bones) < 2 and not pinned:
+        return  # one effector is a chain: the chain route, no predictor
+    previous = quat.normalize(quat.multiply(local, quat.from_rotation_vector(rng.uniform(-0.2, 0.2, (len(local), 3)))))
+    effectors = _goals(skeleton, local, bones, rng, 0.4, pinned)
+    frame = solvers.solve_skeleton_next(skeleton, local, effectors, previous, method=method, tolerance=TOLERANCE)
+    goals = resolve_pins(skeleton, local, effectors)
+    near = skeleton_sequence.PREDICT_WITHIN * TOLERANCE
+    start = least_squares_steps(skeleton, previous, merge_shared(goals), near, skeleton_sequence.PREDICT_STEPS)
+    direct = solvers.solve_skeleton(skeleton, start, goals, method=method, tolerance=TOLERANCE)
+    np.testing.assert_array_equal(frame.local, direct.local)
+    np.testing.assert_array_equal(frame.error, direct.error)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.booleans().flatmap(lambda limited: trees(limited=limited)))
+def test_stepped_start_is_its_first_look_then_the_same_steps(tree):
+    """stepped_start (a tree solve's start) is the input pose when every tip is near already, else
+    least_squares_steps from it: one predictor for Solve's FABRIK start and a bake's frames."""
+    skeleton, local, bones, rng = tree
+    effectors = merge_shared(resolve_pins(skeleton, local, _goals(skeleton, local, bones, rng, 0.8)))
+    near = START_WITHIN * TOLERANCE
+    ends = skeleton.forward(local)[2]
+    start = stepped_start(skeleton, local, effectors, TOLERANCE, 3)
+    if all(np.linalg.norm(ends[e.bone] - e.position) <= near for e in effectors):
+        assert start is local
+    else:
+        np.testing.assert_array_equal(start, least_squares_steps(skeleton, local, effectors, near, 3))
