@@ -237,9 +237,7 @@ def write_keys_in(
         co = np.empty(2 * old, dtype=np.float32)
         kp.foreach_get("co", co)
         t = co[0::2]
-        keep = np.ones(old, dtype=bool)
-        for low, high in frame_ranges:
-            keep &= (t < low - FRAME_EPSILON) | (t > high + FRAME_EPSILON)
+        keep = _outside(t, frame_ranges)
         rebuild = not np.all(keep)
         if rebuild and handles is None and np.any(keep) and _same_frames(t[~keep], frames):
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
@@ -314,18 +312,42 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     count = len(kp)
     co[2 * rows + 1] = values
     kp.foreach_set("co", co)
-    wanted = dict(NEW_KEY, interpolation=INTERPOLATIONS.index(interpolation))
-    for name, width, dtype in KEY_ATTRIBUTES[1:]:
-        if name in ("handle_left", "handle_right"):
-            continue  # AUTO_CLAMPED: FCurve.update() places them from the keys' co alone
-        array = np.empty(width * count, dtype=dtype)
-        kp.foreach_get(name, array)
-        table = array.reshape(count, width)
-        if np.any(table[rows] != wanted[name]):
-            table[rows] = wanted[name]
-            kp.foreach_set(name, array)
+    code = INTERPOLATIONS.index(interpolation)
+    # Each kind's attributes read into the rows of one table and compared in one pass (a numpy call
+    # per table, not three per attribute); only an attribute that differs is written back.
+    for names, wanted, dtype in ((_INT_NAMES, _NEW_INTS, np.int32), (_FLOAT_NAMES, _NEW_FLOATS, np.float32)):
+        table = np.empty((len(names), count), dtype=dtype)
+        for name, row in zip(names, table, strict=True):
+            kp.foreach_get(name, row)
+        if dtype is np.int32:
+            wanted = np.array([code, *wanted], dtype=np.int32)
+        differs = np.any(table[:, rows] != wanted[:, None], axis=1)
+        for i in np.flatnonzero(differs).tolist():
+            table[i, rows] = wanted[i]
+            kp.foreach_set(names[i], table[i])
     fc.update()
     return len(rows)
+
+
+def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarray:
+    """(n,) the key times `t` outside every one of `frame_ranges` (inclusive, FRAME_EPSILON of slack)."""
+    if not frame_ranges:
+        return np.ones(len(t), dtype=bool)
+    bounds = np.asarray(frame_ranges, dtype=float)
+    # In the times' dtype, as a comparison with a Python float is made (the bounds rounded to it).
+    low = (bounds[:, 0] - FRAME_EPSILON).astype(t.dtype)
+    high = (bounds[:, 1] + FRAME_EPSILON).astype(t.dtype)
+    return ~np.any((t[:, None] >= low) & (t[:, None] <= high), axis=1)
+
+
+# The attributes _overwrite sets on the keys it replaces (its handles are placed by FCurve.update()
+# from the keys' co alone: AUTO_CLAMPED), by kind; the int ones start with the interpolation.
+_INT_NAMES = ("interpolation",) + tuple(
+    name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.int32
+)
+_FLOAT_NAMES = tuple(name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.float32)
+_NEW_INTS = tuple(NEW_KEY[name] for name in _INT_NAMES[1:])
+_NEW_FLOATS = np.array([NEW_KEY[name] for name in _FLOAT_NAMES], dtype=np.float32)
 
 
 def keys_in_range(fc, frame_range: tuple[float, float]) -> int:

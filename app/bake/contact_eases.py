@@ -99,22 +99,26 @@ def joint_eases(
     frames = len(inputs)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
     starts = [h.start for h in plan.holds[1:]] + [frames]
+    # Every hold's (3, 4) corrections (new local rotation x input's^-1, the three bones) of its last
+    # and first frames in one product (each quaternion's own figures: the same as one by one).
+    ends = [h.end - 1 for h in plan.holds]
+    firsts = [h.start for h in plan.holds]
+    every = quat.multiply(solved[ends + firsts], quat.conjugate(inputs[ends + firsts]))
+    at_end, at_start = every[: len(ends)], every[len(ends) :]
     eases, ease_ins = [], []
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
-    for hold, following in zip(plan.holds, starts, strict=True):
-        last = hold.end - 1
-        # The three bones at once: (3, 4) corrections of the hold's last frame.
-        corrections = quat.multiply(solved[last], quat.conjugate(inputs[last]))
+    for h, (hold, following) in enumerate(zip(plan.holds, starts, strict=True)):
+        corrections = at_end[h]
         ease_ins.append(0 if crossed else hold.ease_in)
         target = None
         crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < frames
-        if crossed:
-            target = quat.multiply(solved[following], quat.conjugate(inputs[following]))
+        if crossed:  # the next hold's first frame's correction
+            target = at_start[h + 1]
         after = ease_frames(plan, hold, following, frames)
         eases.append((hold, after, inputs[after], corrections[None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases)
-    for ease, first_try, ease_in in zip(eases, plains, ease_ins, strict=True):
+    for h, (ease, first_try, ease_in) in enumerate(zip(eases, plains, ease_ins, strict=True)):
         hold, after, _, corrections, following, target = ease
         last = hold.end - 1
         out[after] = first_try[0]
@@ -132,6 +136,5 @@ def joint_eases(
             before = hold.start - np.arange(1, ease_in + 1)
             weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
             base = np.where(eased[before, None, None], out[before], inputs[before])
-            correction = quat.multiply(solved[hold.start], quat.conjugate(inputs[hold.start]))
-            out[before] = plant_legs.faded(base, correction, weight)
+            out[before] = plant_legs.faded(base, at_start[h], weight)
     return out, changed
