@@ -156,7 +156,7 @@ def solve_tree(
 def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, tolerance: float) -> bool:
     """A segment ending on `effector` whose end already meets it, with no pole or orientation to
     turn toward: its pass would keep it (the shape-keeping pass keeps a segment at its goal), so it
-    is not run (a bake's frames, started near their answer: tree_plan's docstring)."""
+    is not run (a bake's frames, started near their answer: the module's docstring)."""
     if effector.pole is not None or (effector.orientation is not None and effector.rotation_weight > 0.0):
         return False
     return math.dist(end_point(skeleton, frames, heads, effector.bone), tuple(effector.position.tolist())) <= tolerance
