@@ -61,8 +61,9 @@ SHELL_MARGIN = 1e-2
 # The weight left to a branch that reaches as things stand when its sub-base is placed: it lets
 # the branches that cannot reach move the sub-base nearly as far as they need.
 HOLD = 0.1
-# Plain one-point bones placed by the written-out `place_plain` (off: by `place`'s helper calls,
-# the same bits; tests/solvers/test_tree_fabrik_floats.py compares them).
+# Plain one-point bones placed by the written-out `place_plain`, and one-point heads estimated by
+# `estimate`'s written-out terms (off: by `place`'s helper calls and `estimate`'s loop, the same
+# bits; tests/solvers/test_tree_fabrik_floats.py compares them).
 WRITTEN_OUT = True
 
 
@@ -121,7 +122,7 @@ def make_step(skeleton, plan, tolerance: float):
     plain = {i: v for i, v in plain.items() if i not in clamped and i not in orientation} if WRITTEN_OUT else {}
     # Bones with one goal point and no orientation goal on it: (effector, child, its distance, weight).
     lone = {}
-    for i in reverse:
+    for i in reverse if WRITTEN_OUT else ():
         if len(points[i]) == 1 and not (points[i][0][2] == -1 and i in orientation):
             (vx, vy, vz), effector, child, w = points[i][0]
             lone[i] = (effector, child, math.sqrt(vx * vx + vy * vy + vz * vz), w)
