@@ -33,6 +33,7 @@ import contextlib
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,7 +163,7 @@ REPEATS = 5
 
 
 @contextlib.contextmanager
-def alone(obj):
+def alone(obj) -> Iterator[None]:
     """The scene holds `obj` and no other armature while timing: the other characters (the
     source, the other retarget) would otherwise be evaluated on each of Blender's frame changes
     too, a cost a user's one-character scene does not have."""

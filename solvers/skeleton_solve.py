@@ -151,7 +151,9 @@ def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effecto
     return least_squares_steps(skeleton, local, effectors, near, steps)
 
 
-def least_squares_steps(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], near: float, steps: int):
+def least_squares_steps(
+    skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], near: float, steps: int
+) -> np.ndarray:
     """stepped_start's steps without its first look (a bake's next frame, which the targets have
     left: solvers.skeleton_sequence): `local` moved by at most `steps` least-squares steps toward
     `effectors` (pins resolved, poles left out), stopping within `near`; `local` itself when the

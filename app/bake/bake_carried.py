@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -90,7 +91,7 @@ class Carried:
         if self.root_map is not None:
             self.heads_in[:] = np.asarray(root_location.head_world(obj_eval, self.rig.root))
 
-    def solve_carried(self, state, chunk: int, report=None):
+    def solve_carried(self, state, chunk: int, report=None) -> Iterator[None]:
         """Every frame in `solve_skeleton_sequence` calls of `chunk` frames (a modal bake yields
         between them), each chunk continuing the last one's solution; the solved rotations go
         straight to the key conversion (no locks, influence 1 here: `carry_reason`)."""

@@ -197,7 +197,9 @@ def solve_leg(
     return out, errors, changed, toe
 
 
-def ground_under(probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float):
+def ground_under(
+    probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float
+) -> np.ndarray | None:
     """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
     if probe is None:
         return None

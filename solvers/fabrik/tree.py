@@ -396,7 +396,9 @@ def make_step(skeleton, plan, tolerance: float):
     return step
 
 
-def on_spheres(ax: float, ay: float, az: float, b: tuple, ra: float, rb: float, nx: float, ny: float, nz: float):
+def on_spheres(
+    ax: float, ay: float, az: float, b: tuple, ra: float, rb: float, nx: float, ny: float, nz: float
+) -> tuple | None:
     """floats.sphere_point(a, b, ra, rb, near, tie) written out, term by term in its order (the
     same bits), where it reads no tie: None where it would (a on b, or near on the line a-b)."""
     bx, by, bz = b

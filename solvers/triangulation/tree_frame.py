@@ -42,7 +42,7 @@ def sub_base_frame(
     short: dict,
     weight: dict,
     start: tuple | None,
-):
+) -> tuple[np.ndarray, np.ndarray] | None:
     """(end position, world orientation) for the last bone of a segment ending on a sub-base, or
     None where that is its frame as it is (the segment would stay): from `start` (the lead,
     tree_lead: a turn about the last bone's head and a shift of that head; None: the frame as it
