@@ -75,7 +75,8 @@ class LegFrames:
         return per_frame[:1] if np.all(self.world == self.world[:1]) else per_frame
 
     def rows(self, rows: np.ndarray) -> LegFrames:
-        """The leg on frames `rows` only (indices, repeats allowed), its cached figures with it."""
+        """The leg on frames `rows` only (indices, repeats allowed), its cached figures with it;
+        its channel `values` stay the whole leg's (every frame: not sliced, as no caller reads them)."""
         return LegFrames(
             self.names,
             self.modes,
