@@ -161,6 +161,7 @@ def least_squares_steps(
     entry = registry.LEAST_SQUARES
     unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
     stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
+    # The kernel declines (a reason string) only for a pole's segment, and poles are left out above.
     if isinstance(stepped, str) or stepped.iterations == 0:
         return local
     if any(e.pin and stepped.error[k] > near for k, e in enumerate(effectors)):
