@@ -3,7 +3,11 @@ a predicted start that already meets every goal is the frame's result without th
 per method and case, how many frames were kept and the largest difference in the frames' local
 rotations and errors (and reached, iterations), the bake's worst reported error and playback error.
 
-    $PY5 bench/bench_tree_kept.py [--frames 120] [--poses 40] [--methods ...] [--cases ...]
+    $PY5 bench/bench_tree_kept.py [--frames 120] [--poses 40] [--methods ...] [--cases ...] [--repeats 5]
+
+Then the bake's time per frame (timing.cost: CPU unless wall is less) with kept frames off and
+on and Blender's IK + Bake Action, alternated --repeats rounds in this one process (the order
+turning each round), each side's least: the ratios to Blender as bench_tree gives them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_tree as bt  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
+from timing import alternated, cost  # noqa: E402
 
 
 def bake_recorded(ext, chains, motion, method, keep: bool):
@@ -47,6 +52,26 @@ def bake_recorded(ext, chains, motion, method, keep: bool):
     return batch, played, worst, kept[0]
 
 
+def timings(ext, chains, motion, methods, names, repeats: int) -> dict[str, float]:
+    """Per side (Blender, each method with kept frames off and on): its least cost per frame."""
+    sequence = ext.solvers.skeleton_sequence
+    original = sequence._kept
+
+    def ours(method, keep):
+        sequence._kept = original if keep else (lambda *args, **kwargs: None)
+        try:
+            return bt.bake_ours(ext, chains, motion, method)
+        finally:
+            sequence._kept = original
+
+    routes = {"blender": lambda: bt.bake_blender(chains, motion, names)}
+    for method in methods:
+        routes[f"{method} (kept off)"] = lambda method=method: ours(method, False)
+        routes[f"{method} (kept on)"] = lambda method=method: ours(method, True)
+    runs = alternated(routes, repeats)
+    return {side: min(cost(run[0], run[4]) for run in tried) for side, tried in runs.items()}
+
+
 def main(argv=None) -> None:
     import addon_utils
     import bpy
@@ -58,6 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--cases", nargs="*", default=list(bt.CASES), choices=list(bt.CASES))
     parser.add_argument("--methods", nargs="*", default=[])
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
     solvers, quat = ext.solvers, ext.solvers.quat
@@ -70,17 +96,19 @@ def main(argv=None) -> None:
         " | worst error (off / on) | playback error (off / on) |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    timed = []
     for name in args.cases:
         chains = bt.CASES[name]
         rng = np.random.default_rng(args.seed)  # bench_tree's draws: the poses, then the motion
         obj = bt.metarig()
         layout = ext.rig.tree.tree_layout(obj, chains)
-        skeleton, local0, _ = ext.rig.tree.read_tree(obj, bt.evaluated(obj), chains, layout)
+        skeleton, local0, names = ext.rig.tree.read_tree(obj, bt.evaluated(obj), chains, layout)
         bones = list(layout.effectors)
         for _ in range(args.poses):
             bt.random_locals(local0, rng, args.angle, quat)
         motion = bt.smooth_motion(skeleton, local0, bones, rng, args.frames, args.angle, quat)
-        for method in [m for m in solvers.REGISTRY if not args.methods or m in args.methods]:
+        methods = [m for m in solvers.REGISTRY if not args.methods or m in args.methods]
+        for method in methods:
             off, played_off, worst_off, _ = bake_recorded(ext, chains, motion, method, keep=False)
             on, played_on, worst_on, kept = bake_recorded(ext, chains, motion, method, keep=True)
             d_local = float(np.max(np.abs(on.local - off.local)))
@@ -93,6 +121,13 @@ def main(argv=None) -> None:
                 f" | {worst_off:.3e} / {worst_on:.3e} | {played_off:.3e} / {played_on:.3e} |",
                 flush=True,
             )
+        if args.repeats:
+            timed.append((name, timings(ext, chains, motion, methods, names, args.repeats)))
+    for name, times in timed:
+        blender = times.pop("blender")
+        print(f"\n{name}: Blender IK + Bake Action {1e3 * blender:.2f} ms / frame")
+        for side, seconds in times.items():
+            print(f"- {side}: {1e3 * seconds:.3f} ms / frame, {blender / seconds:.2f}x faster than Blender")
     addon_utils.disable("rigify", default_set=True)
 
 

@@ -184,8 +184,11 @@ def _stepped(
             steps = steps_by.tree_max_iterations or steps_by.max_iterations
         near = PREDICT_WITHIN * float(tolerance)
         start = least_squares_steps(skeleton, start, merge_shared(effectors), near, steps)
-    kept = _kept(skeleton, start, effectors, settings, moved) if keep else None
-    return kept if kept is not None else solve_skeleton(skeleton, start, effectors, **settings)
+    kept, why = _kept(skeleton, start, effectors, settings, moved) if keep else (None, "")
+    if kept is not None:
+        return kept
+    solved = solve_skeleton(skeleton, start, effectors, **settings)
+    return replace(solved, reason="; ".join(filter(None, (solved.reason, why)))) if why else solved
 
 
 def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int]):
@@ -200,14 +203,18 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     result is theirs up to rounding (tests/solvers/test_bake_kept_frame.py). A bake's frame
     continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
     the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
-    such a frame. None: the method solves."""
+    such a frame. (None, why): the method solves; `why`, where the start meets every goal but the
+    method moves it all the same (`Method.moves_met_start`: the Jacobian's Pose Pull), "" else."""
     if any(e.pole is not None for e in effectors):
-        return None
+        return None, ""
     entry = registry.get(settings["method"])
     runs, reason = tree_kernel(entry)
     options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
     length = float(np.sum(skeleton.lengths[moved])) if settings["tolerance"] is None else 0.0
-    tolerance = method_settings(entry.name, settings["tolerance"], settings["max_iterations"], options, length)[1]
+    _, tolerance, _, checked = method_settings(
+        entry.name, settings["tolerance"], settings["max_iterations"], options, length
+    )
+    why = runs.moves_met_start(checked if runs is entry else runs.defaults)
     goals = soften_effectors(skeleton, effectors)  # as solve_skeleton (none left in a bake's frames)
     local = np.array(start, dtype=float)
     if skeleton.limits is not None:
@@ -217,14 +224,16 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     for e in goals:
         distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
         if not distance <= tolerance:
-            return None
+            return None, ""
         if e.orientation is not None:
             w, x, y, z = floats.multiply(frames[e.bone], floats.conjugate(tuple(e.orientation.tolist())))
             turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
             if not turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) <= tolerance:
-                return None
+                return None, ""
         error.append(distance)
-    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error))
+    if why:
+        return None, f"{runs.name} solves a start that meets every goal: {why}"
+    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error)), ""
 
 
 def solve_skeleton_sequence(

@@ -83,8 +83,9 @@ def test_a_kept_frame_is_the_methods_own_result(method, case):
             goals[-1] = replace(goals[-1], position=ends[goals[-1].bone], orientation=frames[goals[-1].bone])
         settings = _settings(method)
         moved = moved_bones(skeleton, [e.bone for e in goals])
-        kept = skeleton_sequence._kept(skeleton, start, goals, settings, moved)
+        kept, why = skeleton_sequence._kept(skeleton, start, goals, settings, moved)
         own = solvers.solve_skeleton(skeleton, start, goals, **settings)
+        assert why == ""
         if case == "pole":
             assert kept is None
             continue
@@ -99,7 +100,7 @@ def test_a_kept_frame_is_the_methods_own_result(method, case):
             own.unheld,
         )
         far = [replace(goals[0], position=goals[0].position + [0.0, 0.0, 1.5 * TOLERANCE]), *goals[1:]]
-        assert skeleton_sequence._kept(skeleton, start, far, settings, moved) is None
+        assert skeleton_sequence._kept(skeleton, start, far, settings, moved) == (None, "")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -120,14 +121,15 @@ def test_every_kept_frame_of_a_bake_is_the_methods_own_result(method, case, monk
     kept, original = [], skeleton_sequence._kept
 
     def checked(skeleton, start, goals, settings, moved):
-        out = original(skeleton, start, goals, settings, moved)
+        out, why = original(skeleton, start, goals, settings, moved)
+        assert why == ""
         if out is not None:
             own = solvers.solve_skeleton(skeleton, start, goals, **settings)
             kept.append(float(max(np.max(np.abs(out.local - own.local)), np.max(np.abs(out.error - own.error)))))
             assert (out.reached, out.iterations, out.method, out.reason, out.unheld) == (
                 own.reached, own.iterations, own.method, own.reason, own.unheld,
             )  # fmt: skip
-        return out
+        return out, why
 
     monkeypatch.setattr(skeleton_sequence, "_kept", checked)
     solvers.solve_skeleton_sequence(
@@ -135,3 +137,21 @@ def test_every_kept_frame_of_a_bake_is_the_methods_own_result(method, case, monk
     )
     assert (not kept) if case == "pole" else (len(kept) >= 10), len(kept)
     assert max(kept, default=0.0) <= 1e-12
+
+
+def test_a_method_moving_a_met_start_is_called_and_says_why():
+    """The Jacobian's Pose Pull turns a pose that meets every goal (Method.moves_met_start): such a
+    frame is solved by the method all the same (its own result, moved toward the attractor) and its
+    reason says why it was not kept."""
+    skeleton, local, effectors, bones = _case("plain")
+    positions, _ = sway(skeleton, local, bones, np.random.default_rng(11), 4, spread=0.3, amplitude=0.01)
+    positions = np.repeat(positions, 2, axis=0)
+    goals = [replace(e, position=positions[0, k]) for k, e in enumerate(effectors)]
+    pull = {"method": "jacobian", "tolerance": 1e-3, "nullspace_gain": 0.5}
+    batch = solvers.solve_skeleton_sequence(skeleton, local, goals, positions, **pull)
+    assert "the Pose Pull moves a pose that meets every goal" in batch.reason
+    previous = batch.local[0]
+    frame = [replace(e, position=positions[1, k]) for k, e in enumerate(goals)]
+    own = solvers.solve_skeleton(skeleton, previous, frame, **pull)
+    np.testing.assert_array_equal(batch.local[1], own.local)
+    assert own.iterations > 0  # it did move the start that met every goal
