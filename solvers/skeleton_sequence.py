@@ -174,66 +174,60 @@ def _stepped(
     whose call is the one that checks the method can solve these effectors at all (FABRIK's tree
     declines sphere placement), the same settings every frame."""
     entry = registry.get(settings["method"])
+    # The least-squares method's own solve is the steps, and no frame is kept: its start is the last
+    # frame's solution, which the targets have left (0 of 120 frames met on bench_tree's bakes, where
+    # the look cost it 10-16%: bench/bench_tree_kept.py).
+    if entry.least_squares:
+        return solve_skeleton(skeleton, start, effectors, **settings)
     moved = moved_bones(skeleton, [e.bone for e in effectors])
     tolerance = settings["tolerance"]
     if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
         tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
-    if not entry.least_squares:  # (the least-squares method's own solve is the steps)
-        if steps is None:
-            steps_by = registry.LEAST_SQUARES
-            steps = steps_by.tree_max_iterations or steps_by.max_iterations
-        near = PREDICT_WITHIN * float(tolerance)
-        start = least_squares_steps(skeleton, start, merge_shared(effectors), near, steps)
-    kept, why = _kept(skeleton, start, effectors, settings, moved) if keep else (None, "")
-    if kept is not None:
-        return kept
-    solved = solve_skeleton(skeleton, start, effectors, **settings)
-    return replace(solved, reason="; ".join(filter(None, (solved.reason, why)))) if why else solved
+    if steps is None:
+        steps_by = registry.LEAST_SQUARES
+        steps = steps_by.tree_max_iterations or steps_by.max_iterations
+    start = least_squares_steps(skeleton, start, merge_shared(effectors), PREDICT_WITHIN * float(tolerance), steps)
+    kept = _kept(skeleton, start, effectors, settings, moved) if keep else None
+    return kept if kept is not None else solve_skeleton(skeleton, start, effectors, **settings)
 
 
 def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int]):
     """The method's own result from `start` built without calling it, where `start` already meets
     every goal the method checks (pins resolved): no pole (the prediction leaves poles to the
     method, which spins them even at 0 iterations), every end within the tolerance and every
-    orientation goal within it as an arc of its branch (the Jacobian's and the pins' hold rule,
-    common.pins.held), all measured on `start` clamped into the limits (as every tree kernel
-    starts). Every tree kernel then returns that start after 0 iterations (triangulation's "every
-    goal met as it stands", the shared loop's (common.tree_run) and the Jacobian's stop before a
-    step; FABRIK's start steps take none within the tolerance), and no pin is held again: the
+    orientation goal within it as an arc of its branch (the pins' hold rule, common.pins.held, and
+    the Jacobian's), all measured on `start` clamped into the limits (as every tree kernel starts).
+    Every tree kernel then returns that start after 0 iterations (triangulation's "every goal met
+    as it stands", the shared loop's (common.tree_run) and the Jacobian's stop before a step (Pose
+    Pull off); FABRIK's start steps take none within the tolerance), and no pin is held again: the
     result is theirs up to rounding (tests/solvers/test_bake_kept_frame.py). A bake's frame
     continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
     the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
-    such a frame. (None, why): the method solves; `why`, where the start meets every goal but the
-    method moves it all the same (`Method.moves_met_start`: the Jacobian's Pose Pull), "" else."""
+    such a frame. None: the method solves."""
     if any(e.pole is not None for e in effectors):
-        return None, ""
+        return None
     entry = registry.get(settings["method"])
     runs, reason = tree_kernel(entry)
     options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
     length = float(np.sum(skeleton.lengths[moved])) if settings["tolerance"] is None else 0.0
-    _, tolerance, _, checked = method_settings(
-        entry.name, settings["tolerance"], settings["max_iterations"], options, length
-    )
-    why = runs.moves_met_start(checked if runs is entry else runs.defaults)
+    tolerance = method_settings(entry.name, settings["tolerance"], settings["max_iterations"], options, length)[1]
     goals = soften_effectors(skeleton, effectors)  # as solve_skeleton (none left in a bake's frames)
     local = np.array(start, dtype=float)
     if skeleton.limits is not None:
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
-    frames, heads = forward(skeleton, rows(local))
+    frames, heads = forward(skeleton, rows(local), moved)  # (the goals' branches only)
     error = []
     for e in goals:
         distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
         if not distance <= tolerance:
-            return None, ""
+            return None
         if e.orientation is not None:
             w, x, y, z = floats.multiply(frames[e.bone], floats.conjugate(tuple(e.orientation.tolist())))
             turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
             if not turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) <= tolerance:
-                return None, ""
+                return None
         error.append(distance)
-    if why:
-        return None, f"{runs.name} solves a start that meets every goal: {why}"
-    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error)), ""
+    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error))
 
 
 def solve_skeleton_sequence(

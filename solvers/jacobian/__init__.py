@@ -110,8 +110,4 @@ METHOD = Method(
     sequence=float_steps("jacobian", chain_floats.solver, chain_floats.declines),
     tree=tree.solve,
     least_squares=True,
-    # (its Pose Pull iterates in the goals' nullspace until settled, goals met or not)
-    moves_met_start=lambda options: (
-        "the Pose Pull moves a pose that meets every goal" * (options["nullspace_gain"] > 0)
-    ),
 )

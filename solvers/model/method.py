@@ -85,11 +85,6 @@ class Method:
     # by the entry points (solvers.skeleton_solve.stepped_start), 0: from the input pose itself.
     # FABRIK's passes from the input pose turn the joints near the tips far more than the goals ask.
     tree_start_steps: int = 0
-    # Why its tree kernel, with these (checked) options, moves a start that already meets every
-    # goal ("": it returns that start after 0 iterations, as every kernel does by default): a
-    # bake's frame whose prediction meets every goal is then solved by it all the same, not kept
-    # without its call (solvers.skeleton_sequence), and the frame's reason says this.
-    moves_met_start: Callable[[dict], str] = field(default=lambda options: "")
 
     @property
     def iterative(self) -> bool:
