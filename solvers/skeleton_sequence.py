@@ -22,6 +22,10 @@ joint motion that follows the goals (`solve_skeleton_next`):
   unless it pops: turns a joint more than POP_RATIO times as far from frame f-1's pose as the
   continued one does, plus POP_MARGIN. Goals first: one that meets every goal beats one that
   does not.
+- A frame f > 0 whose stepped start already meets every goal the method checks (no pole; every
+  end, orientation and pin within the tolerance, in the limits) is the method's own result built
+  without calling it (`_kept`: 0 iterations, to rounding), every method alike but the
+  least-squares one, whose own solve is the prediction.
 Steps that would slide a pin beyond PREDICT_WITHIN tolerances (goals in conflict) are not taken:
 a method that holds pins may not bring one back from a start that moved it. For the Jacobian the
 steps are its own solve: it solves from the start directly.
