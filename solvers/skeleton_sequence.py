@@ -22,6 +22,10 @@ joint motion that follows the goals (`solve_skeleton_next`):
   unless it pops: turns a joint more than POP_RATIO times as far from frame f-1's pose as the
   continued one does, plus POP_MARGIN. Goals first: one that meets every goal beats one that
   does not.
+- A frame f > 0 whose stepped start already meets every goal the method checks (no pole; every
+  end, orientation and pin within the tolerance, in the limits) is the method's own result built
+  without calling it (`_kept`: 0 iterations, to rounding), every method alike but the
+  least-squares one, whose own solve is the prediction.
 Steps that would slide a pin beyond PREDICT_WITHIN tolerances (goals in conflict) are not taken:
 a method that holds pins may not bring one back from a start that moved it. For the Jacobian the
 steps are its own solve: it solves from the start directly.
@@ -46,21 +50,27 @@ from dataclasses import replace
 
 import numpy as np
 
+from . import limits as joint_limits
 from . import quat, registry
 from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
 from .chain_sequence import solve_sequence
 from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
-from .common.soft_goals import soften_positions
+from .common.soft_goals import soften_effectors, soften_positions
+from .maths import floats
 from .skeleton import (
     Effector,
     Skeleton,
     SkeletonBatch,
     SkeletonSolution,
+    end_point,
+    finish,
+    forward,
     merge_shared,
     moved_bones,
     resolve_pins,
+    rows,
 )
 from .skeleton_solve import (
     START_WITHIN,
@@ -70,6 +80,7 @@ from .skeleton_solve import (
     effector_goals,
     least_squares_steps,
     solve_skeleton,
+    tree_kernel,
 )
 
 PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
@@ -128,10 +139,10 @@ def solve_skeleton_next(
         return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
     effectors = resolve_pins(skeleton, local, effectors)  # a pin holds where this frame's input has it
     if previous is None:  # frame 0 continues its input pose; from far off, a method may need more
-        first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS)
+        first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS, keep=False)
         if first.reached:
             return first
-        tried = _stepped(skeleton, local, effectors, settings, None)
+        tried = _stepped(skeleton, local, effectors, settings, None, keep=False)
         return tried if tried.reached else first
     start = np.asarray(previous, dtype=float)
     changed = previous_input is not None and largest_turn(previous_input, local) > CHANGED
@@ -152,7 +163,9 @@ def _aim_settings(settings: dict) -> dict:
     return {key: settings[key] for key in ("method", "tolerance", "max_iterations")}
 
 
-def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps) -> SkeletonSolution:
+def _stepped(
+    skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps, keep: bool = True
+) -> SkeletonSolution:
     """The method from `start` moved toward the goals by at most `steps` least-squares steps (None:
     the least-squares method's own cap) by the one predictor, skeleton_solve's least-squares steps
     (`least_squares_steps`, as `stepped_start` takes them: stopped within PREDICT_WITHIN
@@ -160,19 +173,65 @@ def _stepped(skeleton, start: np.ndarray, effectors: list[Effector], settings: d
     stepped_start's first look, the frame's targets having left the last solution). A method with
     a start of its own (`Method.tree_start_steps`: FABRIK) finds this one near already, or steps
     on from it where three steps fell short (taking one prediction's steps only raised FABRIK's
-    rotation cost on five effectors by 45%: docs/design.md)."""
+    rotation cost on five effectors by 45%: docs/design.md). `keep`: a start already meeting
+    every goal is the result without the method's call (`_kept`); off on a bake's first frame,
+    whose call is the one that checks the method can solve these effectors at all (FABRIK's tree
+    declines sphere placement), the same settings every frame."""
     entry = registry.get(settings["method"])
-    if entry.least_squares:  # its own solve is the steps
+    # The least-squares method's own solve is the steps, and no frame is kept: its start is the last
+    # frame's solution, which the targets have left (0 of 120 frames met on bench_tree's bakes, where
+    # the look cost it 10-16%: bench/bench_tree_kept.py).
+    if entry.least_squares:
         return solve_skeleton(skeleton, start, effectors, **settings)
+    moved = moved_bones(skeleton, [e.bone for e in effectors])
     tolerance = settings["tolerance"]
     if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
-        moved = moved_bones(skeleton, [e.bone for e in effectors])
         tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
     if steps is None:
         steps_by = registry.LEAST_SQUARES
         steps = steps_by.tree_max_iterations or steps_by.max_iterations
     start = least_squares_steps(skeleton, start, merge_shared(effectors), PREDICT_WITHIN * float(tolerance), steps)
-    return solve_skeleton(skeleton, start, effectors, **settings)
+    kept = _kept(skeleton, start, effectors, settings, moved) if keep else None
+    return kept if kept is not None else solve_skeleton(skeleton, start, effectors, **settings)
+
+
+def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int]):
+    """The method's own result from `start` built without calling it, where `start` already meets
+    every goal the method checks (pins resolved): no pole (the prediction leaves poles to the
+    method, which spins them even at 0 iterations), every end within the tolerance and every
+    orientation goal within it as an arc of its branch (the pins' hold rule, common.pins.held, and
+    the Jacobian's), all measured on `start` clamped into the limits (as every tree kernel starts).
+    Every tree kernel then returns that start after 0 iterations (triangulation's "every goal met
+    as it stands", the shared loop's (common.tree_run) and the Jacobian's stop before a step (Pose
+    Pull off); FABRIK's start steps take none within the tolerance), and no pin is held again: the
+    result is theirs up to rounding (tests/solvers/test_bake_kept_frame.py). A bake's frame
+    continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
+    the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
+    such a frame. None: the method solves."""
+    if any(e.pole is not None for e in effectors):
+        return None
+    entry = registry.get(settings["method"])
+    runs, reason = tree_kernel(entry)
+    options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+    length = float(np.sum(skeleton.lengths[moved])) if settings["tolerance"] is None else 0.0
+    tolerance = method_settings(entry.name, settings["tolerance"], settings["max_iterations"], options, length)[1]
+    goals = soften_effectors(skeleton, effectors)  # as solve_skeleton (none left in a bake's frames)
+    local = np.array(start, dtype=float)
+    if skeleton.limits is not None:
+        local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
+    frames, heads = forward(skeleton, rows(local), moved)  # (the goals' branches only)
+    error = []
+    for e in goals:
+        distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
+        if not distance <= tolerance:
+            return None
+        if e.orientation is not None:
+            w, x, y, z = floats.multiply(frames[e.bone], floats.conjugate(tuple(e.orientation.tolist())))
+            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+            if not turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) <= tolerance:
+                return None
+        error.append(distance)
+    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error))
 
 
 def solve_skeleton_sequence(
