@@ -64,34 +64,7 @@ def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.nd
     for index in range(width):
         fc = curves.get((full, index))
         if fc is not None:
-            out[:, index] = curve_values(fc, frames, seen)
-    return out
-
-
-def curve_values(fc, frames: np.ndarray, seen: dict | None = None) -> np.ndarray:
-    """(F,) `fc` as playback evaluates it at (action) `frames`. Blender's F-Curve evaluation returns a
-    key's own value at its frame (whatever the interpolation), so on frames that are keys (a
-    capture keyed on every frame) the keys are read in one call; modifiers, and the frames between
-    keys, go through `FCurve.evaluate`. `seen` (a dict, one per `frames`): where each frame falls
-    among key times already looked up, by those times (an action's curves mostly share them)."""
-    count = len(fc.keyframe_points)
-    if not count or len(fc.modifiers):
-        return np.array([fc.evaluate(f) for f in frames.tolist()])
-    co = np.empty(2 * count, dtype=np.float32)
-    fc.keyframe_points.foreach_get("co", co)
-    times, values = co[0::2].astype(float), co[1::2].astype(float)
-    key = times.tobytes()
-    found = None if seen is None else seen.get(key)
-    if found is None:
-        at = np.clip(np.searchsorted(times, frames), 0, count - 1)
-        on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
-        found = at, np.flatnonzero(~on_key).tolist()
-        if seen is not None:
-            seen[key] = found
-    at, between = found
-    out = values[at]
-    for row in between:
-        out[row] = fc.evaluate(float(frames[row]))
+            out[:, index] = sampling.curve_values(fc, frames, seen)
     return out
 
 

@@ -68,7 +68,7 @@ def head_world(obj_eval, name: str) -> Vector:
 def played_locations(obj, name: str, action_frames: np.ndarray) -> np.ndarray:
     """(F, 3) the bone's location channel as it plays at `action_frames` (its keys, else its value)."""
     from .keys import assigned_fcurves, data_path
-    from .plant_curves import curve_values
+    from .sampling import curve_values
 
     path = data_path(name, "location")
     out = np.tile(np.array(obj.pose.bones[name].location, dtype=float), (len(action_frames), 1))

@@ -137,16 +137,28 @@ def target_positions(target, frames: np.ndarray) -> np.ndarray:
     return parts["location"] + parts["delta_location"]
 
 
-def curve_values(fc, frames: np.ndarray) -> np.ndarray:
-    """`fc` evaluated at `frames`. A curve without modifiers passes through its
-    keys whatever their interpolation, so frames that all fall on keys read the
-    key values in one call (a target keyed every frame); otherwise evaluate."""
-    kp = fc.keyframe_points
-    if len(kp) and not len(fc.modifiers):
-        co = np.empty(2 * len(kp), dtype=np.float32)
-        kp.foreach_get("co", co)
-        times, values = co[0::2].astype(float), co[1::2].astype(float)
-        at = np.searchsorted(times, frames)
-        if np.all(at < len(times)) and np.array_equal(times[np.minimum(at, len(times) - 1)], frames):
-            return values[at]
-    return np.array([fc.evaluate(float(f)) for f in frames])
+def curve_values(fc, frames: np.ndarray, seen: dict | None = None) -> np.ndarray:
+    """(F,) `fc` as playback evaluates it at (action) `frames`. Blender's F-Curve evaluation returns a
+    key's own value at its frame (whatever the interpolation), so on frames that are keys (a
+    capture keyed on every frame) the keys are read in one call; modifiers, and the frames between
+    keys, go through `FCurve.evaluate`. `seen` (a dict, one per `frames`): where each frame falls
+    among key times already looked up, by those times (an action's curves mostly share them)."""
+    count = len(fc.keyframe_points)
+    if not count or len(fc.modifiers):
+        return np.array([fc.evaluate(float(f)) for f in frames.tolist()])
+    co = np.empty(2 * count, dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    times, values = co[0::2].astype(float), co[1::2].astype(float)
+    key = times.tobytes()
+    found = None if seen is None else seen.get(key)
+    if found is None:
+        at = np.clip(np.searchsorted(times, frames), 0, count - 1)
+        on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
+        found = at, np.flatnonzero(~on_key).tolist()
+        if seen is not None:
+            seen[key] = found
+    at, between = found
+    out = values[at]
+    for row in between:
+        out[row] = fc.evaluate(float(frames[row]))
+    return out

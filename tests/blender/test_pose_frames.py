@@ -61,7 +61,7 @@ def test_batched_inverse_and_determinant_match_numpy():
 
 @pytest.mark.parametrize("interpolation", ["BEZIER", "LINEAR", "CONSTANT"])
 def test_curves_read_as_playback_evaluates_them_to_the_bit(leg, interpolation):
-    from chain_ik.rig import keys, plant_curves
+    from chain_ik.rig import keys, sampling
 
     curves = [fc for fc in keys.assigned_fcurves(leg) if fc.data_path.endswith("rotation_euler")]
     assert curves
@@ -71,8 +71,8 @@ def test_curves_read_as_playback_evaluates_them_to_the_bit(leg, interpolation):
             key.interpolation = interpolation
         fc.update()
         expected = np.array([fc.evaluate(f) for f in frames.tolist()])
-        assert np.array_equal(plant_curves.curve_values(fc, frames), expected)
+        assert np.array_equal(sampling.curve_values(fc, frames), expected)
     noisy = curves[0]
     noisy.modifiers.new("NOISE")  # a modifier: every frame through FCurve.evaluate
     expected = np.array([noisy.evaluate(f) for f in frames.tolist()])
-    assert np.array_equal(plant_curves.curve_values(noisy, frames), expected)
+    assert np.array_equal(sampling.curve_values(noisy, frames), expected)
