@@ -2,8 +2,8 @@
 
 Run inside a bpy venv:  <venv>/bin/python bench/bench_tree_floor_bake.py [--frames 120] [--repeats 3]
 
-The rig, cases, smooth motion and both bakes are bench_tree.py's (same seed and --poses: the same
-motion). Per frame, each part's least cost over --repeats rounds (bench/timing.py: CPU time, or
+The rig, cases, smooth motion and both bakes are bench_tree.py's (bench/tree_case.py: same seed
+and --poses, the same motion). Per frame, each part's least cost over --repeats rounds (bench/timing.py: CPU time, or
 the wall clock where less), in ms:
 - Blender: IK constraints + Bake Action (bench_tree.bake_blender), the anchor.
 - bake: Chain IK's whole bake of the method (bench_tree.bake_ours).
@@ -35,6 +35,7 @@ import bench_tree as bt  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
 from tables import print_cases  # noqa: E402
 from timing import Clock, cost  # noqa: E402
+from tree_case import add_case_arguments, read_case  # noqa: E402
 
 
 def per_frame(call, frames: int) -> float:
@@ -45,15 +46,9 @@ def per_frame(call, frames: int) -> float:
 
 def measure(ext, chains, args) -> dict:
     solvers, sequence = ext.solvers, ext.solvers.skeleton_sequence
-    rng = np.random.default_rng(args.seed)
-    quat = solvers.quat
-    obj = bt.metarig()
-    layout = ext.rig.tree.tree_layout(obj, chains)
-    skeleton, local0, names = ext.rig.tree.read_tree(obj, bt.evaluated(obj), chains, layout)
-    bones = list(layout.effectors)
-    for _ in range(args.poses):  # bench_tree's poses come first: the same motion after them
-        bt.random_locals(local0, rng, args.angle, quat)
-    motion = bt.smooth_motion(skeleton, local0, bones, rng, args.frames, args.angle, quat)
+    case = read_case(ext, chains, args)
+    skeleton, local0, names, bones = case.skeleton, case.local0, case.names, case.bones
+    motion = case.motion(args.frames, args.angle)
     methods = [m for m in solvers.REGISTRY if not args.methods or m in args.methods]
     effectors = [solvers.Effector(b, position=motion[0, j]) for j, b in enumerate(bones)]
     settings = {"tolerance": bt.SOLVE_TOLERANCE}
@@ -143,12 +138,8 @@ def table(name: str, m: dict) -> list[str]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--poses", type=int, default=100, help="bench_tree.py's --poses (the motion follows them)")
+    add_case_arguments(parser, poses=100, repeats=3)
     parser.add_argument("--frames", type=int, default=120)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--angle", type=float, default=0.6)
-    parser.add_argument("--seed", type=int, default=10)
-    parser.add_argument("--cases", nargs="*", default=list(bt.CASES), choices=list(bt.CASES))
     parser.add_argument("--methods", nargs="*", default=[], help="only these methods (default: every one)")
     args = parser.parse_args(argv)
     ext = load_extension(

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_tree as bt  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
 from timing import alternated, cost  # noqa: E402
+from tree_case import add_case_arguments, read_case  # noqa: E402
 
 
 def bake_recorded(ext, chains, motion, method, keep: bool):
@@ -77,16 +78,12 @@ def main(argv=None) -> None:
     import bpy
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--poses", type=int, default=40)
+    add_case_arguments(parser, poses=40, repeats=5)
     parser.add_argument("--frames", type=int, default=120)
-    parser.add_argument("--angle", type=float, default=0.6)
-    parser.add_argument("--seed", type=int, default=10)
-    parser.add_argument("--cases", nargs="*", default=list(bt.CASES), choices=list(bt.CASES))
     parser.add_argument("--methods", nargs="*", default=[])
-    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
-    solvers, quat = ext.solvers, ext.solvers.quat
+    solvers = ext.solvers
     if not hasattr(bpy.types.Object, "chain_ik"):
         ext.register()
     addon_utils.enable("rigify", default_set=True)
@@ -99,14 +96,8 @@ def main(argv=None) -> None:
     timed = []
     for name in args.cases:
         chains = bt.CASES[name]
-        rng = np.random.default_rng(args.seed)  # bench_tree's draws: the poses, then the motion
-        obj = bt.metarig()
-        layout = ext.rig.tree.tree_layout(obj, chains)
-        skeleton, local0, names = ext.rig.tree.read_tree(obj, bt.evaluated(obj), chains, layout)
-        bones = list(layout.effectors)
-        for _ in range(args.poses):
-            bt.random_locals(local0, rng, args.angle, quat)
-        motion = bt.smooth_motion(skeleton, local0, bones, rng, args.frames, args.angle, quat)
+        case = read_case(ext, chains, args)  # bench_tree's draws: the poses, then the motion
+        motion = case.motion(args.frames, args.angle)
         methods = [m for m in solvers.REGISTRY if not args.methods or m in args.methods]
         for method in methods:
             off, played_off, worst_off, _ = bake_recorded(ext, chains, motion, method, keep=False)
@@ -122,7 +113,7 @@ def main(argv=None) -> None:
                 flush=True,
             )
         if args.repeats:
-            timed.append((name, timings(ext, chains, motion, methods, names, args.repeats)))
+            timed.append((name, timings(ext, chains, motion, methods, case.names, args.repeats)))
     for name, times in timed:
         blender = times.pop("blender")
         print(f"\n{name}: Blender IK + Bake Action {1e3 * blender:.2f} ms / frame")
