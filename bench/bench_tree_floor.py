@@ -188,9 +188,13 @@ def method_list(text: str) -> list[str]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--methods", type=method_list, default=list(METHODS), help="jacobian,fabrik (default both)")
+    parser.add_argument("--methods", nargs="*", default=[], help="jacobian, fabrik or both (default both)")
     add_case_arguments(parser)
     args = parser.parse_args(argv)
+    try:  # as bench_tree.py takes them (space-separated), commas allowed too
+        args.methods = method_list(",".join(args.methods)) if args.methods else list(METHODS)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     ext = load_extension("solvers", "solvers.skeleton_solve", "rig.tree")
     import bpy
 
