@@ -22,17 +22,9 @@ from .common.pins import hold, off_frames
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_positions
 from .common.tree_run_lanes import errors_many
-from .skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonBatch,
-    finish,
-    merge_shared,
-    moved_bones,
-    ranked_weights,
-    resolve_pins,
-    shared_bones,
-)
+from .skeleton import Effector, Skeleton, SkeletonBatch, finish, ranked_weights
+from .skeleton_effectors import merge_shared, resolve_pins, shared_bones
+from .skeleton_floats import moved_bones
 from .skeleton_solve import solve_skeleton, stepped_start
 
 

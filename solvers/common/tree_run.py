@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import limits as joint_limits
-from ..skeleton import end_point, finish, forward, rows, to_locals
+from ..skeleton import finish
+from ..skeleton_floats import end_point, forward, rows, to_locals
 from .tree_plan import Plan
 from .tree_poles import apply_poles
 

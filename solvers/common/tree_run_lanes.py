@@ -16,7 +16,7 @@ import numpy as np
 from .. import limits as joint_limits
 from .. import quat
 from ..maths.lanes import conjugate, const, dist, lanes, multiply, normalize4, rotate, side, swing, take, where
-from ..skeleton import cached_rows, end_point, forward, rows
+from ..skeleton_floats import cached_rows, end_point, forward, rows
 from .tree_run import SETTLE, STALL, level_costs, settled
 
 

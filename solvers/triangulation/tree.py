@@ -55,19 +55,8 @@ from ..common.goals import read_goals
 from ..maths.floats import conjugate, multiply
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
-from ..skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonSolution,
-    cached_rows,
-    end_point,
-    finish,
-    forward,
-    levels,
-    moved_bones,
-    ranked_weights,
-    rows,
-)
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
+from ..skeleton_floats import cached_rows, end_point, forward, moved_bones, rows
 from .chain import CHAIN, shape_keeping_solver
 from .tree_frame import sub_base_frame
 from .tree_lead import lead

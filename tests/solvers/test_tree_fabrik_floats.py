@@ -15,7 +15,7 @@ import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
 from solvers.maths import floats
-from solvers.skeleton import forward, rows, to_locals
+from solvers.skeleton_floats import forward, rows, to_locals
 
 
 def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
