@@ -107,7 +107,7 @@ def solve_skeleton_many(
 
 def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray):
     """(effectors, positions, poles) with those on one bone merged as solve_skeleton merges them
-    (skeleton.merge_shared: their weighted mean position on each frame, the lead's pole)."""
+    (skeleton_effectors.merge_shared: their weighted mean position on each frame, the lead's pole)."""
     goals = merge_shared(effectors)
     if goals is effectors:
         return effectors, positions, poles

@@ -138,7 +138,7 @@ def make_sweep(skeleton, plan, effectors):
             for (b, (vx, vy, vz)), (tx, ty, tz) in zip(ends_of, targets, strict=True):
                 qw, qx, qy, qz = frames[b]
                 hx, hy, hz = heads[b]
-                # skeleton.end_point (floats.rotate) written out
+                # skeleton_floats.end_point (floats.rotate) written out
                 ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
                 ex = hx + (vx + qw * ux + (qy * uz - qz * uy))
                 ey = hy + (vy + qw * uy + (qz * ux - qx * uz))

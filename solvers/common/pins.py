@@ -44,7 +44,7 @@ def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple
     pins = [k for k, e in enumerate(effectors) if e.pin]
     if not pins:
         return []
-    # Plain floats (solvers.skeleton): this runs after every solve with a pin.
+    # Plain floats (solvers.skeleton_floats): this runs after every solve with a pin.
     frames, heads = forward(skeleton, rows(local))
     out = []
     for k in pins:
