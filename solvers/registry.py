@@ -22,7 +22,7 @@ solvers.model.method) plus one line below. The declaration names its options
 - `tree(skeleton, local (n, 4), effectors, tolerance, max_iterations, options)
   -> SkeletonSolution | str` (optional): several effectors on one skeleton solved together
   (`solvers.skeleton_solve.solve_skeleton`; pins already resolved, at most one effector per bone:
-  `skeleton.merge_shared`). It must rank priority levels, pins first (`skeleton.level`): solve
+  `skeleton_effectors.merge_shared`). It must rank priority levels, pins first (`skeleton.level`): solve
   them in turn or weigh them (`skeleton.ranked_weights`); `solve_skeleton` then holds any pin
   still off (`common.pins.hold`). A `str` is the reason it cannot solve them (raised as
   ValueError). A method without `tree` still solves several effectors: by the least-squares

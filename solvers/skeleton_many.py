@@ -22,17 +22,9 @@ from .common.pins import hold, off_frames
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_positions
 from .common.tree_run_lanes import errors_many
-from .skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonBatch,
-    finish,
-    merge_shared,
-    moved_bones,
-    ranked_weights,
-    resolve_pins,
-    shared_bones,
-)
+from .skeleton import Effector, Skeleton, SkeletonBatch, finish, ranked_weights
+from .skeleton_effectors import merge_shared, resolve_pins, shared_bones
+from .skeleton_floats import moved_bones
 from .skeleton_solve import solve_skeleton, stepped_start
 
 
@@ -115,7 +107,7 @@ def solve_skeleton_many(
 
 def _merged(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray):
     """(effectors, positions, poles) with those on one bone merged as solve_skeleton merges them
-    (skeleton.merge_shared: their weighted mean position on each frame, the lead's pole)."""
+    (skeleton_effectors.merge_shared: their weighted mean position on each frame, the lead's pole)."""
     goals = merge_shared(effectors)
     if goals is effectors:
         return effectors, positions, poles

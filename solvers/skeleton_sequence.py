@@ -59,19 +59,9 @@ from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_effectors, soften_positions
 from .maths import floats
-from .skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonBatch,
-    SkeletonSolution,
-    end_point,
-    finish,
-    forward,
-    merge_shared,
-    moved_bones,
-    resolve_pins,
-    rows,
-)
+from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, finish
+from .skeleton_effectors import merge_shared, resolve_pins
+from .skeleton_floats import end_point, forward, moved_bones, rows
 from .skeleton_solve import (
     START_WITHIN,
     Pose,

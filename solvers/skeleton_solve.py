@@ -26,18 +26,9 @@ from .common.soft_goals import soften_effectors
 from .maths import floats
 from .model.chain import Chain
 from .model.method import Method
-from .skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonSolution,
-    end_point,
-    finish,
-    forward,
-    merge_shared,
-    moved_bones,
-    resolve_pins,
-    rows,
-)
+from .skeleton import Effector, Skeleton, SkeletonSolution, finish
+from .skeleton_effectors import merge_shared, resolve_pins
+from .skeleton_floats import end_point, forward, moved_bones, rows
 
 
 def tree_kernel(entry: Method) -> tuple[Method, str]:

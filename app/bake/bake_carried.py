@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import solvers
 from ...rig import modes, root_location, sampling, sequence, tree
+from ...solvers.skeleton_effectors import resolve_pins
 from ..solve.group_solve import named_bones
 from .bake_paths import check_rigid_at
 
@@ -136,7 +137,7 @@ class Carried:
             state.quats[name][:] = solved[:, i]
             state.locks[name] = modes.NO_LOCKS
         goals = self.positions.copy()
-        for j, e in enumerate(solvers.skeleton.resolve_pins(skeleton, local, self.template)):
+        for j, e in enumerate(resolve_pins(skeleton, local, self.template)):
             if e.pin:
                 goals[:, j] = e.position
         if shifts is not None:  # Move Root: the location channel where the root moved (its input's elsewhere)

@@ -29,6 +29,7 @@ from ...solvers import quat
 from ...solvers.common import root_move
 from ...solvers.common.aim_goals import aim_miss
 from ...solvers.model.aim_axis import axis_vector
+from ...solvers.skeleton_effectors import resolve_pins
 from ..solve import read_alone
 from ..solve.goals import Goals, chain_goals
 from ..solve.group_solve import group_notes, group_rig, group_tolerance, named_bones
@@ -147,7 +148,7 @@ class UnitFrames(Carried):
         seconds = time.perf_counter() - start
         self._note(solution.reason, names)
         self._write(state, k, names, local, solution.local)
-        goals = np.array([e.position for e in solvers.skeleton.resolve_pins(skeleton, local, effectors)])
+        goals = np.array([e.position for e in resolve_pins(skeleton, local, effectors)])
         scale = space.uniform_scale()
         scales = None if scale is None else np.array([scale])
         to_world = lambda f, point: space.to_world(point)  # noqa: E731

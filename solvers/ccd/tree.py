@@ -43,7 +43,7 @@ from ..common.tree_mixing import goal_pairs, mixed
 from ..common.tree_plan import free_twist, make_plan
 from ..common.tree_run import run
 from ..maths.floats import IDENTITY, best_rotation, normalize4, perpendicular, profile_rotation, scaled, swing
-from ..skeleton import cached_rows, rows
+from ..skeleton_floats import cached_rows, rows
 
 # Several effectors: a bone at depth d below the tree's root takes 1 / (1 + SPREAD d) of its best
 # turn per sweep (module doc). On the metarig's trees 0.6 gave 1.07-1.21x Blender's rotation
@@ -138,7 +138,7 @@ def make_sweep(skeleton, plan, effectors):
             for (b, (vx, vy, vz)), (tx, ty, tz) in zip(ends_of, targets, strict=True):
                 qw, qx, qy, qz = frames[b]
                 hx, hy, hz = heads[b]
-                # skeleton.end_point (floats.rotate) written out
+                # skeleton_floats.end_point (floats.rotate) written out
                 ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
                 ex = hx + (vx + qw * ux + (qy * uz - qz * uy))
                 ey = hy + (vy + qw * uy + (qz * ux - qx * uz))

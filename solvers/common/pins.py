@@ -26,7 +26,8 @@ import numpy as np
 from .. import quat
 from ..maths.floats import conjugate, multiply
 from ..model.method import Method
-from ..skeleton import end_point, finish, forward, level, moved_bones, rows
+from ..skeleton import finish, level
+from ..skeleton_floats import end_point, forward, moved_bones, rows
 from .tree_run_lanes import forward_many
 
 UNHELD = "a pin cannot hold"  # how a reason says it (last, after the method's own reason)
@@ -43,7 +44,7 @@ def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple
     pins = [k for k, e in enumerate(effectors) if e.pin]
     if not pins:
         return []
-    # Plain floats (solvers.skeleton): this runs after every solve with a pin.
+    # Plain floats (solvers.skeleton_floats): this runs after every solve with a pin.
     frames, heads = forward(skeleton, rows(local))
     out = []
     for k in pins:

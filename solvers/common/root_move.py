@@ -38,7 +38,8 @@ from dataclasses import replace
 import numpy as np
 
 from ..maths.floats import rotate
-from ..skeleton import Effector, Skeleton, SkeletonSolution, forward, ranked_weights, rows
+from ..skeleton import Effector, Skeleton, SkeletonSolution, ranked_weights
+from ..skeleton_floats import forward, rows
 
 PIN_SHARE = 0.99  # a pinned branch is kept this share of its reach from the root (no straight lock)
 SHRINK = 0.02  # a branch that fell short is taken to reach this share less than it got

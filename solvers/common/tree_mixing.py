@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import limits as joint_limits
 from ..maths.floats import from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import cached_rows, end_point, forward
+from ..skeleton_floats import cached_rows, end_point, forward
 
 AXES = ((1.0, 0.0, 0.0), (0.0, 0.0, 1.0))  # an orientation goal's pairs: its bone's X and Z axes
 # Iterations remembered (Anderson's depth): CCD on the metarig's five effectors reaches 88% of

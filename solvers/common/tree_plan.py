@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..skeleton import level, levels, moved_bones, ranked_weights, rows
+from ..skeleton import level, levels, ranked_weights
+from ..skeleton_floats import moved_bones, rows
 
 
 @dataclass

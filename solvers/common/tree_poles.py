@@ -12,7 +12,7 @@ import numpy as np
 from .. import limits as joint_limits
 from .. import quat
 from ..model.chain import Chain
-from ..skeleton import end_point, forward, rows
+from ..skeleton_floats import end_point, forward, rows
 from . import goals
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import limits as joint_limits
-from ..skeleton import end_point, finish, forward, rows, to_locals
+from ..skeleton import finish
+from ..skeleton_floats import end_point, forward, rows, to_locals
 from .tree_plan import Plan
 from .tree_poles import apply_poles
 
@@ -52,7 +53,7 @@ def run(
     """Iterate `step(local, frames, heads)` (lists of tuples, in place) from `local` clamped into
     the limits until every effector is within `tolerance`, the cap, or it settles (or, unless
     `stop_on_stall` is off, stalls); then the local rotations (`free_twist` bones as minimal swings,
-    see skeleton.to_locals), poles, and the result measured by skeleton.finish.
+    see skeleton_floats.to_locals), poles, and the result measured by skeleton.finish.
 
     `stop_on_stall` off: a step moving the ends little does not end the solve, only a settled
     cost does (CCD's mixed sweeps, common.tree_mixing: a sweep crawling near a goal moves the ends

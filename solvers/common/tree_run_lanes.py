@@ -4,7 +4,7 @@ The state is solvers.common.tree_run's (local rotations, world frames and heads 
 moved bone's entries as lanes (solvers.maths.lanes: one array entry per frame). Each frame
 stops where `run` would stop it (within tolerance, the cap, stalled or settled); the frames
 still iterating are gathered after every iteration, so a step works on those alone. Then the
-local rotations (skeleton.to_locals per frame) and the errors measured on them (skeleton.finish).
+local rotations (skeleton_floats.to_locals per frame) and the errors measured on them (skeleton.finish).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from .. import limits as joint_limits
 from .. import quat
 from ..maths.lanes import conjugate, const, dist, lanes, multiply, normalize4, rotate, side, swing, take, where
-from ..skeleton import cached_rows, end_point, forward, rows
+from ..skeleton_floats import cached_rows, end_point, forward, rows
 from .tree_run import SETTLE, STALL, level_costs, settled
 
 
@@ -202,7 +202,7 @@ def _floats(value):
 
 
 def to_locals_many(skeleton, local: np.ndarray, frames: list, bones: list[int], swing_only: set[int], m: int):
-    """solvers.skeleton.to_locals per frame: (m, n, 4); `local` one input pose (n, 4) or one per
+    """solvers.skeleton_floats.to_locals per frame: (m, n, 4); `local` one input pose (n, 4) or one per
     frame (m, n, 4)."""
     n = skeleton.n_bones
     local = np.asarray(local, dtype=float)

@@ -53,7 +53,7 @@ from ..maths.floats import (
     swing,
     unit,
 )
-from ..skeleton import rows
+from ..skeleton_floats import rows
 
 # Chain passes per iteration on each segment of a tree with sub-bases.
 INNER = 8

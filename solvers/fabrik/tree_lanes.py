@@ -47,7 +47,7 @@ from ..maths.lanes import (
     unit,
     where,
 )
-from ..skeleton import rows
+from ..skeleton_floats import rows
 from .tree import HOLD, INNER, SHELL_MARGIN, chain_segments, settled_segments
 from .tree import make_step as make_float_step
 

@@ -1,4 +1,4 @@
-"""The float helpers of solvers.skeleton and solvers.maths.floats on *lanes*: many frames at once.
+"""The float helpers of solvers.skeleton_floats and solvers.maths.floats on *lanes*: many frames at once.
 
 A lane vector is a tuple of 3 numpy arrays (m,), a lane quaternion a tuple of 4, one entry per
 frame; plain floats stand in for values every frame shares (a bone's offset, a pin's target).

@@ -55,19 +55,8 @@ from ..common.goals import read_goals
 from ..maths.floats import conjugate, multiply
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
-from ..skeleton import (
-    Effector,
-    Skeleton,
-    SkeletonSolution,
-    cached_rows,
-    end_point,
-    finish,
-    forward,
-    levels,
-    moved_bones,
-    ranked_weights,
-    rows,
-)
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
+from ..skeleton_floats import cached_rows, end_point, forward, moved_bones, rows
 from .chain import CHAIN, shape_keeping_solver
 from .tree_frame import sub_base_frame
 from .tree_lead import lead
@@ -91,7 +80,7 @@ def solve_tree(
     options: dict,
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
-    bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton.merge_shared)
+    bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton_effectors.merge_shared)
     plan = segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
     weight = dict(zip(bones_of, ranked_weights(effectors), strict=True))
@@ -101,7 +90,7 @@ def solve_tree(
         moved = moved_bones(skeleton, bones_of)
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
     # Plain floats between the segments' solves (rows of the local rotations, world frames and
-    # heads: solvers.skeleton's forward): numpy's per-call cost on a few bones was most of a pass.
+    # heads: solvers.skeleton_floats' forward): numpy's per-call cost on a few bones was most of a pass.
     current = rows(local)
     goals_at = [tuple(e.position.tolist()) for e in effectors]
     goal_of = dict(zip(bones_of, goals_at, strict=True))
@@ -202,7 +191,7 @@ def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float
 
 def _chain(skeleton: Skeleton, bones: list[int], frames: list, heads: list) -> Chain:
     """The segment `bones` as a Chain from the current pose (joints at the heads, then the end;
-    rows of floats: solvers.skeleton's forward)."""
+    rows of floats: solvers.skeleton_floats' forward)."""
     parent = skeleton.parents[bones[0]]
     points = [heads[b] for b in bones]
     points.append(end_point(skeleton, frames, heads, bones[-1]))

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import quat
 from ..maths.floats import IDENTITY, from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import Effector, Skeleton, end_point
+from ..skeleton import Effector, Skeleton
+from ..skeleton_floats import end_point
 from .tree_plan import child, reach_from
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per

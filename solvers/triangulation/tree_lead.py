@@ -14,7 +14,8 @@ settles on (docs/design.md, "Tree triangulation: turn and speed").
 from __future__ import annotations
 
 from ..maths.floats import IDENTITY, conjugate, from_rotation_vector, multiply, normalize4, rotate
-from ..skeleton import Effector, Skeleton, end_point
+from ..skeleton import Effector, Skeleton
+from ..skeleton_floats import end_point
 from .tree_frame import solve_small
 from .tree_plan import joints_below
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..skeleton import Effector, Skeleton, moved_bones
+from ..skeleton import Effector, Skeleton
+from ..skeleton_floats import moved_bones
 
 
 def kept(skeleton: Skeleton, name: str, key, compute):

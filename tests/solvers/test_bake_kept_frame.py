@@ -13,7 +13,8 @@ from test_tree_sequence import sway
 
 import solvers
 from solvers import quat, skeleton_sequence
-from solvers.skeleton import moved_bones, resolve_pins
+from solvers.skeleton_effectors import resolve_pins
+from solvers.skeleton_floats import moved_bones
 
 METHODS = [m.name for m in solvers.registry.METHOD_LIST]
 TOLERANCE = 1e-4

@@ -18,7 +18,7 @@ from solvers.common.tree_mixing import goal_pairs
 from solvers.common.tree_plan import make_plan
 from solvers.maths import floats
 from solvers.maths.floats import best_rotation, conjugate, multiply, normalize4, rotate, scaled
-from solvers.skeleton import end_point, forward, rows
+from solvers.skeleton_floats import end_point, forward, rows
 
 
 def reference_sweep(skeleton, plan, effectors):

@@ -115,7 +115,8 @@ def test_the_graph_sees_the_layers():
     assert "solvers" in GRAPH["rig.read"]
     assert "properties" in LOAD_GRAPH["app.spec"] and "solvers" in LOAD_GRAPH["properties"]
     assert "solvers.registry" in LOAD_GRAPH["solvers.api"] and "solvers.fabrik" in LOAD_GRAPH["solvers.registry"]
-    assert "solvers.fabrik.tree" in LOAD_GRAPH["solvers.fabrik"] and "solvers.skeleton" in GRAPH["solvers.fabrik.tree"]
+    assert "solvers.fabrik.tree" in LOAD_GRAPH["solvers.fabrik"]
+    assert "solvers.skeleton_floats" in GRAPH["solvers.fabrik.tree"]
 
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
@@ -178,12 +179,15 @@ def _solvers_layer(module: str) -> int:
 SOLVERS_ORDER = ("maths", "model", "common", "methods", "registry", "entry")
 METHODS_LAYER = SOLVERS_ORDER.index("methods")
 SOLVERS_FOLDERS = {"maths": 0, "model": 1, "common": 2}
-# Modules at the top of solvers/: quat, limits, skeleton and stretch keep the paths the Blender side
-# imports them by; their layers are maths, model, model and common.
+# Modules at the top of solvers/: quat, limits, skeleton (with skeleton_floats and skeleton_effectors
+# beside it) and stretch keep the paths the Blender side imports them by; their layers are maths,
+# model, model and common.
 SOLVERS_MODULES = {
     "solvers.quat": 0,
     "solvers.limits": 1,
     "solvers.skeleton": 1,
+    "solvers.skeleton_floats": 1,
+    "solvers.skeleton_effectors": 1,
     "solvers.stretch": 2,
     "solvers.skeleton_stretch": 2,
     "solvers.registry": 4,

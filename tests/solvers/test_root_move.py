@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import solvers
 from solvers import registry
 from solvers.common import pins, root_move
-from solvers.skeleton import moved_bones, resolve_pins
+from solvers.skeleton_effectors import resolve_pins
+from solvers.skeleton_floats import moved_bones
 
 METHODS = [m.name for m in registry.METHOD_LIST]
 

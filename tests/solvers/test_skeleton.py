@@ -8,6 +8,7 @@ import pytest
 
 import solvers
 from solvers import quat
+from solvers.skeleton_effectors import resolve_pins
 
 _spec = importlib.util.spec_from_file_location("_goal_chains", Path(__file__).with_name("test_goals.py"))
 goal_chains = importlib.util.module_from_spec(_spec)
@@ -76,7 +77,7 @@ def test_pins_take_the_input_pose():
     tree_shapes = _load("tree_shapes")
     skeleton, local, (left, right) = tree_shapes.y_tree()
     targets, posed = tree_shapes.fk_targets(skeleton, local, [left, right], np.random.default_rng(1))
-    pins = solvers.skeleton.resolve_pins(
+    pins = resolve_pins(
         skeleton, posed, [solvers.Effector(left, pin=True), solvers.Effector(right, targets[1])]
     )
     frames, _, ends = skeleton.forward(posed)

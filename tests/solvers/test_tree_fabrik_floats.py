@@ -15,7 +15,7 @@ import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
 from solvers.maths import floats
-from solvers.skeleton import forward, rows, to_locals
+from solvers.skeleton_floats import forward, rows, to_locals
 
 
 def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
@@ -83,7 +83,7 @@ def test_spheres_written_out_are_sphere_point_to_the_bit(a, b, ra, rb, near, on_
 
 
 def _forward_by_helpers(skeleton, local):
-    """solvers.skeleton.forward as it was, by floats' helpers (the reference)."""
+    """solvers.skeleton_floats.forward as it was, by floats' helpers (the reference)."""
     frames, heads = [], []
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
     base = tuple(skeleton.base_frame.tolist())
@@ -99,7 +99,7 @@ def _forward_by_helpers(skeleton, local):
 
 
 def _to_locals_by_helpers(skeleton, local, frames, bones, swing_only):
-    """solvers.skeleton.to_locals as it was, by floats' helpers (the reference)."""
+    """solvers.skeleton_floats.to_locals as it was, by floats' helpers (the reference)."""
     out, inputs, solved = np.array(local, dtype=float), rows(local), []
     reference, links = rows(skeleton.reference), rows(skeleton.links)
     base = tuple(skeleton.base_frame.tolist())
@@ -122,7 +122,7 @@ def _to_locals_by_helpers(skeleton, local, frames, bones, swing_only):
 @settings(max_examples=60, deadline=None)
 @given(trees(), st.floats(0.0, 3.1))
 def test_forward_and_to_locals_written_out_are_the_helpers_to_the_bit(tree, spread):
-    """skeleton.forward and skeleton.to_locals (written out) against floats' helpers; turns up to
+    """skeleton_floats.forward and to_locals (written out) against floats' helpers; turns up to
     `spread` radians per bone, so swings past a quarter turn (floats.swing's own path) come too."""
     skeleton, local, _, rng = tree
     n = skeleton.n_bones

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import solvers
 from solvers.jacobian import tree as tree_jacobian
 from solvers.jacobian import tree_iterate, tree_plain
+from solvers.skeleton_effectors import resolve_pins
 
 NAMES_BY_COUNT = {
     2: ["forearm.L", "forearm.R"],
@@ -67,7 +68,7 @@ def test_other_cases_take_the_general_loop():
     assert not tree_plain.applies(tree, "dls", 0.0, True)  # mass weighting
     pinned = [solvers.Effector(effs[0].bone, pin=True), *effs[1:]]  # two priority levels
     assert not tree_plain.applies(
-        tree_jacobian.Tree(SKELETON, solvers.skeleton.resolve_pins(SKELETON, LOCAL, pinned)), "dls", 0.0, False
+        tree_jacobian.Tree(SKELETON, resolve_pins(SKELETON, LOCAL, pinned)), "dls", 0.0, False
     )
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import solvers
 from solvers import quat, registry
-from solvers.skeleton import moved_bones
+from solvers.skeleton_floats import moved_bones
 
 METHODS = [m.name for m in registry.METHOD_LIST if m.tree is not None]
 

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solvers import quat
-from solvers import skeleton as tree
+from solvers import skeleton_floats as tree
 from solvers.maths import floats
 
 

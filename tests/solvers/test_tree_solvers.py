@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import solvers
 from solvers import limits as joint_limits
 from solvers import quat, registry
-from solvers import skeleton as tree
+from solvers import skeleton_floats as tree
 
 _spec = importlib.util.spec_from_file_location("_goal_chains", Path(__file__).with_name("test_goals.py"))
 goal_chains = importlib.util.module_from_spec(_spec)

@@ -12,7 +12,7 @@ from test_tree_solvers import trees
 
 import solvers
 from solvers import quat, registry
-from solvers.skeleton import merge_shared, resolve_pins
+from solvers.skeleton_effectors import merge_shared, resolve_pins
 from solvers.skeleton_solve import START_WITHIN, stepped_start
 
 TOLERANCE = 1e-4

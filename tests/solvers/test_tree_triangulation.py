@@ -11,7 +11,8 @@ import pytest
 import solvers
 from solvers import limits as joint_limits
 from solvers.maths.floats import IDENTITY
-from solvers.skeleton import forward, ranked_weights, rows
+from solvers.skeleton import ranked_weights
+from solvers.skeleton_floats import forward, rows
 from solvers.triangulation.tree_lead import lead
 
 _spec = importlib.util.spec_from_file_location("_tree_shapes", Path(__file__).with_name("tree_shapes.py"))
