@@ -56,9 +56,9 @@ from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
 from .chain_sequence import solve_sequence
 from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, solve_frames
+from .common.pins import orientation_arc
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_effectors, soften_positions
-from .maths import floats
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, finish
 from .skeleton_effectors import merge_shared, resolve_pins
 from .skeleton_floats import end_point, forward, moved_bones, rows
@@ -215,11 +215,8 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
         distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
         if not distance <= tolerance:
             return None
-        if e.orientation is not None:
-            w, x, y, z = floats.multiply(frames[e.bone], floats.conjugate(tuple(e.orientation.tolist())))
-            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
-            if not turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) <= tolerance:
-                return None
+        if e.orientation is not None and not orientation_arc(skeleton, frames, e) <= tolerance:
+            return None
         error.append(distance)
     return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error))
 

@@ -37,6 +37,15 @@ INSIDE = 1e-2
 STEPS = 20
 
 
+def orientation_arc(skeleton, frames: list[tuple], effector) -> float:
+    """How far `effector`'s bone frame (of `frames`, skeleton_floats.forward's) is turned from its
+    wanted orientation, as an arc of the bone's branch (the turn times the branch's length: a
+    distance, compared with the tolerance as an end point's is)."""
+    w, x, y, z = multiply(frames[effector.bone], conjugate(tuple(effector.orientation.tolist())))
+    turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
+    return turn * float(np.sum(skeleton.lengths[skeleton.branch(effector.bone)]))
+
+
 def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple[int, float]]:
     """(effector index, its end point's distance from its point) for each pin not held: the end
     beyond `tolerance`, or its bone's frame turned from the wanted one by more than `tolerance`
@@ -52,9 +61,7 @@ def held(skeleton, local: np.ndarray, effectors, tolerance: float) -> list[tuple
         distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
         off = distance > tolerance
         if not off and e.orientation is not None:
-            w, x, y, z = multiply(frames[e.bone], conjugate(tuple(e.orientation.tolist())))
-            turn = 2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w))
-            off = turn * float(np.sum(skeleton.lengths[skeleton.branch(e.bone)])) > tolerance
+            off = orientation_arc(skeleton, frames, e) > tolerance
         if off:
             out.append((k, distance))
     return out
