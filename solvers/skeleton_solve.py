@@ -50,6 +50,7 @@ def solve_skeleton(
     pose: Pose | None = None,
     move_root: bool = False,
     root_stiffness: float = root_move.DEFAULT_STIFFNESS,
+    start_error: np.ndarray | None = None,
     **options: object,
 ) -> SkeletonSolution:
     """Solve `effectors` on `skeleton` from the local rotations `local` (n, 4).
@@ -69,7 +70,11 @@ def solve_skeleton(
     `move_root`: the effectors' one top bone may move its head too (common.root_move, every
     method: the root placed by a reach fit, the turns solved by the method, again while a goal is
     off and a round gains), `root_stiffness` 0..1 (0 moves most, 1 never moves); the result's
-    `root_shift` is the head's move. Off: this very solve, `root_shift` None."""
+    `root_shift` is the head's move. Off: this very solve, `root_shift` None.
+
+    `start_error`: each effector's distance from its position on `local`, as the caller measured
+    it already (a bake's prediction: solvers.skeleton_sequence), for a method's start steps
+    (`stepped_start`'s first look; used with several effectors, none softened, on different bones)."""
     local = np.asarray(local, dtype=float)
     # One sum of plain floats first (numpy's reduction costs more on a few rows; overflow only
     # sends finite rows to numpy's look).
@@ -95,7 +100,9 @@ def solve_skeleton(
         return _solve_moving_root(
             skeleton, local, effectors, method, tolerance, max_iterations, pose, root_stiffness, options
         )
-    return _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options)
+    if start_error is not None:
+        start_error = np.asarray(start_error, dtype=float)
+    return _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options, start_error)
 
 
 def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterations, pose, stiffness, options):
@@ -123,14 +130,24 @@ def _solve_moving_root(skeleton, local, effectors, method, tolerance, max_iterat
 START_WITHIN = 10.0
 
 
-def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], tolerance: float, steps: int):
+def stepped_start(
+    skeleton: Skeleton,
+    local: np.ndarray,
+    effectors: list[Effector],
+    tolerance: float,
+    steps: int,
+    measured: np.ndarray | None = None,
+):
     """The pose (n, 4) a tree kernel iterates from (Method.tree_start_steps): `local` moved by at
     most `steps` least-squares steps (registry.LEAST_SQUARES's tree kernel) toward `effectors`
     (pins resolved; poles left to the method), stopped within START_WITHIN tolerances; `local`
     itself when `steps` is 0, when it is that near already, when the steps decline, or when they
     would slide a pin beyond that distance (conflicting goals: a kernel holding pins may not bring
     one back). A method whose passes from the input pose turn the joints near the tips far more
-    than the goals ask (FABRIK) then closes only what least motion leaves."""
+    than the goals ask (FABRIK) then closes only what least motion leaves. `measured`: each
+    effector's distance from its goal on `local` as the caller measured it (a bake's prediction,
+    `least_squares_steps`' second value, measured as its kernel measures), for the first look where
+    the kernel's own is the look (no orientation goal): every one that near takes no step."""
     near = START_WITHIN * tolerance
     if steps <= 0:
         return local
@@ -138,33 +155,43 @@ def stepped_start(skeleton: Skeleton, local: np.ndarray, effectors: list[Effecto
         frames, heads = forward(skeleton, rows(local))
         if all(math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist()) <= near for e in effectors):
             return local
+    elif measured is not None and all(d <= near for d in measured.tolist()):
+        return local  # (as the steps' kernel measures: it would measure this pose again, and take none)
     # (otherwise the kernel measures the tips before its first step: none taken when all are near)
-    return least_squares_steps(skeleton, local, effectors, near, steps)
+    return least_squares_steps(skeleton, local, effectors, near, steps)[0]
 
 
 def least_squares_steps(
     skeleton: Skeleton, local: np.ndarray, effectors: list[Effector], near: float, steps: int
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray | None]:
     """stepped_start's steps without its first look (a bake's next frame, which the targets have
-    left: solvers.skeleton_sequence): `local` moved by at most `steps` least-squares steps toward
+    left: solvers.skeleton_sequence): (`local` moved by at most `steps` least-squares steps toward
     `effectors` (pins resolved, poles left out), stopping within `near`; `local` itself when the
-    steps decline or would slide a pin beyond `near`."""
+    steps decline or would slide a pin beyond `near`, each effector's distance from its goal as the
+    steps' kernel measured it on that pose clamped into the limits (as every tree kernel starts),
+    or None where it measured none: declined, or a pin slid)."""
     entry = registry.LEAST_SQUARES
     unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]
     stepped = entry.tree(skeleton, local, unpoled, near, steps, entry.defaults)
     # The kernel declines (a reason string) only for a pole's segment, and poles are left out above.
-    if isinstance(stepped, str) or stepped.iterations == 0:
-        return local
+    if isinstance(stepped, str):
+        return local, None
+    if stepped.iterations == 0:  # (its error: of `local` as it clamped it)
+        return local, stepped.error
     if any(e.pin and stepped.error[k] > near for k, e in enumerate(effectors)):
-        return local
-    return stepped.local
+        return local, None
+    return stepped.local, stepped.error
 
 
-def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options) -> SkeletonSolution:
+def _solve_fixed(
+    skeleton, local, effectors, method, tolerance, max_iterations, pose, options, start_error=None
+) -> SkeletonSolution:
     """solve_skeleton's solve with the root where it is (effectors checked). One effector (not a
-    pin): the chain's solve softens it, as a chain's; several: softened once here."""
+    pin): the chain's solve softens it, as a chain's; several: softened once here. `start_error`:
+    solve_skeleton's."""
     if len(effectors) == 1 and not effectors[0].pin:
         return _solve_branch(skeleton, local, effectors[0], method, tolerance, max_iterations, pose, options)
+    given = effectors
     effectors = soften_effectors(skeleton, effectors)  # soft IK: once, here, for every method
     entry = registry.get(method)
     runs, reason = tree_kernel(entry)
@@ -179,7 +206,11 @@ def _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, 
         iters, checked = max_iterations or runs.max_iterations, runs.defaults
     resolved = resolve_pins(skeleton, local, effectors)
     goals = merge_shared(resolved)
-    start = stepped_start(skeleton, local, goals, tol, runs.tree_start_steps)
+    # (measured on the given effectors: these very goals when none was softened, placed or merged)
+    measured = None
+    if start_error is not None and effectors is given and goals is resolved and len(start_error) == len(goals):
+        measured = start_error if all(e.position is not None for e in given) else None
+    start = stepped_start(skeleton, local, goals, tol, runs.tree_start_steps, measured)
     solved = runs.tree(skeleton, start, goals, tol, iters, checked)
     if isinstance(solved, str):
         raise ValueError(f"{method} cannot solve these effectors together: {solved}")

@@ -122,8 +122,8 @@ def test_every_kept_frame_of_a_bake_is_the_methods_own_result(method, case, monk
     rows = np.concatenate([positions, np.zeros((len(positions), len(goals) - len(bones), 3))], axis=1)
     kept, original = [], skeleton_sequence._kept
 
-    def checked(skeleton, start, goals, settings, moved):
-        out = original(skeleton, start, goals, settings, moved)
+    def checked(skeleton, start, goals, settings, moved, measured=None):
+        out = original(skeleton, start, goals, settings, moved, measured)
         if out is not None:
             own = solvers.solve_skeleton(skeleton, start, goals, **settings)
             kept.append(float(max(np.max(np.abs(out.local - own.local)), np.max(np.abs(out.error - own.error)))))
@@ -139,3 +139,32 @@ def test_every_kept_frame_of_a_bake_is_the_methods_own_result(method, case, monk
     least_squares = solvers.registry.get(method).least_squares  # its own solve is the steps: never kept
     assert (not kept) if case == "pole" or least_squares else (len(kept) >= 10), len(kept)
     assert max(kept, default=0.0) <= 1e-12
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("method", METHODS)
+def test_the_predictions_measures_change_no_frame(method, case, monkeypatch):
+    """The distances the prediction measured (least_squares_steps' second value), which spare a
+    frame clearly off its goals `_kept`'s forward kinematics and a start that near its method's
+    first look (stepped_start), change no frame of a bake: the same bits as without them."""
+    skeleton, local, effectors, bones = _case(case)
+    positions, poses = sway(skeleton, local, bones, np.random.default_rng(5), 30, spread=0.3, amplitude=0.02)
+    positions, poses = np.repeat(positions, 2, axis=0), np.repeat(poses, 2, axis=0)  # some frames kept too
+    orientations = None
+    if case == "orientation":
+        orientations = np.array([skeleton.forward(p)[0][bones] for p in poses])
+    goals = [e if e.pin else replace(e, position=positions[0, k]) for k, e in enumerate(effectors)]
+    rows = np.concatenate([positions, np.zeros((len(positions), len(goals) - len(bones), 3))], axis=1)
+
+    def bake():
+        return solvers.solve_skeleton_sequence(
+            skeleton, local, goals, rows, method=method, tolerance=1e-3, orientations=orientations
+        )
+
+    measured = bake()
+    steps = skeleton_sequence.least_squares_steps
+    monkeypatch.setattr(skeleton_sequence, "least_squares_steps", lambda *a: (steps(*a)[0], None))
+    unmeasured = bake()
+    np.testing.assert_array_equal(measured.local, unmeasured.local)
+    np.testing.assert_array_equal(measured.error, unmeasured.error)
+    np.testing.assert_array_equal(measured.iterations, unmeasured.iterations)
