@@ -79,8 +79,8 @@ POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued o
 POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
 CHANGED = 1e-6  # radians: an input pose turning a bone further than this since the last frame changed
 SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
-# A frame whose prediction measured a tip beyond this many tolerances is not kept, without measuring
-# it again (`_kept`). The steps' kernel measures its own way (unit quaternions; Skeleton.forward
+# A frame whose prediction measured a tip beyond this many tolerances is not looked at for keeping
+# (`_kept`'s forward kinematics spared). The steps' kernel measures its own way (unit quaternions; Skeleton.forward
 # composes the rests as read, float32 rotations ~1e-7 off unit length): on the metarig the two
 # differ by up to 5e-7 on five effectors (bench/bench_tree.py's bake), a twentieth of the default
 # tolerance; where they differ by more, a frame measured kept is solved instead, which its method
@@ -173,7 +173,9 @@ def _stepped(
     rotation cost on five effectors by 45%: docs/design.md). `keep`: a start already meeting
     every goal is the result without the method's call (`_kept`); off on a bake's first frame,
     whose call is the one that checks the method can solve these effectors at all (FABRIK's tree
-    declines sphere placement), the same settings every frame."""
+    declines sphere placement), the same settings every frame. The steps' own measure of their
+    pose spares what would measure it again: the kept check where a tip is clearly off
+    (KEPT_MARGIN), and the method's start steps their first look (solve_skeleton's `start_error`)."""
     entry = registry.get(settings["method"])
     # The least-squares method's own solve is the steps, and no frame is kept: its start is the last
     # frame's solution, which the targets have left (0 of 120 frames met on bench_tree's bakes, where
@@ -189,13 +191,15 @@ def _stepped(
         steps = steps_by.tree_max_iterations or steps_by.max_iterations
     goals = merge_shared(effectors)
     start, measured = least_squares_steps(skeleton, start, goals, PREDICT_WITHIN * float(tolerance), steps)
-    if goals is not effectors:  # (measured on the merged goals: the look and the check measure again)
-        measured = None
-    kept = _kept(skeleton, start, effectors, settings, moved, measured) if keep else None
+    if goals is not effectors or soften_effectors(skeleton, effectors) is not effectors:
+        measured = None  # (measured toward other goals: merged, or not yet softened)
+    if keep and measured is not None:  # a start the prediction measured clearly off is not met (KEPT_MARGIN)
+        keep = all(d <= KEPT_MARGIN * tolerance for d in measured.tolist())
+    kept = _kept(skeleton, start, effectors, settings, moved) if keep else None
     return kept if kept is not None else solve_skeleton(skeleton, start, effectors, start_error=measured, **settings)
 
 
-def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int], measured=None):
+def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int]):
     """The method's own result from `start` built without calling it, where `start` already meets
     every goal the method checks (pins resolved): no pole (the prediction leaves poles to the
     method, which spins them even at 0 iterations), every end within the tolerance and every
@@ -207,9 +211,7 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     result is theirs up to rounding (tests/solvers/test_bake_kept_frame.py). A bake's frame
     continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
     the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
-    such a frame. `measured`: each effector's distance on `start` clamped as the prediction's kernel
-    measured it (`least_squares_steps`; None: not measured), to pass over a frame clearly not met
-    (KEPT_MARGIN). None: the method solves."""
+    such a frame. None: the method solves."""
     if any(e.pole is not None for e in effectors):
         return None
     entry = registry.get(settings["method"])
@@ -218,8 +220,6 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     length = float(np.sum(skeleton.lengths[moved])) if settings["tolerance"] is None else 0.0
     tolerance = method_settings(entry.name, settings["tolerance"], settings["max_iterations"], options, length)[1]
     goals = soften_effectors(skeleton, effectors)  # as solve_skeleton (none left in a bake's frames)
-    if measured is not None and goals is effectors and not all(d <= KEPT_MARGIN * tolerance for d in measured.tolist()):
-        return None  # (clearly off by the prediction's own measure: no forward kinematics)
     local = np.array(start, dtype=float)
     if skeleton.limits is not None:
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])

@@ -122,8 +122,8 @@ def test_every_kept_frame_of_a_bake_is_the_methods_own_result(method, case, monk
     rows = np.concatenate([positions, np.zeros((len(positions), len(goals) - len(bones), 3))], axis=1)
     kept, original = [], skeleton_sequence._kept
 
-    def checked(skeleton, start, goals, settings, moved, measured=None):
-        out = original(skeleton, start, goals, settings, moved, measured)
+    def checked(skeleton, start, goals, settings, moved):
+        out = original(skeleton, start, goals, settings, moved)
         if out is not None:
             own = solvers.solve_skeleton(skeleton, start, goals, **settings)
             kept.append(float(max(np.max(np.abs(out.local - own.local)), np.max(np.abs(out.error - own.error)))))
