@@ -15,7 +15,8 @@ the wall clock where less), in ms:
   within PREDICT_WITHIN tolerances) from each frame's last solution, as the sequence takes them
   (none for the least-squares method: its solve is the steps).
 - 0-iteration solve: `solvers.solve_skeleton` of the method from each frame's own solution (every
-  goal met: no iteration), the method's fixed cost per call.
+  goal met: no iteration), the method's fixed cost per call; given the tips' distances as the
+  prediction measures them there (`start_error`), as a bake's frame gives its method the prediction's.
 Floor = bake, no solve + prediction + 0-iteration solve: what a frame costs before the method
 iterates at all; "x Blender" is Blender's cost over the part's (the goals: every method 3x, the
 best 5x).
@@ -73,6 +74,10 @@ def measure(ext, chains, args) -> dict:
             solvers.solve_skeleton_sequence = real
 
     parts: dict = {"blender": lambda: bt.bake_blender(chains, motion, names), "no solve": no_solve}
+    measured = {  # each frame's own solution as the prediction's kernel measures it (no step: every goal met)
+        m: [steps(skeleton, solved[m].local[f], goals[f], near, sequence.PREDICT_STEPS)[1] for f in range(args.frames)]
+        for m in methods
+    }
     for m in methods:
         local = solved[m].local
         parts[(m, "bake")] = lambda m=m: bt.bake_ours(ext, chains, motion, m)
@@ -89,7 +94,8 @@ def measure(ext, chains, args) -> dict:
             )
         parts[(m, "zero")] = lambda m=m, local=local: per_frame(
             lambda: [
-                solvers.solve_skeleton(skeleton, local[f], goals[f], method=m, **settings) for f in range(args.frames)
+                solvers.solve_skeleton(skeleton, local[f], goals[f], method=m, start_error=measured[m][f], **settings)
+                for f in range(args.frames)
             ],
             args.frames,
         )
