@@ -102,6 +102,9 @@ def solve_skeleton(
         )
     if start_error is not None:
         start_error = np.asarray(start_error, dtype=float)
+        if start_error.shape != (len(effectors),):
+            count = len(effectors)
+            raise ValueError(f"start_error must hold one distance per effector ({count}), got {start_error.shape}")
     return _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options, start_error)
 
 

@@ -4,7 +4,8 @@ method from their pose."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+import tree_shapes
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_tree_solvers import trees
 
@@ -67,3 +68,36 @@ def test_stepped_start_is_its_first_look_then_the_same_steps(tree):
         assert start is local
     else:
         np.testing.assert_array_equal(start, least_squares_steps(skeleton, local, effectors, near, 3)[0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.booleans().flatmap(lambda limited: trees(limited=limited)), st.floats(0.1, 30.0))
+def test_a_start_error_spares_the_first_look_and_changes_nothing(tree, off):
+    """solve_skeleton's `start_error` (a bake passes its prediction's distances): a start whose
+    tips are all within START_WITHIN tolerances takes no step and is not measured again
+    (stepped_start returns it as it is), one farther is stepped as without it; FABRIK's solve is
+    the same to the bit either way (the steps' kernel measures what it is given, to rounding)."""
+    skeleton, local, bones, rng = tree
+    if len(bones) < 2:
+        return
+    ends = skeleton.forward(local)[2]
+    direction = rng.normal(size=(len(bones), 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    goals = [solvers.Effector(b, position=ends[b] + off * TOLERANCE * d) for b, d in zip(bones, direction, strict=True)]
+    near = START_WITHIN * TOLERANCE
+    assume(abs(off - START_WITHIN) > 1e-6)  # (exactly that near: the look and the distances may round apart)
+    start, measured = least_squares_steps(skeleton, local, goals, near, 0)  # the distances alone, as measured
+    assert start is local
+    if off < START_WITHIN * 0.99:
+        assert stepped_start(skeleton, local, goals, TOLERANCE, 3, measured) is local
+    plain = solvers.solve_skeleton(skeleton, local, goals, method="fabrik", tolerance=TOLERANCE)
+    given = solvers.solve_skeleton(skeleton, local, goals, method="fabrik", tolerance=TOLERANCE, start_error=measured)
+    np.testing.assert_array_equal(given.local, plain.local)
+    np.testing.assert_array_equal(given.error, plain.error)
+
+
+def test_a_start_error_of_another_length_is_refused():
+    skeleton, local, names = tree_shapes.humanoid()
+    goals = [solvers.Effector(names[b], position=np.zeros(3)) for b in ("forearm.L", "forearm.R")]
+    with pytest.raises(ValueError, match="one distance per effector"):
+        solvers.solve_skeleton(skeleton, local, goals, method="fabrik", start_error=[0.0])
