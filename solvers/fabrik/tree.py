@@ -41,7 +41,6 @@ from ..common.tree_run import run
 from ..maths.floats import (
     IDENTITY,
     X_AXIS,
-    best_rotation,
     conjugate,
     multiply,
     normalize4,
@@ -54,6 +53,8 @@ from ..maths.floats import (
     unit,
 )
 from ..skeleton_floats import rows
+from .tree_segments import chain_segments, settled_segments
+from .tree_turns import on_spheres, pairs_turn
 
 # Chain passes per iteration on each segment of a tree with sub-bases.
 INNER = 8
@@ -177,9 +178,12 @@ def make_step(skeleton, plan, tolerance: float):
                 d = math.sqrt(vec[0] * vec[0] + vec[1] * vec[1] + vec[2] * vec[2])
                 if i in pivots:
                     # The article's spheres: at d from the target and its offset from its
-                    # parent's head as it stands, nearest where it is.
+                    # parent's head as it stands, nearest where it is (the tie read only on their line).
                     p = parents[i]
-                    ex, ey, ez = sphere_point((tx, ty, tz), heads[p], d, pivots[i], heads[i], rotate(frames[i], X_AXIS))
+                    e = on_spheres(tx, ty, tz, heads[p], d, pivots[i], hx, hy, hz)
+                    if e is None:
+                        e = sphere_point((tx, ty, tz), heads[p], d, pivots[i], heads[i], rotate(frames[i], X_AXIS))
+                    ex, ey, ez = e
                 elif r > 1e-300:
                     ex, ey, ez = tx + d * dx / r, ty + d * dy / r, tz + d * dz / r
                 else:  # target on the head: keep the bone's direction
@@ -239,14 +243,8 @@ def make_step(skeleton, plan, tolerance: float):
             else:  # (the tie-breaker axis only matters near a half turn)
                 near_half = ua[0] * ub[0] + ua[1] * ub[1] + ua[2] * ub[2] < -0.5
                 turn = swing(ua, ub, side(inherited, ua) if near_half else X_AXIS)
-        else:
-            have, want, weights = [], [], []
-            for vec, effector, child, w in points[i]:
-                tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
-                have.append(rotate(inherited, vec))
-                want.append((tx - hx, ty - hy, tz - hz))
-                weights.append(w)
-            turn = best_rotation(have, want, weights)
+        else:  # floats.best_rotation of the goal points (on floats: tree_turns)
+            turn = pairs_turn(points[i], inherited, head, targets, new_heads)
         if keep[i] != 1.0:
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)
@@ -394,53 +392,3 @@ def make_step(skeleton, plan, tolerance: float):
                 place(i, new_heads, local, frames, heads)
 
     return step
-
-
-def on_spheres(
-    ax: float, ay: float, az: float, b: tuple, ra: float, rb: float, nx: float, ny: float, nz: float
-) -> tuple | None:
-    """floats.sphere_point(a, b, ra, rb, near, tie) written out, term by term in its order (the
-    same bits), where it reads no tie: None where it would (a on b, or near on the line a-b)."""
-    bx, by, bz = b
-    ux, uy, uz = bx - ax, by - ay, bz - az
-    d = math.sqrt(ux * ux + uy * uy + uz * uz)
-    if d <= 0.0:
-        return None
-    ux, uy, uz = ux / d, uy / d, uz / d
-    along = (d * d + ra * ra - rb * rb) / (2.0 * d)
-    h2 = ra * ra - along * along
-    h = math.sqrt(0.0 if 0.0 > h2 else h2)  # max(h2, 0.0)
-    vx, vy, vz = nx - ax, ny - ay, nz - az
-    t = vx * ux + vy * uy + vz * uz
-    vx, vy, vz = vx - t * ux, vy - t * uy, vz - t * uz
-    off = math.sqrt(vx * vx + vy * vy + vz * vz)
-    if off <= 1e-12 * (ra + rb):
-        return None
-    low = -ra
-    along = low if low > along else along  # min(max(along, -ra), ra)
-    along = ra if ra < along else along
-    return (ax + along * ux + h * vx / off, ay + along * uy + h * vy / off, az + along * uz + h * vz / off)
-
-
-def settled_segments(segments: list[list[int]], keep: dict, clamped: set, orientation: dict) -> set[int]:
-    """Tops of one-bone segments whose chain passes could only place the bone again where its
-    first placement put it (no stiffness, limits or orientation goal: that placement turned it
-    fully toward its goal, which its passes leave where it is); they are skipped."""
-    plain = [seg[0] for seg in segments if len(seg) == 1 and keep[seg[0]] == 1.0]
-    return {i for i in plain if i not in clamped and i not in orientation}
-
-
-def chain_segments(parents, plan) -> list[list[int]]:
-    """Maximal runs of moved bones with one goal point each, top first: chains between
-    sub-bases (or a root, or an effector)."""
-    points = plan.points
-    single = {i for i in plan.moved if len(points[i]) == 1}
-    segments = []
-    for i in plan.moved:
-        if i not in single or (parents[i] != -1 and parents[i] in single):
-            continue
-        seg = [i]
-        while points[seg[-1]][0][2] in single:
-            seg.append(points[seg[-1]][0][2])
-        segments.append(seg)
-    return segments

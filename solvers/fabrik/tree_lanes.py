@@ -48,8 +48,9 @@ from ..maths.lanes import (
     where,
 )
 from ..skeleton_floats import rows
-from .tree import HOLD, INNER, SHELL_MARGIN, chain_segments, settled_segments
+from .tree import HOLD, INNER, SHELL_MARGIN
 from .tree import make_step as make_float_step
+from .tree_segments import chain_segments, settled_segments
 
 # A segment's chain passes gather their state to the frames still passing once those are at
 # most this share of the lanes (a gather costs about a pass's worth of numpy calls).

@@ -14,6 +14,7 @@ from test_tree_solvers import trees
 import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
+from solvers.fabrik import tree_turns
 from solvers.maths import floats
 from solvers.skeleton_floats import forward, rows, to_locals
 
@@ -68,7 +69,7 @@ def test_spheres_written_out_are_sphere_point_to_the_bit(a, b, ra, rb, near, on_
     """on_spheres is floats.sphere_point (the bits), or None where sphere_point reads its tie."""
     if on_line:  # near on the line a-b: sphere_point's tie-breaker case
         near = tuple(x + 0.5 * (y - x) for x, y in zip(a, b, strict=True))
-    written = fabrik_tree.on_spheres(*a, b, ra, rb, *near)
+    written = tree_turns.on_spheres(*a, b, ra, rb, *near)
     read = []
 
     def tie():
