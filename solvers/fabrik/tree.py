@@ -219,10 +219,8 @@ def make_step(skeleton, plan, tolerance: float):
         new_heads[top] = (tx + radius * dx / r, ty + radius * dy / r, tz + radius * dz / r)
 
     def place(i: int, new_heads: dict, local: list, frames: list, heads: list) -> None:
-        """Forward: bone i hung from its parent, turned to send its goal points to their targets."""
-        if i in plain:
-            place_plain(i, new_heads, local, frames, heads)
-            return
+        """Forward: bone i hung from its parent, turned to send its goal points to their targets
+        (`placer[i]`: a plain bone by `place_plain`, the same bits)."""
         p = parents[i]
         if p == -1:
             parent, head = base, offsets[i]
@@ -334,11 +332,19 @@ def make_step(skeleton, plan, tolerance: float):
         n = len(seg)
         p = [heads[i] for i in seg]
         p.append(goal(seg[-1], new_heads))
-        ties = [rotate(frames[i], X_AXIS) for i in seg]
+        # floats.sphere_point, written out where it reads no tie (on_spheres: the same bits)
         for j in range(n - 1, 0, -1):
-            p[j] = sphere_point(p[j + 1], p[j - 1], lengths[j], lengths[j - 1], p[j], ties[j])
+            a, b, near = p[j + 1], p[j - 1], p[j]
+            q = on_spheres(*a, b, lengths[j], lengths[j - 1], *near)
+            if q is None:
+                q = sphere_point(a, b, lengths[j], lengths[j - 1], near, rotate(frames[seg[j]], X_AXIS))
+            p[j] = q
         for j in range(n - 1):
-            p[j + 1] = sphere_point(p[j], p[j + 2], lengths[j], lengths[j + 1], p[j + 1], ties[j])
+            a, b, near = p[j], p[j + 2], p[j + 1]
+            q = on_spheres(*a, b, lengths[j], lengths[j + 1], *near)
+            if q is None:  # (the tie of the bone above, as ever)
+                q = sphere_point(a, b, lengths[j], lengths[j + 1], near, rotate(frames[seg[j]], X_AXIS))
+            p[j + 1] = q
         for j in range(1, n):
             new_heads[seg[j]] = p[j]
 
@@ -346,7 +352,7 @@ def make_step(skeleton, plan, tolerance: float):
         """A segment placed from its (placed) parent, then up to INNER chain passes toward its
         goal: its effector's position, or the head its sub-base child is to take."""
         for i in seg:
-            place(i, new_heads, local, frames, heads)
+            placer[i](i, new_heads, local, frames, heads)
         if seg[0] in settled:
             return
         top = heads[seg[0]]
@@ -360,7 +366,7 @@ def make_step(skeleton, plan, tolerance: float):
                 along += spans[seg[0]][j - 1] / r
                 new_heads[seg[j]] = (top[0] + along * dx, top[1] + along * dy, top[2] + along * dz)
             for i in seg:
-                place(i, new_heads, local, frames, heads)
+                placer[i](i, new_heads, local, frames, heads)
             return
         inner = seg[1:][::-1]
         end = far_end(seg[-1], frames, heads)
@@ -373,7 +379,7 @@ def make_step(skeleton, plan, tolerance: float):
                 for i in inner:
                     estimate(i, new_heads, frames, heads)
             for i in seg:
-                place(i, new_heads, local, frames, heads)
+                placer[i](i, new_heads, local, frames, heads)
             last, end = end, far_end(seg[-1], frames, heads)
             if math.dist(last, end) <= 0.01 * tolerance:
                 break  # as near as it gets (a goal beyond reach)
@@ -389,6 +395,7 @@ def make_step(skeleton, plan, tolerance: float):
             if i in tops:
                 chain(tops[i], new_heads, local, frames, heads)
             else:
-                place(i, new_heads, local, frames, heads)
+                placer[i](i, new_heads, local, frames, heads)
 
+    placer = {i: place_plain if i in plain else place for i in order}
     return step
