@@ -248,12 +248,13 @@ def make_step(skeleton, plan, tolerance: float):
                 turn = where(zero, IDENTITY, turn)
         else:
             have, want, weights = [], [], []
+            holding = ctx["holding"]
             for vec, effector, child, w in points[i]:
                 tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
                 have.append(rotate(inherited, const(vec, size)))
                 want.append((tx - hx, ty - hy, tz - hz))
-                weights.append(w)
-            turn = best_rotation(have, want, weights)
+                weights.append(np.where(holding[child], w * HOLD, w) if child in holding else w)
+            turn = best_rotation(have, want, weights)  # held branches at HOLD, as the float kernel's
         if keep[i] != 1.0:
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)

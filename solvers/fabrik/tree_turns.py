@@ -35,18 +35,22 @@ def on_spheres(
     return (ax + along * ux + h * vx / off, ay + along * uy + h * vy / off, az + along * uz + h * vz / off)
 
 
-def pairs_turn(pairs: list, inherited: tuple, head: tuple, targets: list, new_heads: dict) -> tuple:
+def pairs_turn(
+    pairs: list, inherited: tuple, head: tuple, targets: list, new_heads: dict, held: set, hold: float
+) -> tuple:
     """floats.best_rotation(have, want, weights) of a bone's goal points `pairs` ((link vector,
     effector, child, weight): have = inherited's turn of the vector, want = the point's target
-    less the head), its sums taken in its order, with the eigenvector on floats
-    (floats.profile_rotation, LAPACK only where the top eigenvalue is nearly repeated: LAPACK's
-    call cost more than the rest of a sub-base's placement)."""
+    less the head; a child in `held` weighs `hold` x its weight), its sums taken in its order,
+    with the eigenvector on floats (floats.profile_rotation, LAPACK only where the top eigenvalue
+    is nearly repeated: LAPACK's call cost more than the rest of a sub-base's placement)."""
     qw, qx, qy, qz = inherited
     hx, hy, hz = head
     sxx = sxy = sxz = syx = syy = syz = szx = szy = szz = 0.0
     size = 0.0
-    lightest = heaviest = pairs[0][3]
+    lightest, heaviest = math.inf, -math.inf
     for (vx, vy, vz), effector, child, wk in pairs:
+        if child in held:
+            wk *= hold
         # floats.rotate(inherited, vec), term by term
         tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
         ax = vx + qw * tx + (qy * tz - qz * ty)
