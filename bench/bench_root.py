@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tree import metarig  # noqa: E402
-from blender_bench import exit_after_main, load_extension  # noqa: E402
+from blender_bench import chosen_methods, exit_after_main, load_extension  # noqa: E402
 
 CHAINS = [("hand.L", 8, True), ("foot.L", 4, True), ("foot.R", 4, True)]
 TOLERANCE = 1e-5
@@ -210,6 +210,7 @@ def main(argv=None) -> None:
     p.add_argument("--methods", nargs="*", default=None, help="default: every method in solvers.REGISTRY")
     args = p.parse_args(argv)
     ext = load_extension("solvers", "rig.tree")
+    args.methods = chosen_methods(p, args.methods, ext.solvers.REGISTRY)
     import addon_utils
 
     addon_utils.enable("rigify", default_set=True)  # the metarig's operator

@@ -49,7 +49,7 @@ from bench_tree import (  # noqa: E402
     smooth_motion,
     tips_world,
 )
-from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
+from blender_bench import bake_action, chosen_methods, exit_after_main, load_extension, select_only  # noqa: E402
 
 SMOOTH_CASES = ("two hands", "five from the hips")
 PATHS = ("keys", "sway")
@@ -194,8 +194,8 @@ def main(argv=None) -> None:
     ext = load_extension("solvers", "rig.tree", "app.bake", "app.bake.bake_solve", "app.spec")
     if not hasattr(bpy.types.Object, "chain_ik"):  # the bake reads panel chains (a test has registered it)
         ext.register()
-    if args.methods is None:
-        args.methods = [m.name for m in ext.solvers.registry.METHOD_LIST if m.tree is not None]
+    tree_methods = [m.name for m in ext.solvers.registry.METHOD_LIST if m.tree is not None]
+    args.methods = chosen_methods(parser, args.methods, tree_methods)
     addon_utils.enable("rigify", default_set=True)
     try:
         lines = [

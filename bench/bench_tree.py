@@ -55,7 +55,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from blender_bench import bake_action, exit_after_main, load_extension, select_only  # noqa: E402
+from blender_bench import bake_action, chosen_methods, exit_after_main, load_extension, select_only  # noqa: E402
 from tables import print_cases  # noqa: E402
 from timing import Clock, alternated, cost  # noqa: E402
 
@@ -435,6 +435,7 @@ def main(argv=None) -> None:
     if args.quick:
         args.poses, args.frames, args.repeats = 4, 6, 1
     ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
+    args.methods = chosen_methods(parser, args.methods, ext.solvers.REGISTRY)
     header = (
         f"bpy {bpy.app.version_string}, {args.poses} poses (random FK within ±{args.angle} rad per axis),"
         f" {args.frames} baked frames, fastest of {args.repeats} passes"

@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_tree as bt  # noqa: E402
-from blender_bench import exit_after_main, load_extension  # noqa: E402
+from blender_bench import chosen_methods, exit_after_main, load_extension  # noqa: E402
 from tables import markdown_table, print_cases  # noqa: E402
 from tree_case import add_case_arguments, blender_passes, keep_fastest, read_case, timed  # noqa: E402
 
@@ -178,23 +178,12 @@ def case_lines(name: str, m: dict, methods) -> list[str]:
     return lines[:-1]
 
 
-def method_list(text: str) -> list[str]:
-    methods = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = sorted(set(methods) - set(METHODS))
-    if unknown or not methods:
-        raise argparse.ArgumentTypeError(f"methods are a comma-separated list of {', '.join(METHODS)}; got {text!r}")
-    return methods
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", nargs="*", default=[], help="jacobian, fabrik or both (default both)")
     add_case_arguments(parser)
     args = parser.parse_args(argv)
-    try:  # as bench_tree.py takes them (space-separated), commas allowed too
-        args.methods = method_list(",".join(args.methods)) if args.methods else list(METHODS)
-    except argparse.ArgumentTypeError as exc:
-        parser.error(str(exc))
+    args.methods = chosen_methods(parser, args.methods, METHODS)
     ext = load_extension("solvers", "solvers.skeleton_solve", "rig.tree")
     import bpy
 

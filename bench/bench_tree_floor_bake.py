@@ -33,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_tree as bt  # noqa: E402
-from blender_bench import exit_after_main, load_extension  # noqa: E402
+from blender_bench import chosen_methods, exit_after_main, load_extension  # noqa: E402
 from tables import print_cases  # noqa: E402
 from timing import Clock, cost  # noqa: E402
 from tree_case import add_case_arguments, read_case  # noqa: E402
@@ -151,6 +151,7 @@ def main(argv=None) -> None:
     ext = load_extension(
         "solvers", "solvers.skeleton_solve", "solvers.skeleton_sequence", "rig.tree", "rig.keys", "app.bake", "app.spec"
     )
+    args.methods = chosen_methods(parser, args.methods, ext.solvers.REGISTRY)
     header = (
         f"bpy {bt.bpy.app.version_string}; {args.frames} baked frames, least cost of {args.repeats} rounds,"
         " ms per frame (CPU time, or the wall clock where less)"

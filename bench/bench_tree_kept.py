@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_tree as bt  # noqa: E402
-from blender_bench import exit_after_main, load_extension  # noqa: E402
+from blender_bench import chosen_methods, exit_after_main, load_extension  # noqa: E402
 from timing import alternated, cost  # noqa: E402
 from tree_case import add_case_arguments, read_case  # noqa: E402
 
@@ -83,6 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument("--methods", nargs="*", default=[])
     args = parser.parse_args(argv)
     ext = load_extension("solvers", "rig.tree", "rig.keys", "app.bake", "app.spec")
+    args.methods = chosen_methods(parser, args.methods, ext.solvers.REGISTRY)
     solvers = ext.solvers
     if not hasattr(bpy.types.Object, "chain_ik"):
         ext.register()

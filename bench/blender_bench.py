@@ -31,6 +31,17 @@ def load_extension(*submodules: str):
     return module
 
 
+def chosen_methods(parser, asked: list[str] | None, known) -> list[str]:
+    """The methods asked for on the command line, in `known`'s order, all of them when none was
+    asked; spaces or commas separate them. An unknown name is a usage error: a typo or a comma
+    list would otherwise measure nothing, silently."""
+    names = [n.strip() for text in asked or [] for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        parser.error(f"unknown method(s) {', '.join(unknown)}; known: {' '.join(known)}")
+    return [m for m in known if not names or m in names]
+
+
 def select_only(obj, names) -> None:
     """Select exactly the pose bones `names` (pose-bone selection from 5.0, bone before)."""
     for pb in obj.pose.bones:

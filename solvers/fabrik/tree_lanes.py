@@ -48,8 +48,9 @@ from ..maths.lanes import (
     where,
 )
 from ..skeleton_floats import rows
-from .tree import HOLD, INNER, SHELL_MARGIN, chain_segments, settled_segments
+from .tree import HOLD, INNER, SHELL_MARGIN
 from .tree import make_step as make_float_step
+from .tree_segments import chain_segments, settled_segments
 
 # A segment's chain passes gather their state to the frames still passing once those are at
 # most this share of the lanes (a gather costs about a pass's worth of numpy calls).
@@ -247,12 +248,13 @@ def make_step(skeleton, plan, tolerance: float):
                 turn = where(zero, IDENTITY, turn)
         else:
             have, want, weights = [], [], []
+            holding = ctx["holding"]
             for vec, effector, child, w in points[i]:
                 tx, ty, tz = targets[effector] if child == -1 else new_heads[child]
                 have.append(rotate(inherited, const(vec, size)))
                 want.append((tx - hx, ty - hy, tz - hz))
-                weights.append(w)
-            turn = best_rotation(have, want, weights)
+                weights.append(np.where(holding[child], w * HOLD, w) if child in holding else w)
+            turn = best_rotation(have, want, weights)  # held branches at HOLD, as the float kernel's
         if keep[i] != 1.0:
             turn = scaled(turn, keep[i])
         frame = multiply(turn, inherited)

@@ -13,6 +13,7 @@ by zero, and np.where drops them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -226,7 +227,8 @@ def best_rotation(a: list[tuple], b: list[tuple], w: list) -> tuple:
         szy = szy + wk * az * by
         szz = szz + wk * az * bz
         size = size + wk * np.sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))
-    mu = NEAREST * size * min(w) / max(w)  # as solvers.maths.floats.best_rotation
+    # as solvers.maths.floats.best_rotation (the lightest and heaviest per frame: a weight may be a lane)
+    mu = NEAREST * size * functools.reduce(np.minimum, w) / functools.reduce(np.maximum, w)
     sxx, syy, szz = sxx + mu, syy + mu, szz + mu
     rows = (
         (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),

@@ -14,6 +14,7 @@ from test_tree_solvers import trees
 import solvers
 from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
+from solvers.fabrik import tree_turns
 from solvers.maths import floats
 from solvers.skeleton_floats import forward, rows, to_locals
 
@@ -68,7 +69,7 @@ def test_spheres_written_out_are_sphere_point_to_the_bit(a, b, ra, rb, near, on_
     """on_spheres is floats.sphere_point (the bits), or None where sphere_point reads its tie."""
     if on_line:  # near on the line a-b: sphere_point's tie-breaker case
         near = tuple(x + 0.5 * (y - x) for x, y in zip(a, b, strict=True))
-    written = fabrik_tree.on_spheres(*a, b, ra, rb, *near)
+    written = tree_turns.on_spheres(*a, b, ra, rb, *near)
     read = []
 
     def tie():
@@ -134,3 +135,57 @@ def test_forward_and_to_locals_written_out_are_the_helpers_to_the_bit(tree, spre
     swing_only = {i for i in bones if rng.random() < 0.6}
     expected = _to_locals_by_helpers(skeleton, local, frames, set(bones), swing_only)
     np.testing.assert_array_equal(to_locals(skeleton, local, frames, bones, swing_only), expected)
+
+
+vectors = st.tuples(*[st.floats(-2.0, 2.0, allow_nan=False)] * 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(vectors, vectors, st.sampled_from([1.0, 0.5, 1e6]), st.booleans()), min_size=2, max_size=4),
+    st.tuples(*[st.floats(-1.0, 1.0)] * 4).filter(lambda q: sum(c * c for c in q) > 0.1),
+)
+def test_a_sub_bases_turn_is_best_rotation_with_held_branches_at_hold(pairs, q):
+    """tree_turns.pairs_turn (a sub-base's turn, its sums written out, the eigenvector on floats) is
+    floats.best_rotation of the same pairs, a held branch's weight x HOLD: its sums to the bit (then
+    profile_rotation on floats, as CCD's tree sweep), LAPACK's eigenvector to 1e-9."""
+    inherited = floats.normalize4(q)
+    head = (0.1, -0.2, 0.3)
+    targets = [tuple(c + h for c, h in zip(b, head, strict=True)) for _, b, _, _ in pairs]
+    # Effectors' points (child -1, their targets) and a held and a free child (their new heads).
+    points, new_heads, held = [], {}, set()
+    for k, (vec, _, w, is_child) in enumerate(pairs):
+        child = 10 + k if is_child else -1
+        if is_child:
+            new_heads[child] = targets[k]
+            if k % 2:
+                held.add(child)
+        points.append((vec, k, child, w))
+    turn = tree_turns.pairs_turn(points, inherited, head, targets, new_heads, held, fabrik_tree.HOLD)
+    have = [floats.rotate(inherited, vec) for vec, _, _, _ in points]
+    want = [tuple(t - h for t, h in zip(targets[k], head, strict=True)) for k in range(len(points))]
+    weights = [w * fabrik_tree.HOLD if c in held else w for _, _, c, w in points]
+    sums = [0.0] * 9
+    size = 0.0
+    for a, b, w in zip(have, want, weights, strict=True):
+        for r in range(3):
+            for c in range(3):
+                sums[3 * r + c] += w * a[r] * b[c]
+        size += w * math.sqrt(sum(x * x for x in a) * sum(x * x for x in b))
+    assert turn == floats.profile_rotation(tuple(sums), size, min(weights), max(weights))
+    lapack = floats.best_rotation(have, want, weights)
+    sxx, sxy, sxz, syx, syy, syz, szx, szy, szz = sums
+    mu = floats.NEAREST * size * min(weights) / max(weights)
+    sxx, syy, szz = sxx + mu, syy + mu, szz + mu
+    k = np.array(
+        [
+            (sxx + syy + szz, syz - szy, szx - sxz, sxy - syx),
+            (syz - szy, sxx - syy - szz, sxy + syx, szx + sxz),
+            (szx - sxz, sxy + syx, syy - sxx - szz, syz + szy),
+            (sxy - syx, szx + sxz, syz + szy, szz - sxx - syy),
+        ]
+    )
+    top = np.linalg.eigvalsh(k)
+    if top[3] - top[2] <= 1e-6 * max(size, 1e-300):  # a near-repeated top eigenvalue: the vector is ill-set
+        return
+    np.testing.assert_allclose(turn, lapack, atol=1e-9)
