@@ -118,6 +118,7 @@ def joint_eases(
         eases.append((hold, after, inputs[after], corrections[None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases)
+    warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
     for h, (ease, first_try, ease_in) in enumerate(zip(eases, plains, ease_ins, strict=True)):
         hold, after, _, corrections, following, target = ease
         last = hold.end - 1
@@ -127,8 +128,10 @@ def joint_eases(
         if plain > limit:
             if callable(budget):
                 budget = budget()
+            if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
+                warped = [None] * h + eased_outs(plan, eases[h:], budget)
             kept = out[after]
-            out[after] = eased_out(plan, hold, after, inputs[after], corrections, following, target, budget)[0]
+            out[after] = warped[h][0]
             if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
                 out[after] = kept
         eased[after] = changed[after] = True
