@@ -254,8 +254,8 @@ def solve_steps(
         ground_at = None
         if probe is not None:
 
-            def ground_at(points, spec=spec, length=length):
-                return contact_legs.ground_under(probe, spec, points, frames, length)
+            def ground_at(points, rows, spec=spec, length=length):
+                return contact_legs.ground_under(probe, spec, points, frames[rows], length)
 
         jobs.append((plan, tilt, ground_at, foot_metrics.largest_angular_speed(input_leg.basis, fps)))
     # Every leg's holds solved at once (contact_legs.planted_solves), then each leg's eases and clamp.
