@@ -119,7 +119,7 @@ def joint_eases(
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases)
     warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
-    for h, (ease, first_try, ease_in) in enumerate(zip(eases, plains, ease_ins, strict=True)):
+    for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
         hold, after, _, corrections, following, target = ease
         last = hold.end - 1
         out[after] = first_try[0]
@@ -135,9 +135,13 @@ def joint_eases(
             if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
                 out[after] = kept
         eased[after] = changed[after] = True
-        if ease_in:
-            before = hold.start - np.arange(1, ease_in + 1)
-            weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
-            base = np.where(eased[before, None, None], out[before], inputs[before])
-            out[before] = plant_legs.faded(base, at_start[h], weight)
+    # Every hold's ease-in at once, on top of the ease-outs: its frames lie between the previous
+    # hold's end and its own start (an ease-out there is faded on; no other ease writes them).
+    ins = [(hold.start, count, fix) for hold, count, fix in zip(plan.holds, ease_ins, at_start, strict=True) if count]
+    if ins:
+        before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
+        weight = np.concatenate([plant.ease(np.arange(1, count + 1), count) for _, count, _ in ins])
+        fixes = np.concatenate([np.broadcast_to(fix, (count, *fix.shape)) for _, count, fix in ins])
+        base = np.where(eased[before, None, None], out[before], inputs[before])
+        out[before] = plant_legs.faded(base, fixes, weight)
     return out, changed
