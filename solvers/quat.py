@@ -178,18 +178,20 @@ def from_matrix(m: np.ndarray) -> np.ndarray:
     m00, m01, m02 = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
     m10, m11, m12 = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
     m20, m21, m22 = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
-    # Four candidate formulas (each a multiple of q); use the largest pivot.
-    pivots = np.stack((1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22), -1)
+    # Four candidate formulas (each a multiple of q), their pivots on the diagonal; use the largest.
+    # Their six off-diagonal terms computed once each (a sum is the same either way round).
+    d0, d1, d2 = m21 - m12, m02 - m20, m10 - m01
+    s0, s1, s2 = m01 + m10, m02 + m20, m12 + m21
     cand = np.stack(
         (
-            np.stack((pivots[..., 0], m21 - m12, m02 - m20, m10 - m01), -1),
-            np.stack((m21 - m12, pivots[..., 1], m01 + m10, m02 + m20), -1),
-            np.stack((m02 - m20, m01 + m10, pivots[..., 2], m12 + m21), -1),
-            np.stack((m10 - m01, m02 + m20, m12 + m21, pivots[..., 3]), -1),
+            *(1 + m00 + m11 + m22, d0, d1, d2),
+            *(d0, 1 + m00 - m11 - m22, s0, s1),
+            *(d1, s0, 1 - m00 + m11 - m22, s2),
+            *(d2, s1, s2, 1 - m00 - m11 + m22),
         ),
-        axis=-2,
-    )
-    best = np.argmax(pivots, axis=-1)
+        -1,
+    ).reshape(m.shape[:-2] + (4, 4))
+    best = np.argmax(cand.reshape(m.shape[:-2] + (16,))[..., ::5], axis=-1)
     q = normalize(np.take_along_axis(cand, best[..., None, None], axis=-2)[..., 0, :])
     return np.where(q[..., :1] < 0.0, -q, q)
 
