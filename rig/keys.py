@@ -327,8 +327,10 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
             kp.foreach_get(name, row)
         if dtype is np.uint8:
             wanted = np.array([code, *wanted], dtype=np.uint8)
-        differs = np.any(table[:, rows] != wanted[:, None], axis=1)
-        for i in np.flatnonzero(differs).tolist():
+        differs = table[:, rows] != wanted[:, None]
+        if not differs.any():  # (mostly: keys replaced by keys like them)
+            continue
+        for i in np.flatnonzero(differs.any(axis=1)).tolist():
             table[i, rows] = wanted[i]
             kp.foreach_set(names[i], table[i])
     fc.update()
@@ -343,7 +345,10 @@ def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarr
     # In the times' dtype, as a comparison with a Python float is made (the bounds rounded to it).
     low = (bounds[:, 0] - FRAME_EPSILON).astype(t.dtype)
     high = (bounds[:, 1] + FRAME_EPSILON).astype(t.dtype)
-    return ~np.any((t[:, None] >= low) & (t[:, None] <= high), axis=1)
+    outside = np.ones(len(t), dtype=bool)
+    for below, above in zip(low, high, strict=True):  # a few ranges: a loop over them beats a (keys, ranges) table
+        outside &= ~((t >= below) & (t <= above))
+    return outside
 
 
 # The attributes _overwrite sets on the keys it replaces (its handles are placed by FCurve.update()
