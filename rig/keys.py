@@ -227,7 +227,7 @@ def write_keys_in(
     in one rebuild of the F-Curve."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
-    if not np.all(np.isfinite(values)):
+    if not np.isfinite(values).all():
         raise ValueError(f"refusing to key non-finite values on {fc.data_path}[{fc.array_index}]")
     kp = fc.keyframe_points
     old = len(kp)
@@ -238,12 +238,12 @@ def write_keys_in(
         kp.foreach_get("co", co)
         t = co[0::2]
         keep = _outside(t, frame_ranges)
-        rebuild = not np.all(keep)
-        if rebuild and handles is None and np.any(keep) and _same_frames(t[~keep], frames):
+        rebuild = not keep.all()
+        if rebuild and handles is None and keep.any() and _same_frames(t[~keep], frames):
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
-            return _overwrite(fc, co, np.flatnonzero(~keep), values, interpolation)
-        if rebuild and not np.any(keep):
+            return _overwrite(fc, co, (~keep).nonzero()[0], values, interpolation)
+        if rebuild and not keep.any():
             # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
             kp.clear()
             old = 0
@@ -301,7 +301,7 @@ NEW_KEY = {
 
 def _same_frames(old: np.ndarray, new: np.ndarray) -> bool:
     """The keys to replace are exactly the new keys' frames, both in increasing order."""
-    return len(old) == len(new) and bool(np.all(old == new)) and bool(np.all(new[1:] > new[:-1]))
+    return len(old) == len(new) and bool((old == new).all()) and bool((new[1:] > new[:-1]).all())
 
 
 def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str) -> int:

@@ -59,7 +59,8 @@ def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.nd
     (`seen`: curve_values' shared lookups)."""
     pbone = obj.pose.bones[name]
     current = np.array(getattr(pbone, path)[:], dtype=float)
-    out = np.tile(current, (len(frames), 1))
+    out = np.empty((len(frames), len(current)))
+    out[:] = current
     full = data_path(name, path)
     for index in range(width):
         fc = curves.get((full, index))

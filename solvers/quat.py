@@ -42,8 +42,9 @@ _add_reduce = np.add.reduce
 
 def normalize(v: np.ndarray) -> np.ndarray:
     """Unit vectors along the last axis; zero vectors stay zero."""
+    v = np.asarray(v)
     n = norm(v)[..., None]
-    return np.divide(v, n, out=np.zeros_like(v), where=n > 0.0)
+    return np.divide(v, n, out=np.zeros(v.shape, dtype=v.dtype), where=n > 0.0)
 
 
 def any_perpendicular(v: np.ndarray) -> np.ndarray:
