@@ -220,11 +220,14 @@ def write_keys_in(
     frame_ranges: list[tuple[float, float]],
     interpolation: str,
     handles: tuple[np.ndarray, np.ndarray] | None = None,
+    seen: dict | None = None,
 ) -> int:
     """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
     a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
     values), all of which lie inside them, and every other key is kept with all its attributes,
-    in one rebuild of the F-Curve."""
+    in one rebuild of the F-Curve. `seen` (a dict, one per `frames` and `frame_ranges`): which keys
+    lie inside the ranges, by the curves' key times already looked at (a bone's curves mostly
+    share them)."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.isfinite(values).all():
@@ -237,12 +240,20 @@ def write_keys_in(
         co = np.empty(2 * old, dtype=np.float32)
         kp.foreach_get("co", co)
         t = co[0::2]
-        keep = _outside(t, frame_ranges)
-        rebuild = not keep.all()
-        if rebuild and handles is None and keep.any() and _same_frames(t[~keep], frames):
+        key = t.tobytes() if seen is not None else b""
+        found = seen.get(key) if seen is not None else None
+        if found is None:
+            keep = _outside(t, frame_ranges)
+            rows = (~keep).nonzero()[0]  # the keys to replace
+            found = keep, rows, 0 < len(rows) < old and _same_frames(t[rows], frames)
+            if seen is not None:
+                seen[key] = found
+        keep, rows, in_place = found
+        rebuild = len(rows) > 0
+        if in_place and handles is None:
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
-            return _overwrite(fc, co, (~keep).nonzero()[0], values, interpolation)
+            return _overwrite(fc, co, rows, values, interpolation)
         if rebuild and not keep.any():
             # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
             kp.clear()
