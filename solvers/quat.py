@@ -157,10 +157,10 @@ def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray
     """
     uxv = cross(u, v)
     s = norm(uxv)
-    dot = np.sum(u * v, axis=-1)
+    dot = _add_reduce(u * v, axis=-1)
     q = np.concatenate(((1.0 + dot)[..., None], uxv), axis=-1)
     obtuse = dot < 0.0
-    if np.any(obtuse):
+    if obtuse.any():
         defined = s > AXIS_EPS
         axis = uxv / np.where(defined, s, 1.0)[..., None]
         axis = normalize(axis - np.sum(axis * u, axis=-1, keepdims=True) * u)

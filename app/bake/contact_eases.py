@@ -78,7 +78,7 @@ def _fastest(rotations: np.ndarray, window: int) -> float:
     """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
     if len(rotations) <= window:
         return 0.0
-    return float(np.max(quat.angles_between_cheaply(rotations[:-window], rotations[window:])))
+    return float(quat.angles_between_cheaply(rotations[:-window], rotations[window:]).max())
 
 
 def joint_eases(
