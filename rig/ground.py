@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
@@ -54,13 +56,10 @@ class GroundProbe:
         """(m,) height of the ground straight below each world point (m, 3): the first surface a
         ray finds going down from `reach` above the point (a point sunk below the surface by less
         than that still finds it); NaN where no face is below."""
-        out = np.full(len(points), np.nan)
         lift = Vector((0.0, 0.0, reach))
-        for i, p in enumerate(points.tolist()):
-            hit = self.tree.ray_cast(Vector(p) + lift, DOWN)[0]
-            if hit is not None:
-                out[i] = hit.z
-        return out
+        cast = self.tree.ray_cast
+        hits = [cast(Vector(p) + lift, DOWN)[0] for p in points.tolist()]
+        return np.array([math.nan if hit is None else hit.z for hit in hits], dtype=float).reshape(len(points))
 
     def normals_below(self, points: np.ndarray, reach: float) -> np.ndarray:
         """(m, 3) the ground's unit normal straight below each world point (facing up; NaN where no

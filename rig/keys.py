@@ -220,14 +220,17 @@ def write_keys_in(
     frame_ranges: list[tuple[float, float]],
     interpolation: str,
     handles: tuple[np.ndarray, np.ndarray] | None = None,
+    seen: dict | None = None,
 ) -> int:
     """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
     a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
     values), all of which lie inside them, and every other key is kept with all its attributes,
-    in one rebuild of the F-Curve."""
+    in one rebuild of the F-Curve. `seen` (a dict, one per `frames` and `frame_ranges`): which keys
+    lie inside the ranges, by the curves' key times already looked at (a bone's curves mostly
+    share them)."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
-    if not np.all(np.isfinite(values)):
+    if not np.isfinite(values).all():
         raise ValueError(f"refusing to key non-finite values on {fc.data_path}[{fc.array_index}]")
     kp = fc.keyframe_points
     old = len(kp)
@@ -237,13 +240,21 @@ def write_keys_in(
         co = np.empty(2 * old, dtype=np.float32)
         kp.foreach_get("co", co)
         t = co[0::2]
-        keep = _outside(t, frame_ranges)
-        rebuild = not np.all(keep)
-        if rebuild and handles is None and np.any(keep) and _same_frames(t[~keep], frames):
+        key = t.tobytes() if seen is not None else b""
+        found = seen.get(key) if seen is not None else None
+        if found is None:
+            keep = _outside(t, frame_ranges)
+            rows = (~keep).nonzero()[0]  # the keys to replace
+            found = keep, rows, 0 < len(rows) < old and _same_frames(t[rows], frames)
+            if seen is not None:
+                seen[key] = found
+        keep, rows, in_place = found
+        rebuild = len(rows) > 0
+        if in_place and handles is None:
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
-            return _overwrite(fc, co, np.flatnonzero(~keep), values, interpolation)
-        if rebuild and not np.any(keep):
+            return _overwrite(fc, co, rows, values, interpolation)
+        if rebuild and not keep.any():
             # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
             kp.clear()
             old = 0
@@ -301,7 +312,7 @@ NEW_KEY = {
 
 def _same_frames(old: np.ndarray, new: np.ndarray) -> bool:
     """The keys to replace are exactly the new keys' frames, both in increasing order."""
-    return len(old) == len(new) and bool(np.all(old == new)) and bool(np.all(new[1:] > new[:-1]))
+    return len(old) == len(new) and bool((old == new).all()) and bool((new[1:] > new[:-1]).all())
 
 
 def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str) -> int:
@@ -314,15 +325,23 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     kp.foreach_set("co", co)
     code = INTERPOLATIONS.index(interpolation)
     # Each kind's attributes read into the rows of one table and compared in one pass (a numpy call
-    # per table, not three per attribute); only an attribute that differs is written back.
-    for names, wanted, dtype in ((_INT_NAMES, _NEW_INTS, np.int32), (_FLOAT_NAMES, _NEW_FLOATS, np.float32)):
+    # per table, not three per attribute); only an attribute that differs is written back. The enums
+    # go through as bytes, the flags as booleans: the types Blender stores them in, which it copies
+    # in one pass (as int32, every key is converted on its own: ~5x slower for an enum).
+    for names, wanted, dtype in (
+        (_ENUM_NAMES, _NEW_ENUMS, np.uint8),
+        (_FLAG_NAMES, _NEW_FLAGS, np.bool_),
+        (_FLOAT_NAMES, _NEW_FLOATS, np.float32),
+    ):
         table = np.empty((len(names), count), dtype=dtype)
         for name, row in zip(names, table, strict=True):
             kp.foreach_get(name, row)
-        if dtype is np.int32:
-            wanted = np.array([code, *wanted], dtype=np.int32)
-        differs = np.any(table[:, rows] != wanted[:, None], axis=1)
-        for i in np.flatnonzero(differs).tolist():
+        if dtype is np.uint8:
+            wanted = np.array([code, *wanted], dtype=np.uint8)
+        differs = table[:, rows] != wanted[:, None]
+        if not differs.any():  # (mostly: keys replaced by keys like them)
+            continue
+        for i in np.flatnonzero(differs.any(axis=1)).tolist():
             table[i, rows] = wanted[i]
             kp.foreach_set(names[i], table[i])
     fc.update()
@@ -337,16 +356,21 @@ def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarr
     # In the times' dtype, as a comparison with a Python float is made (the bounds rounded to it).
     low = (bounds[:, 0] - FRAME_EPSILON).astype(t.dtype)
     high = (bounds[:, 1] + FRAME_EPSILON).astype(t.dtype)
-    return ~np.any((t[:, None] >= low) & (t[:, None] <= high), axis=1)
+    outside = np.ones(len(t), dtype=bool)
+    for below, above in zip(low, high, strict=True):  # a few ranges: a loop over them beats a (keys, ranges) table
+        outside &= ~((t >= below) & (t <= above))
+    return outside
 
 
 # The attributes _overwrite sets on the keys it replaces (its handles are placed by FCurve.update()
-# from the keys' co alone: AUTO_CLAMPED), by kind; the int ones start with the interpolation.
-_INT_NAMES = ("interpolation",) + tuple(
-    name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.int32
-)
+# from the keys' co alone: AUTO_CLAMPED), by kind: enums (the interpolation first), selection flags
+# and floats.
+_INT_NAMES = tuple(name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.int32)
+_FLAG_NAMES = tuple(name for name in _INT_NAMES if name.startswith("select_"))
+_ENUM_NAMES = ("interpolation",) + tuple(name for name in _INT_NAMES if name not in _FLAG_NAMES)
 _FLOAT_NAMES = tuple(name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.float32)
-_NEW_INTS = tuple(NEW_KEY[name] for name in _INT_NAMES[1:])
+_NEW_ENUMS = tuple(NEW_KEY[name] for name in _ENUM_NAMES[1:])
+_NEW_FLAGS = np.array([NEW_KEY[name] for name in _FLAG_NAMES], dtype=np.bool_)
 _NEW_FLOATS = np.array([NEW_KEY[name] for name in _FLOAT_NAMES], dtype=np.float32)
 
 

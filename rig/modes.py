@@ -136,22 +136,24 @@ def axis_angle_values(q: Quaternion, old: tuple[float, ...]) -> tuple[float, ...
     return (angle, *axis)
 
 
-def continuous_series(mode: str, quats, first_old: tuple[float, ...]) -> list[tuple[float, ...]]:
-    """Channel values of unit quaternions (m, 4) for an unlocked bone, each
-    continuous with the one before (the first with `first_old`): what
-    `values_for` gives frame after frame, without touching the pose bone."""
-    out: list[tuple[float, ...]] = []
+def continuous_series(mode: str, quats, first_old: tuple[float, ...]) -> np.ndarray:
+    """(m, channels) channel values of unit quaternions (m, 4) for an unlocked bone, each
+    continuous with the one before (the first with `first_old`): what `values_for` gives frame
+    after frame, without touching the pose bone."""
     old = tuple(first_old)
     if mode in EULER_ORDERS:
         prev = Euler(old, mode)
+        flat: list[float] = []
+        add = flat.extend  # one flat list of floats (a tuple per frame costs a third more)
         for q in quats:
             prev = Quaternion(q).to_euler(mode, prev)
-            out.append(tuple(prev))
-        return out
+            add(prev)
+        return np.array(flat, dtype=float).reshape(len(quats), 3)
+    out: list[tuple[float, ...]] = []
     for q in quats:
         old = axis_angle_values(Quaternion(q), old)
         out.append(old)
-    return out
+    return np.array(out, dtype=float).reshape(len(quats), -1)
 
 
 def series_values(
@@ -170,7 +172,7 @@ def series_values(
             out.append(old)
         return np.array(out, dtype=float).reshape(len(quats), -1)
     if mode != "QUATERNION":
-        return np.array(continuous_series(mode, quats.tolist(), first_old), dtype=float).reshape(len(quats), -1)
+        return continuous_series(mode, quats.tolist(), first_old)
     q = quats / np.linalg.norm(quats, axis=-1, keepdims=True)
     before = np.concatenate((np.array(first_old, dtype=float)[None], q[:-1]))
     flips = np.cumprod(np.where(np.einsum("ki,ki->k", q, before) < 0.0, -1.0, 1.0))

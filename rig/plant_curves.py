@@ -18,7 +18,7 @@ from ..solvers import quat
 from . import sampling
 from .keys import action_frames, data_path
 from .plant_read import LegFrames, rotation_channels
-from .pose_frames import inverse3
+from .pose_frames import inverse3, matrix_rotations
 
 MATCH = 1e-5  # share of the leg's length
 
@@ -59,7 +59,8 @@ def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.nd
     (`seen`: curve_values' shared lookups)."""
     pbone = obj.pose.bones[name]
     current = np.array(getattr(pbone, path)[:], dtype=float)
-    out = np.tile(current, (len(frames), 1))
+    out = np.empty((len(frames), len(current)))
+    out[:] = current
     full = data_path(name, path)
     for index in range(width):
         fc = curves.get((full, index))
@@ -143,8 +144,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
     stacked = [np.stack([posed[n] for n in leg], axis=1) for leg in legs]  # per leg (F, 3, 4, 4)
     # Every leg's rotations in one call (each matrix's own figures, as leg by leg).
-    three = np.concatenate([matrices[..., :3, :3] for matrices in stacked])
-    rotations = quat.from_matrix(three / np.linalg.norm(three, axis=-2, keepdims=True))
+    rotations = matrix_rotations(np.concatenate([matrices[..., :3, :3] for matrices in stacked]))
     out = []
     for j, (leg, matrices) in enumerate(zip(legs, stacked, strict=True)):
         foot = pose[leg[-1]].bone

@@ -59,8 +59,7 @@ class LegFrames:
         """(F, 4) the armature's world rotation per frame, scale off (cached)."""
         if self._turn is None:
             three = self._still(self.world[:, :3, :3])
-            three = three / np.linalg.norm(three, axis=-2, keepdims=True)
-            self._turn = np.broadcast_to(quat.from_matrix(three), (len(self.world), 4))
+            self._turn = np.broadcast_to(pose_frames.matrix_rotations(three), (len(self.world), 4))
         return self._turn
 
     def scales(self) -> np.ndarray:

@@ -124,8 +124,9 @@ def window_speed(points: np.ndarray, fps: float, window: float = SPEED_WINDOW) -
 
 def contact_runs(planted: np.ndarray) -> list[tuple[int, int]]:
     """(first, last + 1) frame indices of each run of True in `planted`."""
-    edges = np.diff(np.concatenate(([0], np.asarray(planted, dtype=np.int8), [0])))
-    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
+    padded = np.concatenate(([0], np.asarray(planted, dtype=np.int8), [0]))
+    edges = padded[1:] - padded[:-1]
+    return list(zip((edges == 1).nonzero()[0].tolist(), (edges == -1).nonzero()[0].tolist(), strict=True))
 
 
 def check_points(points, name: str) -> np.ndarray:
@@ -135,7 +136,7 @@ def check_points(points, name: str) -> np.ndarray:
         raise ValueError(f"{name} must be an (frames, 3) array of positions, got shape {array.shape}")
     if len(array) == 0:
         raise ValueError(f"{name}: no frames")
-    if not np.all(np.isfinite(array)):
+    if not np.isfinite(array).all():
         frame = int(np.flatnonzero(~np.all(np.isfinite(array), axis=1))[0])
         raise ValueError(f"{name} is not finite at frame index {frame}")
     return array

@@ -118,7 +118,7 @@ def default_blend(fps: float) -> int:
 
 def smooth(t: np.ndarray) -> np.ndarray:
     """Smoothstep 3t^2 - 2t^3 on t clipped to [0, 1]: 0 -> 0, 1 -> 1, slope 0 at both ends."""
-    t = np.clip(t, 0.0, 1.0)
+    t = np.asarray(t).clip(0.0, 1.0)
     return t * t * (3.0 - 2.0 * t)
 
 

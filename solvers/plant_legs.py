@@ -82,7 +82,7 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     share = check_softness(softness)
     upper, lower = knee - hip, ankle - knee
     l1, l2 = quat.norm(upper), quat.norm(lower)
-    if np.any(l1 <= 0.0) or np.any(l2 <= 0.0):
+    if (l1 <= 0.0).any() or (l2 <= 0.0).any():
         raise ValueError("the thigh or the shin has no length (knee on the hip, or ankle on the knee)")
     reach, inner = l1 + l2, np.abs(l1 - l2)
     offset = goal - hip
@@ -102,9 +102,9 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     # The swivel: the input knee's offset across the line (the input's own line where the leg
     # is straight along the new one: then the input leg plane's normal decides).
     side = upper if pole is None else _checked(pole, frames, "knee directions")
-    across = side - np.sum(side * line, axis=1, keepdims=True) * line
+    across = side - (side * line).sum(axis=1, keepdims=True) * line
     flat = quat.norm(across) <= 1e-9 * reach
-    if np.any(flat):
+    if flat.any():
         normal = quat.cross(upper, lower)
         fallback = np.where((quat.norm(normal) > 1e-12 * reach * reach)[:, None], quat.cross(normal, line), 0.0)
         fallback = np.where((quat.norm(fallback) > 0.0)[:, None], fallback, quat.any_perpendicular(line))
@@ -125,9 +125,9 @@ def _swing(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """quat.swing(u, v) about quat.any_perpendicular(u) near a half turn: that axis is found only
     on the frames past 90° (u.v < 0, the only ones quat.swing takes it from; the others' is never
     read), the same turns for fewer numpy calls where no frame turns that far."""
-    fallback = np.zeros_like(u)
-    obtuse = np.sum(u * v, axis=-1) < 0.0
-    if np.any(obtuse):
+    fallback = np.zeros(u.shape, dtype=u.dtype)
+    obtuse = (u * v).sum(axis=-1) < 0.0
+    if obtuse.any():
         fallback[obtuse] = quat.any_perpendicular(u[obtuse])
     return quat.swing(u, v, fallback)
 

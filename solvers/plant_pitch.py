@@ -66,7 +66,7 @@ def pitch_path(
         best = total.min(axis=0)
         # Among the predecessors as good as the best (exact ties: all under cap are cap), the least deviation.
         tied = np.where(total <= best[None, :], spent[:, None], np.inf)
-        back[k] = np.argmin(tied, axis=0)
+        back[k] = tied.argmin(axis=0)
         worst = best
         worst[banned[:, k]] = np.inf
         spent = spent[back[k]] + deviation
@@ -76,7 +76,7 @@ def pitch_path(
         tail = _speeds(chain[:, :-stride], chain[:, stride:], seconds).max(axis=1)
         worst = np.maximum(worst, tail)
     final = np.maximum(worst, cap)
-    last = int(np.argmin(np.where(final <= final.min(), spent, np.inf)))
+    last = int(np.where(final <= final.min(), spent, np.inf).argmin())
     path = [last]
     for k in range(knots - 1, 0, -1):
         path.append(int(back[k][path[-1]]))

@@ -78,7 +78,7 @@ def _fastest(rotations: np.ndarray, window: int) -> float:
     """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
     if len(rotations) <= window:
         return 0.0
-    return float(np.max(quat.angles_between_cheaply(rotations[:-window], rotations[window:])))
+    return float(quat.angles_between_cheaply(rotations[:-window], rotations[window:]).max())
 
 
 def joint_eases(
@@ -118,7 +118,8 @@ def joint_eases(
         eases.append((hold, after, inputs[after], corrections[None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases)
-    for h, (ease, first_try, ease_in) in enumerate(zip(eases, plains, ease_ins, strict=True)):
+    warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
+    for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
         hold, after, _, corrections, following, target = ease
         last = hold.end - 1
         out[after] = first_try[0]
@@ -127,14 +128,20 @@ def joint_eases(
         if plain > limit:
             if callable(budget):
                 budget = budget()
+            if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
+                warped = [None] * h + eased_outs(plan, eases[h:], budget)
             kept = out[after]
-            out[after] = eased_out(plan, hold, after, inputs[after], corrections, following, target, budget)[0]
+            out[after] = warped[h][0]
             if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
                 out[after] = kept
         eased[after] = changed[after] = True
-        if ease_in:
-            before = hold.start - np.arange(1, ease_in + 1)
-            weight = plant.ease(np.arange(1, ease_in + 1), ease_in)
-            base = np.where(eased[before, None, None], out[before], inputs[before])
-            out[before] = plant_legs.faded(base, at_start[h], weight)
+    # Every hold's ease-in at once, on top of the ease-outs: its frames lie between the previous
+    # hold's end and its own start (an ease-out there is faded on; no other ease writes them).
+    ins = [(hold.start, count, fix) for hold, count, fix in zip(plan.holds, ease_ins, at_start, strict=True) if count]
+    if ins:
+        before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
+        weight = np.concatenate([plant.ease(np.arange(1, count + 1), count) for _, count, _ in ins])
+        fixes = np.concatenate([np.broadcast_to(fix, (count, *fix.shape)) for _, count, fix in ins])
+        base = np.where(eased[before, None, None], out[before], inputs[before])
+        out[before] = plant_legs.faded(base, fixes, weight)
     return out, changed

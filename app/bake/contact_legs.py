@@ -156,7 +156,8 @@ def solve_leg(
     for the planned tip, eases in joint space, and then, on any frame where that leaves the tip
     below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
-    `ground_at(points)`: the ground's heights under world points (F, 3), or None (no ground).
+    `ground_at(points, rows)`: the ground's heights under world points (R, 3) on frames `rows`, or
+    None (no ground); it is asked on the frames not held only (the clamp's).
     `largest`: the input's largest joint speed (rad/s): where given, a push-off that would turn a
     joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch).
     `first`: the leg's planted_solves result where several legs were solved at once."""
@@ -182,11 +183,14 @@ def solve_leg(
     heads = leg.heads
     points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
     toe = leg.to_world(points[2])
-    floor = plan.floor
-    if ground_at is not None:  # the ground under where the tip is now (plan.floor: under the input's)
-        floor = np.maximum(floor, np.where(np.isinf(floor), floor, ground_at(toe)))
     # Holds sit on their floor by construction (rounding aside); eases and swings are clamped.
-    low = (toe[:, 2] < floor - CLAMP_SLACK) & (plan.weight < 1.0)
+    free = plan.weight < 1.0
+    floor = plan.floor
+    if ground_at is not None and np.any(free):  # the ground under where the tip now is, where it may be
+        rows = np.flatnonzero(free)  # clamped (plan.floor: under the input's)
+        floor = floor.copy()
+        floor[rows] = np.maximum(floor[rows], np.where(np.isinf(floor[rows]), floor[rows], ground_at(toe[rows], rows)))
+    low = (toe[:, 2] < floor - CLAMP_SLACK) & free
     if np.any(low):
         lifted = toe.copy()
         lifted[:, 2] = np.maximum(toe[:, 2], floor)

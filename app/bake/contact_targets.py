@@ -254,8 +254,8 @@ def solve_steps(
         ground_at = None
         if probe is not None:
 
-            def ground_at(points, spec=spec, length=length):
-                return contact_legs.ground_under(probe, spec, points, frames, length)
+            def ground_at(points, rows, spec=spec, length=length):
+                return contact_legs.ground_under(probe, spec, points, frames[rows], length)
 
         jobs.append((plan, tilt, ground_at, foot_metrics.largest_angular_speed(input_leg.basis, fps)))
     # Every leg's holds solved at once (contact_legs.planted_solves), then each leg's eases and clamp.
@@ -319,12 +319,13 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
     for chain in plants.chains:
         runs = plant_keys.spans(action_frames, chain.keyed)
         at = action_frames[chain.keyed]
+        seen: dict = {}  # the chain's curves mostly share their key times: where to write looked up once
         for name, table in zip(chain.leg.names, chain.values, strict=True):
             path = plant_read.rotation_path(obj, name)
             written = 0
             for index in range(table.shape[1]):
                 fc = fcurves.ensure(path, index, name)
-                written += keys.write_keys_in(fc, at, table[chain.keyed, index], runs, interpolation)
+                written += keys.write_keys_in(fc, at, table[chain.keyed, index], runs, interpolation, seen=seen)
             per_bone[name] = written
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
     if plants.hips and np.any(plants.hips_keyed):
@@ -332,9 +333,11 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
         at = action_frames[plants.hips_keyed]
         path = keys.data_path(plants.hips, "location")
         written = 0
+        seen = {}
         for index in range(3):
             fc = fcurves.ensure(path, index, plants.hips)
-            written += keys.write_keys_in(fc, at, plants.hips_values[plants.hips_keyed, index], runs, interpolation)
+            values = plants.hips_values[plants.hips_keyed, index]
+            written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen)
         per_bone[plants.hips] = per_bone.get(plants.hips, 0) + written
     return per_bone
 
