@@ -110,15 +110,31 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
             want.append((tx + length * gx, ty + length * gy, tz + length * gz))
             pull.append(weights[k] * rotation_weight)
         root = [math.sqrt(w) for w in pull]
+        before = [local[j] for j in visited]
         rows = 3 * len(have)
         columns = []  # per visit: its sqrt-weighted moves of the goals' points, flat
         trace = 0.0
-        before, after = [], []
+        turns = []  # each visit's turn of its local (new x old^-1, w >= 0)
         for (j, p, (rw, rx, ry, rz), _, clamps), points in zip(order, per_visit, strict=True):
             ox, oy, oz = heads[j]
-            if len(points) == 1:
+            if len(points) == 1:  # the minimal swing (tree._one_pair; its common case written out)
                 (px, py, pz), (tx, ty, tz) = have[points[0]], want[points[0]]
-                turn = one_pair((px - ox, py - oy, pz - oz), (tx - ox, ty - oy, tz - oz))
+                ax, ay, az = px - ox, py - oy, pz - oz
+                bx, by, bz = tx - ox, ty - oy, tz - oz
+                n = math.sqrt(ax * ax + ay * ay + az * az)
+                m = math.sqrt(bx * bx + by * by + bz * bz)
+                if n > 0.0 and m > 0.0 and ax * bx + ay * by + az * bz >= 0.0:
+                    ax, ay, az, bx, by, bz = ax / n, ay / n, az / n, bx / m, by / m, bz / m
+                    cw, cx, cy, cz = (
+                        1.0 + ax * bx + ay * by + az * bz,
+                        ay * bz - az * by,
+                        az * bx - ax * bz,
+                        ax * by - ay * bx,
+                    )
+                    r = math.sqrt(cw * cw + cx * cx + cy * cy + cz * cz)
+                    turn = (cw / r, cx / r, cy / r, cz / r)
+                else:
+                    turn = one_pair((ax, ay, az), (bx, by, bz))
             else:  # floats.best_rotation's sums, written out
                 sxx = sxy = sxz = syx = syy = syz = szx = szy = szz = 0.0
                 size = 0.0
@@ -143,44 +159,61 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
                 turn = profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size, lightest, heaviest)
             if keep[j] != 1.0:
                 turn = scaled(turn, keep[j])
-            # rest = parent frame x reference (the parent not visited yet: its frame as it was);
-            # new local = normalize4(rest^-1 (turn frame))
+            # rest = parent frame x reference (the parent not visited yet: its frame as it was)
             aw, ax, ay, az = base if p == -1 else frames[p]
             sw = aw * rw - ax * rx - ay * ry - az * rz
             sx = aw * rx + ax * rw + ay * rz - az * ry
             sy = aw * ry - ax * rz + ay * rw + az * rx
             sz = aw * rz + ax * ry - ay * rx + az * rw
-            aw, ax, ay, az = turn
-            fw, fx, fy, fz = frames[j]
-            bw = aw * fw - ax * fx - ay * fy - az * fz
-            bx = aw * fx + ax * fw + ay * fz - az * fy
-            by = aw * fy - ax * fz + ay * fw + az * fx
-            bz = aw * fz + ax * fy - ay * fx + az * fw
-            aw, ax, ay, az = sw, -sx, -sy, -sz
-            new_local = normalize4(
-                (
-                    aw * bw - ax * bx - ay * by - az * bz,
-                    aw * bx + ax * bw + ay * bz - az * by,
-                    aw * by - ax * bz + ay * bw + az * bx,
-                    aw * bz + ax * by - ay * bx + az * bw,
+            if clamps:  # new local = the limits' clamp of normalize4(rest^-1 turn frame)
+                aw, ax, ay, az = turn
+                fw, fx, fy, fz = frames[j]
+                bw = aw * fw - ax * fx - ay * fy - az * fz
+                bx = aw * fx + ax * fw + ay * fz - az * fy
+                by = aw * fy - ax * fz + ay * fw + az * fx
+                bz = aw * fz + ax * fy - ay * fx + az * fw
+                aw, ax, ay, az = sw, -sx, -sy, -sz
+                new_local = normalize4(
+                    (
+                        aw * bw - ax * bx - ay * by - az * bz,
+                        aw * bx + ax * bw + ay * bz - az * by,
+                        aw * by - ax * bz + ay * bw + az * bx,
+                        aw * bz + ax * by - ay * bx + az * bw,
+                    )
                 )
-            )
-            if clamps:
                 new_local = tuple(joint_limits.clamp(limits, j, np.array(new_local)).tolist())
-            before.append(local[j])
-            after.append(new_local)
-            # the turn the bone took (after the clamp), rest x new local x frame^-1, moves its points
-            bw, bx, by, bz = new_local
-            aw = sw * bw - sx * bx - sy * by - sz * bz
-            ax = sw * bx + sx * bw + sy * bz - sz * by
-            ay = sw * by - sx * bz + sy * bw + sz * bx
-            az = sw * bz + sx * by - sy * bx + sz * bw
-            inverse = 1.0 / (fw * fw + fx * fx + fy * fy + fz * fz)
-            bx, by, bz = -fx, -fy, -fz
-            cw = (aw * fw - ax * bx - ay * by - az * bz) * inverse
-            cx = (aw * bx + ax * fw + ay * bz - az * by) * inverse
-            cy = (aw * by - ax * bz + ay * fw + az * bx) * inverse
-            cz = (aw * bz + ax * by - ay * bx + az * fw) * inverse
+                # the turn the bone took, in its local axes (new local x old^-1) and in the world's
+                # (rest x new local x frame^-1)
+                aw, ax, ay, az = new_local
+                bw, bx, by, bz = local[j]
+                bx, by, bz = -bx, -by, -bz
+                tw = aw * bw - ax * bx - ay * by - az * bz
+                tx = aw * bx + ax * bw + ay * bz - az * by
+                ty = aw * by - ax * bz + ay * bw + az * bx
+                tz = aw * bz + ax * by - ay * bx + az * bw
+                bw, bx, by, bz = new_local
+                aw = sw * bw - sx * bx - sy * by - sz * bz
+                ax = sw * bx + sx * bw + sy * bz - sz * by
+                ay = sw * by - sx * bz + sy * bw + sz * bx
+                az = sw * bz + sx * by - sy * bx + sz * bw
+                inverse = 1.0 / (fw * fw + fx * fx + fy * fy + fz * fz)
+                bx, by, bz = -fx, -fy, -fz
+                cw = (aw * fw - ax * bx - ay * by - az * bz) * inverse
+                cx = (aw * bx + ax * fw + ay * bz - az * by) * inverse
+                cy = (aw * by - ax * bz + ay * fw + az * bx) * inverse
+                cz = (aw * bz + ax * by - ay * bx + az * fw) * inverse
+            else:  # unclamped, the world turn is the turn itself; in local axes rest^-1 turn rest
+                cw, cx, cy, cz = turn
+                bw = cw * sw - cx * sx - cy * sy - cz * sz
+                bx = cw * sx + cx * sw + cy * sz - cz * sy
+                by = cw * sy - cx * sz + cy * sw + cz * sx
+                bz = cw * sz + cx * sy - cy * sx + cz * sw
+                aw, ax, ay, az = sw, -sx, -sy, -sz
+                tw = aw * bw - ax * bx - ay * by - az * bz
+                tx = aw * bx + ax * bw + ay * bz - az * by
+                ty = aw * by - ax * bz + ay * bw + az * bx
+                tz = aw * bz + ax * by - ay * bx + az * bw
+            turns.append((tw, tx, ty, tz) if tw >= 0.0 else (-tw, -tx, -ty, -tz))
             column = [0.0] * rows
             for i in points:
                 point = have[i]
@@ -198,16 +231,6 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
         for point, (tx, ty, tz), s in zip(have, want, root, strict=True):
             residual += (s * (point[0] - tx), s * (point[1] - ty), s * (point[2] - tz))
         swept = math.fsum(r * r for r in residual)
-        turns = []  # each visit's turn of its local, q1 q0^-1 (w >= 0)
-        for q0, q1 in zip(before, after, strict=True):
-            aw, ax, ay, az = q1
-            bw, bx, by, bz = q0
-            bx, by, bz = -bx, -by, -bz
-            tw = aw * bw - ax * bx - ay * by - az * bz
-            tx = aw * bx + ax * bw + ay * bz - az * by
-            ty = aw * by - ax * bz + ay * bw + az * bx
-            tz = aw * bz + ax * by - ay * bx + az * bw
-            turns.append((tw, tx, ty, tz) if tw >= 0.0 else (-tw, -tx, -ty, -tz))
         history.append((turns, columns, trace))
         if len(history) > 1 + HISTORY:
             del history[0]
@@ -219,7 +242,8 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
             normal.flat[:: rows + 1] += RIDGE * sum(t for _, _, t in history) / rows
             amounts = (d @ np.linalg.solve(normal, residual)).tolist()
             count, last = len(order), len(history) - 1
-            for n, (j, q, clamps) in enumerate(zip(visited, before, clamping, strict=True)):
+            for n, (j, clamps) in enumerate(zip(visited, clamping, strict=True)):
+                q = before[n]
                 for h, (step_turns, _, _) in enumerate(history):
                     q = _turned(step_turns[n], (1.0 if h == last else 0.0) - amounts[h * count + n], q)
                 q = normalize4(q)
@@ -227,30 +251,42 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
                     q = tuple(joint_limits.clamp(limits, j, np.array(q)).tolist())
                 local[j] = q
             forward(skeleton, local, moved, frames, heads)
-            if _cost(frames, heads, bones, reach, lengths, plan, kinds, root) < swept:
+            if _cost(frames, heads, bones, reach, lengths, plan, kinds, root, ends) < swept:
                 return True
-        for j, q1 in zip(visited, after, strict=True):  # no better (or nothing left): the sweep's pose
-            local[j] = q1
+        for j, turn, q, clamps in zip(visited, turns, before, clamping, strict=True):  # no better: the sweep's pose
+            q = normalize4(_turned(turn, 1.0, q))
+            local[j] = tuple(joint_limits.clamp(limits, j, np.array(q)).tolist()) if clamps else q
         forward(skeleton, local, moved, frames, heads)
         return True
 
     return near_step
 
 
-def _cost(frames, heads, bones, reach, lengths, plan, kinds, root) -> float:
-    """The weighted squared residual of the goals' points at frames/heads (near_step's measure)."""
+def _cost(frames, heads, bones, reach, lengths, plan, kinds, root, ends) -> float:
+    """The weighted squared residual of the goals' points at frames/heads (near_step's measure);
+    `ends`: a list the effectors' end points are put in."""
     targets, orientation = plan.targets, plan.orientation
     total = []
-    for (k, axis), s in zip(kinds, root, strict=True):
-        b = bones[k]
-        ex, ey, ez = rotate(frames[b], reach[b])
+    ends.clear()
+    for b, (vx, vy, vz) in zip(bones, (reach[b] for b in bones), strict=True):
+        qw, qx, qy, qz = frames[b]
         hx, hy, hz = heads[b]
-        ex, ey, ez = hx + ex, hy + ey, hz + ez
+        # skeleton_floats.end_point (floats.rotate) written out
+        ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+        ends.append(
+            (
+                hx + (vx + qw * ux + (qy * uz - qz * uy)),
+                hy + (vy + qw * uy + (qz * ux - qx * uz)),
+                hz + (vz + qw * uz + (qx * uy - qy * ux)),
+            )
+        )
+    for (k, axis), s in zip(kinds, root, strict=True):
+        ex, ey, ez = ends[k]
         tx, ty, tz = targets[k]
         if axis is not None:
-            goal = orientation[b][0]
+            b = bones[k]
             ax, ay, az = rotate(frames[b], axis)
-            gx, gy, gz = rotate(goal, axis)
+            gx, gy, gz = rotate(orientation[b][0], axis)
             length = lengths[k]
             ex, ey, ez = ex + length * ax, ey + length * ay, ez + length * az
             tx, ty, tz = tx + length * gx, ty + length * gy, tz + length * gz
