@@ -26,6 +26,7 @@ and forward kinematics runs once, on the rescaled pose.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -231,9 +232,11 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
                 trace += s * s * (dx * dx + dy * dy + dz * dz)
             columns.append(column)
         residual = []
-        for point, (tx, ty, tz), s in zip(have, want, root, strict=True):
-            residual += (s * (point[0] - tx), s * (point[1] - ty), s * (point[2] - tz))
-        swept = math.fsum(r * r for r in residual)
+        swept = 0.0
+        for (px, py, pz), (tx, ty, tz), s in zip(have, want, root, strict=True):
+            rx, ry, rz = s * (px - tx), s * (py - ty), s * (pz - tz)
+            residual += (rx, ry, rz)
+            swept += rx * rx + ry * ry + rz * rz
         history.append((turns, columns, trace))
         if len(history) > 1 + HISTORY:
             del history[0]
@@ -242,14 +245,16 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
             # and of the last steps' (each column: one more whole turn of one bone's sweep turn)
             d = np.array([c for _, step_columns, _ in history for c in step_columns])
             normal = d.T @ d
-            normal.flat[:: rows + 1] += RIDGE * sum(t for _, _, t in history) / rows
+            normal += identity(rows) * (RIDGE * sum([t for _, _, t in history]) / rows)
             amounts = (d @ np.linalg.solve(normal, residual)).tolist()
             count, last = len(order), len(history) - 1
             for n, (j, clamps) in enumerate(zip(visited, clamping, strict=True)):
                 q = before[n]
                 for h, (step_turns, _, _) in enumerate(history):
                     q = _turned(step_turns[n], (1.0 if h == last else 0.0) - amounts[h * count + n], q)
-                q = normalize4(q)
+                qw, qx, qy, qz = q  # (floats.normalize4 written out)
+                size = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+                q = (qw / size, qx / size, qy / size, qz / size)
                 if clamps:
                     q = tuple(joint_limits.clamp(limits, j, np.array(q)).tolist())
                 local[j] = q
@@ -269,7 +274,7 @@ def _cost(frames, heads, bones, reach, lengths, plan, kinds, root, ends) -> floa
     """The weighted squared residual of the goals' points at frames/heads (near_step's measure);
     `ends`: a list the effectors' end points are put in."""
     targets, orientation = plan.targets, plan.orientation
-    total = []
+    total = 0.0
     ends.clear()
     for b, (vx, vy, vz) in zip(bones, (reach[b] for b in bones), strict=True):
         qw, qx, qy, qz = frames[b]
@@ -293,8 +298,17 @@ def _cost(frames, heads, bones, reach, lengths, plan, kinds, root, ends) -> floa
             length = lengths[k]
             ex, ey, ez = ex + length * ax, ey + length * ay, ez + length * az
             tx, ty, tz = tx + length * gx, ty + length * gy, tz + length * gz
-        total += (s * (ex - tx), s * (ey - ty), s * (ez - tz))
-    return math.fsum(r * r for r in total)
+        rx, ry, rz = s * (ex - tx), s * (ey - ty), s * (ez - tz)
+        total += rx * rx + ry * ry + rz * rz
+    return total
+
+
+@functools.cache
+def identity(n: int) -> np.ndarray:
+    """The n x n identity (read only: the rescale adds its ridge times it)."""
+    eye = np.eye(n)
+    eye.flags.writeable = False
+    return eye
 
 
 def _turned(turn: tuple, amount: float, q: tuple) -> tuple:
