@@ -35,6 +35,7 @@ from .. import limits as joint_limits
 from ..common.tree_mixing import AXES
 from ..maths.floats import normalize4, profile_rotation, rotate, scaled
 from ..skeleton_floats import cached_rows, forward
+from . import tree_near_written
 
 # Earlier near steps whose turns' measured moves join this step's in the rescale (the near steps'
 # columns span the goals' error only together on five effectors from the hips: 17 bones' turns
@@ -48,11 +49,13 @@ HISTORY = 2
 RIDGE = 1e-9
 
 
-def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
-    """near(local, frames, heads, near) -> bool: the near step in place (lists of tuples), or
-    False (nothing done) where some effector is further than `near` from its target.
+def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out: bool = True):
+    """near(local, frames, heads, near, history) -> bool: the near step in place (lists of tuples),
+    or False (nothing done) where some effector is further than `near` from its target; `history`:
+    a list kept over a solve's near steps (cleared when a step is not near).
 
-    `visits`: tree.make_sweep's bone visits, tips to roots; `one_pair`: tree's one-pair turn."""
+    `visits`: tree.make_sweep's bone visits, tips to roots; `one_pair`: tree's one-pair turn;
+    `write_out` off: the general sweep even where tree_near_written's serves (tests compare them)."""
     reach = cached_rows(skeleton, "reach")
     base = tuple(skeleton.base_frame.tolist())
     limits = skeleton.limits
@@ -66,6 +69,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
     visited = [j for j, *_ in order]
     clamping = [clamps for *_, clamps in order]
     structure: dict = {}
+    written: list = []  # the written-out sweep of this layout, compiled on first use
 
     def points_of(oriented: frozenset):
         """Per visit, the indices of its goal points; per point its effector and axis (None: the end)."""
@@ -97,6 +101,29 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
                 return False
             ends.append((ex, ey, ez))
         kinds, per_visit = points_of(frozenset(orientation))
+        before = [local[j] for j in visited]
+        if write_out and limits is None and not orientation:  # the sweep written out for this layout
+            if not written:
+                plain = [
+                    (j, p, reference, points) for (j, p, reference, _, _), points in zip(order, per_visit, strict=True)
+                ]
+                written.append(tree_near_written.make(plain, len(bones), base))
+            root = [math.sqrt(w) for w in weights]
+            rows = 3 * len(bones)
+            have = [c for end in ends for c in end]
+            want = [c for target in targets for c in target]
+            turns, columns, trace, residual, swept = written[0](frames, heads, have, want, root, weights, one_pair)
+        else:
+            turns, columns, trace, residual, swept, root, rows = sweep(local, frames, heads, ends, kinds, per_visit)
+        return rescale(
+            local, frames, heads, history, before, turns, columns, trace, residual, swept, root, rows, kinds, ends
+        )
+
+    def sweep(local, frames, heads, ends, kinds, per_visit):
+        """The near step's sweep on any tree (limits, orientation goals): (each visit's turn of its
+        local, each visit's column of moves, the columns' squared sum, the residual after it, its
+        squared sum, the points' root weights, the residual's length)."""
+        targets, orientation = plan.targets, plan.orientation
         have, want, pull = [], [], []  # the goals' points now, where they should be, their weights
         for k, axis in kinds:
             ex, ey, ez = ends[k]
@@ -114,7 +141,6 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
             want.append((tx + length * gx, ty + length * gy, tz + length * gz))
             pull.append(weights[k] * rotation_weight)
         root = [math.sqrt(w) for w in pull]
-        before = [local[j] for j in visited]
         rows = 3 * len(have)
         columns = []  # per visit: its sqrt-weighted moves of the goals' points, flat
         trace = 0.0
@@ -237,6 +263,10 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair):
             rx, ry, rz = s * (px - tx), s * (py - ty), s * (pz - tz)
             residual += (rx, ry, rz)
             swept += rx * rx + ry * ry + rz * rz
+        return turns, columns, trace, residual, swept, root, rows
+
+    def rescale(local, frames, heads, history, before, turns, columns, trace, residual, swept, root, rows, kinds, ends):
+        """The sweep's turns rescaled together (with the last steps'), kept where that beats the sweep."""
         history.append((turns, columns, trace))
         if len(history) > 1 + HISTORY:
             del history[0]

@@ -41,9 +41,9 @@ def _start(skeleton, local, effectors):
     return plan, state, frames, heads
 
 
-def _near_step(skeleton, plan, effectors):
+def _near_step(skeleton, plan, effectors, write_out: bool = True):
     visits = ccd_tree.bone_visits(skeleton, plan, effectors)
-    return tree_near.make_near_step(skeleton, plan, effectors, visits, ccd_tree._one_pair)
+    return tree_near.make_near_step(skeleton, plan, effectors, visits, ccd_tree._one_pair, write_out)
 
 
 def _cost(skeleton, plan, effectors, frames, heads) -> float:
@@ -148,3 +148,22 @@ def test_one_near_step_does_what_plain_sweeps_took_several_for(shape, drop):
         steps.append(solved.iterations)
     assert max(steps) <= 2 and np.mean(steps) <= 1.5, steps
     assert np.median(drops) <= drop, drops
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 3))
+def test_written_out_sweep_is_the_general_one_to_the_bit(seed, steps):
+    """Trees without limits or orientations take the sweep written out for their layout
+    (ccd.tree_near_written): the same locals, frames and heads as the general sweep, bit for bit,
+    over a few near steps (the rescale's history included)."""
+    skeleton, local, effectors = _near_case(seed, False, False)
+    plan, state, frames, heads = _start(skeleton, local, effectors)
+    assume(_is_near(skeleton, plan, effectors, frames, heads))
+    general = (list(state), list(frames), list(heads))
+    near = ccd_tree.NEAR * plan.length
+    written_step, general_step = _near_step(skeleton, plan, effectors), _near_step(skeleton, plan, effectors, False)
+    written_history, general_history = [], []
+    for _ in range(steps):
+        assert written_step(state, frames, heads, near, written_history)
+        assert general_step(*general, near, general_history)
+        assert (state, frames, heads) == general
