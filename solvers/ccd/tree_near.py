@@ -67,6 +67,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
     # visits as (bone, parent, reference, effectors below (their indices), clamped)
     order = [(j, p, reference, [k for k, _, _ in effs], clamps) for j, p, reference, effs, clamps, _ in visits]
     visited = [j for j, *_ in order]
+    rests = [reference for _, _, reference, _, _ in order]
     clamping = [clamps for *_, clamps in order]
     structure: dict = {}
     written: list = []  # the written-out sweep of this layout, compiled on first use
@@ -104,15 +105,15 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
         before = [local[j] for j in visited]
         if write_out and limits is None and not orientation:  # the sweep written out for this layout
             if not written:
-                plain = [
-                    (j, p, reference, points) for (j, p, reference, _, _), points in zip(order, per_visit, strict=True)
-                ]
-                written.append(tree_near_written.make(plain, len(bones), base))
+                plain = [(j, p, points) for (j, p, _, _, _), points in zip(order, per_visit, strict=True)]
+                written.append(tree_near_written.make(plain, len(bones)))
             root = [math.sqrt(w) for w in weights]
             rows = 3 * len(bones)
             have = [c for end in ends for c in end]
             want = [c for target in targets for c in target]
-            turns, columns, trace, residual, swept = written[0](frames, heads, have, want, root, weights, one_pair)
+            turns, columns, trace, residual, swept = written[0](
+                frames, heads, have, want, root, weights, one_pair, rests, base
+            )
         else:
             turns, columns, trace, residual, swept, root, rows = sweep(local, frames, heads, ends, kinds, per_visit)
         return rescale(

@@ -1,6 +1,6 @@
 """The near step's sweep (solvers.ccd.tree_near) written out once per tree layout and compiled, for
 trees without limits or orientation goals (a character's bake: every bone turned whole, only the
-effectors' end points tracked).
+effectors' end points tracked), compiled once per layout (bones, parents, effectors) and kept.
 
 The same arithmetic as tree_near's sweep loop, term by term in its order (the same numbers to the
 bit: tests/solvers/test_ccd_tree_near.py): each visit's head and parent frame read once, the
@@ -15,19 +15,31 @@ import math
 
 from ..maths.floats import profile_rotation
 
-
-def make(visits: list, points: int, base: tuple):
-    """sweep(frames, heads, have, want, root, pull, one_pair) -> (turns, columns, trace, residual,
-    swept) for `visits` as (bone, parent or -1, reference, indices of its points), tips to roots,
-    over `points` tracked points; `have` and `want` flat (x, y, z per point)."""
-    source = _source(visits, points, base)
-    scope = {"sqrt": math.sqrt, "profile_rotation": profile_rotation}
-    exec(compile(source, "<ccd.tree_near_written>", "exec"), scope)  # noqa: S102 - our own source, from integers
-    return scope["sweep"]
+# Compiled sweeps by layout (a bake reads its rig again, so every bake builds a new plan; the
+# layout is the same): compiling one costs a few ms, a bake's whole CCD a few tens.
+_COMPILED: dict = {}
+_CACHE_SIZE = 64
 
 
-def _source(visits: list, points: int, base: tuple) -> str:
-    lines = ["def sweep(frames, heads, have, want, root, pull, one_pair):"]
+def make(visits: list, points: int):
+    """sweep(frames, heads, have, want, root, pull, one_pair, rests, base) -> (turns, columns,
+    trace, residual, swept) for `visits` as (bone, parent or -1, indices of its points), tips to
+    roots, over `points` tracked points; `have` and `want` flat (x, y, z per point), `rests` each
+    visit's reference, `base` the skeleton's base frame."""
+    key = (tuple((j, p, tuple(pts)) for j, p, pts in visits), points)
+    sweep = _COMPILED.get(key)
+    if sweep is None:
+        scope = {"sqrt": math.sqrt, "profile_rotation": profile_rotation}
+        source = _source(visits, points)
+        exec(compile(source, "<ccd.tree_near_written>", "exec"), scope)  # noqa: S102 - our own source, from integers
+        if len(_COMPILED) >= _CACHE_SIZE:
+            _COMPILED.clear()
+        sweep = _COMPILED[key] = scope["sweep"]
+    return sweep
+
+
+def _source(visits: list, points: int) -> str:
+    lines = ["def sweep(frames, heads, have, want, root, pull, one_pair, rests, base):"]
     add = lines.append
     names = ", ".join(f"p{i}x, p{i}y, p{i}z" for i in range(points))
     add(f"    {names}, = have")
@@ -35,7 +47,7 @@ def _source(visits: list, points: int, base: tuple) -> str:
     add(f"    {', '.join(f's{i}' for i in range(points))}, = root")
     add("    trace = 0.0")
     turns = []
-    for v, (j, p, (rw, rx, ry, rz), pts) in enumerate(visits):
+    for v, (j, p, pts) in enumerate(visits):
         add(f"    ox, oy, oz = heads[{j}]")
         if len(pts) == 1:
             i = pts[0]
@@ -66,11 +78,12 @@ def _source(visits: list, points: int, base: tuple) -> str:
                 add("    size += wk * sqrt((ax * ax + ay * ay + az * az) * (bx * bx + by * by + bz * bz))")
             add("    cw, cx, cy, cz = profile_rotation((sxx, sxy, sxz, syx, syy, syz, szx, szy, szz), size,")
             add("                                      lightest, heaviest)")
-        add(f"    aw, ax, ay, az = {base!r}" if p == -1 else f"    aw, ax, ay, az = frames[{p}]")
-        add(f"    sw = aw * {rw!r} - ax * {rx!r} - ay * {ry!r} - az * {rz!r}")
-        add(f"    sx = aw * {rx!r} + ax * {rw!r} + ay * {rz!r} - az * {ry!r}")
-        add(f"    sy = aw * {ry!r} - ax * {rz!r} + ay * {rw!r} + az * {rx!r}")
-        add(f"    sz = aw * {rz!r} + ax * {ry!r} - ay * {rx!r} + az * {rw!r}")
+        add("    aw, ax, ay, az = base" if p == -1 else f"    aw, ax, ay, az = frames[{p}]")
+        add(f"    rw, rx, ry, rz = rests[{v}]")
+        add("    sw = aw * rw - ax * rx - ay * ry - az * rz")
+        add("    sx = aw * rx + ax * rw + ay * rz - az * ry")
+        add("    sy = aw * ry - ax * rz + ay * rw + az * rx")
+        add("    sz = aw * rz + ax * ry - ay * rx + az * rw")
         add("    bw = cw * sw - cx * sx - cy * sy - cz * sz")
         add("    bx = cw * sx + cx * sw + cy * sz - cz * sy")
         add("    by = cw * sy - cx * sz + cy * sw + cz * sx")
@@ -92,7 +105,7 @@ def _source(visits: list, points: int, base: tuple) -> str:
             add(f"    d{v}_{i}x, d{v}_{i}y, d{v}_{i}z = s{i} * dx, s{i} * dy, s{i} * dz")
             add(f"    trace += s{i} * s{i} * (dx * dx + dy * dy + dz * dz)")
     columns = []
-    for v, (_, _, _, pts) in enumerate(visits):
+    for v, (_, _, pts) in enumerate(visits):
         entries = []
         for i in range(points):
             entries += [f"d{v}_{i}{a}" if i in pts else "0.0" for a in "xyz"]
