@@ -2,7 +2,8 @@
 
 Modules, one per data layout: `chain_numpy` (the general numpy step; any chain, limits
 included), `chain_floats` (one target on plain floats), `chain_blocks` (many targets as
-(n+1, 3, m) blocks) and `tree` (several effectors on one skeleton, plain floats).
+(n+1, 3, m) blocks) and `tree` (several effectors on one skeleton, plain floats), whose step near
+the goals is `tree_near`'s (its sweep written out per layout by `tree_near_written`).
 """
 
 from ..common.make_kernels import blocks, float_steps, floats, iterated

@@ -25,7 +25,13 @@ tree's root): a sweep starts at the tips, and a tip turning the whole way leaves
 nothing to do, so plain sweeps solve with the distal joints (rotation cost, the summed turn from
 the input pose, 1.5-2.0x Blender's tree IK in bench/bench_tree.py). Held back by depth, the
 turn spreads over the chain as Blender's does (1.04-1.16x) in about as many sweeps, every
-jointly reachable pose still reached. Near the goals (NEAR) the sweeps turn whole again.
+jointly reachable pose still reached.
+
+Near the goals (every effector within NEAR of its target: a bake's frames, started from a
+least-squares prediction, and a solve's last corrections) a step is tree_near's instead: one
+sweep turning each bone whole, then those turns rescaled together by least squares on what each
+did to the goals (measured during the sweep), kept only where that beats the sweep's own pose.
+Plain and mixed sweeps crawl there (a bake's frame took 2.7-8 sweeps; now about one).
 
 Afterwards, as for FABRIK: unlimited bones whose twist no goal sees take the minimal swing
 from their input rotation, and each pole spins its effector's own segment.
@@ -44,14 +50,16 @@ from ..common.tree_plan import free_twist, make_plan
 from ..common.tree_run import run
 from ..maths.floats import IDENTITY, best_rotation, normalize4, perpendicular, profile_rotation, scaled, swing
 from ..skeleton_floats import cached_rows, rows
+from .tree_near import make_near_step
 
 # Several effectors: a bone at depth d below the tree's root takes 1 / (1 + SPREAD d) of its best
 # turn per sweep (module doc). On the metarig's trees 0.6 gave 1.07-1.21x Blender's rotation
 # cost, 0.8 1.04-1.16x, 1.2 1.00-1.11x with 20% more sweeps on five effectors.
 SPREAD = 0.8
-# ... while some effector is further than NEAR x the moved bones' length from its goal: the last
-# small corrections (a bake's frames, started near their answer) take whole turns, as before,
-# so the spread costs no sweeps there.
+# ... while some effector is further than NEAR x the moved bones' length from its goal; within it
+# (the last small corrections, a bake's frames started near their answer) the near step serves
+# (tree_near: whole turns, rescaled together). Larger NEAR (3e-3, 1e-2) took the near step from
+# further off and left 2-8% of five-effector poses from the rest pose unreached.
 NEAR = 1e-3
 
 
@@ -75,20 +83,27 @@ def make_step(skeleton, plan, effectors):
     sweep = make_sweep(skeleton, plan, effectors)
     if len(effectors) == 1:  # a chain: chain CCD's own sweeps
         return lambda local, frames, heads, memory=None: sweep(local, frames, heads)
-    return mixed(skeleton, plan, [e.bone for e in effectors], sweep)
+    far = mixed(skeleton, plan, [e.bone for e in effectors], sweep)
+    near = make_near_step(skeleton, plan, effectors, bone_visits(skeleton, plan, effectors), _one_pair)
+    distance = NEAR * plan.length
+
+    def step(local: list, frames: list, heads: list, memory: dict) -> None:
+        if near(local, frames, heads, distance, memory.setdefault("near", [])):
+            memory["far"] = {}  # (the mixing's sweeps restart, should the goals be left again)
+            return
+        memory["near"].clear()
+        far(local, frames, heads, memory.setdefault("far", {}))
+
+    return step
 
 
-def make_sweep(skeleton, plan, effectors):
-    """sweep(local, frames, heads): one sweep, tips to roots, in place on lists of tuples.
-
-    Written out on plain floats, term by term the arithmetic of goal_pairs, best_rotation's one-pair
-    swing and floats.multiply/rotate (the same numbers to the bit; several pairs' sums go to
-    floats.profile_rotation): a bone visit is a few 3-vector operations, where the helpers' calls
-    and tuples cost more than the sums (module doc, "Speed")."""
+def bone_visits(skeleton, plan, effectors) -> list:
+    """Per bone visited in a sweep, tips to roots (children before their parents): (bone, its
+    parent's index or -1, its reference, its effectors as (index, bone, reach), clamped, the moved
+    bones below it as (bone, parent, offset))."""
     parents = skeleton.parents
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
     reach = cached_rows(skeleton, "reach")
-    base = tuple(skeleton.base_frame.tolist())
     limits = skeleton.limits
     moved = plan.moved
     below = {i: [] for i in moved}  # effectors whose branch holds the bone
@@ -101,21 +116,8 @@ def make_sweep(skeleton, plan, effectors):
         if p != -1:
             subtree[p] = sorted(set(subtree[p]) | set(subtree[i]) | {i})
     clamped = set() if limits is None else {i for i in moved if limits.active[i]}
-    keep = {i: 1.0 if limits is None else 1.0 - float(np.mean(limits.stiffness[i])) for i in moved}
     bones = [e.bone for e in effectors]
-    share = dict(keep)  # the share of its best turn a bone takes: 1 - stiffness, held back by depth
-    spread = len(effectors) > 1
-    if spread:
-        depth: dict[int, int] = {}
-        for i in moved:  # ascending: parents first
-            depth[i] = 0 if parents[i] == -1 else depth[parents[i]] + 1
-            share[i] = keep[i] / (1.0 + SPREAD * depth[i])
-    # (plan.targets and plan.orientation are read at each step: a cached plan refreshes them)
-
-    near = NEAR * plan.length
-    # Per bone visited (tips to roots): (bone, its parent's index or -1, its reference, its effectors
-    # as (index, bone, reach), clamped, the bones below it as (bone, parent, offset)).
-    visits = [
+    return [
         (
             j,
             parents[j],
@@ -126,27 +128,38 @@ def make_sweep(skeleton, plan, effectors):
         )
         for j in reversed(moved)
     ]
-    ends_of = [(b, reach[b]) for b in bones]
+
+
+def make_sweep(skeleton, plan, effectors):
+    """sweep(local, frames, heads): one sweep, tips to roots, in place on lists of tuples, each
+    bone taking its share of its best turn (module doc; near the goals tree_near's step serves).
+
+    Written out on plain floats, term by term the arithmetic of goal_pairs, best_rotation's one-pair
+    swing and floats.multiply/rotate (the same numbers to the bit; several pairs' sums go to
+    floats.profile_rotation): a bone visit is a few 3-vector operations, where the helpers' calls
+    and tuples cost more than the sums (module doc, "Speed")."""
+    parents = skeleton.parents
+    base = tuple(skeleton.base_frame.tolist())
+    limits = skeleton.limits
+    moved = plan.moved
+    keep = {i: 1.0 if limits is None else 1.0 - float(np.mean(limits.stiffness[i])) for i in moved}
+    bones = [e.bone for e in effectors]
+    turns = dict(keep)  # the share of its best turn a bone takes: 1 - stiffness, held back by depth
+    if len(effectors) > 1:
+        depth: dict[int, int] = {}
+        for i in moved:  # ascending: parents first
+            depth[i] = 0 if parents[i] == -1 else depth[parents[i]] + 1
+            turns[i] = keep[i] / (1.0 + SPREAD * depth[i])
+    # (plan.targets and plan.orientation are read at each step: a cached plan refreshes them)
+    visits = bone_visits(skeleton, plan, effectors)
     weights = plan.weights
     # per bone, the lightest and heaviest of its pairs' weights (best_rotation's pull toward no rotation)
-    lightest = {j: (min(weights[k] for k in below[j]), max(weights[k] for k in below[j])) for j in moved}
+    lightest = {
+        j: (min(weights[k] for k, _, _ in effs), max(weights[k] for k, _, _ in effs)) for j, _, _, effs, _, _ in visits
+    }
 
     def sweep(local: list, frames: list, heads: list) -> None:
-        turns = share
         targets, orientation = plan.targets, plan.orientation
-        if spread:
-            for (b, (vx, vy, vz)), (tx, ty, tz) in zip(ends_of, targets, strict=True):
-                qw, qx, qy, qz = frames[b]
-                hx, hy, hz = heads[b]
-                # skeleton_floats.end_point (floats.rotate) written out
-                ux, uy, uz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
-                ex = hx + (vx + qw * ux + (qy * uz - qz * uy))
-                ey = hy + (vy + qw * uy + (qz * ux - qx * uz))
-                ez = hz + (vz + qw * uz + (qx * uy - qy * ux))
-                if math.dist((ex, ey, ez), (tx, ty, tz)) > near:
-                    break
-            else:
-                turns = keep
         for j, p, (rw, rx, ry, rz), effs, clamps, hanging in visits:
             ox, oy, oz = heads[j]
             if len(effs) == 1 and effs[0][1] not in orientation:

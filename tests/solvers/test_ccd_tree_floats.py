@@ -21,8 +21,10 @@ from solvers.maths.floats import best_rotation, conjugate, multiply, normalize4,
 from solvers.skeleton_floats import end_point, forward, rows
 
 
-def reference_sweep(skeleton, plan, effectors):
-    """The sweep as it was before it was written out (solvers.ccd.tree at ab5a653), helper by helper."""
+def reference_sweep(skeleton, plan, effectors, whole_near: bool = False):
+    """The sweep as it was before it was written out (solvers.ccd.tree at ab5a653), helper by helper.
+    Near the goals it turned each bone whole; that step is now tree_near's (its sweep part is
+    compared with `whole_near` in test_ccd_tree_near.py), and make_sweep always takes the shares."""
     parents = skeleton.parents
     reference, offsets = rows(skeleton.reference), rows(skeleton.offsets)
     base = tuple(skeleton.base_frame.tolist())
@@ -51,7 +53,7 @@ def reference_sweep(skeleton, plan, effectors):
 
     def sweep(local, frames, heads):
         turns = share
-        if spread:
+        if spread and whole_near:
             ends = (end_point(skeleton, frames, heads, b) for b in bones)
             if all(math.dist(e, t) <= near for e, t in zip(ends, plan.targets, strict=True)):
                 turns = keep
