@@ -62,6 +62,7 @@ from .tree_frame import sub_base_frame
 from .tree_lead import lead
 from .tree_plan import below as bones_below
 from .tree_plan import segments
+from .tree_segment import segment_pass
 
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
@@ -103,6 +104,7 @@ def solve_tree(
         # better than the input, which a pass would return.
         return finish(skeleton, np.array(best), effectors, tolerance, 0, "triangulation", error=np.array(miss))
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
+    plain = shape_keeping_solver(options)
     while passes < max_iterations:
         passes += 1
         for bones, under in plan:
@@ -110,9 +112,18 @@ def solve_tree(
             if effector is not None:
                 if _stays(skeleton, frames, heads, effector, tolerance):
                     continue
+                turned = effector.orientation is not None and effector.rotation_weight > 0.0
+                if skeleton.limits is None and effector.pole is None and not turned:
+                    # its point alone: the same pass without a Chain (tree_segment)
+                    joints = [heads[b] for b in bones]
+                    joints.append(end_point(skeleton, frames, heads, bones[-1]))
+                    turns, start = segment_pass(joints, [frames[b] for b in bones], goal_of[bones[-1]], plain)
+                    _set_locals(skeleton, current, bones, frames, turns, start)
+                    frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
+                    continue
                 chain = _chain(skeleton, bones, frames, heads)
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
-                if effector.orientation is not None and effector.rotation_weight > 0.0:
+                if turned:
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
                 sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
