@@ -110,7 +110,7 @@ def solve_tree(
         for bones, under in plan:
             effector = by_bone.get(bones[-1])
             if effector is not None:
-                if _stays(skeleton, frames, heads, effector, tolerance):
+                if _stays(skeleton, frames, heads, effector, goal_of[effector.bone], tolerance):
                     continue
                 turned = effector.orientation is not None and effector.rotation_weight > 0.0
                 if skeleton.limits is None and effector.pole is None and not turned:
@@ -153,13 +153,14 @@ def solve_tree(
     return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation", error=np.array(best_miss))
 
 
-def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, tolerance: float) -> bool:
-    """A segment ending on `effector` whose end already meets it, with no pole or orientation to
-    turn toward: its pass would keep it (the shape-keeping pass keeps a segment at its goal), so it
-    is not run (a bake's frames, started near their answer: the module's docstring)."""
+def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, goal: tuple, tolerance: float) -> bool:
+    """A segment ending on `effector` (its position as floats: `goal`) whose end already meets it,
+    with no pole or orientation to turn toward: its pass would keep it (the shape-keeping pass
+    keeps a segment at its goal), so it is not run (a bake's frames, started near their answer:
+    the module's docstring)."""
     if effector.pole is not None or (effector.orientation is not None and effector.rotation_weight > 0.0):
         return False
-    return math.dist(end_point(skeleton, frames, heads, effector.bone), tuple(effector.position.tolist())) <= tolerance
+    return math.dist(end_point(skeleton, frames, heads, effector.bone), goal) <= tolerance
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:

@@ -10,8 +10,10 @@ kinematics, already checked).
 
 from __future__ import annotations
 
+import math
+
 from ..common.float_solve import Terms
-from ..model.chain import _unit_rows, fallback_axis, link_terms, reach_terms
+from ..model.chain import fallback_axis, link_terms, reach_terms
 
 
 class _Axes:
@@ -30,11 +32,18 @@ class _Axes:
         return fallback_axis(self._dirs[i], self._frames[i])
 
 
+def _unit(q: tuple) -> tuple:
+    """`q` normalised as a Chain normalises its frames (model.chain's rows: the same numbers)."""
+    w, x, y, z = q
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    return (w / norm, x / norm, y / norm, z / norm)
+
+
 def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, list]:
     """(the segment's solved world rotations, its unit start frames) for joint `rows` (its heads,
     then its end) and bone `frames` (rows of floats), triangulated to `target` by `solve`
     (chain.shape_keeping_solver)."""
-    unit = _unit_rows(frames)
+    unit = [_unit(q) for q in frames]
     lengths, dirs, total = link_terms(rows)
     reach, inner, _ = reach_terms(lengths, total, guard=False)
     # chain=True: the fold guard computed on first use, as a Chain's terms do (only a fold
