@@ -62,6 +62,7 @@ from .tree_frame import sub_base_frame
 from .tree_lead import lead
 from .tree_plan import below as bones_below
 from .tree_plan import segments
+from .tree_segment import segment_pass
 
 # Passes end when one changes no level's weighted squared error by more than this share of it.
 SETTLE = 1e-4
@@ -103,16 +104,26 @@ def solve_tree(
         # better than the input, which a pass would return.
         return finish(skeleton, np.array(best), effectors, tolerance, 0, "triangulation", error=np.array(miss))
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
+    plain = shape_keeping_solver(options)
     while passes < max_iterations:
         passes += 1
         for bones, under in plan:
             effector = by_bone.get(bones[-1])
             if effector is not None:
-                if _stays(skeleton, frames, heads, effector, tolerance):
+                if _stays(skeleton, frames, heads, effector, goal_of[effector.bone], tolerance):
+                    continue
+                turned = effector.orientation is not None and effector.rotation_weight > 0.0
+                if skeleton.limits is None and effector.pole is None and not turned:
+                    # its point alone: the same pass without a Chain (tree_segment)
+                    joints = [heads[b] for b in bones]
+                    joints.append(end_point(skeleton, frames, heads, bones[-1]))
+                    turns, start = segment_pass(joints, [frames[b] for b in bones], goal_of[bones[-1]], plain)
+                    _set_locals(skeleton, current, bones, frames, turns, start)
+                    frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
                     continue
                 chain = _chain(skeleton, bones, frames, heads)
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
-                if effector.orientation is not None and effector.rotation_weight > 0.0:
+                if turned:
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
                 sol = _triangulate(chain, effector.position, tolerance, options, **goals)
             else:
@@ -142,13 +153,14 @@ def solve_tree(
     return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation", error=np.array(best_miss))
 
 
-def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, tolerance: float) -> bool:
-    """A segment ending on `effector` whose end already meets it, with no pole or orientation to
-    turn toward: its pass would keep it (the shape-keeping pass keeps a segment at its goal), so it
-    is not run (a bake's frames, started near their answer: the module's docstring)."""
+def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, goal: tuple, tolerance: float) -> bool:
+    """A segment ending on `effector` (its position as floats: `goal`) whose end already meets it,
+    with no pole or orientation to turn toward: its pass would keep it (the shape-keeping pass
+    keeps a segment at its goal), so it is not run (a bake's frames, started near their answer:
+    the module's docstring)."""
     if effector.pole is not None or (effector.orientation is not None and effector.rotation_weight > 0.0):
         return False
-    return math.dist(end_point(skeleton, frames, heads, effector.bone), tuple(effector.position.tolist())) <= tolerance
+    return math.dist(end_point(skeleton, frames, heads, effector.bone), goal) <= tolerance
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:

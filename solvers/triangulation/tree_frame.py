@@ -62,10 +62,11 @@ def sub_base_frame(
     for e in below:
         below_top = child(skeleton, top, e.bone)
         first = heads[below_top]
-        goal, reach = tuple(e.position), reach_from(skeleton, below_top, e.bone)
+        # (Python floats, not numpy's scalars: the same values, and arithmetic on them costs less)
+        goal, reach = tuple(e.position.tolist()), reach_from(skeleton, below_top, e.bone)
         if e.orientation is not None and e.rotation_weight >= 1.0:
             end = skeleton.lengths[e.bone] * quat.rotate(e.orientation, skeleton.links[e.bone])
-            goal, reach = tuple(e.position - end), reach - float(skeleton.lengths[e.bone])
+            goal, reach = tuple((e.position - end).tolist()), reach - float(skeleton.lengths[e.bone])
         full.append(reach)
         if short[e.bone] > 0.0:
             # The last pass left this branch short: from where it starts now it reaches that

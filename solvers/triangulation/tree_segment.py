@@ -1,0 +1,55 @@
+"""A tree segment that aims at its effector's point alone (no pole, no orientation, no limits),
+triangulated from the pose's float rows without building a Chain (tree.py).
+
+The same numbers as `Chain.from_float_rows` then `common.float_solve.solve` with the
+shape-keeping pass (the Chain's float terms from the same functions, its frames normalised the
+same way): a bake's frame solves about one such segment, and the Chain's checks, numpy views
+and Solution were a third of that solve's time (the rows come from the skeleton's forward
+kinematics, already checked).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..common.float_solve import Terms
+from ..model.chain import fallback_axis, link_terms, reach_terms
+
+
+class _Axes:
+    """Each bone's tie-breaker axis (model.chain.fallback_axis of its unit frame), computed only
+    when the pass reads one (a degenerate step)."""
+
+    __slots__ = ("_dirs", "_frames")
+
+    def __init__(self, dirs: list, frames: list) -> None:
+        self._dirs, self._frames = dirs, frames
+
+    def __len__(self) -> int:
+        return len(self._dirs)
+
+    def __getitem__(self, i: int) -> tuple:
+        return fallback_axis(self._dirs[i], self._frames[i])
+
+
+def _unit(q: tuple) -> tuple:
+    """`q` normalised as a Chain normalises its frames (model.chain's rows: the same numbers)."""
+    w, x, y, z = q
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    return (w / norm, x / norm, y / norm, z / norm)
+
+
+def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, list]:
+    """(the segment's solved world rotations, its unit start frames) for joint `rows` (its heads,
+    then its end) and bone `frames` (rows of floats), triangulated to `target` by `solve`
+    (chain.shape_keeping_solver)."""
+    unit = [_unit(q) for q in frames]
+    lengths, dirs, total = link_terms(rows)
+    reach, inner, _ = reach_terms(lengths, total, guard=False)
+    # chain=True: the fold guard computed on first use, as a Chain's terms do (only a fold
+    # narrower than 180 degrees reads it).
+    terms = Terms(
+        tuple(rows), tuple(lengths), tuple(dirs), _Axes(dirs, unit), total, tuple(reach), tuple(inner), None, None,
+        None, True,
+    )  # fmt: skip
+    return solve(terms, target)[1], unit
