@@ -35,7 +35,9 @@ poses of the sum of squared tip errors.
   frame; in brackets the wall clock's and the part of a frame spent solving (wall clock). "vs
   Blender" and the goals compare each side's CPU time or its wall clock where less (bench/timing.py
   cost: Blender's depsgraph may run on two cores). Worst tip error on playback (in brackets, the
-  worst the bake reported for its solutions: a bake plays back as well as it solved).
+  worst the bake reported for its solutions: a bake plays back as well as it solved, within
+  Blender's float32 floor, measured in the same pass: how far Blender's evaluation of the keyed
+  pose lies from float64 forward kinematics of the same channels, up to 2.4e-6 on the metarig).
 Prints one Markdown table per case and issue 20 item 5's goals, met or not. Timings: --repeats
 interleaved passes over the same poses; each pose's fastest pass, averaged over the poses; bakes:
 --repeats rounds of every side's bake, the order turning each round (bench/timing.py), each side's
@@ -213,17 +215,28 @@ def keyed_targets(chains, targets_per_frame: np.ndarray) -> list:
     return empties
 
 
-def playback_error(obj, chains, empties, frames: int) -> float:
-    worst = 0.0
+def playback_error(obj, chains, empties, frames: int, tree=None) -> tuple[float, float | None]:
+    """(the worst tip error as Blender plays the keys back, and with `tree` (rig.tree) the float32
+    floor: how far Blender's evaluation of the keyed pose lies from our float64 forward kinematics
+    of the same channels, at worst; Blender keeps channels and matrices in float32)."""
+    worst, floor = 0.0, None if tree is None else 0.0
     for f in range(1, frames + 1):
         bpy.context.scene.frame_set(f)
         goals = np.array([e.matrix_world.translation[:] for e in empties])
-        worst = max(worst, float(np.linalg.norm(tips_world(evaluated(obj), chains) - goals, axis=1).max()))
-    return worst
+        obj_eval = evaluated(obj)
+        played = tips_world(obj_eval, chains)
+        worst = max(worst, float(np.linalg.norm(played - goals, axis=1).max()))
+        if tree is not None:
+            read = tree.read_tree_read(obj, obj_eval, chains)
+            ends = read.skeleton.forward(read.local)[2][list(read.layout.effectors)]
+            world = np.asarray(obj_eval.matrix_world)
+            ends = ends @ world[:3, :3].T + world[:3, 3]
+            floor = max(floor, float(np.linalg.norm(played - ends, axis=1).max()))
+    return worst, floor
 
 
-def bake_blender(chains, motion, names) -> tuple[float, float, None, None, float]:
-    """(CPU seconds per frame, worst playback error, -, -, wall seconds per frame) of Bake Action."""
+def bake_blender(chains, motion, names) -> tuple[float, float, None, None, float, None]:
+    """(CPU seconds per frame, worst playback error, -, -, wall seconds per frame, -) of Bake Action."""
     obj = metarig()
     empties = add_constraints(obj, chains, keyed_targets(chains, motion))
     bpy.context.view_layer.objects.active = obj
@@ -232,12 +245,13 @@ def bake_blender(chains, motion, names) -> tuple[float, float, None, None, float
     clock = Clock()
     bake_action(frames)
     seconds, wall = clock.spent()
-    return seconds / frames, playback_error(obj, chains, empties, frames), None, None, wall / frames
+    return seconds / frames, playback_error(obj, chains, empties, frames)[0], None, None, wall / frames, None
 
 
-def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float, float]:
+def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float, float, float]:
     """(CPU seconds per frame, worst playback error, seconds per frame solving, the worst tip error
-    the bake reported for its solutions, wall seconds per frame): Chain IK's own bake of
+    the bake reported for its solutions, wall seconds per frame, the playback's float32 floor
+    (`playback_error`)): Chain IK's own bake of
     the panel's chains (they share bones: one group, app.spec.groups), as the Bake operator runs it."""
     obj = metarig()
     empties = keyed_targets(chains, motion)
@@ -255,8 +269,8 @@ def bake_ours(ext, chains, motion, method) -> tuple[float, float, float, float, 
     result = ext.app.bake.bake(bpy.context, obj, specs, options)
     seconds, wall = clock.spent()
     solving = sum(result.per_chain_seconds.values())
-    played = playback_error(obj, chains, empties, frames)
-    return seconds / frames, played, solving / frames, result.worst_error, wall / frames
+    played, floor = playback_error(obj, chains, empties, frames, ext.rig.tree)
+    return seconds / frames, played, solving / frames, result.worst_error, wall / frames, floor
 
 
 def smooth_motion(skeleton, local0, bones, rng, frames: int, angle: float, quat) -> np.ndarray:
@@ -405,8 +419,9 @@ def goals(name: str, m: dict) -> list[str]:
             ),
             (f"bake >= 3x faster per frame ({speedups[method]:.1f}x)", speedups[method] >= 3.0),
             (
-                f"bake plays back within its solve's error + 1e-6 ({bakes[method][1]:.1e} vs {bakes[method][3]:.1e})",
-                bakes[method][1] <= bakes[method][3] + 1e-6,
+                f"bake plays back within its solve's error + max(1e-6, float32 floor) ({bakes[method][1]:.1e}"
+                f" vs {bakes[method][3]:.1e} + {max(1e-6, bakes[method][5]):.1e})",
+                bakes[method][1] <= bakes[method][3] + max(1e-6, bakes[method][5]),
             ),
         ]
         if method in ("jacobian", "fabrik"):

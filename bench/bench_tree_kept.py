@@ -46,7 +46,7 @@ def bake_recorded(ext, chains, motion, method, keep: bool):
     sequence._kept = counting if keep else (lambda *args, **kwargs: None)
     sequence.solve_frames = frames
     try:
-        _, played, _, worst, _ = bt.bake_ours(ext, chains, motion, method)
+        _, played, _, worst, *_ = bt.bake_ours(ext, chains, motion, method)
     finally:
         sequence._kept, sequence.solve_frames = original_kept, original_frames
     (batch,) = recorded
