@@ -1,6 +1,7 @@
 """The planted bake's batched passes (issue 21's speed) give each leg, hold and frame exactly what it
 gets alone: several legs solved in one positional pass, the hips-lowered legs kept together, every
-hold's eases at once, the legs' frames joined, every leg planted on one joined timeline. Bit for bit: each frame's figures are its own."""
+hold's eases at once, the legs' frames joined, every leg planted on one joined timeline. Bit for
+bit: each frame's figures are its own."""
 
 from __future__ import annotations
 
