@@ -6,6 +6,7 @@ knee far faster than the foot moves."""
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -19,14 +20,24 @@ def ease_frames(plan: plant.PlantPlan, hold: plant.Hold, following: int, frames:
     return np.arange(hold.end, min(hold.end + int(math.ceil(plan.blend)) + 1, following, frames))
 
 
-def _progress(after: np.ndarray, last: int, steps: float, budget) -> np.ndarray:
+def bounds(ends, frame: int) -> tuple[int, int]:
+    """(first frame, end) of the leg holding `frame` where several legs' frames are joined into one
+    timeline (`ends`: each leg's end in it, increasing; None: one leg over every frame, end None)."""
+    if ends is None:
+        return 0, None
+    i = bisect.bisect_right(ends, frame)
+    return (ends[i - 1] if i else 0), ends[i]
+
+
+def _progress(after: np.ndarray, last: int, steps: float, budget, end: int | None = None) -> np.ndarray:
     """(k,) how far along an ease of `steps` frames after frame `last` each of `after` is: k / steps,
     or, with a `budget` (F,) per frame, the share of the budget spent by then (the ease's time
-    warped so that it moves most where the budget is largest)."""
+    warped so that it moves most where the budget is largest; `end`: its leg's end, default F)."""
     if budget is None:
         return (after - last) / float(steps)
     count = int(math.ceil(steps))
-    spent = np.cumsum(budget[np.minimum(np.arange(last + 1, last + count + 1), len(budget) - 1)])
+    end = len(budget) if end is None else end
+    spent = np.cumsum(budget[np.minimum(np.arange(last + 1, last + count + 1), end - 1)])
     if not (count and spent[-1] > 0.0 and np.isfinite(spent[-1])):  # no budget: the even pace
         return (after - last) / float(steps)
     return np.concatenate([[0.0], spent / spent[-1]])[np.minimum(after - last, count)]
@@ -40,22 +51,24 @@ def eased_out(plan, hold, after, inputs, corrections, following: int, target=Non
     return eased_outs(plan, [(hold, after, inputs, corrections, following, target)], budget)[0]
 
 
-def eased_outs(plan, eases, budget=None) -> list[np.ndarray]:
+def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
     """`eased_out` of several holds' eases at once, each (hold, after, inputs, corrections,
     following, target) as its arguments: the same rotations (each frame's from its own figures),
-    in one numpy pass per kind of ease instead of one per hold."""
+    in one numpy pass per kind of ease instead of one per hold. `ends`: where several legs are
+    joined in `plan`, each leg's end (bounds)."""
     kinds: dict[bool, list] = {False: [], True: []}  # by `target is not None`
     for i, (hold, after, inputs, corrections, following, target) in enumerate(eases):
         last = hold.end - 1
+        end = bounds(ends, hold.start)[1]
         count = len(corrections)
         shape = (count, len(after), 3, 4)
         fixes = np.broadcast_to(corrections[:, None], shape).reshape(-1, 3, 4)
         base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
         if target is None:
-            weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget)), count)
+            weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget, end)), count)
             kinds[False].append((i, shape, base, fixes, weight, None))
         else:
-            weight = np.tile(plant.smooth(_progress(after, last, following - last, budget)), count)
+            weight = np.tile(plant.smooth(_progress(after, last, following - last, budget, end)), count)
             kinds[True].append((i, shape, base, fixes, weight, np.broadcast_to(target, fixes.shape)))
     out: list = [None] * len(eases)
     for crossed, items in kinds.items():
@@ -82,7 +95,13 @@ def _fastest(rotations: np.ndarray, window: int) -> float:
 
 
 def joint_eases(
-    plan: plant.PlantPlan, inputs: np.ndarray, solved: np.ndarray, budget=None, window: int = 1, limit: float = 0.0
+    plan: plant.PlantPlan,
+    inputs: np.ndarray,
+    solved: np.ndarray,
+    budget=None,
+    window: int = 1,
+    limit=0.0,
+    ends=None,
 ) -> tuple:
     """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
     target) on hold and clamp frames; after a hold, the input's with the correction of its last
@@ -93,43 +112,52 @@ def joint_eases(
     solved for the input's tip: contact_hips.kept_feet). `budget` (F,), or a function giving it
     (called where first needed): an ease whose joints turn
     more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
-    room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept."""
+    room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept.
+    `ends`: several legs joined into one timeline (each leg's end in it; plan, inputs and solved
+    joined alike, no ease crosses into the next leg), `limit` then one per leg (or one for all)."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
     changed = plan.changed.copy()
     frames = len(inputs)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
     starts = [h.start for h in plan.holds[1:]] + [frames]
+    limits = np.broadcast_to(np.asarray(limit, dtype=float), (1 if ends is None else len(ends),))
     # Every hold's (3, 4) corrections (new local rotation x input's^-1, the three bones) of its last
     # and first frames in one product (each quaternion's own figures: the same as one by one).
-    ends = [h.end - 1 for h in plan.holds]
+    lasts = [h.end - 1 for h in plan.holds]
     firsts = [h.start for h in plan.holds]
-    every = quat.multiply(solved[ends + firsts], quat.conjugate(inputs[ends + firsts]))
-    at_end, at_start = every[: len(ends)], every[len(ends) :]
+    every = quat.multiply(solved[lasts + firsts], quat.conjugate(inputs[lasts + firsts]))
+    at_end, at_start = every[: len(lasts)], every[len(lasts) :]
     eases, ease_ins = [], []
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
+    legs = []  # per hold: (its leg's first frame, end, index)
     for h, (hold, following) in enumerate(zip(plan.holds, starts, strict=True)):
+        low, end = bounds(ends, hold.start)
+        end = frames if end is None else end
+        legs.append((low, end, 0 if ends is None else bisect.bisect_right(ends, hold.start)))
+        following = min(following, end)  # the next hold, or the leg's end
         corrections = at_end[h]
         ease_ins.append(0 if crossed else hold.ease_in)
         target = None
-        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < frames
+        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < end
         if crossed:  # the next hold's first frame's correction
             target = at_start[h + 1]
-        after = ease_frames(plan, hold, following, frames)
+        after = ease_frames(plan, hold, following, end)
         eases.append((hold, after, inputs[after], corrections[None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
-    plains = eased_outs(plan, eases)
+    plains = eased_outs(plan, eases, ends=ends)
     warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
     for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
         hold, after, _, corrections, following, target = ease
+        low, end, leg = legs[h]
         last = hold.end - 1
         out[after] = first_try[0]
-        near = slice(max(0, last - window + 1), min(frames, (after[-1] if len(after) else last) + window + 1))
+        near = slice(max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1))
         plain = _fastest(out[near], window) if budget is not None else 0.0
-        if plain > limit:
+        if plain > limits[leg]:
             if callable(budget):
                 budget = budget()
             if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
-                warped = [None] * h + eased_outs(plan, eases[h:], budget)
+                warped = [None] * h + eased_outs(plan, eases[h:], budget, ends)
             kept = out[after]
             out[after] = warped[h][0]
             if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)

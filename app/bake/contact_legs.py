@@ -6,6 +6,7 @@ app.bake.contact_hips lowers the hips instead)."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
@@ -161,22 +162,78 @@ def solve_leg(
     `largest`: the input's largest joint speed (rad/s): where given, a push-off that would turn a
     joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch).
     `first`: the leg's planted_solves result where several legs were solved at once."""
-    if first is None:
-        first = planted_solves([(leg, plan, softness, tilt)], fps)[0]
-    solved, errors, pole = first
+    return solve_legs([(leg, plan, softness, tilt, ground_at, largest, first)], fps)[0]
+
+
+def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
+    """`solve_leg` of several legs, each job (leg, plan, softness, tilt, ground_at, largest, first)
+    as its arguments: legs alike (softness, tilt or not, ground or not, blend, push-off or not)
+    joined into one timeline (their frames one after the other, no ease crossing from one into the
+    next) and solved in one pass, for the fixed cost of one leg: each frame's figures its own."""
+    firsts = planted_solves([job[:4] for job in jobs if job[6] is None], fps)[::-1]
+    jobs = [job if job[6] is not None else (*job[:6], firsts.pop()) for job in jobs]
+    kinds: dict[tuple, list[int]] = {}
+    for j, (_, plan, softness, tilt, _, largest, _) in enumerate(jobs):
+        pushed = largest is not None and largest > 0.0
+        kinds.setdefault((float(softness), tilt is None, plan.ground is None, plan.blend, pushed), []).append(j)
+    out: list = [None] * len(jobs)
+    for members in kinds.values():
+        for j, result in zip(members, _solve_joined([jobs[j] for j in members], fps), strict=True):
+            out[j] = result
+    return out
+
+
+def _joined_plan(plans: list[plant.PlantPlan], starts: list[int]) -> plant.PlantPlan:
+    """Several legs' plans as one over their joined frames (each hold moved to its leg's frames)."""
+    if len(plans) == 1:
+        return plans[0]
+
+    def stack(name):
+        return np.concatenate([getattr(p, name) for p in plans])
+
+    holds = [replace(h, start=h.start + s, end=h.end + s) for p, s in zip(plans, starts, strict=True) for h in p.holds]
+    ground = None if plans[0].ground is None else stack("ground")
+    return plant.PlantPlan(
+        target=stack("target"),
+        weight=stack("weight"),
+        changed=stack("changed"),
+        floor=stack("floor"),
+        ground=ground,
+        holds=holds,
+        blend=plans[0].blend,
+    )
+
+
+def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
+    legs = [job[0] for job in jobs]
+    ends = np.cumsum([len(leg.world) for leg in legs]).tolist()
+    starts = [0, *ends[:-1]]
+    leg = legs[0] if len(legs) == 1 else plant_read.joined(legs)
+    plan = _joined_plan([job[1] for job in jobs], starts)
+    softness = jobs[0][2]
+    tilt = None if jobs[0][3] is None else np.concatenate([job[3] for job in jobs])
+    solved, errors, pole = (np.concatenate([job[6][i] for job in jobs]) for i in range(3))
+    largest = [job[5] for job in jobs]
     # The eases move fastest where the input's joints turn slowest (contact_pitch.ease_budget).
     budget = None
-    if largest is not None and largest > 0.0:
-        budget = functools.cache(lambda: contact_pitch.ease_budget(leg.basis, fps, largest))
     k = window_frames(fps)
-    limit = 0.0 if budget is None else contact_pitch.TRIGGER * largest * k / fps
-    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit)
+    limit = 0.0
+    if largest[0] is not None and largest[0] > 0.0:
+        budget = functools.cache(
+            lambda: np.concatenate(
+                [contact_pitch.ease_budget(one.basis, fps, most) for one, most in zip(legs, largest, strict=True)]
+            )
+        )
+        limit = [contact_pitch.TRIGGER * most * k / fps for most in largest]
+    out, changed = contact_eases.joint_eases(plan, leg.basis, solved, budget, k, limit, ends)
     if budget is not None and plan.holds:
 
         def solve_rows(rows, turns):
             return positional(leg, plan.target[rows], softness, fps, turns, rows, pole)[0]
 
-        pitched = contact_pitch.push_off(leg, plan, solved, out, solve_rows, fps, largest, tilt, budget, limit)
+        pitched = contact_pitch.push_off(
+            leg, plan, solved, out, changed, solve_rows, fps, largest, tilt, budget, limit, ends
+        )
         if pitched is not None:
             solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)
@@ -185,11 +242,14 @@ def solve_leg(
     toe = leg.to_world(points[2])
     # Holds sit on their floor by construction (rounding aside); eases and swings are clamped.
     free = plan.weight < 1.0
-    floor = plan.floor
-    if ground_at is not None and np.any(free):  # the ground under where the tip now is, where it may be
-        rows = np.flatnonzero(free)  # clamped (plan.floor: under the input's)
-        floor = floor.copy()
-        floor[rows] = np.maximum(floor[rows], np.where(np.isinf(floor[rows]), floor[rows], ground_at(toe[rows], rows)))
+    floor = plan.floor.copy()
+    for start, end, job in zip(starts, ends, jobs, strict=True):
+        ground_at = job[4]
+        if ground_at is not None and np.any(free[start:end]):  # the ground under where the tip now is,
+            rows = np.flatnonzero(free[start:end])  # where it may be clamped (plan.floor: under the input's)
+            mine = floor[start:end]
+            under = ground_at(toe[start:end][rows], rows)
+            mine[rows] = np.maximum(mine[rows], np.where(np.isinf(mine[rows]), mine[rows], under))
     low = (toe[:, 2] < floor - CLAMP_SLACK) & free
     if np.any(low):
         lifted = toe.copy()
@@ -198,7 +258,7 @@ def solve_leg(
         out[rows], errors[rows] = positional(leg, lifted[rows], softness, fps, rows=rows, pole=pole)
         toe[rows] = lifted[rows]
         changed |= low
-    return out, errors, changed, toe
+    return [(out[a:b], errors[a:b], changed[a:b], toe[a:b]) for a, b in zip(starts, ends, strict=True)]
 
 
 def ground_under(

@@ -15,6 +15,7 @@ held (no slide); the result is kept only where it lowers the leg's largest joint
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -63,8 +64,8 @@ def _knots(hold: plant.Hold, k: int, span: int) -> np.ndarray:
 
 
 def _following(plan: plant.PlantPlan, hold: plant.Hold, frames: int) -> int:
-    """The next hold's first frame (`frames` where none)."""
-    return next((h.start for h in plan.holds if h.start >= hold.end), frames)
+    """The next hold's first frame (`frames` where none: its leg's end)."""
+    return min(next((h.start for h in plan.holds if h.start >= hold.end), frames), frames)
 
 
 def push_off(
@@ -72,32 +73,40 @@ def push_off(
     plan: plant.PlantPlan,
     solved,
     out,
+    changed,
     solve_rows,
     fps: float,
-    largest: float,
+    largest,
     tilt=None,
     budget=None,
-    limit: float = 0.0,
+    limit=0.0,
+    ends=None,
 ):
     """(solved, out, changed) with the push-off's pitch reworked where that lowers the leg's largest
-    joint speed, or None where no hold needs it. `solved`: the positional solve (F, 3, 4), `out`:
-    after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
+    joint speed, or None where no hold needs it. `solved`: the positional solve (F, 3, 4), `out`,
+    `changed`: after the eases (contact_eases); `solve_rows(rows, turns)`: the positional
     solve (F', 3, 4) of frames `rows` with the foot turned by world `turns` (F', 4); `largest`: the
     input's largest joint speed (rad/s); `tilt` (F, 4): the ground's tilt of held feet, or None;
     `budget`, `limit`: the eases' time warp (ease_budget, or a function giving it) and where it is
-    tried (contact_eases)."""
+    tried (contact_eases). `ends`: several legs joined into one timeline (contact_eases.joint_eases;
+    `largest` and `limit` then one per leg): each leg's push-off kept or not on its own figures."""
     frames = len(out)
+    legs = [(0, frames)] if ends is None else [(a, b) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+    largest = np.broadcast_to(np.asarray(largest, dtype=float), (len(legs),))
     k = window_frames(fps)
     speeds = window_speeds(out, k, fps)
     span = int(round(PUSH_OFF_SECONDS * fps))
     holds = []
     for hold in plan.holds:
-        following = _following(plan, hold, frames)
-        ease = contact_eases.ease_frames(plan, hold, following, frames)
-        near = speeds[max(0, hold.end - span - k) : min(len(speeds), hold.end + len(ease))]
+        low, end = contact_eases.bounds(ends, hold.start)
+        end = frames if end is None else end
+        i = 0 if ends is None else bisect.bisect_right(ends, hold.start)
+        following = _following(plan, hold, end)
+        ease = contact_eases.ease_frames(plan, hold, following, end)
+        near = speeds[max(low, hold.end - span - k) : min(end - k, hold.end + len(ease))]
         knots = _knots(hold, k, span)
-        if len(near) and near.max() > TRIGGER * largest and len(knots):
-            holds.append((hold, knots, ease, following))
+        if len(near) and near.max() > TRIGGER * largest[i] and len(knots):
+            holds.append((hold, knots, ease, following, end, i))
     if not holds:
         return None
     if callable(budget):
@@ -109,19 +118,19 @@ def push_off(
     phi = np.zeros(frames)
     # Every hold's candidates in one solve (each frame is solved on its own: the same rotations as
     # a solve per hold, for one call's fixed cost).
-    every = [np.tile(knots, len(angles)) for _, knots, _, _ in holds]
+    every = [np.tile(knots, len(angles)) for _, knots, *_ in holds]
     all_rows = np.concatenate(every)
-    pitches = np.concatenate([np.repeat(angles, len(knots)) for _, knots, _, _ in holds])
+    pitches = np.concatenate([np.repeat(angles, len(knots)) for _, knots, *_ in holds])
     all_turns = plant_pitch.pitch_turns(axes[all_rows], pitches)
     if tilt is not None:
         all_turns = quat.multiply(all_turns, tilt[all_rows])
     solved_rows = solve_rows(all_rows, all_turns)
-    ends = np.cumsum([len(r) for r in every])
+    ends_at = np.cumsum([len(r) for r in every])
     picks, eases = [], []
-    for (hold, knots, after, following), rows, end in zip(holds, every, ends, strict=True):
-        start = end - len(rows)
-        turns = all_turns[start:end]
-        candidates = solved_rows[start:end].reshape(len(angles), len(knots), 3, 4)
+    for (hold, knots, after, following, end, i), rows, stop in zip(holds, every, ends_at, strict=True):
+        start = stop - len(rows)
+        turns = all_turns[start:stop]
+        candidates = solved_rows[start:stop].reshape(len(angles), len(knots), 3, 4)
         allowed = None
         if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
             heel = plan.target[rows, 2] + quat.rotate(turns, foot[rows])[:, 2]
@@ -129,15 +138,15 @@ def push_off(
         last = knots[-1]
         corrections = quat.multiply(candidates[:, -1], quat.conjugate(leg.basis[last])[None])
         target = None
-        if following < frames and following <= hold.end + int(math.ceil(plan.blend)):
+        if following < end and following <= hold.end + int(math.ceil(plan.blend)):
             target = quat.multiply(solved[following], quat.conjugate(leg.basis[following]))
         eases.append((hold, after, leg.basis[after], corrections, following, target))
-        picks.append((hold, knots, candidates, allowed))
+        picks.append((hold, knots, candidates, allowed, i))
     # The eases after every hold for every candidate at once (none depends on another hold's).
-    after_holds = contact_eases.eased_outs(plan, eases, budget)
-    for (hold, knots, candidates, allowed), ease in zip(picks, after_holds, strict=True):
+    after_holds = contact_eases.eased_outs(plan, eases, budget, ends)
+    for (hold, knots, candidates, allowed, i), ease in zip(picks, after_holds, strict=True):
         before = solved[knots[0] - k]
-        path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest, allowed, k)
+        path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest[i], allowed, k)
         span_frames = np.arange(knots[0] - k, hold.end)
         phi[span_frames] = np.interp(span_frames, np.concatenate([[knots[0] - k], knots]), np.r_[0.0, angles[path]])
     rows = np.flatnonzero(phi != 0.0)
@@ -148,7 +157,12 @@ def push_off(
         turns = quat.multiply(turns, tilt[rows])
     pitched = solved.copy()
     pitched[rows] = solve_rows(rows, turns)
-    new_out, changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit)
-    if window_speeds(new_out, k, fps).max() >= speeds.max():
-        return None
-    return pitched, new_out, changed
+    new_out, new_changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit, ends)
+    new_speeds = window_speeds(new_out, k, fps)
+    kept = False
+    for low, end in legs:  # each leg's push-off kept only where it lowers that leg's largest joint speed
+        if not np.any(phi[low:end]) or new_speeds[low : end - k].max() >= speeds[low : end - k].max():
+            pitched[low:end], new_out[low:end], new_changed[low:end] = solved[low:end], out[low:end], changed[low:end]
+        else:
+            kept = True
+    return (pitched, new_out, new_changed) if kept else None

@@ -258,14 +258,17 @@ def solve_steps(
                 return contact_legs.ground_under(probe, spec, points, frames[rows], length)
 
         jobs.append((plan, tilt, ground_at, foot_metrics.largest_angular_speed(input_leg.basis, fps)))
-    # Every leg's holds solved at once (contact_legs.planted_solves), then each leg's eases and clamp.
-    holds = [(leg, job[0], s.softness, job[1]) for s, (leg, _), job in zip(planted_specs, inputs, jobs, strict=True)]
-    for spec, names, input_leg, contacts, (leg, kept), (plan, tilt, ground_at, largest), held in zip(
-        planted_specs, legs, sampled, flags, inputs, jobs, contact_legs.planted_solves(holds, fps), strict=True
+    # Every leg's holds, eases and clamp solved at once (contact_legs.solve_legs).
+    solves = contact_legs.solve_legs(
+        [
+            (leg, plan, spec.softness, tilt, ground_at, largest, None)
+            for spec, (leg, _), (plan, tilt, ground_at, largest) in zip(planted_specs, inputs, jobs, strict=True)
+        ],
+        fps,
+    )
+    for spec, names, input_leg, contacts, (leg, kept), (plan, *_), (solved, errors, changed, tips) in zip(
+        planted_specs, legs, sampled, flags, inputs, jobs, solves, strict=True
     ):
-        solved, errors, changed, tips = contact_legs.solve_leg(
-            leg, plan, spec.softness, fps, tilt, ground_at, largest, held
-        )
         if kept is not None:  # frames where the hips moved differ from the input's pose
             solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
             changed = changed | kept

@@ -1,6 +1,7 @@
 """The planted bake's batched passes (issue 21's speed) give each leg, hold and frame exactly what it
 gets alone: several legs solved in one positional pass, the hips-lowered legs kept together, every
-hold's eases at once, the legs' frames joined. Bit for bit: each frame's figures are its own."""
+hold's eases at once, the legs' frames joined, every leg planted on one joined timeline. Bit for
+bit: each frame's figures are its own."""
 
 from __future__ import annotations
 
@@ -138,3 +139,54 @@ def test_joined_legs_keep_each_frames_figures(scene):
     assert np.array_equal(both.armature_turn()[:20], a.armature_turn())
     assert np.array_equal(both.scales()[20:], b.scales()[[6, 0, 0]])
     assert np.allclose(a.scales(), 1.5) and np.allclose(b.scales(), 1.0)
+
+
+def _planted_job(rng, frames: int, runs, softness: float, turned: bool = True, grounded: bool = True):
+    """(leg, plan, softness, tilt, ground_at, largest, first) for contact_legs.solve_legs: a random leg
+    planted on `runs` (start, end), over a ground plane just under its lowest tip (`grounded`) or
+    none, its joints' speed limit low enough that its holds' push-off is reworked."""
+    from chain_ik.solvers import plant
+
+    leg = random_leg(rng, frames, turned)
+    planted = np.zeros(frames, dtype=bool)
+    for start, end in runs:
+        planted[start:end] = True
+    if not grounded:
+        return (leg, plant.plan(leg.toe_world, planted, FPS), softness, None, None, 0.5, None)
+    height = float(leg.toe_world[:, 2].min()) - 0.01
+    plan = plant.plan(leg.toe_world, planted, FPS, ground=height)
+
+    def ground_at(points, rows):
+        return np.full(len(rows), height)
+
+    return (leg, plan, softness, None, ground_at, 0.5, None)
+
+
+def test_legs_planted_on_joined_frames_are_each_leg_planted_alone(scene, monkeypatch):
+    from chain_ik.app.bake import contact_legs, contact_pitch
+
+    rng = np.random.default_rng(21)
+    jobs = [
+        _planted_job(rng, 70, ((8, 30), (40, 62)), 0.0, grounded=False),
+        _planted_job(rng, 50, ((0, 20), (26, 50)), 0.0, turned=False, grounded=False),  # holds to both ends
+        _planted_job(rng, 70, ((8, 30), (40, 62)), 0.0),  # with a ground: joined apart from those without
+        _planted_job(rng, 50, ((0, 20), (26, 50)), 0.0, turned=False),
+        _planted_job(rng, 40, ((10, 30),), 0.1),  # other softness: solved apart
+    ]
+    kept = []
+    push_off = contact_pitch.push_off
+
+    def counted(*args, **kwargs):
+        result = push_off(*args, **kwargs)
+        kept.append(result is not None)
+        return result
+
+    monkeypatch.setattr(contact_pitch, "push_off", counted)
+    together = contact_legs.solve_legs(jobs, FPS)
+    assert kept[0]  # the joined legs' push-off reworked (some leg kept it)
+    for job, got in zip(jobs, together, strict=True):
+        alone = contact_legs.solve_leg(job[0], job[1], job[2], FPS, *job[3:])
+        assert len(got) == len(alone) == 4
+        for a, b in zip(got, alone, strict=True):
+            assert np.array_equal(a, b)
+        assert np.any(got[2])
