@@ -89,7 +89,7 @@ def test_bench_contacts_prints_its_table(scene, capsys):
     bench.REPEATS = 1  # the timing's repeats steady the figure, not the table
     rows = bench.main(["--clips", "walk"])
     out = capsys.readouterr().out
-    assert "after: slide mean" in out and "Blender's route" in out and "CPU time, best of 1" in out
+    assert "after: slide mean" in out and "Blender's route" in out and "wall clock where less, best of 1" in out
     assert out.count("| walk |") == 6 == len(rows)
     retargets = [r for r in rows if r.after]
     assert len(retargets) == 4
