@@ -102,36 +102,39 @@ def least_turn_span(a: float, c: float, low: float, high: float, shape: tuple) -
     a2c2 = a * a + c * c
     two_l = 2.0 * l1 * l2
     l1l2 = l1 * l1 + l2 * l2
-    acos, pi = math.acos, math.pi
+    acos, pi, golden = math.acos, math.pi, GOLDEN
+    ac_ok = two_ac > 0.0
 
     def cost(span: float) -> float:  # (written out: the search's 40 calls were most of a segment's solve)
         s2 = span * span
-        cos_t = (a2c2 - s2) / two_ac if two_ac > 0.0 else 1.0
+        cos_t = (a2c2 - s2) / two_ac if ac_ok else 1.0
         turn = acos(-1.0 if cos_t < -1.0 else 1.0 if cos_t > 1.0 else cos_t) - angle
         cos_i = (l1l2 - s2) / two_l
         flex = (pi - acos(-1.0 if cos_i < -1.0 else 1.0 if cos_i > 1.0 else cos_i)) - bend  # as _bend
         return turn * turn + flex * flex
 
     lo, hi = low, high
-    x1, x2 = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
+    x1, x2 = hi - golden * (hi - lo), lo + golden * (hi - lo)
     f1, f2 = cost(x1), cost(x2)
     for _ in range(SEARCH_STEPS):
-        # (cost written out once more: a call per step was a third of the search)
-        left = f1 <= f2
-        if left:
+        # (cost written out once more, each side on its own: a call per step was a third of the search)
+        if f1 <= f2:
             hi, x2, f2 = x2, x1, f1
-            x = x1 = hi - GOLDEN * (hi - lo)
-        else:
-            lo, x1, f1 = x1, x2, f2
-            x = x2 = lo + GOLDEN * (hi - lo)
-        s2 = x * x
-        cos_t = (a2c2 - s2) / two_ac if two_ac > 0.0 else 1.0
-        turn = acos(-1.0 if cos_t < -1.0 else 1.0 if cos_t > 1.0 else cos_t) - angle
-        cos_i = (l1l2 - s2) / two_l
-        flex = (pi - acos(-1.0 if cos_i < -1.0 else 1.0 if cos_i > 1.0 else cos_i)) - bend
-        if left:
+            x = x1 = hi - golden * (hi - lo)
+            s2 = x * x
+            cos_t = (a2c2 - s2) / two_ac if ac_ok else 1.0
+            turn = acos(-1.0 if cos_t < -1.0 else 1.0 if cos_t > 1.0 else cos_t) - angle
+            cos_i = (l1l2 - s2) / two_l
+            flex = (pi - acos(-1.0 if cos_i < -1.0 else 1.0 if cos_i > 1.0 else cos_i)) - bend
             f1 = turn * turn + flex * flex
         else:
+            lo, x1, f1 = x1, x2, f2
+            x = x2 = lo + golden * (hi - lo)
+            s2 = x * x
+            cos_t = (a2c2 - s2) / two_ac if ac_ok else 1.0
+            turn = acos(-1.0 if cos_t < -1.0 else 1.0 if cos_t > 1.0 else cos_t) - angle
+            cos_i = (l1l2 - s2) / two_l
+            flex = (pi - acos(-1.0 if cos_i < -1.0 else 1.0 if cos_i > 1.0 else cos_i)) - bend
             f2 = turn * turn + flex * flex
     best = min((cost(low), low), (f1, x1), (f2, x2), (cost(high), high))
     return best[1]
@@ -335,69 +338,76 @@ def _bent(a: tuple, c: tuple, cos_d: float, sin_d: float, axis, fallbacks, i: in
     return nx / nn, ny / nn, nz / nn
 
 
-def _angle(u: tuple, v: tuple) -> float:
-    """The angle between two non-zero vectors."""
-    dot = u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
-    nu = math.sqrt((u[0] * u[0] + u[1] * u[1] + u[2] * u[2]) * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]))
-    return math.acos(min(max(dot / nu, -1.0), 1.0)) if nu > 0.0 else 0.0
-
-
 def _led(q: tuple, a: tuple, n: tuple, chords: tuple, i: int, joint: tuple, length: float, target, c, cos_d, sin_d):
     """(the lead, the bone's led direction, its new direction) where bending after the lead turns
     less than bending alone; None where it does not. The lead is the shortest arc taking the rest's
     chord (joint to tip, carried by q) onto the target line `c`: the rest keeps its shape. Each way
     is costed as one_pass's measure would (eq. 3): the joint's whole turn plus the turn still left
-    to the rest (its next joint's chord against the line from there to the target)."""
-    chord = _rotate(q, chords[i]) if q[1] or q[2] or q[3] else chords[i]
-    hn = math.sqrt(chord[0] * chord[0] + chord[1] * chord[1] + chord[2] * chord[2])
-    lead = _swing((chord[0] / hn, chord[1] / hn, chord[2] / hn), c)
-    if lead is None:
+    to the rest (its next joint's chord against the line from there to the target).
+    (The shortest arcs, rotations and products written out: a bake's frame calls this about twice,
+    and the small helpers' calls were half its time.)"""
+    turned = q[1] or q[2] or q[3]
+    hx, hy, hz = _rotate(q, chords[i]) if turned else chords[i]
+    hn = math.sqrt(hx * hx + hy * hy + hz * hz)
+    hx, hy, hz = hx / hn, hy / hn, hz / hn
+    cx, cy, cz = c
+    dot = hx * cx + hy * cy + hz * cz  # lead = _swing(chord / |chord|, c)
+    if dot <= -0.999:
         return None
-    led = _rotate(lead, a)
-    bent = _bent(led, c, cos_d, sin_d, None, None, i, q) if _off_line(led, c) else None
-    if bent is None:
+    w, x, y, z = 1.0 + dot, hy * cz - hz * cy, hz * cx - hx * cz, hx * cy - hy * cx
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    lw, lx, ly, lz = w / norm, x / norm, y / norm, z / norm
+    ax, ay, az = a  # led = _rotate(lead, a)
+    ux, uy, uz = 2.0 * (ly * az - lz * ay), 2.0 * (lz * ax - lx * az), 2.0 * (lx * ay - ly * ax)
+    ex, ey, ez = ax + lw * ux + ly * uz - lz * uy, ay + lw * uy + lz * ux - lx * uz, az + lw * uz + lx * uy - ly * ux
+    dot = ex * cx + ey * cy + ez * cz  # _off_line(led, c)
+    wx, wy, wz = ex - dot * cx, ey - dot * cy, ez - dot * cz
+    if not wx * wx + wy * wy + wz * wz > 1e-18:
         return None
-    rest = _rotate(q, chords[i + 1]) if q[1] or q[2] or q[3] else chords[i + 1]
-    tx, ty, tz = target
-
-    def left(turn: tuple, n: tuple) -> float:
-        nxt = (joint[0] + length * n[0], joint[1] + length * n[1], joint[2] + length * n[2])
-        return _angle(_rotate(turn, rest), (tx - nxt[0], ty - nxt[1], tz - nxt[2]))
-
-    plain = _swing(a, n)
-    if plain is None:
+    led = (ex, ey, ez)
+    bent = bx, by, bz = _bent(led, c, cos_d, sin_d, None, None, i, q)
+    nx, ny, nz = n
+    dot = ax * nx + ay * ny + az * nz  # plain = _swing(a, n)
+    if dot <= -0.999:
         return None
-    turn = _swing(led, bent)
-    if turn is None:
+    w, x, y, z = 1.0 + dot, ay * nz - az * ny, az * nx - ax * nz, ax * ny - ay * nx
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    pw, px, py, pz = w / norm, x / norm, y / norm, z / norm
+    dot = ex * bx + ey * by + ez * bz  # turn = _swing(led, bent)
+    if dot <= -0.999:
         return None
-    both = floats.multiply(turn, lead)
-    if _turn_angle(both) + left(both, bent) < _turn_angle(plain) + left(plain, n):
-        return lead, led, bent
+    w, x, y, z = 1.0 + dot, ey * bz - ez * by, ez * bx - ex * bz, ex * by - ey * bx
+    norm = math.sqrt(w * w + x * x + y * y + z * z)
+    tw, tx, ty, tz = w / norm, x / norm, y / norm, z / norm
+    # both = floats.multiply(turn, lead)
+    ow = tw * lw - tx * lx - ty * ly - tz * lz
+    ox = tw * lx + tx * lw + ty * lz - tz * ly
+    oy = tw * ly - tx * lz + ty * lw + tz * lx
+    oz = tw * lz + tx * ly - ty * lx + tz * lw
+    rest = _rotate(q, chords[i + 1]) if turned else chords[i + 1]
+    atan2, sqrt = math.atan2, math.sqrt  # each way's turn angle, then what it leaves the rest
+    both = 2.0 * atan2(sqrt(ox * ox + oy * oy + oz * oz), abs(ow))
+    both += _left((ow, ox, oy, oz), rest, joint, length, bent, target)
+    alone = 2.0 * atan2(sqrt(px * px + py * py + pz * pz), abs(pw))
+    alone += _left((pw, px, py, pz), rest, joint, length, n, target)
+    if both < alone:
+        return (lw, lx, ly, lz), led, bent
     return None
 
 
-def _off_line(a: tuple, c: tuple) -> bool:
-    """a is off the line of unit c (its bend plane is defined)."""
-    dot = a[0] * c[0] + a[1] * c[1] + a[2] * c[2]
-    wx, wy, wz = a[0] - dot * c[0], a[1] - dot * c[1], a[2] - dot * c[2]
-    return wx * wx + wy * wy + wz * wz > 1e-18
-
-
-def _turn_angle(q: tuple) -> float:
-    """The rotation angle of unit q."""
-    return 2.0 * math.atan2(math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3]), abs(q[0]))
-
-
-def _swing(u: tuple, v: tuple):
-    """The shortest-arc rotation taking unit u onto unit v; None near a half turn (no lead)."""
-    ux, uy, uz = u
-    vx, vy, vz = v
+def _left(turn: tuple, rest: tuple, joint: tuple, length: float, n: tuple, target: tuple) -> float:
+    """_led's turn still left to the rest: the angle between its chord `rest` turned by `turn` and
+    the line from its joint (`length` along unit `n` from `joint`) to the target."""
+    ux, uy, uz = _rotate(turn, rest)
+    vx = target[0] - (joint[0] + length * n[0])
+    vy = target[1] - (joint[1] + length * n[1])
+    vz = target[2] - (joint[2] + length * n[2])
     dot = ux * vx + uy * vy + uz * vz
-    if dot <= -0.999:
-        return None
-    w, x, y, z = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    return w / n, x / n, y / n, z / n
+    nu = math.sqrt((ux * ux + uy * uy + uz * uz) * (vx * vx + vy * vy + vz * vz))
+    if not nu > 0.0:
+        return 0.0
+    cos = dot / nu
+    return math.acos(-1.0 if cos < -1.0 else 1.0 if cos > 1.0 else cos)
 
 
 def _rotate(q: tuple, v: tuple) -> tuple:
