@@ -54,15 +54,15 @@ def shape_keeping_solver(options: dict):
     def solve(t, target: tuple):
         blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
         guard = t.guard if fold_angle != 180.0 else None
-        rows, n = t.rows, len(t.lengths)  # (rows: the joints, then the tip)
-        keep = tuple(
-            start_shape(rows[i], t.dirs[i], rows[i + 1], rows[-1], t.inner[i], t.lengths[i + 1], t.reach[i + 1])
-            if i + 1 < n
-            else None
-            for i in range(n)
-        )
-        tip = rows[-1]  # each joint's chord to the tip, for the rest's lead (one_pass's `chords`)
-        chords = tuple((tip[0] - r[0], tip[1] - r[1], tip[2] - r[2]) for r in rows[:n])
+        rows, lengths, dirs, inner, reach = t.rows, t.lengths, t.dirs, t.inner, t.reach
+        n, tip = len(lengths), rows[-1]  # (rows: the joints, then the tip)
+        keep = [
+            start_shape(rows[i], dirs[i], rows[i + 1], tip, inner[i], lengths[i + 1], reach[i + 1])
+            for i in range(n - 1)
+        ]
+        keep.append(None)
+        # each joint's chord to the tip, for the rest's lead (one_pass's `chords`)
+        chords = [(tip[0] - r[0], tip[1] - r[1], tip[2] - r[2]) for r in rows[:n]]
         out, rots, _ = one_pass(
             t.rows[0], t.lengths, t.dirs, t.reach, guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend,
             keep=keep, chords=chords,

@@ -398,7 +398,10 @@ def _led(q: tuple, a: tuple, n: tuple, chords: tuple, i: int, joint: tuple, leng
 def _left(turn: tuple, rest: tuple, joint: tuple, length: float, n: tuple, target: tuple) -> float:
     """_led's turn still left to the rest: the angle between its chord `rest` turned by `turn` and
     the line from its joint (`length` along unit `n` from `joint`) to the target."""
-    ux, uy, uz = _rotate(turn, rest)
+    qw, qx, qy, qz = turn  # (_rotate(turn, rest) written out)
+    rx, ry, rz = rest
+    ux, uy, uz = 2.0 * (qy * rz - qz * ry), 2.0 * (qz * rx - qx * rz), 2.0 * (qx * ry - qy * rx)
+    ux, uy, uz = rx + qw * ux + qy * uz - qz * uy, ry + qw * uy + qz * ux - qx * uz, rz + qw * uz + qx * uy - qy * ux
     vx = target[0] - (joint[0] + length * n[0])
     vy = target[1] - (joint[1] + length * n[1])
     vz = target[2] - (joint[2] + length * n[2])

@@ -52,7 +52,7 @@ from .. import limits as joint_limits
 from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
-from ..maths.floats import conjugate, multiply
+from ..maths.floats import multiply
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
@@ -223,6 +223,14 @@ def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list,
     first = tuple(skeleton.base_frame.tolist()) if parent == -1 else frames[parent]
     reference = cached_rows(skeleton, "reference")
     for i, turn, frame in zip(bones, turns, start, strict=True):
-        solved = multiply(turn, frame)
-        local[i] = multiply(conjugate(multiply(first, reference[i])), solved)
+        # multiply(conjugate(multiply(first, reference[i])), solved), written out (the same arithmetic)
+        solved = bw, bx, by, bz = multiply(turn, frame)
+        aw, ax, ay, az = multiply(first, reference[i])
+        ax, ay, az = -ax, -ay, -az
+        local[i] = (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        )
         first = solved

@@ -32,24 +32,19 @@ class _Axes:
         return fallback_axis(self._dirs[i], self._frames[i])
 
 
-def _unit(q: tuple) -> tuple:
-    """`q` normalised as a Chain normalises its frames (model.chain's rows: the same numbers)."""
-    w, x, y, z = q
-    norm = math.sqrt(w * w + x * x + y * y + z * z)
-    return (w / norm, x / norm, y / norm, z / norm)
-
-
 def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, list]:
     """(the segment's solved world rotations, its unit start frames) for joint `rows` (its heads,
     then its end) and bone `frames` (rows of floats), triangulated to `target` by `solve`
     (chain.shape_keeping_solver)."""
-    unit = [_unit(q) for q in frames]
+    sqrt = math.sqrt  # each frame normalised as a Chain normalises its frames (model.chain's rows)
+    unit = []
+    for w, x, y, z in frames:
+        norm = sqrt(w * w + x * x + y * y + z * z)
+        unit.append((w / norm, x / norm, y / norm, z / norm))
     lengths, dirs, total = link_terms(rows)
     reach, inner, _ = reach_terms(lengths, total, guard=False)
     # chain=True: the fold guard computed on first use, as a Chain's terms do (only a fold
-    # narrower than 180 degrees reads it).
-    terms = Terms(
-        tuple(rows), tuple(lengths), tuple(dirs), _Axes(dirs, unit), total, tuple(reach), tuple(inner), None, None,
-        None, True,
-    )  # fmt: skip
+    # narrower than 180 degrees reads it). (Lists where a Chain's terms hold tuples: the pass only
+    # indexes them.)
+    terms = Terms(rows, lengths, dirs, _Axes(dirs, unit), total, reach, inner, None, None, None, True)
     return solve(terms, target)[1], unit
