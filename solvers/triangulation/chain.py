@@ -18,9 +18,10 @@ from ..common.make_kernels import floats
 from ..model.chain import Chain
 from ..model.method import Method, Option, real
 from ..model.result import BatchSolution, SequenceSolution
-from .chain_floats import fold_blend, fold_terms, one_pass, start_shape
+from .chain_floats import fold_blend, fold_terms, one_pass
 from .chain_limits import solve_limited
 from .chain_numpy import solve_many
+from .chain_span import start_shape
 from .chain_steps import solve_steps
 from .checks import BAND, check_fold_angle, check_smooth_fold
 

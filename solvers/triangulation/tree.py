@@ -21,7 +21,7 @@ need to reach; each branch then moves as the paper's chain does, but from its st
 the paper takes the rest of a segment at its full length (its triangle's side b, so every joint
 below the first that bends ends straight), a segment takes the extent between the rest's inner
 hole and b that changes the joint's angle to the target line and the next joint's bend least
-(chain_floats.least_turn_span; a rest already straight stays straight: the paper's pose), and
+(chain_span.least_turn_span; a rest already straight stays straight: the paper's pose), and
 where it turns less, a joint first turns the rest as it is with its chord onto the target line,
 then bends (chain_floats.one_pass's `chords`). The total turn (the paper's cost, eq. 3) on the
 metarig: docs/design.md, "Tree triangulation: turn and speed". A segment already at its goal then
