@@ -86,6 +86,13 @@ def solve_skeleton(
     for effector in effectors:
         if not 0 <= effector.bone < skeleton.n_bones:
             raise ValueError(f"effector bone {effector.bone} is not a bone of the skeleton")
+    if start_error is not None:  # checked on every path, used on the fixed root's only
+        start_error = np.asarray(start_error, dtype=float)
+        if start_error.shape != (len(effectors),):
+            count = len(effectors)
+            raise ValueError(f"start_error must hold one distance per effector ({count}), got {start_error.shape}")
+        if not all(d >= 0.0 for d in start_error.tolist()):  # (NaN fails too)
+            raise ValueError(f"start_error must hold distances (>= 0, not NaN), got {start_error.tolist()}")
     if aiming(effectors):  # aims after the reach, on the bones it leaves free (common.aim_goals)
         method_settings(method, tolerance, max_iterations, options, 1.0)  # the settings checked all the same
         reach = [e for e in effectors if not e.aim_axis]
@@ -100,11 +107,6 @@ def solve_skeleton(
         return _solve_moving_root(
             skeleton, local, effectors, method, tolerance, max_iterations, pose, root_stiffness, options
         )
-    if start_error is not None:
-        start_error = np.asarray(start_error, dtype=float)
-        if start_error.shape != (len(effectors),):
-            count = len(effectors)
-            raise ValueError(f"start_error must hold one distance per effector ({count}), got {start_error.shape}")
     return _solve_fixed(skeleton, local, effectors, method, tolerance, max_iterations, pose, options, start_error)
 
 

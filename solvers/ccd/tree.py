@@ -27,10 +27,11 @@ the input pose, 1.5-2.0x Blender's tree IK in bench/bench_tree.py). Held back by
 turn spreads over the chain as Blender's does (1.04-1.16x) in about as many sweeps, every
 jointly reachable pose still reached.
 
-Near the goals (every effector within NEAR of its target: a bake's frames, started from a
-least-squares prediction, and a solve's last corrections) a step is tree_near's instead: one
-sweep turning each bone whole, then those turns rescaled together by least squares on what each
-did to the goals (measured during the sweep), kept only where that beats the sweep's own pose.
+Near the goals (every effector within NEAR x the moved bones' length of its target: a bake's
+frames, started from a least-squares prediction, and a solve's last corrections) several
+effectors' step is tree_near's instead: one sweep turning each bone whole, then those turns
+rescaled together by least squares on what each did to the goals (measured during the sweep),
+kept only where that beats the sweep's own pose.
 Plain and mixed sweeps crawl there (a bake's frame took 2.7-8 sweeps; now about one).
 
 Afterwards, as for FABRIK: unlimited bones whose twist no goal sees take the minimal swing
@@ -72,14 +73,15 @@ def solve(skeleton, local: np.ndarray, effectors, tolerance: float, max_iteratio
     free = plan.steps.get("free")
     if free is None:
         free = plan.steps["free"] = free_twist(skeleton, plan)
-    step = partial(step, memory={})  # this solve's sweeps, for the mixing (common.tree_mixing)
+    step = partial(step, memory={})  # this solve's sweeps and near steps (tree_mixing, tree_near)
     mixed_sweeps = len(effectors) > 1  # (they end when settled, not when a sweep crawls: tree_run)
     return run(skeleton, local, effectors, plan, step, tolerance, max_iterations, "ccd", free, not mixed_sweeps)
 
 
 def make_step(skeleton, plan, effectors):
-    """step(local, frames, heads, memory): one sweep (make_sweep), then (several effectors) the
-    mixing of the last sweeps (`memory`: a new dict per solve), in place on lists of tuples."""
+    """step(local, frames, heads, memory): in place on lists of tuples, one sweep (make_sweep); with
+    several effectors, near the goals (NEAR) tree_near's step, else a sweep and the mixing of the
+    last sweeps (`memory`: a new dict per solve, holding both's state)."""
     sweep = make_sweep(skeleton, plan, effectors)
     if len(effectors) == 1:  # a chain: chain CCD's own sweeps
         return lambda local, frames, heads, memory=None: sweep(local, frames, heads)

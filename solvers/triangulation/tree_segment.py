@@ -5,7 +5,7 @@ The same numbers as `Chain.from_float_rows` then `common.float_solve.solve` with
 shape-keeping pass (the Chain's float terms from the same functions, its frames normalised the
 same way): a bake's frame solves about one such segment, and the Chain's checks, numpy views
 and Solution were a third of that solve's time (the rows come from the skeleton's forward
-kinematics, already checked).
+kinematics, finite; a link without length is refused as the Chain refuses it).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..common.float_solve import Terms
-from ..model.chain import fallback_axis, link_terms, reach_terms
+from ..model.chain import fallback_axis, link_terms, reach_terms, short_bone
 
 
 class _Axes:
@@ -42,6 +42,9 @@ def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, 
         norm = sqrt(w * w + x * x + y * y + z * z)
         unit.append((w / norm, x / norm, y / norm, z / norm))
     lengths, dirs, total = link_terms(rows)
+    k = short_bone(lengths, total)
+    if k is not None:  # as the Chain refuses it (a child's head on its parent's head, say)
+        raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
     reach, inner, _ = reach_terms(lengths, total, guard=False)
     # chain=True: the fold guard computed on first use, as a Chain's terms do (only a fold
     # narrower than 180 degrees reads it). (Lists where a Chain's terms hold tuples: the pass only

@@ -101,3 +101,14 @@ def test_a_start_error_of_another_length_is_refused():
     goals = [solvers.Effector(names[b], position=np.zeros(3)) for b in ("forearm.L", "forearm.R")]
     with pytest.raises(ValueError, match="one distance per effector"):
         solvers.solve_skeleton(skeleton, local, goals, method="fabrik", start_error=[0.0])
+
+
+@pytest.mark.parametrize("root", [{}, {"move_root": True}])
+@pytest.mark.parametrize("bad", [[0.0], [0.0, float("nan")], [-1e-3, 0.0]])
+def test_a_start_error_that_is_no_distance_per_effector_is_refused_on_every_path(root, bad):
+    """A start_error of another length, NaN or negative is bad input wherever the solve goes (a
+    moving root's solve, which does not use it, included), never silently ignored."""
+    skeleton, local, names = tree_shapes.humanoid()
+    goals = [solvers.Effector(names[b], position=np.zeros(3)) for b in ("forearm.L", "forearm.R")]
+    with pytest.raises(ValueError, match="start_error"):
+        solvers.solve_skeleton(skeleton, local, goals, method="fabrik", start_error=bad, **root)

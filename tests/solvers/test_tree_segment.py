@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+import solvers
 from solvers.common import float_solve
 from solvers.maths.floats import multiply
 from solvers.model.chain import Chain
@@ -50,3 +51,27 @@ def test_the_segment_pass_is_the_chain_paths_to_the_bit(fold_angle, smooth_fold,
         turns, start = segment_pass(joints, frames, target, solve)
         assert [list(q) for q in turns] == [list(q) for q in expected]  # every float the same
         assert [list(q) for q in start] == chain.frames.tolist()
+
+
+def test_a_link_without_length_is_refused_as_the_chain_path_refuses_it():
+    """A segment whose child's head sits on its parent's head (a zero-length link between joints):
+    the Chain path raised ValueError; the segment pass raises the same, not a silent poor solve."""
+    rows = [(0.0, 1.0, 0.0), (0.0, 1.0, 0.0), (1.0, 1.0, 0.0)]
+    frames = [(1.0, 0.0, 0.0, 0.0), (0.7071067811865476, 0.0, 0.0, -0.7071067811865476)]
+    with pytest.raises(ValueError) as chain_error:
+        Chain.from_float_rows(rows, frames)
+    solve = shape_keeping_solver({"fold_angle": 180.0, "smooth_fold": 0.0})
+    with pytest.raises(ValueError) as segment_error:
+        segment_pass(rows, frames, (0.8, 1.3, 0.2), solve)
+    assert str(segment_error.value) == str(chain_error.value)
+
+
+def test_a_tree_with_such_a_segment_is_refused_by_triangulation():
+    """solve_skeleton's tree triangulation on that skeleton refuses it (ValueError), as before the
+    segment pass; the other methods solve it."""
+    heads = np.array([[0, 0, 0], [0, 1, 0], [0, 1, 0], [0, 1, 0]], float)
+    tails = np.array([[0, 1, 0], [0, 2, 0], [1, 1, 0], [-1, 1, 0]], float)
+    skeleton, local = solvers.Skeleton.from_bones([-1, 0, 1, 0], heads, tails)
+    goals = [solvers.Effector(2, np.array([0.8, 1.3, 0.2])), solvers.Effector(3, np.array([-0.9, 1.2, 0.1]))]
+    with pytest.raises(ValueError, match="zero length"):
+        solvers.solve_skeleton(skeleton, local, goals, method="triangulation")
