@@ -103,10 +103,11 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
             ends.append((ex, ey, ez))
         kinds, per_visit = points_of(frozenset(orientation))
         before = [local[j] for j in visited]
-        if write_out and limits is None and not orientation:  # the sweep written out for this layout
-            if not written:
-                plain = [(j, p, points) for (j, p, _, _, _), points in zip(order, per_visit, strict=True)]
-                written.append(tree_near_written.make(plain, len(bones)))
+        plain_tree = write_out and limits is None and not orientation
+        if plain_tree and not written:  # the sweep written out for this layout (None: too big to compile)
+            plain = [(j, p, points) for (j, p, _, _, _), points in zip(order, per_visit, strict=True)]
+            written.append(tree_near_written.make(plain, len(bones)))
+        if plain_tree and written[0] is not None:
             root = [math.sqrt(w) for w in weights]
             rows = 3 * len(bones)
             have = [c for end in ends for c in end]

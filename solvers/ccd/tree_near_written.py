@@ -16,16 +16,23 @@ import math
 from ..maths.floats import profile_rotation
 
 # Compiled sweeps by layout (a bake reads its rig again, so every bake builds a new plan; the
-# layout is the same): compiling one costs a few ms, a bake's whole CCD a few tens.
+# layout is the same): compiling one costs 5-30 ms on the metarig, a bake's whole CCD a few tens.
 _COMPILED: dict = {}
 _CACHE_SIZE = 64
+# The source grows with visits x tracked points (~16 lines each) and compiling it with them:
+# 17 x 5 (the metarig's five effectors) ~30 ms, 60 x 8 ~165 ms, 200 x 20 ~1.2 s, a pause on a big
+# rig's first near step. Beyond this the general sweep serves (the same numbers).
+MOST_TERMS = 128
 
 
 def make(visits: list, points: int):
     """sweep(frames, heads, have, want, root, pull, one_pair, rests, base) -> (turns, columns,
     trace, residual, swept) for `visits` as (bone, parent or -1, indices of its points), tips to
     roots, over `points` tracked points; `have` and `want` flat (x, y, z per point), `rests` each
-    visit's reference, `base` the skeleton's base frame."""
+    visit's reference, `base` the skeleton's base frame. None where the layout is beyond
+    MOST_TERMS visits x points (its compile would cost more than a bake's whole CCD)."""
+    if len(visits) * points > MOST_TERMS:
+        return None
     key = (tuple((j, p, tuple(pts)) for j, p, pts in visits), points)
     sweep = _COMPILED.get(key)
     if sweep is None:

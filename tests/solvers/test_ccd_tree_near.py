@@ -167,3 +167,22 @@ def test_written_out_sweep_is_the_general_one_to_the_bit(seed, steps):
         assert written_step(state, frames, heads, near, written_history)
         assert general_step(*general, near, general_history)
         assert (state, frames, heads) == general
+
+
+def test_a_layout_too_big_to_compile_takes_the_general_sweep(monkeypatch):
+    """Compiling grows with visits x points (~1 s at 200 bones x 20 effectors): beyond
+    tree_near_written.MOST_TERMS the near step takes the general sweep, with its numbers."""
+    from solvers.ccd import tree_near_written
+
+    assert tree_near_written.make([(0, -1, [0])], tree_near_written.MOST_TERMS + 1) is None
+    assert tree_near_written.make([(0, -1, [0])], 1) is not None
+    skeleton, local, effectors = _near_case(3, False, False)
+    plan, state, frames, heads = _start(skeleton, local, effectors)
+    assert _is_near(skeleton, plan, effectors, frames, heads)
+    general = (list(state), list(frames), list(heads))
+    near = ccd_tree.NEAR * plan.length
+    monkeypatch.setattr(tree_near_written, "MOST_TERMS", 0)
+    capped, general_step = _near_step(skeleton, plan, effectors), _near_step(skeleton, plan, effectors, False)
+    assert capped(state, frames, heads, near, [])
+    assert general_step(*general, near, [])
+    assert (state, frames, heads) == general
