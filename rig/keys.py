@@ -338,12 +338,14 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
             kp.foreach_get(name, row)
         if dtype is np.uint8:
             wanted = np.array([code, *wanted], dtype=np.uint8)
-        differs = table[:, rows] != wanted[:, None]
-        if not differs.any():  # (mostly: keys replaced by keys like them)
-            continue
-        for i in np.flatnonzero(differs.any(axis=1)).tolist():
-            table[i, rows] = wanted[i]
-            kp.foreach_set(names[i], table[i])
+        # Every key compared first (no gather of the replaced keys' columns, a third of this loop's
+        # time): mostly no key differs at all; an attribute that differs somewhere is then looked at
+        # on the replaced keys alone, and written back only where they differ (as before).
+        somewhere = (table != wanted[:, None]).any(axis=1)
+        for i in somewhere.nonzero()[0].tolist():
+            if (table[i, rows] != wanted[i]).any():
+                table[i, rows] = wanted[i]
+                kp.foreach_set(names[i], table[i])
     fc.update()
     return len(rows)
 
