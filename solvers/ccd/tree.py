@@ -49,9 +49,9 @@ from .. import limits as joint_limits
 from ..common.tree_mixing import goal_pairs, mixed
 from ..common.tree_plan import free_twist, make_plan
 from ..common.tree_run import run
-from ..maths.floats import IDENTITY, best_rotation, normalize4, perpendicular, profile_rotation, scaled, swing
+from ..maths.floats import IDENTITY, best_rotation, perpendicular, profile_rotation, scaled, swing
 from ..skeleton_floats import cached_rows, rows
-from .tree_near import make_near_step
+from .tree_near import make_near_step, turned_local
 
 # Several effectors: a bone at depth d below the tree's root takes 1 / (1 + SPREAD d) of its best
 # turn per sweep (module doc). On the metarig's trees 0.6 gave 1.07-1.21x Blender's rotation
@@ -211,21 +211,8 @@ def make_sweep(skeleton, plan, effectors):
             sx = aw * rx + ax * rw + ay * rz - az * ry
             sy = aw * ry - ax * rz + ay * rw + az * rx
             sz = aw * rz + ax * ry - ay * rx + az * rw
-            aw, ax, ay, az = turn
             fw, fx, fy, fz = frames[j]
-            bw = aw * fw - ax * fx - ay * fy - az * fz
-            bx = aw * fx + ax * fw + ay * fz - az * fy
-            by = aw * fy - ax * fz + ay * fw + az * fx
-            bz = aw * fz + ax * fy - ay * fx + az * fw
-            aw, ax, ay, az = sw, -sx, -sy, -sz
-            new_local = normalize4(
-                (
-                    aw * bw - ax * bx - ay * by - az * bz,
-                    aw * bx + ax * bw + ay * bz - az * by,
-                    aw * by - ax * bz + ay * bw + az * bx,
-                    aw * bz + ax * by - ay * bx + az * bw,
-                )
-            )
+            new_local = turned_local(turn, frames[j], sw, sx, sy, sz)
             if clamps:
                 new_local = tuple(joint_limits.clamp(limits, j, np.array(new_local)).tolist())
             local[j] = new_local

@@ -49,6 +49,27 @@ HISTORY = 2
 RIDGE = 1e-9
 
 
+def turned_local(turn: tuple, frame: tuple, sw: float, sx: float, sy: float, sz: float) -> tuple:
+    """A bone's new local rotation after its world frame turns by `turn`: normalize4(rest^-1
+    (turn frame)) with rest = (sw, sx, sy, sz) its parent's frame x its reference, written out
+    (the sweeps' and the near step's one formula, in one order: their results to the bit)."""
+    aw, ax, ay, az = turn
+    fw, fx, fy, fz = frame
+    bw = aw * fw - ax * fx - ay * fy - az * fz
+    bx = aw * fx + ax * fw + ay * fz - az * fy
+    by = aw * fy - ax * fz + ay * fw + az * fx
+    bz = aw * fz + ax * fy - ay * fx + az * fw
+    aw, ax, ay, az = sw, -sx, -sy, -sz
+    return normalize4(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        )
+    )
+
+
 def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out: bool = True):
     """near(local, frames, heads, near, history) -> bool: the near step in place (lists of tuples),
     or False (nothing done) where some effector is further than `near` from its target; `history`:
@@ -198,21 +219,8 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
             sy = aw * ry - ax * rz + ay * rw + az * rx
             sz = aw * rz + ax * ry - ay * rx + az * rw
             if clamps:  # new local = the limits' clamp of normalize4(rest^-1 turn frame)
-                aw, ax, ay, az = turn
                 fw, fx, fy, fz = frames[j]
-                bw = aw * fw - ax * fx - ay * fy - az * fz
-                bx = aw * fx + ax * fw + ay * fz - az * fy
-                by = aw * fy - ax * fz + ay * fw + az * fx
-                bz = aw * fz + ax * fy - ay * fx + az * fw
-                aw, ax, ay, az = sw, -sx, -sy, -sz
-                new_local = normalize4(
-                    (
-                        aw * bw - ax * bx - ay * by - az * bz,
-                        aw * bx + ax * bw + ay * bz - az * by,
-                        aw * by - ax * bz + ay * bw + az * bx,
-                        aw * bz + ax * by - ay * bx + az * bw,
-                    )
-                )
+                new_local = turned_local(turn, frames[j], sw, sx, sy, sz)
                 new_local = tuple(joint_limits.clamp(limits, j, np.array(new_local)).tolist())
                 # the turn the bone took, in its local axes (new local x old^-1) and in the world's
                 # (rest x new local x frame^-1)
