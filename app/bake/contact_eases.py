@@ -43,19 +43,14 @@ def _progress(after: np.ndarray, last: int, steps: float, budget, end: int | Non
     return np.concatenate([[0.0], spent / spent[-1]])[np.minimum(after - last, count)]
 
 
-def eased_out(plan, hold, after, inputs, corrections, following: int, target=None, budget=None) -> np.ndarray:
-    """(G, k, 3, 4) the leg's local rotations on the ease's frames `after` (k,) for G corrections
-    (G, 3, 4) of the hold's last frame: faded out (plant_legs.faded) over `plan.blend` frames, or,
-    where the ease runs into the next hold (`target`: its first frame's correction (3, 4), at
-    frame `following`), faded from one correction into the other over the gap. `inputs` (k, 3, 4)."""
-    return eased_outs(plan, [(hold, after, inputs, corrections, following, target)], budget)[0]
-
-
 def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
-    """`eased_out` of several holds' eases at once, each (hold, after, inputs, corrections,
-    following, target) as its arguments: the same rotations (each frame's from its own figures),
-    in one numpy pass per kind of ease instead of one per hold. `ends`: where several legs are
-    joined in `plan`, each leg's end (bounds)."""
+    """Per ease (hold, after, inputs, corrections, following, target): (G, k, 3, 4) the leg's local
+    rotations on the ease's frames `after` (k,) for G corrections (G, 3, 4) of the hold's last
+    frame: faded out (plant_legs.faded) over `plan.blend` frames, or, where the ease runs into the
+    next hold (`target`: its first frame's correction (3, 4), at frame `following`), faded from one
+    correction into the other over the gap. `inputs` (k, 3, 4). Every hold's eases in one numpy
+    pass per kind of ease (each frame's rotations from its own figures). `ends`: where several legs
+    are joined in `plan`, each leg's end (bounds)."""
     kinds: dict[bool, list] = {False: [], True: []}  # by `target is not None`
     for i, (hold, after, inputs, corrections, following, target) in enumerate(eases):
         last = hold.end - 1

@@ -142,34 +142,22 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
 CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding, not a crossing
 
 
-def solve_leg(
-    leg: plant_read.LegFrames,
-    plan: plant.PlantPlan,
-    softness: float,
-    fps: float,
-    tilt=None,
-    ground_at=None,
-    largest: float | None = None,
-    first: tuple | None = None,
-) -> tuple:
-    """(the leg's local rotations (F, 3, 4), the ankle's world distance from its goal on hold and
-    clamp frames (F,), the frames changed (F,), where the tip then is (F, 3) world): holds solved
-    for the planned tip, eases in joint space, and then, on any frame where that leaves the tip
-    below the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
+def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
+    """Per job (leg, plan, softness, tilt, ground_at, largest, first): (the leg's local rotations
+    (F, 3, 4), the ankle's world distance from its goal on hold and clamp frames (F,), the frames
+    changed (F,), where the tip then is (F, 3) world): holds solved for the planned tip, eases in
+    joint space, and then, on any frame where that leaves the tip below the floor (the ground:
+    plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points, rows)`: the ground's heights under world points (R, 3) on frames `rows`, or
     None (no ground); it is asked on the frames not held only (the clamp's).
     `largest`: the input's largest joint speed (rad/s): where given, a push-off that would turn a
     joint faster than about that has the foot's pitch reworked (app.bake.contact_pitch).
-    `first`: the leg's planted_solves result where several legs were solved at once."""
-    return solve_legs([(leg, plan, softness, tilt, ground_at, largest, first)], fps)[0]
-
-
-def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
-    """`solve_leg` of several legs, each job (leg, plan, softness, tilt, ground_at, largest, first)
-    as its arguments: legs alike (softness, tilt or not, ground or not, blend, push-off or not)
-    joined into one timeline (their frames one after the other, no ease crossing from one into the
-    next) and solved in one pass, for the fixed cost of one leg: each frame's figures its own."""
+    `first`: the leg's planted_solves result, or None to solve it here.
+    Legs alike (softness, tilt or not, ground or not, blend, push-off or not) are joined into one
+    timeline (their frames one after the other, no ease crossing from one into the next) and solved
+    in one pass, for the fixed cost of one leg: each frame's figures its own (a leg alone is a job
+    list of one)."""
     firsts = planted_solves([job[:4] for job in jobs if job[6] is None], fps)[::-1]
     jobs = [job if job[6] is not None else (*job[:6], firsts.pop()) for job in jobs]
     kinds: dict[tuple, list[int]] = {}

@@ -123,7 +123,7 @@ def test_every_holds_eases_at_once_are_each_holds_ease(scene):
     for use in (None, budget):
         together = contact_eases.eased_outs(plan, eases, use)
         for ease, got in zip(eases, together, strict=True):
-            assert np.array_equal(got, contact_eases.eased_out(plan, *ease, use))
+            assert np.array_equal(got, contact_eases.eased_outs(plan, [ease], use)[0])  # each hold alone
             assert got.shape == (len(ease[3]), len(ease[1]), 3, 4)
 
 
@@ -185,7 +185,7 @@ def test_legs_planted_on_joined_frames_are_each_leg_planted_alone(scene, monkeyp
     together = contact_legs.solve_legs(jobs, FPS)
     assert kept[0]  # the joined legs' push-off reworked (some leg kept it)
     for job, got in zip(jobs, together, strict=True):
-        alone = contact_legs.solve_leg(job[0], job[1], job[2], FPS, *job[3:])
+        alone = contact_legs.solve_legs([job], FPS)[0]
         assert len(got) == len(alone) == 4
         for a, b in zip(got, alone, strict=True):
             assert np.array_equal(a, b)
