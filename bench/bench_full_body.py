@@ -40,6 +40,7 @@ import bench_mass  # noqa: E402
 import bench_root  # noqa: E402
 import bench_soft  # noqa: E402
 import bench_tree  # noqa: E402
+import tree_tables  # noqa: E402
 from blender_bench import exit_after_main, load_extension  # noqa: E402
 
 VISIBLE_SHARE = 0.10  # item 4: "every bone ... a visible share"
@@ -161,11 +162,11 @@ def item_trees(ext, args) -> tuple[list[str], list[str]]:
     rows, lines = [], []
     for name in args.cases:
         measured = bench_tree.measure_case(ext, bench_tree.CASES[name], args, np.random.default_rng(args.seed))
-        goals = bench_tree.goals(name, measured)
+        goals = tree_tables.goals(name, measured)
         text = "\n".join(goals)
         yes, no = text.count(": yes"), text.count(": **no**")
         rows.append(row("5 Trees", f"{name}: bench_tree's goals", f"{yes} of {yes + no} met", "all", no == 0))
-        lines += [*bench_tree.table(name, bench_tree.CASES[name], measured), "", "Goals:", *goals, ""]
+        lines += [*tree_tables.table(name, bench_tree.CASES[name], measured), "", "Goals:", *goals, ""]
     return rows, lines
 
 
