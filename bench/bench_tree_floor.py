@@ -25,6 +25,11 @@ FABRIK, besides (its fixed cost taken without the start, tree_start_steps 0):
 - fixed cost + the start: what any solve with the start costs before its first FABRIK iteration
   (per solve at most Blender's net needs it below that net); the rest, the FABRIK solve less
   both: its iterations.
+- the start split: its kernel's first look alone (`skeleton_solve.least_squares_steps` with 0
+  steps: the least-squares tree kernel's call measuring the input pose) and the steps (the rest);
+- FABRIK's tree kernel alone from the start (`Method.tree`, the start and effectors made
+  beforehand), whole and capped at 0 iterations (its own fixed cost: plan, forward kinematics and
+  measure of the start, to_locals, the result measured); the difference is its iterations.
 Prints one Markdown table per case and method: each part's ms and its ratio to Blender's net.
 """
 
@@ -99,7 +104,26 @@ def fabrik_parts(ext, case, targets, here) -> tuple[dict, dict]:
             case.skeleton, case.local0, case.effectors(row), bt.SOLVE_TOLERANCE, fabrik.tree_start_steps
         )
 
+    def look(row):  # the start's kernel call measuring the input pose, no step
+        near = skeleton_solve.START_WITHIN * bt.SOLVE_TOLERANCE
+        return skeleton_solve.least_squares_steps(case.skeleton, case.local0, case.effectors(row), near, 0)
+
+    def started(row):  # (untimed) what FABRIK's tree kernel gets: the effectors and the start
+        return case.effectors(row), start(row)
+
+    def kernel(cap):
+        iterations = cap if cap is not None else fabrik.tree_max_iterations or fabrik.max_iterations
+
+        def call(prepared):
+            effectors, local = prepared
+            return fabrik.tree(case.skeleton, local, effectors, bt.SOLVE_TOLERANCE, iterations, fabrik.defaults)
+
+        return call
+
     parts = {"fabrik": (solve, targets, None), "fixed": (from_input, here, None), "start": (start, targets, None)}
+    parts["look"] = (look, targets, None)
+    parts["kernel"] = (kernel(None), targets, started)
+    parts["kernel0"] = (kernel(0), targets, started)
     parts["input"] = (from_input, targets, None)
     return parts, {"fabrik": solve, "input": from_input}
 
@@ -160,8 +184,13 @@ def fabrik_table(m: dict, net: float) -> list[str]:
         ),
         ("  of which: fixed cost (no start, tips already there)", ms["fixed"], ""),
         ("  of which: the least-squares start alone", ms["start"], ""),
+        ("    of the start: its kernel's first look (0 steps)", ms["look"], ""),
+        ("    of the start: its steps (the start less the look)", ms["start"] - ms["look"], ""),
         ("  fixed cost + the start (the floor with the start)", ms["fixed"] + ms["start"], ""),
         ("  the rest: the FABRIK iterations from the start", ms["fabrik"] - ms["fixed"] - ms["start"], ""),
+        ("FABRIK's tree kernel alone from the start", ms["kernel"], ""),
+        ("  of it: capped at 0 iterations (plan, FK and measure, to_locals, result)", ms["kernel0"], ""),
+        ("  of it: its iterations (the kernel less that)", ms["kernel"] - ms["kernel0"], ""),
         ("FABRIK from the input pose (no start)", ms["input"], f"{cost['input']:.1f}° ({its['input']:.1f} it.)"),
     ]
     rows = [[what, f"{t:.3f}", f"{t / net:.2f}x", extra] for what, t, extra in figures]

@@ -20,6 +20,8 @@ def test_bench_tree_floor_both_methods(scene, ext, capsys):
     _bench("bench_tree_floor").main(["--cases", "two hands", "--poses", "3", "--repeats", "1"])
     out = capsys.readouterr().out
     assert "### two hands: jacobian" in out and "### two hands: fabrik" in out
+    # FABRIK's floor split in the same run: the start's look and steps, its own kernel's fixed cost
+    assert "its kernel's first look" in out and "capped at 0 iterations" in out
 
 
 @pytest.mark.parametrize(("name", "method"), [("bench_tree_floor", "ccd"), ("bench_tree", "fabrik;ccd")])
