@@ -123,9 +123,13 @@ class Kernel:
         self.kernel = None
 
     def __call__(self, *args):
+        return self.compiled()(*args)
+
+    def compiled(self):
+        """The kernel function (compiled now if it was not yet)."""
         if self.kernel is None:
             self.kernel = _compile(_source(*self.layout))
-        return self.kernel(*args)
+        return self.kernel
 
 
 def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
@@ -148,7 +152,8 @@ def run(
 ):  # fmt: skip
     """`iterate` on a structure (jacobian.tree_structure.Structure) and the targets as floats, flat
     (effector by effector): what jacobian.tree runs straight from the effectors."""
-    local, iterations, squares = structure.unrolled(
+    kernel = structure.unrolled.kernel or structure.unrolled.compiled()
+    local, iterations, squares = kernel(
         start.ravel().tolist(), structure.unrolled_measures, targets, tolerance * tolerance, max_iterations, lam2,
         max_step,
     )  # fmt: skip
