@@ -49,7 +49,7 @@ from .. import quat
 from ..common import goals
 from ..model.chain import Chain
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish
-from . import tree_iterate, tree_plain
+from . import tree_iterate, tree_plain, tree_structure, tree_unrolled
 from .tree_structure import Tree
 
 
@@ -64,42 +64,69 @@ def solve(
 ) -> SkeletonSolution | str:
     """`registry.Method.tree` for the Jacobian family (module doc). `frozen`: bones kept as they
     are (no columns; solvers.common.pins holds pins with only some bones free)."""
-    tree = Tree(skeleton, effectors, frozen)
-    segments = _pole_segments(skeleton, tree, effectors)
-    if isinstance(segments, str):
-        return segments
+    held = tree_structure.kept(skeleton, effectors, frozen)
     variant, gain = options["variant"], float(options["nullspace_gain"])
     by_mass = options.get("joint_weighting", "STIFFNESS") == "MASS"
-    lam2 = (options["damping"] * tree.mean_span) ** 2
+    lam2 = (options["damping"] * held.mean_span) ** 2
     if variant == "dls" and lam2 == 0.0:
         variant = "pseudoinverse"
     if variant != "dls":
         lam2 = 0.0  # the pseudoinverse is undamped until a step is refused, the transpose never damped
     local = np.asarray(local, dtype=float)
-    whole = tree.m == len(local)  # every bone moved (tree.moved ascending: all of them, in order)
+    whole = held.m == len(local)  # every bone moved (tree.moved ascending: all of them, in order)
     error = None
-    if tree_plain.applies(tree, variant, gain, by_mass):  # no limited joint; it never writes its start
+    if _written_out(held, effectors, variant, gain, by_mass):
+        # The common case straight from the effectors (no Tree: on a small tree its construction
+        # cost a twentieth of the solve): what tree_plain.iterate runs for it, the same floats.
+        segments: list = []
+        start = local if whole else local[held.moved]
+        targets = [c for e in effectors for c in e.position.tolist()]
         max_step = float(options["max_step"])
-        start = local if whole else local[tree.moved]
-        current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
-        if not segments:  # its last forward kinematics is of the locals returned: their errors
-            error = np.array([math.sqrt(square) for square in squares])  # (np.sqrt costs more on a few)
-    else:
-        start = np.array(local[tree.moved], dtype=float)
-        if tree.limits is not None:
-            start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
-        current, iterations = tree_iterate.iterate(
-            tree, start, tolerance, max_iterations, options, variant, by_mass, lam2
+        current, iterations, squares = tree_unrolled.run(
+            held, start, targets, tolerance, max_iterations, lam2, max_step
         )
-        whole = False  # (its locals may be `start` itself)
+        error = np.array([math.sqrt(square) for square in squares])  # (np.sqrt costs more on a few)
+    else:
+        tree = Tree(skeleton, effectors, frozen, held)
+        segments = _pole_segments(skeleton, tree, effectors)
+        if isinstance(segments, str):
+            return segments
+        if tree_plain.applies(tree, variant, gain, by_mass):  # no limited joint; it never writes its start
+            max_step = float(options["max_step"])
+            start = local if whole else local[tree.moved]
+            current, iterations, squares = tree_plain.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
+            if not segments:  # its last forward kinematics is of the locals returned: their errors
+                error = np.array([math.sqrt(square) for square in squares])
+        else:
+            start = np.array(local[tree.moved], dtype=float)
+            if tree.limits is not None:
+                start[tree.limited] = joint_limits.clamp(tree.limits, tree.limited, start[tree.limited])
+            current, iterations = tree_iterate.iterate(
+                tree, start, tolerance, max_iterations, options, variant, by_mass, lam2
+            )
+            whole = False  # (its locals may be `start` itself)
     if whole:  # the plain kernel's locals: a new array
         out = current
     else:
         out = np.array(local, dtype=float)
-        out[tree.moved] = current
+        out[held.moved] = current
     for effector, segment in segments:
         out = _spin_to_pole(skeleton, out, effector, segment)
     return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)
+
+
+def _written_out(held, effectors: list[Effector], variant: str, gain: float, by_mass: bool) -> bool:
+    """Whether the solve is tree_plain's case on a written-out layout (tree_plain.applies: the
+    layout's terms kept on the structure, `written_out`; here the options, equal weights (every row
+    as it is) and no pole)."""
+    return (
+        held.written_out
+        and variant == "dls"
+        and gain == 0.0
+        and not by_mass
+        and all(e.pole is None for e in effectors)
+        and len({float(e.weight) for e in effectors}) == 1
+    )
 
 
 def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) -> list | str:

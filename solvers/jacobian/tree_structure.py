@@ -92,6 +92,18 @@ class Structure:
         self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
         self.effector_bones, self.branches = list(bones), branches
         tree_plain.prepare(self)
+        # Whether a solve of this layout may take the written-out kernel straight from its effectors
+        # (jacobian.tree, without a Tree): it has one (jacobian.tree_unrolled), and every goal is a
+        # position on one level, every axis free, no stiffness or limit (tree_plain.applies' terms of
+        # the layout; the solve checks its options, weights and poles).
+        self.written_out = (
+            self.unrolled is not None
+            and self.every_col
+            and self.unit_cols
+            and not len(self.turned)
+            and len(self.effector_levels) == 1
+            and (self.limits is None or not len(self.limited))
+        )
         self.measure(skeleton)
 
     def measure(self, skeleton: Skeleton) -> None:
@@ -131,22 +143,31 @@ def _topology_key(skeleton: Skeleton) -> tuple:
     return tuple(skeleton.parents), tuple(getattr(limits, f.name).tobytes() for f in fields(limits))
 
 
+def kept(skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> Structure:
+    """The Structure of the effectors' layout on `skeleton`: the kept one (measured again for a new
+    skeleton of the same topology), or a new one, kept."""
+    bones = tuple([e.bone for e in effectors])
+    priority = tuple([level(e) for e in effectors])  # pins above every target
+    turned = tuple([e.orientation is not None and e.rotation_weight > 0.0 for e in effectors])
+    key = (_topology_key(skeleton), bones, priority, turned, frozen)
+    held = _STRUCTURES.get(key)
+    if held is None:
+        if len(_STRUCTURES) >= _CACHE_SIZE:
+            _STRUCTURES.clear()
+        held = _STRUCTURES[key] = Structure(skeleton, bones, priority, turned, frozen)
+    elif held.source is not skeleton:
+        held.measure(skeleton)
+    return held
+
+
 class Tree:
     """A solve's structure (shared) and goals: targets, wanted orientations, row scales."""
 
-    def __init__(self, skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> None:
-        bones = tuple([e.bone for e in effectors])
-        priority = tuple([level(e) for e in effectors])  # pins above every target
-        turned = tuple([e.orientation is not None and e.rotation_weight > 0.0 for e in effectors])
-        key = (_topology_key(skeleton), bones, priority, turned, frozen)
-        held = _STRUCTURES.get(key)
-        if held is None:
-            if len(_STRUCTURES) >= _CACHE_SIZE:
-                _STRUCTURES.clear()
-            held = _STRUCTURES[key] = Structure(skeleton, bones, priority, turned, frozen)
-        elif held.source is not skeleton:
-            held.measure(skeleton)
-        self.__dict__.update(held.__dict__)
+    def __init__(
+        self, skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset(), held=None
+    ) -> None:
+        """`held`: the layout's Structure (`kept`), when the caller has it already."""
+        self.__dict__.update((held or kept(skeleton, effectors, frozen)).__dict__)
         self.targets = np.array([e.position for e in effectors])
         weights = [float(e.weight) for e in effectors]
         if len(self.turned) or len(set(weights)) > 1:

@@ -123,9 +123,13 @@ class Kernel:
         self.kernel = None
 
     def __call__(self, *args):
+        return self.compiled()(*args)
+
+    def compiled(self):
+        """The kernel function (compiled now if it was not yet)."""
         if self.kernel is None:
             self.kernel = _compile(_source(*self.layout))
-        return self.kernel(*args)
+        return self.kernel
 
 
 def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
@@ -139,11 +143,21 @@ def measure(tree, offsets: np.ndarray, ends: np.ndarray) -> None:
 def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2: float, max_step: float):
     """jacobian.tree_plain.iterate, written out: (the moved bones' locals (m, 4), the iterations,
     the effectors' squared distances at them)."""
-    local, iterations, squares = tree.unrolled(
-        start.ravel().tolist(), tree.unrolled_measures, tree.targets.ravel().tolist(),
-        tolerance * tolerance, max_iterations, lam2, max_step,
+    return run(tree, start, tree.targets.ravel().tolist(), tolerance, max_iterations, lam2, max_step)
+
+
+def run(
+    structure, start: np.ndarray, targets: list[float], tolerance: float, max_iterations: int, lam2: float,
+    max_step: float,
+):  # fmt: skip
+    """`iterate` on a structure (jacobian.tree_structure.Structure) and the targets as floats, flat
+    (effector by effector): what jacobian.tree runs straight from the effectors."""
+    kernel = structure.unrolled.kernel or structure.unrolled.compiled()
+    local, iterations, squares = kernel(
+        start.ravel().tolist(), structure.unrolled_measures, targets, tolerance * tolerance, max_iterations, lam2,
+        max_step,
     )  # fmt: skip
-    return np.array(local).reshape(tree.m, 4), iterations, squares
+    return np.array(local).reshape(structure.m, 4), iterations, squares
 
 
 def _compile(source: str):
@@ -182,6 +196,13 @@ def _source(parents: list[int], bones: list[int], owners: list[list[int]]) -> st
     }
     return _TEMPLATE.format(**blocks, hot=_hot_first(_TEMPLATE.format(**blocks, hot="")))
 
+
+# The rotation matrix of a quaternion (row-major) from forward's products of its entries.
+_MATRIX = (
+    "1.0 - yy_ - zz_", "xy_ - wz_", "xz_ + wy_",
+    "xy_ + wz_", "1.0 - xx_ - zz_", "yz_ - wx_",
+    "xz_ - wy_", "yz_ + wx_", "1.0 - xx_ - yy_",
+)  # fmt: skip
 
 # CPython numbers a function's local variables in the order the compiler meets them and reads
 # the first 256 in one instruction; beyond, each access takes an EXTENDED_ARG prefix and misses
@@ -288,24 +309,27 @@ class _Writer:
                 f"xx_, yy_, zz_ = tx_ * {wx}, ty_ * {wy}, tz_ * {wz}",
                 f"xy_, xz_, yz_ = tx_ * {wy}, tx_ * {wz}, ty_ * {wz}",
                 f"wx_, wy_, wz_ = tx_ * {ww}, ty_ * {ww}, tz_ * {ww}",
-                "f_0, f_1, f_2 = 1.0 - yy_ - zz_, xy_ - wz_, xz_ + wy_",
-                "f_3, f_4, f_5 = xy_ + wz_, 1.0 - xx_ - zz_, yz_ - wx_",
-                "f_6, f_7, f_8 = xz_ - wy_, yz_ + wx_, 1.0 - xx_ - yy_",
             ]
+            ends = [e for e, b in enumerate(self.bones) if b == i]
+            if len(children[i]) + len(ends) == 1:  # each entry read once: written in place (the same sums)
+                frame = [f"({entry})" for entry in _MATRIX]
+            else:
+                frame = [f"f_{k}" for k in range(9)]
+                out += [f"{', '.join(frame[r : r + 3])} = {', '.join(_MATRIX[r : r + 3])}" for r in (0, 3, 6)]
             for c in children[i]:
-                out += self._moved(f"h{c}", f"h{i}", "f", [f"O{c}_{k}" for k in range(3)])
-            for e in (e for e, b in enumerate(self.bones) if b == i):
-                out += self._moved(f"p{e}", f"h{i}", "f", [f"L{e}_{k}" for k in range(3)])
+                out += self._moved(f"h{c}", f"h{i}", frame, [f"O{c}_{k}" for k in range(3)])
+            for e in ends:
+                out += self._moved(f"p{e}", f"h{i}", frame, [f"L{e}_{k}" for k in range(3)])
                 out.append(f"E{e}_0, E{e}_1, E{e}_2 = T{e}_0 - p{e}_0, T{e}_1 - p{e}_1, T{e}_2 - p{e}_2")
                 out.append(f"S{e} = E{e}_0 * E{e}_0 + E{e}_1 * E{e}_1 + E{e}_2 * E{e}_2")
         return self._lines(out, depth)
 
     @staticmethod
-    def _moved(to: str, head: str, frame: str, vector: list[str]) -> list[str]:
-        """`to` = `head` + `frame` @ `vector`, per axis."""
+    def _moved(to: str, head: str, frame: list[str], vector: list[str]) -> list[str]:
+        """`to` = `head` + `frame` @ `vector`, per axis (`frame`: the matrix's 9 entries, row-major)."""
         return [
-            f"{to}_{r} = {head}_{r} + {frame}_{3 * r} * {vector[0]} + {frame}_{3 * r + 1} * {vector[1]}"
-            f" + {frame}_{3 * r + 2} * {vector[2]}"
+            f"{to}_{r} = {head}_{r} + {frame[3 * r]} * {vector[0]} + {frame[3 * r + 1]} * {vector[1]}"
+            f" + {frame[3 * r + 2]} * {vector[2]}"
             for r in range(3)
         ]
 
@@ -410,17 +434,19 @@ class _Writer:
             g, c, n = [f"g{i}", *(f"w{i}_{k}" for k in range(3))], *([f"{q}{i}_{k}" for k in range(4)] for q in "CN")
             if p >= 0:  # G_i = G_p (1, v_i)
                 a, v = [f"g{p}", *(f"w{p}_{k}" for k in range(3))], g[1:]
+                # a root's G_p = (1, v_p): its 1.0 written in, and 1.0 * x as x (the same bits)
+                scaled = [f"{a[0]} * {x}" for x in v] if self.parents[p] >= 0 else v
+                first = a[0] if self.parents[p] >= 0 else "1.0"
                 out += [
                     f"{g[0]}, {g[1]}, {g[2]}, {g[3]} = ("
-                    f"{a[0]} - {a[1]} * {v[0]} - {a[2]} * {v[1]} - {a[3]} * {v[2]}, "
-                    f"{a[1]} + {a[0]} * {v[0]} + {a[2]} * {v[2]} - {a[3]} * {v[1]}, "
-                    f"{a[2]} + {a[0]} * {v[1]} + {a[3]} * {v[0]} - {a[1]} * {v[2]}, "
-                    f"{a[3]} + {a[0]} * {v[2]} + {a[1]} * {v[1]} - {a[2]} * {v[0]})",
+                    f"{first} - {a[1]} * {v[0]} - {a[2]} * {v[1]} - {a[3]} * {v[2]}, "
+                    f"{a[1]} + {scaled[0]} + {a[2]} * {v[2]} - {a[3]} * {v[1]}, "
+                    f"{a[2]} + {scaled[1]} + {a[3]} * {v[0]} - {a[1]} * {v[2]}, "
+                    f"{a[3]} + {scaled[2]} + {a[1]} * {v[1]} - {a[2]} * {v[0]})",
                 ]
                 out += self._product(n, g, c)
             else:  # G_i = (1, v_i)
                 v = g[1:]
-                out.append(f"{g[0]} = 1.0")
                 out += [
                     f"{n[0]} = {c[0]} - {v[0]} * {c[1]} - {v[1]} * {c[2]} - {v[2]} * {c[3]}",
                     f"{n[1]} = {c[1]} + {c[0]} * {v[0]} + {v[1]} * {c[3]} - {v[2]} * {c[2]}",
