@@ -176,20 +176,28 @@ def _aim_settings(settings: dict) -> dict:
 
 class _Frames:
     """What every frame of one sequence works out alike (the same effector bones, method and
-    options on each; solve_skeleton_sequence), worked out once: the bones the effectors move, the
-    method's entry and the tree kernel solving for it, whether any effector softens, and per
-    tolerance the default's and the method's (`tolerances`). A frame's own call makes one for itself."""
+    options on each; solve_skeleton_sequence), worked out once: the bones the effectors move and
+    their length (the default tolerance's scale), the method's entry and the tree kernel solving
+    for it, whether any effector softens, and per tolerance given the method's own (`kept_tolerance`).
+    A frame's own call (solve_skeleton_next) makes one for itself."""
 
-    __slots__ = ("entry", "kernel", "length", "moved", "settled", "soft")
+    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "settled", "soft")
 
     def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str) -> None:
         self.entry = registry.get(method)
         # (none for the least-squares method, whose frames are its own solve: its checks come first)
         self.moved = [] if self.entry.least_squares else moved_bones(skeleton, [e.bone for e in effectors])
-        self.length = float(np.sum(skeleton.lengths[self.moved]))
+        self.lengths, self._length = skeleton.lengths, None
         self.soft = soften_effectors(skeleton, effectors) is not effectors
         self.kernel = None  # (runs.name, reason) of tree_kernel, when a frame is first kept
         self.settled: dict = {}  # tolerance -> the method's tolerance (method_settings), for `_kept`
+
+    @property
+    def length(self) -> float:
+        """The moved bones' summed length, on first use (only a default tolerance reads it)."""
+        if self._length is None:
+            self._length = float(np.sum(self.lengths[self.moved]))
+        return self._length
 
     def tolerance(self, tolerance) -> float:
         """The steps' tolerance: `tolerance`, or solve_skeleton's default of the moved bones."""
@@ -268,7 +276,7 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
         frames = moved
     else:
         frames = _Frames(skeleton, effectors, settings["method"])
-        frames.moved, frames.length = moved, float(np.sum(skeleton.lengths[moved]))
+        frames.moved = moved
     if frames.kernel is None:
         runs, reason = tree_kernel(frames.entry)
         frames.kernel = runs.name, reason
