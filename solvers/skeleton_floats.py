@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .maths.floats import rotate, side, swing
+from .maths.floats import side, swing
 
 
 def moved_bones(skeleton, bones) -> list[int]:
@@ -31,21 +31,22 @@ def forward(skeleton, local: list[tuple], bones: list[int] | None = None, frames
 
     With `bones` (ascending, each one's parent among them or in `frames`/`heads` already)
     only those are recomputed, in the given lists."""
-    n = skeleton.n_bones
+    joints, base = _joints(skeleton)
+    n = len(joints)
     frames = [None] * n if frames is None else frames
     heads = [None] * n if heads is None else heads
-    parents, reference, offsets = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "offsets")
-    base = tuple(skeleton.base_frame.tolist())
     # multiply(multiply(parent, reference), local) and rotate(parent, offset) written out, term by
-    # term in their order (the same bits): the helpers' calls cost more than their arithmetic.
+    # term in their order (the same bits): the helpers' calls cost more than their arithmetic. Each
+    # bone's parent, offset and reference come as one row (`_joints`): a tree kernel calls this a
+    # few times a solve, a bake's frame a dozen.
     for i in range(n) if bones is None else bones:
-        p = parents[i]
+        p, offset, (bw, bx, by, bz) = joints[i]
         if p == -1:
             pw, px, py, pz = base
-            heads[i] = offsets[i]
+            heads[i] = offset
         else:
             pw, px, py, pz = frames[p]
-            vx, vy, vz = offsets[i]
+            vx, vy, vz = offset
             tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
             hx, hy, hz = heads[p]
             heads[i] = (
@@ -53,7 +54,6 @@ def forward(skeleton, local: list[tuple], bones: list[int] | None = None, frames
                 hy + (vy + pw * ty + (pz * tx - px * tz)),
                 hz + (vz + pw * tz + (px * ty - py * tx)),
             )
-        bw, bx, by, bz = reference[i]
         rw = pw * bw - px * bx - py * by - pz * bz
         rx = pw * bx + px * bw + py * bz - pz * by
         ry = pw * by - px * bz + py * bw + pz * bx
@@ -70,9 +70,16 @@ def forward(skeleton, local: list[tuple], bones: list[int] | None = None, frames
 
 def end_point(skeleton, frames: list[tuple], heads: list[tuple], bone: int) -> tuple:
     """Bone `bone`'s end point (head + length x its link)."""
-    x, y, z = rotate(frames[bone], cached_rows(skeleton, "reach")[bone])
+    # rotate(frames[bone], reach[bone]) written out (the same bits)
+    qw, qx, qy, qz = frames[bone]
+    vx, vy, vz = cached_rows(skeleton, "reach")[bone]
+    tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
     hx, hy, hz = heads[bone]
-    return (hx + x, hy + y, hz + z)
+    return (
+        hx + (vx + qw * tx + (qy * tz - qz * ty)),
+        hy + (vy + qw * ty + (qz * tx - qx * tz)),
+        hz + (vz + qw * tz + (qx * ty - qy * tx)),
+    )
 
 
 def to_locals(
@@ -85,20 +92,19 @@ def to_locals(
     swing from its input local rotation under its solved parent onto that direction (pass the
     bones whose twist moves nothing a goal sees: every moved child head on the link, no
     orientation goal)."""
-    n = skeleton.n_bones
+    joints, base = _joints(skeleton)
+    n = len(joints)
     inputs = rows(local)
     out = list(inputs)
-    parents, reference, links = skeleton.parents, cached_rows(skeleton, "reference"), cached_rows(skeleton, "links")
-    base = tuple(skeleton.base_frame.tolist())
+    links = cached_rows(skeleton, "links")
     solved = [None] * n
     wanted = set(bones)
     # floats.multiply / rotate / swing / normalize4 written out, term by term in their order (the
     # same bits: tests/solvers/test_tree_fabrik_floats.py), for their calls cost more than their
     # arithmetic; a swing past a quarter turn (rare) is floats.swing itself.
     for i in range(n):
-        p = parents[i]
+        p, _, (bw, bx, by, bz) = joints[i]  # rest = parent x reference
         pw, px, py, pz = base if p == -1 else solved[p]
-        bw, bx, by, bz = reference[i]  # rest = parent x reference
         rw = pw * bw - px * bx - py * by - pz * bz
         rx = pw * bx + px * bw + py * bz - pz * by
         ry = pw * by - px * bz + py * bw + pz * bx
@@ -152,6 +158,19 @@ def to_locals(
         m = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
         out[i] = (lw / m, lx / m, ly / m, lz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
     return np.array(out, dtype=float).reshape(np.shape(local))
+
+
+def _joints(skeleton) -> tuple[list[tuple], tuple]:
+    """(per bone (its parent, offset, reference), the base frame) as plain floats, built once per
+    skeleton (cached_rows)."""
+    cache = skeleton.__dict__.get("_tree_rows")
+    joints = None if cache is None else cache.get("joints")
+    if joints is None:
+        offsets, reference = cached_rows(skeleton, "offsets"), cached_rows(skeleton, "reference")
+        joints = [(int(p), offsets[i], reference[i]) for i, p in enumerate(skeleton.parents)]
+        cache = skeleton.__dict__["_tree_rows"]
+        cache["joints"], cache["base"] = joints, tuple(skeleton.base_frame.tolist())
+    return joints, cache["base"]
 
 
 def cached_rows(skeleton, name: str) -> list[tuple]:

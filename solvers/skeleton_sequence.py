@@ -117,6 +117,14 @@ def solve_skeleton_next(
     input has them), the root fitted again on every frame."""
     settings = {"method": method, "tolerance": tolerance, "max_iterations": max_iterations, **options}
     local = np.asarray(local, dtype=float)
+    if move_root or any(e.aim_axis for e in effectors) or (len(effectors) == 1 and not effectors[0].pin):
+        root = (move_root, root_stiffness)
+        return _next_other(skeleton, local, effectors, previous, previous_input, settings, pose, *root)
+    return _next(skeleton, local, effectors, previous, previous_input, settings, None)
+
+
+def _next_other(skeleton, local, effectors, previous, previous_input, settings, pose, move_root, root_stiffness):
+    """solve_skeleton_next with aims, a movable root or one effector (not a pin): see its doc."""
     reach = [e for e in effectors if not e.aim_axis]
     if len(reach) < len(effectors):  # aims after the reach, each from this frame's input (common.aim_goals)
         if not reach:
@@ -131,24 +139,30 @@ def solve_skeleton_next(
             skeleton, start, effectors, move_root=True, root_stiffness=root_stiffness,
             pose=pose if previous is None else None, **settings,
         )  # fmt: skip
-    if len(effectors) == 1 and not effectors[0].pin:  # a chain: from the last solution, with a pole from its input
-        start = local if previous is None or effectors[0].pole is not None else previous
-        return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
+    # a chain: from the last solution, with a pole from its input
+    start = local if previous is None or effectors[0].pole is not None else previous
+    return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
+
+
+def _next(skeleton, local: np.ndarray, effectors, previous, previous_input, settings: dict, frames) -> SkeletonSolution:
+    """solve_skeleton_next of several effectors (or a pin), no aim and the root where it is
+    (`settings`: the method's and its options, in one dict); `frames`: the sequence's `_Frames`
+    (None: worked out for this frame alone)."""
     effectors = resolve_pins(skeleton, local, effectors)  # a pin holds where this frame's input has it
     if previous is None:  # frame 0 continues its input pose; from far off, a method may need more
-        first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS, keep=False)
+        first = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS, keep=False, frames=frames)
         if first.reached:
             return first
-        tried = _stepped(skeleton, local, effectors, settings, None, keep=False)
+        tried = _stepped(skeleton, local, effectors, settings, None, keep=False, frames=frames)
         return tried if tried.reached else first
     start = np.asarray(previous, dtype=float)
     changed = previous_input is not None and largest_turn(previous_input, local) > CHANGED
     if changed:  # the input's own change between the frames, carried onto the last solution
         start = quat.normalize(quat.multiply(start, quat.multiply(quat.conjugate(previous_input), local)))
-    continued = _stepped(skeleton, start, effectors, settings, PREDICT_STEPS)
+    continued = _stepped(skeleton, start, effectors, settings, PREDICT_STEPS, frames=frames)
     if not (changed or any(e.pole is not None for e in effectors)):
         return continued
-    own = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS)
+    own = _stepped(skeleton, local, effectors, settings, PREDICT_STEPS, frames=frames)
     if own.reached != continued.reached:
         return own if own.reached else continued
     pops = largest_turn(previous, own.local) > POP_RATIO * largest_turn(previous, continued.local) + POP_MARGIN
@@ -160,8 +174,52 @@ def _aim_settings(settings: dict) -> dict:
     return {key: settings[key] for key in ("method", "tolerance", "max_iterations")}
 
 
+class _Frames:
+    """What every frame of one sequence works out alike (the same effector bones, method and
+    options on each; solve_skeleton_sequence), worked out once: the bones the effectors move and
+    their length (the default tolerance's scale), the method's entry and the tree kernel solving
+    for it, whether any effector softens, and per tolerance given the method's own (`kept_tolerance`).
+    A frame's own call (solve_skeleton_next) makes one for itself."""
+
+    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "settled", "soft")
+
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str) -> None:
+        self.entry = registry.get(method)
+        # (none for the least-squares method, whose frames are its own solve: its checks come first)
+        self.moved = [] if self.entry.least_squares else moved_bones(skeleton, [e.bone for e in effectors])
+        self.lengths, self._length = skeleton.lengths, None
+        self.soft = soften_effectors(skeleton, effectors) is not effectors
+        self.kernel = None  # (runs.name, reason) of tree_kernel, when a frame is first kept
+        self.settled: dict = {}  # tolerance -> the method's tolerance (method_settings), for `_kept`
+
+    @property
+    def length(self) -> float:
+        """The moved bones' summed length, on first use (only a default tolerance reads it)."""
+        if self._length is None:
+            self._length = float(np.sum(self.lengths[self.moved]))
+        return self._length
+
+    def tolerance(self, tolerance) -> float:
+        """The steps' tolerance: `tolerance`, or solve_skeleton's default of the moved bones."""
+        return DEFAULT_RELATIVE_TOLERANCE * self.length if tolerance is None else tolerance
+
+    def kept_tolerance(self, settings: dict) -> float:
+        """The method's tolerance from `settings` as its solve would take it (method_settings:
+        its options checked, the default for the moved bones' length)."""
+        given = settings["tolerance"]
+        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
+        if held and given in self.settled:
+            return self.settled[given]
+        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+        length = self.length if given is None else 0.0
+        out = method_settings(self.entry.name, given, settings["max_iterations"], options, length)[1]
+        if held:
+            self.settled[given] = out
+        return out
+
+
 def _stepped(
-    skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps, keep: bool = True
+    skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps, keep: bool = True, frames=None
 ) -> SkeletonSolution:
     """The method from `start` moved toward the goals by at most `steps` least-squares steps (None:
     the least-squares method's own cap) by the one predictor, skeleton_solve's least-squares steps
@@ -175,31 +233,30 @@ def _stepped(
     whose call is the one that checks the method can solve these effectors at all (FABRIK's tree
     declines sphere placement), the same settings every frame. The steps' own measure of their
     pose spares what would measure it again: the kept check where a tip is clearly off
-    (KEPT_MARGIN), and the method's start steps their first look (solve_skeleton's `start_error`)."""
-    entry = registry.get(settings["method"])
+    (KEPT_MARGIN), and the method's start steps their first look (solve_skeleton's `start_error`).
+    `frames`: the sequence's `_Frames` (None: this frame's own)."""
+    if frames is None:
+        frames = _Frames(skeleton, effectors, settings["method"])
     # The least-squares method's own solve is the steps, and no frame is kept: its start is the last
     # frame's solution, which the targets have left (0 of 120 frames met on bench_tree's bakes, where
     # the look cost it 10-16%: bench/bench_tree_kept.py).
-    if entry.least_squares:
+    if frames.entry.least_squares:
         return solve_skeleton(skeleton, start, effectors, **settings)
-    moved = moved_bones(skeleton, [e.bone for e in effectors])
-    tolerance = settings["tolerance"]
-    if tolerance is None:  # solve_skeleton's default, which the steps' stop is measured in
-        tolerance = DEFAULT_RELATIVE_TOLERANCE * float(np.sum(skeleton.lengths[moved]))
+    tolerance = frames.tolerance(settings["tolerance"])
     if steps is None:
         steps_by = registry.LEAST_SQUARES
         steps = steps_by.tree_max_iterations or steps_by.max_iterations
     goals = merge_shared(effectors)
     start, measured = least_squares_steps(skeleton, start, goals, PREDICT_WITHIN * float(tolerance), steps)
-    if goals is not effectors or soften_effectors(skeleton, effectors) is not effectors:
+    if goals is not effectors or frames.soft:
         measured = None  # (measured toward other goals: merged, or not yet softened)
     if keep and measured is not None:  # a start the prediction measured clearly off is not met (KEPT_MARGIN)
         keep = all(d <= KEPT_MARGIN * tolerance for d in measured.tolist())
-    kept = _kept(skeleton, start, effectors, settings, moved) if keep else None
+    kept = _kept(skeleton, start, effectors, settings, frames) if keep else None
     return kept if kept is not None else solve_skeleton(skeleton, start, effectors, start_error=measured, **settings)
 
 
-def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved: list[int]):
+def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved):
     """The method's own result from `start` built without calling it, where `start` already meets
     every goal the method checks (pins resolved): no pole (the prediction leaves poles to the
     method, which spins them even at 0 iterations), every end within the tolerance and every
@@ -211,28 +268,34 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     result is theirs up to rounding (tests/solvers/test_bake_kept_frame.py). A bake's frame
     continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
     the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
-    such a frame. None: the method solves."""
+    such a frame. None: the method solves. `moved`: the bones the effectors move (ascending), or
+    the sequence's `_Frames`, which holds them."""
     if any(e.pole is not None for e in effectors):
         return None
-    entry = registry.get(settings["method"])
-    runs, reason = tree_kernel(entry)
-    options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
-    length = float(np.sum(skeleton.lengths[moved])) if settings["tolerance"] is None else 0.0
-    tolerance = method_settings(entry.name, settings["tolerance"], settings["max_iterations"], options, length)[1]
-    goals = soften_effectors(skeleton, effectors)  # as solve_skeleton (none left in a bake's frames)
+    if isinstance(moved, _Frames):
+        frames = moved
+    else:
+        frames = _Frames(skeleton, effectors, settings["method"])
+        frames.moved = moved
+    if frames.kernel is None:
+        runs, reason = tree_kernel(frames.entry)
+        frames.kernel = runs.name, reason
+    tolerance = frames.kept_tolerance(settings)
+    goals = soften_effectors(skeleton, effectors) if frames.soft else effectors  # (none left in a bake's frames)
     local = np.array(start, dtype=float)
+    moved = frames.moved
     if skeleton.limits is not None:
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
-    frames, heads = forward(skeleton, rows(local), moved)  # (the goals' branches only)
+    world, heads = forward(skeleton, rows(local), moved)  # (the goals' branches only)
     error = []
     for e in goals:
-        distance = math.dist(end_point(skeleton, frames, heads, e.bone), e.position.tolist())
+        distance = math.dist(end_point(skeleton, world, heads, e.bone), e.position.tolist())
         if not distance <= tolerance:
             return None
-        if e.orientation is not None and not orientation_arc(skeleton, frames, e) <= tolerance:
+        if e.orientation is not None and not orientation_arc(skeleton, world, e) <= tolerance:
             return None
         error.append(distance)
-    return finish(skeleton, local, goals, tolerance, 0, runs.name, reason, error=np.array(error))
+    return finish(skeleton, local, goals, tolerance, 0, *frames.kernel, error=np.array(error))
 
 
 def solve_skeleton_sequence(
@@ -304,6 +367,9 @@ def solve_skeleton_sequence(
         reason = SOME_POLES
     last = [None if previous is None else np.asarray(previous, dtype=float)]
     report = _sparse(progress, m)
+    # Several effectors (or a pin), the root where it is: solve_skeleton_next's own path, with what
+    # every frame works out alike worked out once (`_Frames`).
+    alike = None if reason else _Frames(skeleton, resolve_pins(skeleton, local, effectors), method)
 
     def frame(f: int) -> SkeletonSolution:
         frame_goals = frame_effectors(effectors, positions, poles, f)
@@ -311,7 +377,10 @@ def solve_skeleton_sequence(
             frame_goals = [e if e.pin else replace(e, orientation=turns[f, j]) for j, e in enumerate(frame_goals)]
         if tolerances is not None:
             settings["tolerance"] = float(tolerances[f])
-        sol = solve_skeleton_next(skeleton, local, frame_goals, last[0], **settings)
+        if alike is not None:
+            sol = _next(skeleton, local, frame_goals, last[0], None, settings, alike)
+        else:
+            sol = solve_skeleton_next(skeleton, local, frame_goals, last[0], **settings)
         last[0] = sol.local
         if report is not None:
             report(f)

@@ -52,7 +52,6 @@ from .. import limits as joint_limits
 from ..common import chain_path
 from ..common import float_solve as float_one
 from ..common.goals import read_goals
-from ..maths.floats import multiply
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
@@ -222,15 +221,23 @@ def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list,
     parent = skeleton.parents[bones[0]]
     first = tuple(skeleton.base_frame.tolist()) if parent == -1 else frames[parent]
     reference = cached_rows(skeleton, "reference")
-    for i, turn, frame in zip(bones, turns, start, strict=True):
-        # multiply(conjugate(multiply(first, reference[i])), solved), written out (the same arithmetic)
-        solved = bw, bx, by, bz = multiply(turn, frame)
-        aw, ax, ay, az = multiply(first, reference[i])
-        ax, ay, az = -ax, -ay, -az
+    for i, (tw, tx, ty, tz), (fw, fx, fy, fz) in zip(bones, turns, start, strict=True):
+        # multiply(conjugate(multiply(first, reference[i])), solved), solved = multiply(turn, frame),
+        # written out (the same arithmetic)
+        bw = tw * fw - tx * fx - ty * fy - tz * fz
+        bx = tw * fx + tx * fw + ty * fz - tz * fy
+        by = tw * fy - tx * fz + ty * fw + tz * fx
+        bz = tw * fz + tx * fy - ty * fx + tz * fw
+        pw, px, py, pz = first
+        rw, rx, ry, rz = reference[i]
+        aw = pw * rw - px * rx - py * ry - pz * rz
+        ax = -(pw * rx + px * rw + py * rz - pz * ry)
+        ay = -(pw * ry - px * rz + py * rw + pz * rx)
+        az = -(pw * rz + px * ry - py * rx + pz * rw)
         local[i] = (
             aw * bw - ax * bx - ay * by - az * bz,
             aw * bx + ax * bw + ay * bz - az * by,
             aw * by - ax * bz + ay * bw + az * bx,
             aw * bz + ax * by - ay * bx + az * bw,
         )
-        first = solved
+        first = (bw, bx, by, bz)

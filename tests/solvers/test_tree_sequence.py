@@ -72,6 +72,35 @@ def test_the_sequence_is_next_frame_after_frame(method):
         np.testing.assert_array_equal(first.local, batch.local[0])
 
 
+@pytest.mark.parametrize("tolerance", ["per frame", None])
+@pytest.mark.parametrize("method", TREE_METHODS)
+def test_what_every_frame_works_out_alike_is_worked_out_once(method, tolerance):
+    """A sequence works out once what its frames share (the moved bones, the method and its tree
+    kernel, the kept check's tolerance: skeleton_sequence._Frames), where each frame's own call
+    works it out again: the frames are still solve_skeleton_next's to the bit, with a tolerance per
+    frame (two values) or the default, a pin among the effectors, and frames kept (each pose held
+    for a second frame, met as it starts)."""
+    skeleton, local, bones = five()
+    positions, _ = sway(skeleton, local, bones, np.random.default_rng(9), 10, spread=0.3, amplitude=0.01)
+    positions = np.repeat(positions, 2, axis=0)
+    effectors = [solvers.Effector(b, position=p) for b, p in zip(bones, positions[0], strict=True)]
+    effectors[3] = solvers.Effector(bones[3], pin=True)
+    per_frame = np.where(np.arange(len(positions)) % 4 < 2, 1e-4, 2e-4)
+    given = per_frame if tolerance == "per frame" else None
+    batch = solvers.solve_skeleton_sequence(skeleton, local, effectors, positions, method=method, tolerance=given)
+    previous, kept = None, 0
+    for f, row in enumerate(positions):
+        frame = [e if e.pin else replace(e, position=p) for e, p in zip(effectors, row, strict=True)]
+        at = None if given is None else float(per_frame[f])
+        sol = solvers.solve_skeleton_next(skeleton, local, frame, previous, method=method, tolerance=at)
+        np.testing.assert_array_equal(sol.local, batch.local[f])
+        np.testing.assert_array_equal(sol.error, batch.error[f])
+        assert (sol.reached, sol.iterations) == (batch.reached[f], batch.iterations[f])
+        kept += f % 2 == 1 and sol.iterations == 0
+        previous = sol.local
+    assert kept >= 5 or solvers.registry.get(method).least_squares, kept
+
+
 @pytest.mark.parametrize("method", TREE_METHODS)
 def test_a_pin_holds_its_input_point_every_frame(method):
     """A pinned foot while the hands and head sway: every frame holds the foot where the input
