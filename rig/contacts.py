@@ -75,8 +75,7 @@ def contact_path(item) -> str:
 
 def contact_curve(obj, item):
     """The F-Curve animating `item.contact` in `obj`'s action (its slot on 4.4+), or None."""
-    path = contact_path(item)
-    return next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+    return keys.assigned_fcurve(obj, contact_path(item))
 
 
 def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:

@@ -121,6 +121,20 @@ def assigned_fcurves(obj) -> list:
     return list(ad.action.fcurves)
 
 
+def assigned_fcurve(obj, path: str, index: int = 0):
+    """The F-Curve of `assigned_fcurves(obj)` at (`path`, `index`), or None: looked up by Blender
+    (`find`), not by reading every curve's path from Python."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return None
+    if hasattr(ad.action, "layers"):
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        bag = animdata_get_channelbag_for_assigned_slot(ad)
+        return None if bag is None else bag.fcurves.find(path, index=index)
+    return ad.action.fcurves.find(path, index=index)
+
+
 def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     """Those of `bones` whose rotation on playback is not what their keys say, by cause:
     "drivers" (a driver in use sets it), "muted F-Curves" (a muted curve or group is skipped),
