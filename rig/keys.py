@@ -124,6 +124,12 @@ def assigned_fcurves(obj) -> list:
 def assigned_fcurve(obj, path: str, index: int = 0):
     """The F-Curve of `assigned_fcurves(obj)` at (`path`, `index`), or None: looked up by Blender
     (`find`), not by reading every curve's path from Python."""
+    curves = _assigned_collection(obj)
+    return None if curves is None else curves.find(path, index=index)
+
+
+def _assigned_collection(obj):
+    """The F-Curve collection `assigned_fcurves` lists (its assigned slot's channelbag's on 4.4+), or None."""
     ad = obj.animation_data
     if ad is None or ad.action is None:
         return None
@@ -131,8 +137,8 @@ def assigned_fcurve(obj, path: str, index: int = 0):
         from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
 
         bag = animdata_get_channelbag_for_assigned_slot(ad)
-        return None if bag is None else bag.fcurves.find(path, index=index)
-    return ad.action.fcurves.find(path, index=index)
+        return None if bag is None else bag.fcurves
+    return ad.action.fcurves
 
 
 def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
@@ -147,14 +153,17 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     ad = obj.animation_data
     if ad is not None:
         found["drivers"].update(paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths)
-    for fc in assigned_fcurves(obj):
-        name = paths.get(fc.data_path)
-        if name is None:
-            continue
-        if fc.mute or (fc.group is not None and fc.group.mute):
-            found["muted F-Curves"].add(name)
-        if any(not m.mute for m in fc.modifiers):
-            found["F-Curve modifiers"].add(name)
+    curves = _assigned_collection(obj)
+    # Each bone's rotation curves looked up by Blender (a few per bone), not every curve of the action read.
+    for path, name in paths.items() if curves is not None else ():
+        for index in range(4 if path.endswith(("rotation_quaternion", "rotation_axis_angle")) else 3):
+            fc = curves.find(path, index=index)
+            if fc is None:
+                continue
+            if fc.mute or (fc.group is not None and fc.group.mute):
+                found["muted F-Curves"].add(name)
+            if any(not m.mute for m in fc.modifiers):
+                found["F-Curve modifiers"].add(name)
     return {cause: tuple(sorted(names)) for cause, names in found.items() if names}
 
 

@@ -72,11 +72,12 @@ def played_locations(obj, name: str, action_frames: np.ndarray) -> np.ndarray:
 
     path = data_path(name, "location")
     out = np.tile(np.array(obj.pose.bones[name].location, dtype=float), (len(action_frames), 1))
+    seen: dict = {}  # the three curves mostly share their key times
     for index in range(3):
         fc = assigned_fcurve(obj, path, index)
         if fc is not None:
             # FCurve.evaluate's values to the bit, the keys' own read in one call on key frames
-            out[:, index] = curve_values(fc, np.asarray(action_frames, dtype=float))
+            out[:, index] = curve_values(fc, np.asarray(action_frames, dtype=float), seen)
     return out
 
 
