@@ -86,3 +86,16 @@ def test_assigned_fcurve_finds_what_assigned_fcurves_lists(scene):
     assert keys.assigned_fcurve(obj, "rotation_euler") is None
     empty = bpy.data.objects.new("Empty", None)
     assert keys.assigned_fcurve(empty, "location") is None
+
+
+def test_spans_are_the_runs_of_keyed_frames():
+    """rig.plant_keys.spans: (first, last) action frame of each run of keyed frames, lowest first
+    within a run (a reversed NLA strip maps the frames backwards); none where nothing is keyed."""
+    from chain_ik.rig import plant_keys
+
+    frames = np.arange(10.0, 20.0)
+    keyed = np.array([1, 1, 0, 0, 1, 0, 1, 1, 1, 1], dtype=bool)
+    assert plant_keys.spans(frames, keyed) == [(10.0, 11.0), (14.0, 14.0), (16.0, 19.0)]
+    assert plant_keys.spans(frames[::-1].copy(), keyed) == [(18.0, 19.0), (15.0, 15.0), (10.0, 13.0)]
+    assert plant_keys.spans(frames, np.zeros(10, dtype=bool)) == []
+    assert plant_keys.spans(frames, np.ones(10, dtype=bool)) == [(10.0, 19.0)]
