@@ -75,8 +75,7 @@ def contact_path(item) -> str:
 
 def contact_curve(obj, item):
     """The F-Curve animating `item.contact` in `obj`'s action (its slot on 4.4+), or None."""
-    path = contact_path(item)
-    return next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+    return keys.assigned_fcurve(obj, contact_path(item))
 
 
 def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:
@@ -85,7 +84,51 @@ def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:
     curve = contact_curve(obj, item)
     if curve is None:
         return np.full(len(frames), bool(item.contact))
-    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+    return played_flags(curve, keys.action_frames(obj, frames))
+
+
+# Blender finds a key "on" the evaluated frame within 1e-4 of it (BKE_fcurve_bezt_binarysearch_index_ex):
+# a frame nearer a key than this, but not on it, is evaluated by FCurve.evaluate.
+NEAR_KEY = 1e-3
+CONSTANT = keys.INTERPOLATIONS.index("CONSTANT")
+
+
+def played_flags(curve, action_frames: np.ndarray) -> np.ndarray:
+    """(m,) bool: `curve.evaluate(f) > 0.5` at each of `action_frames`: a curve of `step_keys` read
+    from its keys in one call (but a frame within NEAR_KEY of a key it is not on), any other curve
+    evaluated frame by frame."""
+    at = np.asarray(action_frames, dtype=float)
+    steps = step_keys(curve)
+    if steps is None:
+        return np.array([curve.evaluate(float(f)) > 0.5 for f in at.tolist()], dtype=bool)
+    times, values = steps
+    frames32 = at.astype(np.float32)  # FCurve.evaluate takes the frame as a 32-bit float
+    index = np.searchsorted(times, frames32, side="right") - 1
+    out = values[np.maximum(index, 0)] > 0.5
+    last = len(times) - 1
+    gap = np.minimum(
+        np.abs(times[np.clip(index, 0, last)] - frames32), np.abs(times[np.clip(index + 1, 0, last)] - frames32)
+    )
+    for row in np.flatnonzero((gap > 0.0) & (gap < NEAR_KEY)).tolist():
+        out[row] = curve.evaluate(float(at[row])) > 0.5
+    return out
+
+
+def step_keys(curve) -> tuple[np.ndarray, np.ndarray] | None:
+    """(key times, values) of a curve that plays its last key at or before each frame (the first
+    key's before it): CONSTANT keys of 0 or 1 in increasing time (as write_contacts keys them), no
+    modifier; None for any other curve."""
+    count = len(curve.keyframe_points)
+    if not count or len(curve.modifiers):
+        return None
+    co = np.empty(2 * count, dtype=np.float32)
+    curve.keyframe_points.foreach_get("co", co)
+    ipo = np.empty(count, dtype=np.uint8)
+    curve.keyframe_points.foreach_get("interpolation", ipo)
+    times, values = co[0::2], co[1::2]
+    if np.all(ipo == CONSTANT) and np.all((values == 0.0) | (values == 1.0)) and np.all(times[1:] > times[:-1]):
+        return times, values
+    return None
 
 
 def change_keys(planted: np.ndarray) -> np.ndarray:

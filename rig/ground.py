@@ -56,21 +56,30 @@ class GroundProbe:
         """(m,) height of the ground straight below each world point (m, 3): the first surface a
         ray finds going down from `reach` above the point (a point sunk below the surface by less
         than that still finds it); NaN where no face is below."""
-        lift = Vector((0.0, 0.0, reach))
         cast = self.tree.ray_cast
-        hits = [cast(Vector(p) + lift, DOWN)[0] for p in points.tolist()]
-        return np.array([math.nan if hit is None else hit.z for hit in hits], dtype=float).reshape(len(points))
+        out = np.full(len(points), math.nan)
+        # The rays' origins as Vector(p) + Vector((0, 0, reach)) holds them: 32-bit floats, summed in 32 bits.
+        for i, origin in enumerate(_lifted(points, reach).tolist()):
+            hit = cast(Vector(origin), DOWN)[0]
+            if hit is not None:
+                out[i] = hit.z
+        return out
 
     def normals_below(self, points: np.ndarray, reach: float) -> np.ndarray:
         """(m, 3) the ground's unit normal straight below each world point (facing up; NaN where no
         face is below), as `heights_below` finds the face."""
         out = np.full((len(points), 3), np.nan)
-        lift = Vector((0.0, 0.0, reach))
-        for i, p in enumerate(points.tolist()):
-            hit, normal = self.tree.ray_cast(Vector(p) + lift, DOWN)[:2]
+        for i, origin in enumerate(_lifted(points, reach).tolist()):
+            hit, normal = self.tree.ray_cast(Vector(origin), DOWN)[:2]
             if hit is not None:
                 out[i] = normal.normalized() if normal.z >= 0.0 else -normal.normalized()
         return out
+
+
+def _lifted(points: np.ndarray, reach: float) -> np.ndarray:
+    """(m, 3) float32: each point `reach` higher, as mathutils' Vector(p) + Vector((0, 0, reach)) makes it."""
+    lift = np.array([0.0, 0.0, reach], dtype=np.float32)
+    return np.asarray(points, dtype=float).reshape(-1, 3).astype(np.float32) + lift
 
 
 def ground_probe(context, obj, frame: int) -> GroundProbe | None:

@@ -121,6 +121,26 @@ def assigned_fcurves(obj) -> list:
     return list(ad.action.fcurves)
 
 
+def assigned_fcurve(obj, path: str, index: int = 0):
+    """The F-Curve of `assigned_fcurves(obj)` at (`path`, `index`), or None: looked up by Blender
+    (`find`), not by reading every curve's path from Python."""
+    curves = _assigned_collection(obj)
+    return None if curves is None else curves.find(path, index=index)
+
+
+def _assigned_collection(obj):
+    """The F-Curve collection `assigned_fcurves` lists (its assigned slot's channelbag's on 4.4+), or None."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return None
+    if hasattr(ad.action, "layers"):
+        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
+
+        bag = animdata_get_channelbag_for_assigned_slot(ad)
+        return None if bag is None else bag.fcurves
+    return ad.action.fcurves
+
+
 def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     """Those of `bones` whose rotation on playback is not what their keys say, by cause:
     "drivers" (a driver in use sets it), "muted F-Curves" (a muted curve or group is skipped),
@@ -133,14 +153,17 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     ad = obj.animation_data
     if ad is not None:
         found["drivers"].update(paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths)
-    for fc in assigned_fcurves(obj):
-        name = paths.get(fc.data_path)
-        if name is None:
-            continue
-        if fc.mute or (fc.group is not None and fc.group.mute):
-            found["muted F-Curves"].add(name)
-        if any(not m.mute for m in fc.modifiers):
-            found["F-Curve modifiers"].add(name)
+    curves = _assigned_collection(obj)
+    # Each bone's rotation curves looked up by Blender (a few per bone), not every curve of the action read.
+    for path, name in paths.items() if curves is not None else ():
+        for index in range(4 if path.endswith(("rotation_quaternion", "rotation_axis_angle")) else 3):
+            fc = curves.find(path, index=index)
+            if fc is None:
+                continue
+            if fc.mute or (fc.group is not None and fc.group.mute):
+                found["muted F-Curves"].add(name)
+            if any(not m.mute for m in fc.modifiers):
+                found["F-Curve modifiers"].add(name)
     return {cause: tuple(sorted(names)) for cause, names in found.items() if names}
 
 
@@ -323,31 +346,35 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     count = len(kp)
     co[2 * rows + 1] = values
     kp.foreach_set("co", co)
-    code = INTERPOLATIONS.index(interpolation)
-    # Each kind's attributes read into the rows of one table and compared in one pass (a numpy call
-    # per table, not three per attribute); only an attribute that differs is written back. The enums
-    # go through as bytes, the flags as booleans: the types Blender stores them in, which it copies
-    # in one pass (as int32, every key is converted on its own: ~5x slower for an enum).
-    for names, wanted, dtype in (
-        (_ENUM_NAMES, _NEW_ENUMS, np.uint8),
-        (_FLAG_NAMES, _NEW_FLAGS, np.bool_),
-        (_FLOAT_NAMES, _NEW_FLOATS, np.float32),
-    ):
-        table = np.empty((len(names), count), dtype=dtype)
-        for name, row in zip(names, table, strict=True):
-            kp.foreach_get(name, row)
-        if dtype is np.uint8:
-            wanted = np.array([code, *wanted], dtype=np.uint8)
-        # Every key compared first (no gather of the replaced keys' columns, a third of this loop's
-        # time): mostly no key differs at all; an attribute that differs somewhere is then looked at
-        # on the replaced keys alone, and written back only where they differ (as before).
-        somewhere = (table != wanted[:, None]).any(axis=1)
-        for i in somewhere.nonzero()[0].tolist():
-            if (table[i, rows] != wanted[i]).any():
-                table[i, rows] = wanted[i]
-                kp.foreach_set(names[i], table[i])
+    # Each attribute read in the type Blender stores it in, which it copies in one pass (the enums
+    # as bytes, the flags as booleans; as int32, every key is converted on its own: ~5x slower for
+    # an enum), then compared on every key at once as bytes with a new key's value (mostly no key
+    # differs at all: no numpy call); one that differs somewhere is looked at on the replaced keys
+    # alone, and written back only where they differ.
+    for name, wanted, dtype in (("interpolation", INTERPOLATIONS.index(interpolation), np.uint8), *_NEW_ATTRIBUTES):
+        column = np.empty(count, dtype=dtype)
+        kp.foreach_get(name, column)
+        if column.tobytes() == _filled(wanted, dtype, count):
+            continue
+        if (column[rows] != wanted).any():
+            column[rows] = wanted
+            kp.foreach_set(name, column)
     fc.update()
     return len(rows)
+
+
+def _filled(value, dtype, count: int) -> bytes:
+    """The bytes of `count` keys all holding `value` (cached: a bake writes curves of a few lengths)."""
+    key = (value, dtype, count)
+    found = _FILLED.get(key)
+    if found is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        found = _FILLED[key] = np.full(count, value, dtype=dtype).tobytes()
+    return found
+
+
+_FILLED: dict = {}
 
 
 def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarray:
@@ -364,16 +391,13 @@ def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarr
     return outside
 
 
-# The attributes _overwrite sets on the keys it replaces (its handles are placed by FCurve.update()
-# from the keys' co alone: AUTO_CLAMPED), by kind: enums (the interpolation first), selection flags
-# and floats.
-_INT_NAMES = tuple(name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.int32)
-_FLAG_NAMES = tuple(name for name in _INT_NAMES if name.startswith("select_"))
-_ENUM_NAMES = ("interpolation",) + tuple(name for name in _INT_NAMES if name not in _FLAG_NAMES)
-_FLOAT_NAMES = tuple(name for name, _, dtype in KEY_ATTRIBUTES[4:] if dtype is np.float32)
-_NEW_ENUMS = tuple(NEW_KEY[name] for name in _ENUM_NAMES[1:])
-_NEW_FLAGS = np.array([NEW_KEY[name] for name in _FLAG_NAMES], dtype=np.bool_)
-_NEW_FLOATS = np.array([NEW_KEY[name] for name in _FLOAT_NAMES], dtype=np.float32)
+# The attributes _overwrite sets on the keys it replaces besides the interpolation (its handles are
+# placed by FCurve.update() from the keys' co alone: AUTO_CLAMPED): (name, a new key's value, the
+# numpy type Blender's storage copies in one pass).
+_NEW_ATTRIBUTES = tuple(
+    (name, NEW_KEY[name], np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32)
+    for name, _, dtype in KEY_ATTRIBUTES[4:]
+)
 
 
 def keys_in_range(fc, frame_range: tuple[float, float]) -> int:

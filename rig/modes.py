@@ -144,10 +144,13 @@ def continuous_series(mode: str, quats, first_old: tuple[float, ...]) -> np.ndar
     if mode in EULER_ORDERS:
         prev = Euler(old, mode)
         flat: list[float] = []
-        add = flat.extend  # one flat list of floats (a tuple per frame costs a third more)
+        # One flat list of floats (a list of tuples costs a third more to turn into an array), each
+        # frame's angles added as a tuple (prev[:], made in C: extending by the Euler itself iterates
+        # it from Python), the method looked up once.
+        add, to_euler = flat.extend, Quaternion.to_euler
         for q in quats:
-            prev = Quaternion(q).to_euler(mode, prev)
-            add(prev)
+            prev = to_euler(Quaternion(q), mode, prev)
+            add(prev[:])
         return np.array(flat, dtype=float).reshape(len(quats), 3)
     out: list[tuple[float, ...]] = []
     for q in quats:

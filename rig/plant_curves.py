@@ -81,7 +81,7 @@ def _rotation(mode: str, values: np.ndarray) -> np.ndarray:
         i = "XYZ".index(axis)
         unit = np.zeros(3)
         unit[i] = 1.0
-        out = quat.multiply(quat.from_axis_angle(np.tile(unit, (len(values), 1)), values[:, i]), out)
+        out = quat.multiply(quat.from_axis_angle(unit, values[:, i]), out)  # the axis broadcast: the same products
     return out
 
 
@@ -124,7 +124,9 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         basis_q.update((n, turns[j * m : (j + 1) * m]) for j, n in enumerate(group))
     location = np.concatenate([_channels(obj, n, "location", 3, curves, at, seen) for n in names])
     scale = np.concatenate([_channels(obj, n, "scale", 3, curves, at, seen) for n in names])
-    bases = _basis(np.concatenate([basis_q[n] for n in names]), location, scale)
+    # Bones of one rotation mode (a capture's): their rotations are already in `names` order.
+    local_turns = turns if len(group) == len(names) else np.concatenate([basis_q[n] for n in names])
+    bases = _basis(local_turns, location, scale)
     rests = {name: np.array(pose[name].bone.matrix_local) for name in names}  # a bone's parents are in `names`
     parents = [pose[name].parent.name for name in names if pose[name].parent is not None]
     # The parents' rest 3x3 inverses in one call (each matrix's own figures, as one by one).

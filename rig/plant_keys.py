@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..solvers.contacts import contact_runs
+
 
 def spans(frames: np.ndarray, keyed: np.ndarray) -> list[tuple[float, float]]:
     """(first, last) action frames of each run of consecutive `keyed` frames."""
-    index = np.flatnonzero(keyed)
-    if not len(index):
-        return []
-    breaks = np.flatnonzero(np.diff(index) > 1)
-    starts = np.concatenate(([index[0]], index[breaks + 1]))
-    ends = np.concatenate((index[breaks], [index[-1]]))
-    return [
-        (float(min(frames[s], frames[e])), float(max(frames[s], frames[e]))) for s, e in zip(starts, ends, strict=True)
-    ]
+    out = []
+    for start, end in contact_runs(keyed):
+        first, last = frames[start], frames[end - 1]
+        out.append((float(min(first, last)), float(max(first, last))))
+    return out

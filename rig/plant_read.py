@@ -174,7 +174,7 @@ def joints_at(context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray
     """Each leg's joints (F, 4, 3) at scene `frames`, armature space: the heads of thigh, shin and
     foot, and the foot's tail (the frame put back). The evaluated positions alone, as `sample_legs`
     reads them, for a check of where the joints are (no rotations, basis or channels)."""
-    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames))
+    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, matrices=False))
     out = []
     for leg in legs:
         rows = [read.order[n] for n in leg]

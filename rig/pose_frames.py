@@ -20,7 +20,7 @@ class PoseFrames:
 
     order: dict[str, int]  # pose bone name -> its index in the arrays
     world: np.ndarray  # (F, 4, 4) the armature's world matrix
-    matrices: np.ndarray  # (F, B, 4, 4) pose matrices
+    matrices: np.ndarray | None  # (F, B, 4, 4) pose matrices (None: not asked for)
     basis: np.ndarray | None  # (F, B, 4, 4) local (basis) matrices, when asked for
     heads: np.ndarray  # (F, B, 3)
     tails: np.ndarray  # (F, B, 3)
@@ -87,16 +87,19 @@ def pose_in_steps(
     progress: Callable | None = None,
     basis: bool = False,
     channels: tuple[tuple[str, int], ...] = (),
+    matrices: bool = True,
 ) -> Generator[None, None, PoseFrames]:
     """The evaluated pose of `obj` at every scene frame of `frames`, yielding after each (a modal
     bake reads Esc between them; closed, it puts the frame back). `basis`: the local matrices too;
-    `channels`: (property, width) rotation channels to read as played."""
+    `channels`: (property, width) rotation channels to read as played; without `matrices`, the
+    heads and tails alone (PoseFrames.matrices None: a check of where the joints are)."""
     scene = context.scene
     pose = obj.pose.bones
     order = {b.name: i for i, b in enumerate(pose)}
     parent_rows = tuple(order[b.parent.name] if b.parent is not None else -1 for b in pose)
     count, m = len(pose), len(frames)
-    matrices, heads, tails = (np.empty((m, count * k), dtype=np.float32) for k in (16, 3, 3))
+    heads, tails = (np.empty((m, count * 3), dtype=np.float32) for _ in range(2))
+    pose_matrices = np.empty((m, count * 16), dtype=np.float32) if matrices else None
     local = np.empty((m, count * 16), dtype=np.float32) if basis else None
     values = {path: np.empty((m, count * width), dtype=np.float32) for path, width in channels}
     world = np.empty((m, 4, 4))
@@ -109,7 +112,8 @@ def pose_in_steps(
             obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
             bones = obj_eval.pose.bones
             world[k] = obj_eval.matrix_world
-            bones.foreach_get("matrix", matrices[k])
+            if pose_matrices is not None:
+                bones.foreach_get("matrix", pose_matrices[k])
             if local is not None:
                 bones.foreach_get("matrix_basis", local[k])
             bones.foreach_get("head", heads[k])
@@ -130,7 +134,7 @@ def pose_in_steps(
     return PoseFrames(
         order,
         world,
-        matrices.reshape(m, count, 4, 4).transpose(0, 1, 3, 2).astype(float),
+        None if pose_matrices is None else pose_matrices.reshape(m, count, 4, 4).transpose(0, 1, 3, 2).astype(float),
         None if local is None else local.reshape(m, count, 4, 4).transpose(0, 1, 3, 2).astype(float),
         heads.reshape(m, count, 3).astype(float),
         tails.reshape(m, count, 3).astype(float),

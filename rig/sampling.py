@@ -148,17 +148,17 @@ def curve_values(fc, frames: np.ndarray, seen: dict | None = None) -> np.ndarray
         return np.array([fc.evaluate(float(f)) for f in frames.tolist()])
     co = np.empty(2 * count, dtype=np.float32)
     fc.keyframe_points.foreach_get("co", co)
-    times, values = co[0::2].astype(float), co[1::2].astype(float)
-    key = times.tobytes()
+    key = co[0::2].tobytes()
     found = None if seen is None else seen.get(key)
     if found is None:
+        times = co[0::2].astype(float)
         at = np.clip(np.searchsorted(times, frames), 0, count - 1)
         on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
         found = at, np.flatnonzero(~on_key).tolist()
         if seen is not None:
             seen[key] = found
     at, between = found
-    out = values[at]
+    out = co[1::2][at].astype(float)  # the keys' 32-bit values, exactly as doubles
     for row in between:
         out[row] = fc.evaluate(float(frames[row]))
     return out

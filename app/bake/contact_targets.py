@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...rig import keys, plant_curves, plant_keys, plant_read, pose_frames, root_location
+from ...rig.contacts import played_flags
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
 from ...rig.steps import run_to_end
@@ -139,10 +140,10 @@ def check_alone(obj, specs: list[ChainSpec]) -> None:
 
 def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
     """(F,) the Contact at `path` as it plays at scene `frames` (keys, else its value)."""
-    curve = next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
+    curve = keys.assigned_fcurve(obj, path)
     if curve is None:
         return np.full(len(frames), bool(obj.path_resolve(path)))
-    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+    return played_flags(curve, keys.action_frames(obj, frames))
 
 
 def blend_frames(obj, fps: float) -> float:

@@ -272,3 +272,31 @@ def test_undo_flags(ext):
 
     for cls in contacts.CLASSES:
         assert {"REGISTER", "UNDO"} <= cls.bl_options
+
+
+@pytest.mark.parametrize("variant", ["constant", "user key", "linear", "modifier", "fractional"])
+def test_played_flags_are_the_curve_as_it_plays(leg, variant):
+    """rig.contacts.played_flags reads CONSTANT 0/1 keys in one call: on every frame the same flags as
+    `FCurve.evaluate(frame) > 0.5`, before the first key, after the last, on keys and near them
+    (fractional frames); other curves (a LINEAR key, a modifier) evaluated frame by frame."""
+    from chain_ik.rig import contacts, keys
+
+    item = leg.chain_ik.chains[0]
+    planted = np.array([f in (3, 4, 5, 9, 10, 11, 12) for f in range(1, 15)])
+    contacts.write_contacts(leg, item, np.arange(1, 15), planted)
+    curve = contacts.contact_curve(leg, item)
+    if variant == "user key":
+        item.contact = True
+        assert item.keyframe_insert("contact", frame=7)
+    elif variant == "linear":
+        curve.keyframe_points[1].interpolation = "LINEAR"
+    elif variant == "modifier":
+        curve.modifiers.new("NOISE")
+    elif variant == "fractional":
+        curve.keyframe_points[2].co.x += 0.5
+        curve.keyframe_points[3].co.x -= 0.0004
+    frames = np.concatenate((np.arange(-2.0, 18.0), np.arange(-2.0, 18.0, 0.25), [2.9995, 3.0004, 8.5, 8.5001]))
+    expected = [curve.evaluate(float(f)) > 0.5 for f in frames]
+    assert contacts.played_flags(curve, frames).tolist() == expected
+    assert (contacts.step_keys(curve) is None) == (variant in ("linear", "modifier"))
+    assert keys.INTERPOLATIONS[contacts.CONSTANT] == "CONSTANT"

@@ -67,3 +67,35 @@ def test_an_overwrite_in_place_gives_the_rebuilds_curve(scene, monkeypatch, inte
     # The keys between the spans (13, 14) and outside them kept their own attributes.
     kept = np.isin(np.arange(1, 31), at, invert=True)
     assert np.array_equal(a["co"][1::2][kept], _attributes(_curve("C"))["co"][1::2][kept])
+
+
+def test_assigned_fcurve_finds_what_assigned_fcurves_lists(scene):
+    """rig.keys.assigned_fcurve looks a curve up by path and index (Blender's find) among the curves
+    assigned_fcurves lists (the assigned slot's on 4.4+): the same curve, None where there is none."""
+    from chain_ik.rig import keys
+
+    fc = _curve("A")
+    obj = bpy.data.objects["A"]
+    obj.keyframe_insert("location", index=2, frame=1)
+    listed = {(c.data_path, c.array_index): c for c in keys.assigned_fcurves(obj)}
+    assert set(listed) == {("location", 0), ("location", 2)}
+    for (path, index), curve in listed.items():
+        assert keys.assigned_fcurve(obj, path, index) == curve
+    assert keys.assigned_fcurve(obj, "location", 0) == fc
+    assert keys.assigned_fcurve(obj, "location", 1) is None
+    assert keys.assigned_fcurve(obj, "rotation_euler") is None
+    empty = bpy.data.objects.new("Empty", None)
+    assert keys.assigned_fcurve(empty, "location") is None
+
+
+def test_spans_are_the_runs_of_keyed_frames():
+    """rig.plant_keys.spans: (first, last) action frame of each run of keyed frames, lowest first
+    within a run (a reversed NLA strip maps the frames backwards); none where nothing is keyed."""
+    from chain_ik.rig import plant_keys
+
+    frames = np.arange(10.0, 20.0)
+    keyed = np.array([1, 1, 0, 0, 1, 0, 1, 1, 1, 1], dtype=bool)
+    assert plant_keys.spans(frames, keyed) == [(10.0, 11.0), (14.0, 14.0), (16.0, 19.0)]
+    assert plant_keys.spans(frames[::-1].copy(), keyed) == [(18.0, 19.0), (15.0, 15.0), (10.0, 13.0)]
+    assert plant_keys.spans(frames, np.zeros(10, dtype=bool)) == []
+    assert plant_keys.spans(frames, np.ones(10, dtype=bool)) == [(10.0, 19.0)]

@@ -76,3 +76,42 @@ def test_curves_read_as_playback_evaluates_them_to_the_bit(leg, interpolation):
     noisy.modifiers.new("NOISE")  # a modifier: every frame through FCurve.evaluate
     expected = np.array([noisy.evaluate(f) for f in frames.tolist()])
     assert np.array_equal(sampling.curve_values(noisy, frames), expected)
+
+
+def test_legs_read_from_mixed_mode_curves_are_the_evaluated_legs(scene):
+    """rig.plant_curves.sample_legs on bones of several rotation modes (quaternion, XYZ, ZXY; the hips
+    moving): the pose Blender evaluates (rig.plant_read.sample_legs, frame by frame); and the check's
+    joints (plant_read.joints_at, heads and tails alone) are that sampler's to the bit."""
+    from chain_ik.rig import keys, plant_curves, plant_read
+
+    obj = walking_leg()
+    action_curves = keys.FCurves(obj)._curves
+    for fc in [fc for fc in keys.assigned_fcurves(obj) if fc.data_path == "location"]:
+        action_curves.remove(fc)  # the armature stands still: its bones move
+    for name, mode in (("thigh", "QUATERNION"), ("shin", "XYZ"), ("foot", "ZXY")):
+        obj.pose.bones[name].rotation_mode = mode
+    for frame in (FIRST, 30, LAST):
+        t = frame / 9.0
+        obj.pose.bones["hips"].location = (0.02 * np.sin(t), 0.1 * t, -0.03 * np.cos(t))
+        obj.pose.bones["hips"].keyframe_insert("location", frame=frame)
+        obj.pose.bones["thigh"].rotation_quaternion = (np.cos(0.2 * t), np.sin(0.2 * t), 0.1, 0.0)
+        obj.pose.bones["thigh"].keyframe_insert("rotation_quaternion", frame=frame)
+        obj.pose.bones["shin"].rotation_euler = (0.4 * np.sin(t), 0.0, 0.1)
+        obj.pose.bones["shin"].keyframe_insert("rotation_euler", frame=frame)
+        obj.pose.bones["foot"].rotation_euler = (0.2, 0.1 * t, -0.3 * np.sin(t))
+        obj.pose.bones["foot"].keyframe_insert("rotation_euler", frame=frame)
+    legs = [("thigh", "shin", "foot")]
+    assert plant_curves.curves_reason(obj, legs) == ""
+    frames = np.arange(FIRST, LAST + 1)
+    bpy.context.scene.frame_set(FIRST)
+    (curves,) = plant_curves.sample_legs(obj, legs, frames)
+    (played,) = plant_read.sample_legs(bpy.context, obj, legs, frames)
+    assert np.allclose(curves.heads, played.heads, atol=1e-6) and np.allclose(curves.toe, played.toe, atol=1e-6)
+    for got, want in ((curves.rotations, played.rotations), (curves.basis, played.basis)):
+        assert np.allclose(np.abs(np.einsum("fbi,fbi->fb", got, want)), 1.0, atol=1e-6)
+    for got, want in zip(curves.values, played.values, strict=True):
+        assert np.allclose(got, want, atol=1e-6)
+    rows = np.array([0, 35, len(frames) - 1])
+    (joints,) = plant_read.joints_at(bpy.context, obj, legs, frames[rows])
+    assert np.array_equal(joints, np.concatenate((played.heads[rows], played.toe[rows, None]), axis=1))
+    assert plant_curves.mismatch([curves], [joints], rows) < plant_curves.MATCH
