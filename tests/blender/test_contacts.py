@@ -157,6 +157,35 @@ def test_ground_by_raycast(leg):
     assert set(played(leg)) == built_frames(slack_start=1)
 
 
+def test_ground_rays_start_where_mathutils_puts_them(scene):
+    """rig.ground's rays start from the points lifted in one numpy call (`_lifted`): to the bit the
+    origins mathutils makes (Vector(p) + Vector((0, 0, reach)), 32-bit), so heights and normals are
+    the ray casts from those origins, NaN where no face is below."""
+    from chain_ik.rig import ground
+    from mathutils import Vector
+
+    rng = np.random.default_rng(4)
+    points = np.concatenate((rng.normal(0.0, 3.0, (40, 3)), rng.normal(0.0, 3.0, (40, 3)) + [0.0, 0.0, 1e4]))
+    for reach in (0.25, 0.1, 1e-3):
+        made = [Vector(p) + Vector((0.0, 0.0, reach)) for p in points.tolist()]
+        assert np.array_equal(ground._lifted(points, reach), np.array(made, dtype=np.float32))
+    mesh = bpy.data.meshes.new("Slope")
+    mesh.from_pydata([(-5, -5, -1), (5, -5, 1), (5, 5, 1.5), (-5, 5, -0.5)], [], [(0, 1, 2, 3)])
+    slope = bpy.data.objects.new("Slope", mesh)
+    bpy.context.scene.collection.objects.link(slope)
+    probe = ground.GroundProbe(bpy.context, slope)
+    points[:, 2] = rng.uniform(-1.0, 2.0, len(points))
+    heights, normals = probe.heights_below(points, 0.25), probe.normals_below(points, 0.25)
+    for p, height, normal in zip(points.tolist(), heights.tolist(), normals.tolist(), strict=True):
+        hit, face_normal = probe.tree.ray_cast(Vector(p) + Vector((0.0, 0.0, 0.25)), ground.DOWN)[:2]
+        if hit is None:
+            assert np.isnan(height) and np.isnan(normal).all()
+        else:
+            assert height == hit.z and normal[2] > 0.0
+            assert np.allclose(normal, face_normal.normalized() * np.sign(face_normal.z), atol=1e-7)
+    assert np.isnan(heights).any() and not np.isnan(heights).all()
+
+
 def test_clear_contacts(leg):
     bpy.ops.chain_ik.detect_contacts()
     assert bpy.ops.chain_ik.clear_contacts(frame_start=15, frame_end=45) == {"FINISHED"}

@@ -103,6 +103,36 @@ def test_bake_does_not_warn_of_curves_it_does_not_bake(scene, capsys):
     assert "F-Curve modifiers" not in out and "muted" not in out
 
 
+@pytest.mark.parametrize(
+    ("mode", "index"), [("QUATERNION", 3), ("AXIS_ANGLE", 3), ("XYZ", 2), ("ZXY", 0), ("QUATERNION", None)]
+)
+def test_playback_overrides_look_at_every_channel_of_the_rotation(scene, mode, index):
+    """rig.keys.playback_overrides finds each baked bone's rotation curves by path and index (every
+    channel of its mode: the 4th of a quaternion or axis-angle too) and their group: a muted curve
+    or group and a modifier in use on any channel are named; other bones' curves are not."""
+    from chain_ik.rig import keys
+
+    obj = straight_chain(3)
+    for name in ("b1", "b2"):
+        pb = obj.pose.bones[name]
+        pb.rotation_mode = mode
+        pb.keyframe_insert(keys.rotation_property(pb), frame=1, group=name)
+    path = keys.data_path("b1", keys.rotation_property(obj.pose.bones["b1"]))
+    curve = keys.assigned_fcurve(obj, path, index or 0)
+    assert curve is not None and curve.group is not None
+    if index is None:
+        curve.group.mute = True
+    else:
+        curve.mute = True
+    assert keys.playback_overrides(obj, ["b0", "b1", "b2"]) == {"muted F-Curves": ("b1",)}
+    assert keys.playback_overrides(obj, ["b2"]) == {}
+    curve.group.mute = curve.mute = False
+    curve.modifiers.new("NOISE")
+    assert keys.playback_overrides(obj, ["b1", "b2"]) == {"F-Curve modifiers": ("b1",)}
+    curve.modifiers[0].mute = True  # a muted modifier changes nothing
+    assert keys.playback_overrides(obj, ["b1", "b2"]) == {}
+
+
 def _panel_chain(obj, target):
     item = obj.chain_ik.chains.add()
     item.tip, item.chain_length, item.target = "b2", 3, target
