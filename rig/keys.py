@@ -110,15 +110,8 @@ def action_fcurves(action) -> list:
 
 def assigned_fcurves(obj) -> list:
     """The F-Curves that animate `obj` through its active action (4.4+: its assigned slot's)."""
-    ad = obj.animation_data
-    if ad is None or ad.action is None:
-        return []
-    if hasattr(ad.action, "layers"):
-        from bpy_extras.anim_utils import animdata_get_channelbag_for_assigned_slot
-
-        bag = animdata_get_channelbag_for_assigned_slot(ad)
-        return [] if bag is None else list(bag.fcurves)
-    return list(ad.action.fcurves)
+    curves = _assigned_collection(obj)
+    return [] if curves is None else list(curves)
 
 
 def assigned_fcurve(obj, path: str, index: int = 0):
@@ -129,7 +122,8 @@ def assigned_fcurve(obj, path: str, index: int = 0):
 
 
 def _assigned_collection(obj):
-    """The F-Curve collection `assigned_fcurves` lists (its assigned slot's channelbag's on 4.4+), or None."""
+    """The F-Curve collection that animates `obj` through its active action (its assigned slot's
+    channelbag's on 4.4+), or None."""
     ad = obj.animation_data
     if ad is None or ad.action is None:
         return None
