@@ -81,7 +81,7 @@ def contact_curve(obj, item):
 def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:
     """(m,) bool: `item.contact` at each scene frame, from its keys (as playback evaluates them;
     NLA tweak mode: through the tweaked strip's time); without keys, its value on every frame."""
-    curve = contact_curve(obj, item)
+    curve = keys.played_fcurve(obj, contact_path(item))  # (a muted curve plays the value)
     if curve is None:
         return np.full(len(frames), bool(item.contact))
     return played_flags(curve, keys.action_frames(obj, frames))

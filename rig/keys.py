@@ -121,6 +121,19 @@ def assigned_fcurve(obj, path: str, index: int = 0):
     return None if curves is None else curves.find(path, index=index)
 
 
+def played_fcurve(obj, path: str, index: int = 0):
+    """`assigned_fcurve` where playback evaluates it (`plays`); None where it does not, playback
+    leaving the property as it is."""
+    fc = assigned_fcurve(obj, path, index)
+    return fc if fc is not None and plays(fc) else None
+
+
+def plays(fc) -> bool:
+    """Whether playback evaluates action F-Curve `fc`: not muted, nor in a muted group on 4.2's
+    actions (4.4+'s layered actions play a muted group's curves: Blender 5.0.1 checked)."""
+    return not fc.mute and (fc.group is None or not fc.group.mute or hasattr(fc.id_data, "layers"))
+
+
 def _assigned_collection(obj):
     """The F-Curve collection that animates `obj` through its active action (its assigned slot's
     channelbag's on 4.4+), or None."""
@@ -154,7 +167,7 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
             fc = curves.find(path, index=index)
             if fc is None:
                 continue
-            if fc.mute or (fc.group is not None and fc.group.mute):
+            if not plays(fc):
                 found["muted F-Curves"].add(name)
             if any(not m.mute for m in fc.modifiers):
                 found["F-Curve modifiers"].add(name)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..solvers import quat
 from . import sampling
-from .keys import action_frames, data_path
+from .keys import action_frames, data_path, plays
 from .plant_read import LegFrames, rotation_channels
 from .pose_frames import inverse3, matrix_rotations
 
@@ -105,7 +105,7 @@ def _affine_inverse(m: np.ndarray, inverse: np.ndarray) -> np.ndarray:
 
 def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
-    curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1] if not fc.mute}
+    curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1] if plays(fc)}
     at = action_frames(obj, frames).astype(float)
     m = len(frames)
     pose = obj.pose.bones

@@ -67,14 +67,14 @@ def head_world(obj_eval, name: str) -> Vector:
 
 def played_locations(obj, name: str, action_frames: np.ndarray) -> np.ndarray:
     """(F, 3) the bone's location channel as it plays at `action_frames` (its keys, else its value)."""
-    from .keys import assigned_fcurve, data_path
+    from .keys import data_path, played_fcurve
     from .sampling import curve_values
 
     path = data_path(name, "location")
     out = np.tile(np.array(obj.pose.bones[name].location, dtype=float), (len(action_frames), 1))
     seen: dict = {}  # the three curves mostly share their key times
     for index in range(3):
-        fc = assigned_fcurve(obj, path, index)
+        fc = played_fcurve(obj, path, index)
         if fc is not None:
             # FCurve.evaluate's values to the bit, the keys' own read in one call on key frames
             out[:, index] = curve_values(fc, np.asarray(action_frames, dtype=float), seen)

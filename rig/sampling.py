@@ -24,7 +24,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from .keys import animated_paths, assigned_fcurves, data_path
+from .keys import animated_paths, assigned_fcurves, data_path, plays
 
 TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_", "matrix_")
 
@@ -98,7 +98,7 @@ def _target_curves(target) -> tuple[str, list]:
     out = []
     for fc in curves:
         if fc.data_path in ("location", "delta_location"):
-            if fc.mute or (fc.group is not None and fc.group.mute) or not fc.is_valid:
+            if not plays(fc) or not fc.is_valid:
                 return "muted location curve", []
             out.append((fc.data_path, fc.array_index, fc))
     return "", out

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mathutils import Euler, Matrix, Quaternion, Vector
 
+from .keys import plays
 from .sampling import active_curves
 
 # The object channels that make matrix_basis (BKE_object_to_mat4), and their sizes.
@@ -80,8 +81,7 @@ def world_matrix(ob, depsgraph, frame: float) -> Matrix:
         raise ValueError(message(ob, reason))
     values = {path: list(getattr(ob, path)) for path in CHANNELS}
     for fc in active_curves(ob)[1]:
-        muted = fc.mute or (fc.group is not None and fc.group.mute)
-        if not muted and fc.data_path in values and fc.array_index < CHANNELS[fc.data_path]:
+        if plays(fc) and fc.data_path in values and fc.array_index < CHANNELS[fc.data_path]:
             values[fc.data_path][fc.array_index] = fc.evaluate(frame)
     basis = _basis(ob.rotation_mode, values)
     if ob.parent is None:

@@ -140,7 +140,7 @@ def check_alone(obj, specs: list[ChainSpec]) -> None:
 
 def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
     """(F,) the Contact at `path` as it plays at scene `frames` (keys, else its value)."""
-    curve = keys.assigned_fcurve(obj, path)
+    curve = keys.played_fcurve(obj, path)
     if curve is None:
         return np.full(len(frames), bool(obj.path_resolve(path)))
     return played_flags(curve, keys.action_frames(obj, frames))

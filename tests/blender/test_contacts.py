@@ -186,6 +186,41 @@ def test_ground_rays_start_where_mathutils_puts_them(scene):
     assert np.isnan(heights).any() and not np.isnan(heights).all()
 
 
+@pytest.mark.parametrize("muted", ["curve", "group"])
+def test_muted_curves_are_read_as_they_play(leg, muted):
+    """Playback skips a muted F-Curve (and, on 4.2's actions, a curve of a muted group; 5.0's
+    layered actions play it), leaving the property as it is: the Contacts and the hips' location
+    are read as playback has them (rig.contacts.read_contacts, the planted bake's
+    contact_targets.contact_flags, root_location.played_locations), not from keys it skips."""
+    from chain_ik.app.bake.contact_targets import contact_flags
+    from chain_ik.rig import contacts, keys, root_location
+
+    item = leg.chain_ik.chains[0]
+    contacts.write_contacts(leg, item, np.arange(1, 15), np.arange(1, 15) > 5)
+    hips = leg.pose.bones["hips"]
+    for frame, z in ((1, 0.0), (20, 0.3)):
+        hips.location = (0.0, 0.0, z)
+        hips.keyframe_insert("location", frame=frame, group="hips")
+    curves = [contacts.contact_curve(leg, item), keys.assigned_fcurve(leg, keys.data_path("hips", "location"), 2)]
+    for curve in curves:
+        if muted == "curve":
+            curve.mute = True
+        elif curve.group is not None:
+            curve.group.mute = True
+    assert curves[1].group is not None and (muted == "curve" or curves[1].group.mute)
+    item.contact, hips.location = False, (0.0, 0.0, 0.05)
+    frames = np.arange(1.0, 16.0)
+    played, located = [], []
+    for frame in frames.tolist():
+        bpy.context.scene.frame_set(int(frame))
+        played.append(item.contact)
+        located.append(tuple(hips.location))
+    assert contacts.read_contacts(leg, item, frames).tolist() == played
+    assert contact_flags(leg, contacts.contact_path(item), frames).tolist() == played
+    assert np.array_equal(root_location.played_locations(leg, "hips", frames), np.array(located, dtype=np.float32))
+    assert (muted == "curve") <= (not any(played) and len(set(located)) == 1)  # (the muted keys do not play)
+
+
 def test_clear_contacts(leg):
     bpy.ops.chain_ik.detect_contacts()
     assert bpy.ops.chain_ik.clear_contacts(frame_start=15, frame_end=45) == {"FINISHED"}

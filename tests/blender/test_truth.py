@@ -108,8 +108,9 @@ def test_bake_does_not_warn_of_curves_it_does_not_bake(scene, capsys):
 )
 def test_playback_overrides_look_at_every_channel_of_the_rotation(scene, mode, index):
     """rig.keys.playback_overrides finds each baked bone's rotation curves by path and index (every
-    channel of its mode: the 4th of a quaternion or axis-angle too) and their group: a muted curve
-    or group and a modifier in use on any channel are named; other bones' curves are not."""
+    channel of its mode: the 4th of a quaternion or axis-angle too) and their group: a curve
+    playback skips (muted, or in a muted group on 4.2's actions) and a modifier in use on any
+    channel are named; other bones' curves are not."""
     from chain_ik.rig import keys
 
     obj = straight_chain(3)
@@ -124,7 +125,14 @@ def test_playback_overrides_look_at_every_channel_of_the_rotation(scene, mode, i
         curve.group.mute = True
     else:
         curve.mute = True
-    assert keys.playback_overrides(obj, ["b0", "b1", "b2"]) == {"muted F-Curves": ("b1",)}
+    # Whether playback skips the curve (a muted group's: on 4.2's actions, not 5.0's layered ones)
+    keyed = curve.evaluate(1.0)
+    obj.path_resolve(path)[index or 0] = keyed + 0.25
+    bpy.context.scene.frame_set(1)
+    skipped = obj.path_resolve(path)[index or 0] != np.float32(keyed)
+    assert skipped or (index is None and bpy.app.version >= (4, 4))
+    want = {"muted F-Curves": ("b1",)} if skipped else {}
+    assert keys.playback_overrides(obj, ["b0", "b1", "b2"]) == want
     assert keys.playback_overrides(obj, ["b2"]) == {}
     curve.group.mute = curve.mute = False
     curve.modifiers.new("NOISE")
@@ -192,6 +200,35 @@ def test_bake_follows_an_animated_target_disabled_in_viewports(scene):
     assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=10) == {"FINISHED"}
     target.hide_viewport = False
     assert playback_error(obj, "b2", target, range(1, 11)) < TOL
+
+
+@pytest.mark.parametrize("muted", ["curve", "group"])
+def test_a_target_disabled_in_viewports_plays_its_curves_as_blender_does(scene, muted):
+    """rig.unevaluated's stand-in transform skips the curves playback skips: a muted one, and on
+    4.2's actions a muted group's (5.0's layered actions play those)."""
+    from chain_ik.rig import unevaluated
+
+    target = add_empty("T", (1.0, 0.0, 2.0))
+    target.keyframe_insert("location", frame=1, group="G")
+    target.location = (0.0, 1.0, 2.2)
+    target.keyframe_insert("location", frame=10, group="G")
+    curve = next(fc for fc in _target_curves(target) if fc.array_index == 1)
+    if muted == "curve":
+        curve.mute = True
+    else:
+        curve.group.mute = True
+    target.location = (0.3, 0.4, 0.5)
+    target.hide_viewport = True
+    stand_in = unevaluated.world_matrix(target, bpy.context.evaluated_depsgraph_get(), 5.0)
+    target.hide_viewport = False
+    bpy.context.scene.frame_set(5)
+    assert np.allclose(np.array(stand_in), np.array(target.matrix_world), atol=1e-6)
+
+
+def _target_curves(ob) -> list:
+    from chain_ik.rig.keys import assigned_fcurves
+
+    return assigned_fcurves(ob)
 
 
 @pytest.mark.parametrize("op", ["solve", "bake"])
