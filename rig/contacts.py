@@ -79,11 +79,17 @@ def contact_curve(obj, item):
 
 
 def read_contacts(obj, item, frames: np.ndarray) -> np.ndarray:
-    """(m,) bool: `item.contact` at each scene frame, from its keys (as playback evaluates them;
-    NLA tweak mode: through the tweaked strip's time); without keys, its value on every frame."""
-    curve = keys.played_fcurve(obj, contact_path(item))  # (a muted curve plays the value)
+    """(m,) bool: `item.contact` at each scene frame (`played_contacts`)."""
+    return played_contacts(obj, contact_path(item), frames)
+
+
+def played_contacts(obj, path: str, frames: np.ndarray) -> np.ndarray:
+    """(m,) bool: the Contact at data path `path` of `obj` at each scene frame, from its keys (as
+    playback evaluates them; NLA tweak mode: through the tweaked strip's time); without keys (or
+    with a curve playback skips: keys.plays), its value on every frame."""
+    curve = keys.played_fcurve(obj, path)
     if curve is None:
-        return np.full(len(frames), bool(item.contact))
+        return np.full(len(frames), bool(obj.path_resolve(path)))
     return played_flags(curve, keys.action_frames(obj, frames))
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...rig import keys, plant_curves, plant_keys, plant_read, pose_frames, root_location
-from ...rig.contacts import played_flags
+from ...rig.contacts import played_contacts
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
 from ...rig.steps import run_to_end
@@ -138,14 +138,6 @@ def check_alone(obj, specs: list[ChainSpec]) -> None:
                 )
 
 
-def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
-    """(F,) the Contact at `path` as it plays at scene `frames` (keys, else its value)."""
-    curve = keys.played_fcurve(obj, path)
-    if curve is None:
-        return np.full(len(frames), bool(obj.path_resolve(path)))
-    return played_flags(curve, keys.action_frames(obj, frames))
-
-
 def blend_frames(obj, fps: float) -> float:
     blend = obj.chain_ik.contact_blend
     return float(plant.default_blend(fps)) if blend < 0 else float(blend)
@@ -207,7 +199,7 @@ def solve_steps(
     fps = scene.render.fps / scene.render.fps_base
     blend = blend_frames(obj, fps)
     probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
-    flags = [contact_flags(obj, s.contacts, frames) for s in planted_specs]
+    flags = [played_contacts(obj, s.contacts, frames) for s in planted_specs]
     sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
     out = Plants(reading=reading)
     hips = contact_hips.hips_bone(obj, planted_specs, legs)

@@ -190,9 +190,8 @@ def test_ground_rays_start_where_mathutils_puts_them(scene):
 def test_muted_curves_are_read_as_they_play(leg, muted):
     """Playback skips a muted F-Curve (and, on 4.2's actions, a curve of a muted group; 5.0's
     layered actions play it), leaving the property as it is: the Contacts and the hips' location
-    are read as playback has them (rig.contacts.read_contacts, the planted bake's
-    contact_targets.contact_flags, root_location.played_locations), not from keys it skips."""
-    from chain_ik.app.bake.contact_targets import contact_flags
+    are read as playback has them (rig.contacts.read_contacts and played_contacts, which the
+    planted bake reads, root_location.played_locations), not from keys it skips."""
     from chain_ik.rig import contacts, keys, root_location
 
     item = leg.chain_ik.chains[0]
@@ -216,7 +215,7 @@ def test_muted_curves_are_read_as_they_play(leg, muted):
         played.append(item.contact)
         located.append(tuple(hips.location))
     assert contacts.read_contacts(leg, item, frames).tolist() == played
-    assert contact_flags(leg, contacts.contact_path(item), frames).tolist() == played
+    assert contacts.played_contacts(leg, contacts.contact_path(item), frames).tolist() == played
     assert np.array_equal(root_location.played_locations(leg, "hips", frames), np.array(located, dtype=np.float32))
     assert (muted == "curve") <= (not any(played) and len(set(located)) == 1)  # (the muted keys do not play)
 
