@@ -144,9 +144,13 @@ def push_off(
         picks.append((hold, knots, candidates, allowed, i))
     # The eases after every hold for every candidate at once (none depends on another hold's).
     after_holds = contact_eases.eased_outs(plan, eases, budget, ends)
-    for (hold, knots, candidates, allowed, i), ease in zip(picks, after_holds, strict=True):
-        before = solved[knots[0] - k]
-        path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest[i], allowed, k)
+    # Every hold's search in one pass (plant_pitch.pitch_paths: each hold's path its own).
+    searches = [
+        (candidates, solved[knots[0] - k], ease, CAP * largest[i], allowed)
+        for (_, knots, candidates, allowed, i), ease in zip(picks, after_holds, strict=True)
+    ]
+    paths = plant_pitch.pitch_paths(searches, angles, k / fps, k)
+    for (hold, knots, *_), (path, _) in zip(picks, paths, strict=True):
         span_frames = np.arange(knots[0] - k, hold.end)
         phi[span_frames] = np.interp(span_frames, np.concatenate([[knots[0] - k], knots]), np.r_[0.0, angles[path]])
     rows = np.flatnonzero(phi != 0.0)
