@@ -69,15 +69,27 @@ def test_legs_alike_are_planted_together_and_others_apart(scene):
     from chain_ik.app.bake import contact_legs
 
     rng = np.random.default_rng(11)
-    legs = [random_leg(rng, 40) for _ in range(3)]
-    plans = [SimpleNamespace(target=leg.toe_world + 0.02 * rng.normal(size=(40, 3))) for leg in legs]
+    legs = [random_leg(rng, 40) for _ in range(4)]
+    plans = []
+    for j, leg in enumerate(legs):
+        weight = np.where(rng.random(40) < 0.4, 1.0, rng.random(40) * 0.99)
+        changed = rng.random(40) < (0.0 if j == 3 else 0.5)  # the last: nothing read but its holds
+        plans.append(
+            SimpleNamespace(target=leg.toe_world + 0.02 * rng.normal(size=(40, 3)), weight=weight, changed=changed)
+        )
+    plans[3].weight[:] = 0.0  # ... and no hold: nothing solved
     jobs = [(legs[0], plans[0], 0.0, None), (legs[1], plans[1], 0.1, None), (legs[2], plans[2], 0.0, None)]
+    jobs.append((legs[3], plans[3], 0.0, None))
     for (leg, plan, softness, tilt), (basis, errors, pole) in zip(
         jobs, contact_legs.planted_solves(jobs, FPS), strict=True
     ):
+        # Solved where the plant reads it (changed or held frames), as on every frame; elsewhere the input.
+        read = plan.changed | (plan.weight == 1.0)
         alone = contact_legs.positional(leg, plan.target, softness, FPS, tilt)
-        assert np.array_equal(basis, alone[0]) and np.array_equal(errors, alone[1])
+        assert np.array_equal(basis[read], alone[0][read]) and np.array_equal(errors[read], alone[1][read])
+        assert np.array_equal(basis[~read], leg.basis[~read]) and not np.any(errors[~read])
         assert np.array_equal(pole, contact_legs.knee_poles(leg, FPS))
+    assert not np.any(plans[3].changed | (plans[3].weight == 1.0))
     with pytest.raises(ValueError, match="tilt"):
         contact_legs.positional_legs(
             [(legs[0], plans[0].target, None, None, None), (legs[1], plans[1].target, np.ones((40, 4)), None, None)],
