@@ -62,7 +62,7 @@ def swivel(hip, knee, ankle, window: int = 0, forward=None) -> np.ndarray:
     hip, knee, ankle = (np.asarray(a, dtype=float) for a in (hip, knee, ankle))
     upper = knee - hip
     line = quat.normalize(ankle - hip)
-    offset = upper - np.sum(upper * line, axis=1, keepdims=True) * line
+    offset = upper - quat.dots(upper, line)[:, None] * line
     if window > 0:
         kernel = np.ones(2 * window + 1)
         offset = np.stack([np.convolve(offset[:, j], kernel, mode="same") for j in range(3)], axis=1)
@@ -102,7 +102,7 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     # The swivel: the input knee's offset across the line (the input's own line where the leg
     # is straight along the new one: then the input leg plane's normal decides).
     side = upper if pole is None else _checked(pole, frames, "knee directions")
-    across = side - (side * line).sum(axis=1, keepdims=True) * line
+    across = side - quat.dots(side, line)[:, None] * line
     flat = quat.norm(across) <= 1e-9 * reach
     if flat.any():
         normal = quat.cross(upper, lower)
@@ -126,7 +126,7 @@ def _swing(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     on the frames past 90° (u.v < 0, the only ones quat.swing takes it from; the others' is never
     read), the same turns for fewer numpy calls where no frame turns that far."""
     fallback = np.zeros(u.shape, dtype=u.dtype)
-    obtuse = (u * v).sum(axis=-1) < 0.0
+    obtuse = quat.dots(u, v) < 0.0
     if obtuse.any():
         fallback[obtuse] = quat.any_perpendicular(u[obtuse])
     return quat.swing(u, v, fallback)

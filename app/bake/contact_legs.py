@@ -80,7 +80,7 @@ def positional(
     parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
     owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
     basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
-    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * leg.scales()
+    return basis, quat.norm(turns.ankle - goal) * leg.scales()
 
 
 def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tuple]:

@@ -40,7 +40,7 @@ def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
     from each frame (rad/s)."""
     if len(basis) <= k:
         return np.zeros(0)
-    return quat.angles_between_cheaply(basis[:-k], basis[k:]).max(axis=-1) * (fps / k)
+    return plant_pitch.largest_joint(quat.angles_between_cheaply(basis[:-k], basis[k:])) * (fps / k)
 
 
 def ease_budget(basis: np.ndarray, fps: float, largest: float, floor: float = BUDGET_FLOOR) -> np.ndarray:
