@@ -121,6 +121,7 @@ def test_legs_kept_under_lowered_hips_together_are_each_kept_alone(scene):
 
 def test_every_holds_eases_at_once_are_each_holds_ease(scene):
     from chain_ik.app.bake import contact_eases
+    from chain_ik.solvers import plant, plant_legs, quat
 
     rng = np.random.default_rng(3)
     plan = SimpleNamespace(blend=6.0)
@@ -137,6 +138,22 @@ def test_every_holds_eases_at_once_are_each_holds_ease(scene):
         for ease, got in zip(eases, together, strict=True):
             assert np.array_equal(got, contact_eases.eased_outs(plan, [ease], use)[0])  # each hold alone
             assert got.shape == (len(ease[3]), len(ease[1]), 3, 4)
+    # Each candidate's ease written out frame by frame (its correction converted on every frame).
+    for ease, got in zip(eases, contact_eases.eased_outs(plan, eases), strict=True):
+        hold, after, inputs_after, corrections, following, target = ease
+        last = hold.end - 1
+        for g, fix in enumerate(corrections):
+            if target is None:
+                weight = 1.0 - plant.smooth((after - last) / (plan.blend + 1.0))
+                want = plant_legs.faded(inputs_after, fix, weight)
+            else:
+                weight = plant.smooth((after - last) / float(following - last))
+                fixes = np.broadcast_to(fix, inputs_after.shape)
+                step = plant_legs.slerp_identity(
+                    quat.multiply(quat.conjugate(fixes), np.broadcast_to(target, fixes.shape)), weight
+                )
+                want = quat.normalize(quat.multiply(quat.multiply(fixes, step), inputs_after))
+            assert np.array_equal(got[g], want)
 
 
 def test_joined_legs_keep_each_frames_figures(scene):
