@@ -219,3 +219,23 @@ def test_legs_planted_on_joined_frames_are_each_leg_planted_alone(scene, monkeyp
         for a, b in zip(got, alone, strict=True):
             assert np.array_equal(a, b)
         assert np.any(got[2])
+
+
+def test_the_hips_envelope_at_once_is_the_envelope_shift_by_shift(scene):
+    from chain_ik.app.bake import contact_hips
+    from chain_ik.solvers import plant
+
+    def shift_by_shift(need, blend):
+        out = need.copy()
+        span = max(1, int(np.ceil(blend)))
+        for k, weight in zip(range(1, span + 1), plant.ease(np.arange(1, span + 1), span + 1).tolist(), strict=True):
+            if weight <= 0.0 or k >= len(need):
+                break
+            out[k:] = np.maximum(out[k:], weight * need[:-k])
+            out[:-k] = np.maximum(out[:-k], weight * need[k:])
+        return out
+
+    rng = np.random.default_rng(9)
+    for frames, blend in ((0, 3.0), (1, 5.0), (7, 30.0), (200, 18.0), (300, 150.0)):  # the last: several row blocks
+        need = np.where(rng.random(frames) < 0.7, 0.0, 0.1 * rng.random(frames))
+        assert np.array_equal(contact_hips.envelope(need, blend), shift_by_shift(need, blend))
