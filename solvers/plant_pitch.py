@@ -100,6 +100,7 @@ def _paths(jobs: list[tuple], angles: np.ndarray, seconds: float, stride: int) -
     worst[banned[:, :, 0]] = np.inf
     spent = np.broadcast_to(deviation, (holds, count)).copy()
     back = np.empty((knots, holds, count), dtype=int)
+    rows = np.arange(holds)[:, None]
     # Every step's speeds at once, (hold, from, to, knot - 1): the same figures as knot by knot.
     steps = _speeds(candidates[:, :, None, :-1], candidates[:, None, :, 1:], seconds)
     for k in range(1, knots):
@@ -111,7 +112,7 @@ def _paths(jobs: list[tuple], angles: np.ndarray, seconds: float, stride: int) -
         back[k] = tied.argmin(axis=1)
         worst = best
         worst[banned[:, :, k]] = np.inf
-        spent = np.take_along_axis(spent, back[k], axis=1) + deviation
+        spent = spent[rows, back[k]] + deviation
     # The ease after each hold's last knot (P frames, P >= stride): its steps, every hold's at once.
     pairs, spans = [], []
     for h, job in enumerate(jobs):
@@ -126,8 +127,8 @@ def _paths(jobs: list[tuple], angles: np.ndarray, seconds: float, stride: int) -
         )
         starts = np.cumsum([0] + [n for _, n in spans[:-1]])
         tails = np.maximum.reduceat(speeds, starts, axis=1)  # (G, holds with an ease)
-        rows = [h for h, _ in spans]
-        worst[rows] = np.maximum(worst[rows], tails.T)
+        eased = [h for h, _ in spans]
+        worst[eased] = np.maximum(worst[eased], tails.T)
     final = np.maximum(worst, cap)
     last = np.where(final <= final.min(axis=1, keepdims=True), spent, np.inf).argmin(axis=1)  # (H,)
     path = np.empty((holds, knots), dtype=int)
