@@ -63,10 +63,10 @@ def positional(
     (`target` and `tilt` given for them); `pole`: the knees' swivel on every frame (knee_poles)."""
     if pole is None:
         pole = knee_poles(leg, fps)
+    foot = leg.heel_world - leg.toe_world  # the whole leg's (cached: several solves read its rows)
     if rows is not None:
-        leg, pole = leg.rows(rows), pole[rows]
+        leg, pole, foot = leg.rows(rows), pole[rows], foot[rows]
     heads = leg.heads
-    foot = leg.heel_world - leg.toe_world
     own = None
     if tilt is not None:
         foot = quat.rotate(tilt, foot)
