@@ -142,7 +142,35 @@ def contact_flags(obj, path: str, frames: np.ndarray) -> np.ndarray:
     curve = next((fc for fc in keys.assigned_fcurves(obj) if fc.data_path == path), None)
     if curve is None:
         return np.full(len(frames), bool(obj.path_resolve(path)))
-    return np.array([curve.evaluate(float(f)) > 0.5 for f in keys.action_frames(obj, frames)], dtype=bool)
+    at = keys.action_frames(obj, frames)
+    steps = constant_steps(curve, at)
+    if steps is not None:
+        return steps > 0.5
+    return np.array([curve.evaluate(float(f)) > 0.5 for f in at], dtype=bool)
+
+
+CONSTANT = keys.INTERPOLATIONS.index("CONSTANT")
+
+
+def constant_steps(curve, at: np.ndarray) -> np.ndarray | None:
+    """(F,) `curve` at (action) frames `at` as FCurve.evaluate gives it, from its keys in one read,
+    where that is a step through them: every key CONSTANT at 0 or 1, constant extrapolation, no
+    modifiers, and the keys and `at` on whole frames (a frame is then a key's, or a whole frame or more from
+    any: the previous key's value, the first key's before it). None otherwise (evaluate then).
+    detect_contacts keys Contact so."""
+    count = len(curve.keyframe_points)
+    if not count or len(curve.modifiers) or curve.extrapolation != "CONSTANT":
+        return None
+    kinds = np.empty(count, dtype=np.int32)
+    curve.keyframe_points.foreach_get("interpolation", kinds)
+    co = np.empty(2 * count, dtype=np.float32)
+    curve.keyframe_points.foreach_get("co", co)
+    times, values = co[0::2].astype(float), co[1::2].astype(float)
+    whole = np.all(times == np.round(times)) and np.all(at == np.round(at))
+    flags = np.all((values == 0.0) | (values == 1.0))  # (a boolean's curve rounds other values)
+    if not (whole and flags and np.all(kinds == CONSTANT) and np.all(times[1:] > times[:-1])):
+        return None
+    return values[np.maximum(np.searchsorted(times, at, side="right") - 1, 0)]
 
 
 def blend_frames(obj, fps: float) -> float:

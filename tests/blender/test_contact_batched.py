@@ -239,3 +239,40 @@ def test_the_hips_envelope_at_once_is_the_envelope_shift_by_shift(scene):
     for frames, blend in ((0, 3.0), (1, 5.0), (7, 30.0), (200, 18.0), (300, 150.0)):  # the last: several row blocks
         need = np.where(rng.random(frames) < 0.7, 0.0, 0.1 * rng.random(frames))
         assert np.array_equal(contact_hips.envelope(need, blend), shift_by_shift(need, blend))
+
+
+def test_contact_flags_read_from_constant_keys_are_the_curves_evaluated(scene):
+    """contact_flags reads a Contact curve of CONSTANT 0/1 keys on whole frames from its keys at once
+    (contact_targets.constant_steps); any other curve is evaluated frame by frame: the same flags."""
+    import bpy
+    from chain_ik.app.bake import contact_targets
+    from chain_ik.rig import keys
+
+    obj = bpy.data.objects.new("Flags", None)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.animation_data_create()
+    obj.animation_data.action = bpy.data.actions.new("Flags")
+    for frame, value in ((3, 0.0), (5, 1.0), (9, 0.0), (10, 1.0), (14, 0.0)):
+        obj.location.x = value
+        obj.keyframe_insert("location", index=0, frame=frame)
+    curve = next(fc for fc in keys.assigned_fcurves(obj) if fc.data_path == "location")  # 4.2 and 5.0 alike
+    for key in curve.keyframe_points:
+        key.interpolation = "CONSTANT"
+    frames = np.arange(0, 18)
+
+    def evaluated():
+        return np.array([curve.evaluate(float(f)) > 0.5 for f in frames])
+
+    assert contact_targets.constant_steps(curve, frames.astype(float)) is not None
+    assert np.array_equal(contact_targets.contact_flags(obj, "location", frames), evaluated())
+    curve.keyframe_points[2].co.y = 0.5  # not a 0/1 key: evaluated
+    assert contact_targets.constant_steps(curve, frames.astype(float)) is None
+    curve.keyframe_points[2].co.y = 0.0
+    curve.keyframe_points[1].interpolation = "LINEAR"  # not a step: evaluated
+    assert contact_targets.constant_steps(curve, frames.astype(float)) is None
+    assert np.array_equal(contact_targets.contact_flags(obj, "location", frames), evaluated())
+    curve.keyframe_points[1].interpolation = "CONSTANT"
+    assert contact_targets.constant_steps(curve, frames + 0.5) is None  # between whole frames: evaluated
+    curve.modifiers.new("NOISE")
+    assert contact_targets.constant_steps(curve, frames.astype(float)) is None
+    assert np.array_equal(contact_targets.contact_flags(obj, "location", frames), evaluated())
