@@ -62,7 +62,7 @@ def swivel(hip, knee, ankle, window: int = 0, forward=None) -> np.ndarray:
     hip, knee, ankle = (np.asarray(a, dtype=float) for a in (hip, knee, ankle))
     upper = knee - hip
     line = quat.normalize(ankle - hip)
-    offset = upper - np.sum(upper * line, axis=1, keepdims=True) * line
+    offset = upper - quat.dots(upper, line)[:, None] * line
     if window > 0:
         kernel = np.ones(2 * window + 1)
         offset = np.stack([np.convolve(offset[:, j], kernel, mode="same") for j in range(3)], axis=1)
@@ -102,7 +102,7 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     # The swivel: the input knee's offset across the line (the input's own line where the leg
     # is straight along the new one: then the input leg plane's normal decides).
     side = upper if pole is None else _checked(pole, frames, "knee directions")
-    across = side - (side * line).sum(axis=1, keepdims=True) * line
+    across = side - quat.dots(side, line)[:, None] * line
     flat = quat.norm(across) <= 1e-9 * reach
     if flat.any():
         normal = quat.cross(upper, lower)
@@ -126,7 +126,7 @@ def _swing(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     on the frames past 90° (u.v < 0, the only ones quat.swing takes it from; the others' is never
     read), the same turns for fewer numpy calls where no frame turns that far."""
     fallback = np.zeros(u.shape, dtype=u.dtype)
-    obtuse = (u * v).sum(axis=-1) < 0.0
+    obtuse = quat.dots(u, v) < 0.0
     if obtuse.any():
         fallback[obtuse] = quat.any_perpendicular(u[obtuse])
     return quat.swing(u, v, fallback)
@@ -171,33 +171,45 @@ def reach_lift(held, offsets, hips, reach: float) -> float:
     return float(max(0.0, np.max(lowest - ankle[ok, 2])))
 
 
+def turn_vectors(q: np.ndarray) -> np.ndarray:
+    """(..., 3) the rotations `q` (..., 4) along their shortest arc as axis x angle: what
+    slerp_identity scales (each rotation's own figures: a correction shared by many frames is
+    converted once, then repeated)."""
+    q = np.asarray(q)
+    return quat.to_rotation_vector(np.where(q[..., :1] < 0.0, -q, q))
+
+
+def scaled_turns(vectors: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(k, ..., 4) the turns `vectors` (k, ..., 3) (turn_vectors) scaled by `weight` (k,)."""
+    w = np.asarray(weight, dtype=float).reshape(len(vectors), *([1] * (vectors.ndim - 1)))
+    return quat.from_rotation_vector(vectors * w)
+
+
 def slerp_identity(q: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """(k, ..., 4) the rotations `q` (k, ..., 4) scaled by `weight` (k,) along their shortest arc
     (1: q, 0: none)."""
-    q = np.asarray(q)
-    q = np.where(q[..., :1] < 0.0, -q, q)
-    w = np.asarray(weight, dtype=float).reshape(len(q), *([1] * (q.ndim - 1)))
-    return quat.from_rotation_vector(quat.to_rotation_vector(q) * w)
+    return scaled_turns(turn_vectors(q), weight)
 
 
-def faded(basis, correction, weight) -> np.ndarray:
+def faded(basis, correction, weight, vectors=None) -> np.ndarray:
     """(k, ..., 4) local rotations `basis` (k, ..., 4) with a correction (..., 4) (new basis x input
     basis^-1 of the frame the plant ends or starts on; one per bone for several bones at once)
     applied to the parent's side by `weight` (k,): the ease of a plant in joint space. The joints
     then move at most |correction| x the ease's slope faster than the input's, whatever the leg's
-    reach (an ease of the foot's position through IK would turn a nearly straight knee far faster)."""
+    reach (an ease of the foot's position through IK would turn a nearly straight knee far faster).
+    `vectors` (k, ..., 3): the correction's turn_vectors on every frame where already known (then
+    `correction` is not read)."""
     basis = np.asarray(basis, dtype=float)
-    step = slerp_identity(np.broadcast_to(np.asarray(correction, dtype=float), basis.shape), weight)
-    return quat.normalize(quat.multiply(step, basis))
+    if vectors is None:
+        vectors = turn_vectors(np.broadcast_to(np.asarray(correction, dtype=float), basis.shape))
+    return quat.normalize(quat.multiply(scaled_turns(vectors, weight), basis))
 
 
 def leg_changes(world, basis, new_basis) -> np.ndarray:
     """(F, 3, 4) each bone's armature-space turn once the leg's three local rotations `basis`
     (F, 3, 4) become `new_basis`: `world` (F, 3, 4) their input armature-space rotations (a bone's
     turn is its parent's times world basis^-1 basis' world^-1, the three bones' own parts at once)."""
-    own = quat.multiply(
-        quat.multiply(world, quat.conjugate(basis)), quat.multiply(new_basis, quat.conjugate(world))
-    )
+    own = quat.multiply(quat.multiply(world, quat.conjugate(basis)), quat.multiply(new_basis, quat.conjugate(world)))
     shin = quat.multiply(own[:, 0], own[:, 1])
     return np.stack([own[:, 0], shin, quat.multiply(shin, own[:, 2])], axis=1)
 

@@ -21,10 +21,23 @@ import numpy as np
 from . import quat
 
 
+def largest_joint(values: np.ndarray) -> np.ndarray:
+    """(...,) the largest of (..., n) over its last axis (n joints): np.max(axis=-1)'s values (a
+    maximum is exact; NaN wins either way) by np.maximum joint after joint, where numpy's
+    reduction over a short inner axis costs several times more."""
+    values = np.asarray(values)
+    if values.shape[-1] == 0:
+        raise ValueError("largest_joint: no joints")
+    out = values[..., 0].copy()
+    for j in range(1, values.shape[-1]):
+        np.maximum(out, values[..., j], out=out)
+    return out
+
+
 def _speeds(a: np.ndarray, b: np.ndarray, seconds: float) -> np.ndarray:
     """Largest angle between rotations `a` (..., n, 4) and `b` (..., n, 4) over their n joints,
     divided by `seconds`."""
-    return quat.angles_between_cheaply(a, b).max(axis=-1) / seconds
+    return largest_joint(quat.angles_between_cheaply(a, b)) / seconds
 
 
 def pitch_path(
@@ -46,41 +59,84 @@ def pitch_path(
     `seconds`: the time between knots; `cap`: the joint speed (radians per
     second) below which speeds are not traded for deviation; `allowed` (G, K) bool: candidates
     that may be used (e.g. the heel above the ground)."""
-    candidates = np.asarray(candidates, dtype=float)
-    count, knots = candidates.shape[:2]
+    return pitch_paths([(candidates, before, after, cap, allowed)], angles, seconds, stride)[0]
+
+
+def pitch_paths(
+    jobs: list[tuple], angles: np.ndarray, seconds: float, stride: int = 1
+) -> list[tuple[np.ndarray, float]]:
+    """`pitch_path` of several holds, each job (candidates, before, after, cap, allowed) as its
+    arguments (the angles, `seconds` and `stride` shared): the holds with as many knots searched
+    in one pass (each hold's figures its own: the same paths as one by one, for one call's fixed
+    cost)."""
     angles = np.asarray(angles, dtype=float)
-    if angles.shape != (count,) or knots == 0:
-        raise ValueError(f"pitch angles must be one per candidate ({count}), with knots, got {angles.shape}")
+    out: list = [None] * len(jobs)
+    groups: dict[tuple, list[int]] = {}
+    for j, (candidates, *_) in enumerate(jobs):
+        shape = np.shape(candidates)
+        count, knots = shape[:2]
+        if angles.shape != (count,) or knots == 0:
+            raise ValueError(f"pitch angles must be one per candidate ({count}), with knots, got {angles.shape}")
+        groups.setdefault(shape, []).append(j)
+    for members in groups.values():
+        for j, result in zip(members, _paths([jobs[j] for j in members], angles, seconds, stride), strict=True):
+            out[j] = result
+    return out
+
+
+def _paths(jobs: list[tuple], angles: np.ndarray, seconds: float, stride: int) -> list[tuple[np.ndarray, float]]:
+    """pitch_paths of holds alike in shape (H of them, G candidates, K knots, n joints)."""
+    candidates = np.stack([np.asarray(job[0], dtype=float) for job in jobs])  # (H, G, K, n, 4)
+    holds, count, knots = candidates.shape[:3]
+    before = np.stack([np.asarray(job[1], dtype=float) for job in jobs])  # (H, n, 4)
+    cap = np.array([float(job[3]) for job in jobs])[:, None]  # (H, 1)
     deviation = np.abs(angles)
-    banned = np.zeros((count, knots), dtype=bool) if allowed is None else ~np.asarray(allowed, dtype=bool)
+    banned = np.zeros((holds, count, knots), dtype=bool)
+    for h, job in enumerate(jobs):
+        if job[4] is not None:
+            banned[h] = ~np.asarray(job[4], dtype=bool)
     # Primary: the largest speed so far (never below cap); secondary: the summed deviation.
-    worst = np.maximum(_speeds(before[None], candidates[:, 0], seconds), cap)
-    worst[banned[:, 0]] = np.inf
-    spent = deviation.copy()
-    back = np.empty((knots, count), dtype=int)
-    # Every step's speeds at once, (from, to, knot - 1): the same figures as knot by knot.
-    steps = _speeds(candidates[:, None, :-1], candidates[None, :, 1:], seconds)
+    worst = np.maximum(_speeds(before[:, None], candidates[:, :, 0], seconds), cap)  # (H, G)
+    worst[banned[:, :, 0]] = np.inf
+    spent = np.broadcast_to(deviation, (holds, count)).copy()
+    back = np.empty((knots, holds, count), dtype=int)
+    rows = np.arange(holds)[:, None]
+    # Every step's speeds at once, (hold, from, to, knot - 1): the same figures as knot by knot.
+    steps = _speeds(candidates[:, :, None, :-1], candidates[:, None, :, 1:], seconds)
     for k in range(1, knots):
-        step = steps[:, :, k - 1]
-        total = np.maximum(np.maximum(worst[:, None], step), cap)
-        best = total.min(axis=0)
+        step = steps[..., k - 1]
+        total = np.maximum(np.maximum(worst[:, :, None], step), cap[:, :, None])
+        best = total.min(axis=1)
         # Among the predecessors as good as the best (exact ties: all under cap are cap), the least deviation.
-        tied = np.where(total <= best[None, :], spent[:, None], np.inf)
-        back[k] = tied.argmin(axis=0)
+        tied = np.where(total <= best[:, None, :], spent[:, :, None], np.inf)
+        back[k] = tied.argmin(axis=1)
         worst = best
-        worst[banned[:, k]] = np.inf
-        spent = spent[back[k]] + deviation
-    after = np.asarray(after, dtype=float)
-    if after.shape[1] >= stride:
-        chain = np.concatenate([candidates[:, -1:], after], axis=1)
-        tail = _speeds(chain[:, :-stride], chain[:, stride:], seconds).max(axis=1)
-        worst = np.maximum(worst, tail)
+        worst[banned[:, :, k]] = np.inf
+        spent = spent[rows, back[k]] + deviation
+    # The ease after each hold's last knot (P frames, P >= stride): its steps, every hold's at once.
+    pairs, spans = [], []
+    for h, job in enumerate(jobs):
+        after = np.asarray(job[2], dtype=float)
+        if after.shape[1] >= stride:
+            chain = np.concatenate([candidates[h, :, -1:], after], axis=1)
+            pairs.append((chain[:, :-stride], chain[:, stride:]))
+            spans.append((h, after.shape[1] + 1 - stride))
+    if pairs:
+        speeds = _speeds(
+            np.concatenate([a for a, _ in pairs], axis=1), np.concatenate([b for _, b in pairs], axis=1), seconds
+        )
+        starts = np.cumsum([0] + [n for _, n in spans[:-1]])
+        tails = np.maximum.reduceat(speeds, starts, axis=1)  # (G, holds with an ease)
+        eased = [h for h, _ in spans]
+        worst[eased] = np.maximum(worst[eased], tails.T)
     final = np.maximum(worst, cap)
-    last = int(np.where(final <= final.min(), spent, np.inf).argmin())
-    path = [last]
+    last = np.where(final <= final.min(axis=1, keepdims=True), spent, np.inf).argmin(axis=1)  # (H,)
+    path = np.empty((holds, knots), dtype=int)
+    path[:, -1] = last
     for k in range(knots - 1, 0, -1):
-        path.append(int(back[k][path[-1]]))
-    return np.array(path[::-1]), float(worst[last])
+        path[:, k - 1] = back[k][np.arange(holds), path[:, k]]
+    picked = worst[np.arange(holds), last]
+    return [(path[h], float(picked[h])) for h in range(holds)]
 
 
 def pitch_turns(axes: np.ndarray, angles: np.ndarray) -> np.ndarray:

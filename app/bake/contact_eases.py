@@ -57,29 +57,49 @@ def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
         end = bounds(ends, hold.start)[1]
         count = len(corrections)
         shape = (count, len(after), 3, 4)
-        fixes = np.broadcast_to(corrections[:, None], shape).reshape(-1, 3, 4)
         base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
         if target is None:
             weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget, end)), count)
-            kinds[False].append((i, shape, base, fixes, weight, None))
+            kinds[False].append((i, shape, base, corrections, weight, None))
         else:
             weight = np.tile(plant.smooth(_progress(after, last, following - last, budget, end)), count)
-            kinds[True].append((i, shape, base, fixes, weight, np.broadcast_to(target, fixes.shape)))
+            kinds[True].append((i, shape, base, corrections, weight, target))
     out: list = [None] * len(eases)
     for crossed, items in kinds.items():
         if not items:
             continue
-        base, fixes, weight = (np.concatenate([item[j] for item in items]) for j in (2, 3, 4))
-        if not crossed:
-            turned = plant_legs.faded(base, fixes, weight)
+        base, weight = (np.concatenate([item[j] for item in items]) for j in (2, 4))
+        # Each correction's turn (or its turn into the next hold's) converted once for every
+        # candidate, then repeated over its ease's frames: each frame's figures as converted there.
+        corrections = np.concatenate([item[3] for item in items])
+        if crossed:
+            targets = np.concatenate([np.broadcast_to(item[5], item[3].shape) for item in items])
+            turns = quat.multiply(quat.conjugate(corrections), targets)
         else:
-            target = np.concatenate([item[5] for item in items])
-            step = plant_legs.slerp_identity(quat.multiply(quat.conjugate(fixes), target), weight)
+            turns = corrections
+        vectors = _over_frames(plant_legs.turn_vectors(turns), items)
+        if not crossed:
+            turned = plant_legs.faded(base, None, weight, vectors)
+        else:
+            fixes = _over_frames(corrections, items)
+            step = plant_legs.scaled_turns(vectors, weight)
             turned = quat.normalize(quat.multiply(quat.multiply(fixes, step), base))
         ends = np.cumsum([len(item[2]) for item in items])
         for item, end in zip(items, ends, strict=True):
             out[item[0]] = turned[end - len(item[2]) : end].reshape(item[1])
     return out
+
+
+def _over_frames(per_correction: np.ndarray, items: list) -> np.ndarray:
+    """(sum G x k, 3, m) each item's (G, 3, m) rows of `per_correction` (the items' corrections one
+    after the other) repeated over its k ease frames, as the items' frames are laid out."""
+    parts, start = [], 0
+    for item in items:
+        count, frames = item[1][:2]
+        rows = per_correction[start : start + count]
+        parts.append(np.broadcast_to(rows[:, None], (count, frames, *rows.shape[1:])).reshape(-1, *rows.shape[1:]))
+        start += count
+    return np.concatenate(parts)
 
 
 def _fastest(rotations: np.ndarray, window: int) -> float:
@@ -164,7 +184,9 @@ def joint_eases(
     if ins:
         before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
         weight = np.concatenate([plant.ease(np.arange(1, count + 1), count) for _, count, _ in ins])
-        fixes = np.concatenate([np.broadcast_to(fix, (count, *fix.shape)) for _, count, fix in ins])
+        # Each hold's correction converted once, repeated over its ease-in frames.
+        vectors = plant_legs.turn_vectors(np.stack([fix for _, _, fix in ins]))
+        vectors = np.repeat(vectors, [count for _, count, _ in ins], axis=0)
         base = np.where(eased[before, None, None], out[before], inputs[before])
-        out[before] = plant_legs.faded(base, fixes, weight)
+        out[before] = plant_legs.faded(base, None, weight, vectors)
     return out, changed

@@ -61,18 +61,27 @@ def least_drops(ankles: np.ndarray, hips: np.ndarray, held: np.ndarray, reach: f
     return np.where(held, np.maximum(drop, 0.0), 0.0)
 
 
+# Shifts of the envelope's table taken at once (bounds its memory on long clips and long eases).
+ENVELOPE_ROWS = 64
+
+
 def envelope(need: np.ndarray, blend: float) -> np.ndarray:
     """(F,) at least `need` (F,) on every frame, each frame's need eased (plant.ease) to nothing
     over `blend` frames either side: the largest of those bumps (a one-sided envelope)."""
-    out = need.copy()
     span = max(1, int(np.ceil(blend)))
     frames = len(need)
-    weights = plant.ease(np.arange(1, span + 1), span + 1).tolist()  # each k's own weight, all at once
-    for k, weight in zip(range(1, span + 1), weights, strict=True):
-        if weight <= 0.0:
-            break
-        out[k:] = np.maximum(out[k:], weight * need[:-k] if k < frames else out[k:])
-        out[:-k] = np.maximum(out[:-k], weight * need[k:] if k < frames else out[:-k])
+    weights = plant.ease(np.arange(1, span + 1), span + 1)  # each k's own weight, all at once
+    stop = np.flatnonzero(weights <= 0.0)
+    count = max(0, min(int(stop[0]) if len(stop) else span, frames - 1))  # the weights before the first <= 0
+    # Every shift's bump in a table (need padded with -inf where a shift runs off the frames; the
+    # weights are > 0), the largest per frame: a maximum is exact, so the values shift by shift.
+    padded = np.concatenate([np.full(count, -np.inf), need, np.full(count, -np.inf)])
+    shifts = np.lib.stride_tricks.sliding_window_view(padded, frames)  # row j: need[t + j - count]
+    scale = np.concatenate([[1.0], weights[:count]])[np.abs(np.arange(-count, count + 1))][:, None]
+    out = need.copy()
+    for first in range(0, len(shifts), ENVELOPE_ROWS):
+        rows = slice(first, first + ENVELOPE_ROWS)
+        np.maximum(out, (scale[rows] * shifts[rows]).max(axis=0), out=out)
     return out
 
 

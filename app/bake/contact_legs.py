@@ -63,10 +63,10 @@ def positional(
     (`target` and `tilt` given for them); `pole`: the knees' swivel on every frame (knee_poles)."""
     if pole is None:
         pole = knee_poles(leg, fps)
+    foot = leg.heel_world - leg.toe_world  # the whole leg's (cached: several solves read its rows)
     if rows is not None:
-        leg, pole = leg.rows(rows), pole[rows]
+        leg, pole, foot = leg.rows(rows), pole[rows], foot[rows]
     heads = leg.heads
-    foot = leg.heel_world - leg.toe_world
     own = None
     if tilt is not None:
         foot = quat.rotate(tilt, foot)
@@ -80,7 +80,7 @@ def positional(
     parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
     owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
     basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
-    return basis, np.linalg.norm(turns.ankle - goal, axis=1) * leg.scales()
+    return basis, quat.norm(turns.ankle - goal) * leg.scales()
 
 
 def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tuple]:
@@ -103,20 +103,40 @@ def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tupl
 
 
 def planted_solves(jobs: list[tuple], fps: float) -> list[tuple]:
-    """Per job (leg, plan, softness, tilt), the leg's positional solve for its plan's targets on
-    every frame, (rotations, errors, knee poles): legs alike in softness and in having a tilt or
-    not solved in one pass (positional_legs; the same figures as one by one)."""
+    """Per job (leg, plan, softness, tilt), the leg's positional solve for its plan's targets,
+    (rotations, errors, knee poles), on the frames the plant reads it on (plan.changed, and every
+    hold's frames: a hold's first frame may be its input tip): elsewhere the input's rotations and
+    no error. Legs alike in softness and in having a tilt or not solved in one pass
+    (positional_legs; each frame's figures the same as one by one, or as solved on every frame)."""
     poles = [knee_poles(leg, fps) for leg, _, _, _ in jobs]
+    rows = [np.flatnonzero(plan.changed | (plan.weight == 1.0)) for _, plan, _, _ in jobs]
     out: list = [None] * len(jobs)
     kinds: dict[tuple, list[int]] = {}
-    for j, (_, _, softness, tilt) in enumerate(jobs):
+    for j, (leg, _, softness, tilt) in enumerate(jobs):
+        if not len(rows[j]):  # nothing read: the input as it is
+            out[j] = (leg.basis.copy(), np.zeros(len(leg.basis)), poles[j])
+            continue
         kinds.setdefault((float(softness), tilt is None), []).append(j)
     for (softness, _), members in kinds.items():
         solved = positional_legs(
-            [(jobs[j][0], jobs[j][1].target, jobs[j][3], None, poles[j]) for j in members], softness, fps
+            [
+                (
+                    jobs[j][0],
+                    jobs[j][1].target[rows[j]],
+                    None if jobs[j][3] is None else jobs[j][3][rows[j]],
+                    rows[j],
+                    poles[j],
+                )
+                for j in members
+            ],
+            softness,
+            fps,
         )
         for j, (basis, errors) in zip(members, solved, strict=True):
-            out[j] = (basis, errors, poles[j])
+            leg = jobs[j][0]
+            full, misses = leg.basis.copy(), np.zeros(len(leg.basis))
+            full[rows[j]], misses[rows[j]] = basis, errors
+            out[j] = (full, misses, poles[j])
     return out
 
 

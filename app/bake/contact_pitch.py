@@ -40,7 +40,7 @@ def window_speeds(basis: np.ndarray, k: int, fps: float) -> np.ndarray:
     from each frame (rad/s)."""
     if len(basis) <= k:
         return np.zeros(0)
-    return quat.angles_between_cheaply(basis[:-k], basis[k:]).max(axis=-1) * (fps / k)
+    return plant_pitch.largest_joint(quat.angles_between_cheaply(basis[:-k], basis[k:])) * (fps / k)
 
 
 def ease_budget(basis: np.ndarray, fps: float, largest: float, floor: float = BUDGET_FLOOR) -> np.ndarray:
@@ -126,17 +126,27 @@ def push_off(
         all_turns = quat.multiply(all_turns, tilt[all_rows])
     solved_rows = solve_rows(all_rows, all_turns)
     ends_at = np.cumsum([len(r) for r in every])
+    # Every candidate's heel height and every hold's last-knot corrections in one product each
+    # (each row's figures its own).
+    above = None
+    if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
+        heel = plan.target[all_rows, 2] + quat.rotate(all_turns, foot[all_rows])[:, 2]
+        above = heel >= plan.ground[all_rows]
+    # Row of candidate g at hold h's last knot: its start + g K + K - 1 (rows are tiled knots).
+    at_last = np.concatenate(
+        [
+            stop - len(rows) + np.arange(1, len(angles) + 1) * len(hold[1]) - 1
+            for hold, rows, stop in zip(holds, every, ends_at, strict=True)
+        ]
+    )
+    last_knots = np.repeat([hold[1][-1] for hold in holds], len(angles))
+    all_corrections = quat.multiply(solved_rows[at_last], quat.conjugate(leg.basis[last_knots]))
     picks, eases = [], []
-    for (hold, knots, after, following, end, i), rows, stop in zip(holds, every, ends_at, strict=True):
+    for h, ((hold, knots, after, following, end, i), rows, stop) in enumerate(zip(holds, every, ends_at, strict=True)):
         start = stop - len(rows)
-        turns = all_turns[start:stop]
         candidates = solved_rows[start:stop].reshape(len(angles), len(knots), 3, 4)
-        allowed = None
-        if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
-            heel = plan.target[rows, 2] + quat.rotate(turns, foot[rows])[:, 2]
-            allowed = (heel >= plan.ground[rows]).reshape(len(angles), len(knots))
-        last = knots[-1]
-        corrections = quat.multiply(candidates[:, -1], quat.conjugate(leg.basis[last])[None])
+        allowed = None if above is None else above[start:stop].reshape(len(angles), len(knots))
+        corrections = all_corrections[h * len(angles) : (h + 1) * len(angles)]
         target = None
         if following < end and following <= hold.end + int(math.ceil(plan.blend)):
             target = quat.multiply(solved[following], quat.conjugate(leg.basis[following]))
@@ -144,9 +154,13 @@ def push_off(
         picks.append((hold, knots, candidates, allowed, i))
     # The eases after every hold for every candidate at once (none depends on another hold's).
     after_holds = contact_eases.eased_outs(plan, eases, budget, ends)
-    for (hold, knots, candidates, allowed, i), ease in zip(picks, after_holds, strict=True):
-        before = solved[knots[0] - k]
-        path, _ = plant_pitch.pitch_path(candidates, before, ease, angles, k / fps, CAP * largest[i], allowed, k)
+    # Every hold's search in one pass (plant_pitch.pitch_paths: each hold's path its own).
+    searches = [
+        (candidates, solved[knots[0] - k], ease, CAP * largest[i], allowed)
+        for (_, knots, candidates, allowed, i), ease in zip(picks, after_holds, strict=True)
+    ]
+    paths = plant_pitch.pitch_paths(searches, angles, k / fps, k)
+    for (hold, knots, *_), (path, _) in zip(picks, paths, strict=True):
         span_frames = np.arange(knots[0] - k, hold.end)
         phi[span_frames] = np.interp(span_frames, np.concatenate([[knots[0] - k], knots]), np.r_[0.0, angles[path]])
     rows = np.flatnonzero(phi != 0.0)

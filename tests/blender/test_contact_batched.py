@@ -69,15 +69,27 @@ def test_legs_alike_are_planted_together_and_others_apart(scene):
     from chain_ik.app.bake import contact_legs
 
     rng = np.random.default_rng(11)
-    legs = [random_leg(rng, 40) for _ in range(3)]
-    plans = [SimpleNamespace(target=leg.toe_world + 0.02 * rng.normal(size=(40, 3))) for leg in legs]
+    legs = [random_leg(rng, 40) for _ in range(4)]
+    plans = []
+    for j, leg in enumerate(legs):
+        weight = np.where(rng.random(40) < 0.4, 1.0, rng.random(40) * 0.99)
+        changed = rng.random(40) < (0.0 if j == 3 else 0.5)  # the last: nothing read but its holds
+        plans.append(
+            SimpleNamespace(target=leg.toe_world + 0.02 * rng.normal(size=(40, 3)), weight=weight, changed=changed)
+        )
+    plans[3].weight[:] = 0.0  # ... and no hold: nothing solved
     jobs = [(legs[0], plans[0], 0.0, None), (legs[1], plans[1], 0.1, None), (legs[2], plans[2], 0.0, None)]
+    jobs.append((legs[3], plans[3], 0.0, None))
     for (leg, plan, softness, tilt), (basis, errors, pole) in zip(
         jobs, contact_legs.planted_solves(jobs, FPS), strict=True
     ):
+        # Solved where the plant reads it (changed or held frames), as on every frame; elsewhere the input.
+        read = plan.changed | (plan.weight == 1.0)
         alone = contact_legs.positional(leg, plan.target, softness, FPS, tilt)
-        assert np.array_equal(basis, alone[0]) and np.array_equal(errors, alone[1])
+        assert np.array_equal(basis[read], alone[0][read]) and np.array_equal(errors[read], alone[1][read])
+        assert np.array_equal(basis[~read], leg.basis[~read]) and not np.any(errors[~read])
         assert np.array_equal(pole, contact_legs.knee_poles(leg, FPS))
+    assert not np.any(plans[3].changed | (plans[3].weight == 1.0))
     with pytest.raises(ValueError, match="tilt"):
         contact_legs.positional_legs(
             [(legs[0], plans[0].target, None, None, None), (legs[1], plans[1].target, np.ones((40, 4)), None, None)],
@@ -109,6 +121,7 @@ def test_legs_kept_under_lowered_hips_together_are_each_kept_alone(scene):
 
 def test_every_holds_eases_at_once_are_each_holds_ease(scene):
     from chain_ik.app.bake import contact_eases
+    from chain_ik.solvers import plant, plant_legs, quat
 
     rng = np.random.default_rng(3)
     plan = SimpleNamespace(blend=6.0)
@@ -125,6 +138,22 @@ def test_every_holds_eases_at_once_are_each_holds_ease(scene):
         for ease, got in zip(eases, together, strict=True):
             assert np.array_equal(got, contact_eases.eased_outs(plan, [ease], use)[0])  # each hold alone
             assert got.shape == (len(ease[3]), len(ease[1]), 3, 4)
+    # Each candidate's ease written out frame by frame (its correction converted on every frame).
+    for ease, got in zip(eases, contact_eases.eased_outs(plan, eases), strict=True):
+        hold, after, inputs_after, corrections, following, target = ease
+        last = hold.end - 1
+        for g, fix in enumerate(corrections):
+            if target is None:
+                weight = 1.0 - plant.smooth((after - last) / (plan.blend + 1.0))
+                want = plant_legs.faded(inputs_after, fix, weight)
+            else:
+                weight = plant.smooth((after - last) / float(following - last))
+                fixes = np.broadcast_to(fix, inputs_after.shape)
+                step = plant_legs.slerp_identity(
+                    quat.multiply(quat.conjugate(fixes), np.broadcast_to(target, fixes.shape)), weight
+                )
+                want = quat.normalize(quat.multiply(quat.multiply(fixes, step), inputs_after))
+            assert np.array_equal(got[g], want)
 
 
 def test_joined_legs_keep_each_frames_figures(scene):
@@ -190,3 +219,23 @@ def test_legs_planted_on_joined_frames_are_each_leg_planted_alone(scene, monkeyp
         for a, b in zip(got, alone, strict=True):
             assert np.array_equal(a, b)
         assert np.any(got[2])
+
+
+def test_the_hips_envelope_at_once_is_the_envelope_shift_by_shift(scene):
+    from chain_ik.app.bake import contact_hips
+    from chain_ik.solvers import plant
+
+    def shift_by_shift(need, blend):
+        out = need.copy()
+        span = max(1, int(np.ceil(blend)))
+        for k, weight in zip(range(1, span + 1), plant.ease(np.arange(1, span + 1), span + 1).tolist(), strict=True):
+            if weight <= 0.0 or k >= len(need):
+                break
+            out[k:] = np.maximum(out[k:], weight * need[:-k])
+            out[:-k] = np.maximum(out[:-k], weight * need[k:])
+        return out
+
+    rng = np.random.default_rng(9)
+    for frames, blend in ((0, 3.0), (1, 5.0), (7, 30.0), (200, 18.0), (300, 150.0)):  # the last: several row blocks
+        need = np.where(rng.random(frames) < 0.7, 0.0, 0.1 * rng.random(frames))
+        assert np.array_equal(contact_hips.envelope(need, blend), shift_by_shift(need, blend))

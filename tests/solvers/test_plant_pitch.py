@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import quat
-from solvers.plant_pitch import pitch_axes, pitch_path, pitch_turns
+from solvers.plant_pitch import pitch_axes, pitch_path, pitch_paths, pitch_turns
 
 ANGLES = np.radians(np.arange(-4, 5) * 5.0)  # -20..20 degrees
 X = np.array([1.0, 0.0, 0.0])
@@ -90,3 +90,51 @@ def test_a_positive_pitch_lifts_the_heel_about_the_tip():
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="one per candidate"):
         pitch_path(_candidates(np.zeros(2)), _joint(0.0), np.zeros((9, 0, 1, 4)), ANGLES[:3], 1.0, 0.0)
+
+
+def _reference_path(candidates, before, after, angles, seconds, cap, allowed, stride):
+    """The search of one hold knot by knot, as written before holds were searched together."""
+
+    def speeds(a, b):
+        return quat.angles_between_cheaply(a, b).max(axis=-1) / seconds
+
+    count, knots = candidates.shape[:2]
+    deviation = np.abs(angles)
+    banned = np.zeros((count, knots), dtype=bool) if allowed is None else ~allowed
+    worst = np.maximum(speeds(before[None], candidates[:, 0]), cap)
+    worst[banned[:, 0]] = np.inf
+    spent = deviation.copy()
+    back = np.empty((knots, count), dtype=int)
+    steps = speeds(candidates[:, None, :-1], candidates[None, :, 1:])
+    for k in range(1, knots):
+        total = np.maximum(np.maximum(worst[:, None], steps[:, :, k - 1]), cap)
+        best = total.min(axis=0)
+        back[k] = np.where(total <= best[None, :], spent[:, None], np.inf).argmin(axis=0)
+        worst = best
+        worst[banned[:, k]] = np.inf
+        spent = spent[back[k]] + deviation
+    if after.shape[1] >= stride:
+        chain = np.concatenate([candidates[:, -1:], after], axis=1)
+        worst = np.maximum(worst, speeds(chain[:, :-stride], chain[:, stride:]).max(axis=1))
+    final = np.maximum(worst, cap)
+    last = int(np.where(final <= final.min(), spent, np.inf).argmin())
+    path = [last]
+    for k in range(knots - 1, 0, -1):
+        path.append(int(back[k][path[-1]]))
+    return np.array(path[::-1]), float(worst[last])
+
+
+def test_holds_searched_together_are_each_hold_searched_alone():
+    rng = np.random.default_rng(4)
+    jobs = []
+    for knots, frames, cap, banned in ((5, 7, 0.0, False), (5, 2, 3.0, True), (3, 0, 1.0, False), (5, 9, 0.5, True)):
+        candidates = quat.normalize(rng.normal(size=(9, knots, 3, 4)))
+        after = quat.normalize(rng.normal(size=(9, frames, 3, 4)))
+        allowed = rng.random((9, knots)) > 0.3 if banned else None
+        jobs.append((candidates, quat.normalize(rng.normal(size=(3, 4))), after, cap, allowed))
+    together = pitch_paths(jobs, ANGLES, 0.1, 3)  # stride 3: the second hold's 2 frames after are too few
+    for job, (path, worst) in zip(jobs, together, strict=True):
+        alone = pitch_path(job[0], job[1], job[2], ANGLES, 0.1, job[3], job[4], 3)
+        assert np.array_equal(path, alone[0]) and worst == alone[1]
+        reference = _reference_path(job[0], job[1], job[2], ANGLES, 0.1, job[3], job[4], 3)
+        assert np.array_equal(path, reference[0]) and worst == reference[1]

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import quat
@@ -107,3 +107,24 @@ def test_angle_between_tiny_turns_where_acos_of_the_dot_fails(turn):
     assert quat.angle_between(a, b) == pytest.approx(turn, rel=1e-6)
     acos = 2.0 * math.acos(min(1.0, abs(float(np.dot(a, b)))))
     assert turn > 1e-4 or abs(acos - turn) > 10 * abs(quat.angle_between(a, b) - turn)  # acos: far off
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(3, 4),
+    st.lists(st.integers(1, 9), min_size=0, max_size=3),
+    st.integers(-8, 8),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
+def test_property_dots_are_numpys_sums_to_the_bit(width, lead, exponent, fortran, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(*lead, width)) * 10.0**exponent
+    b = rng.normal(size=(*lead, width))
+    if fortran:
+        a = np.asfortranarray(a)
+    assert np.array_equal(quat.dots(a, b), np.add.reduce(a * b, axis=-1))
+    across = a.reshape(-1, 1, width), b.reshape(1, -1, width)  # every a with every b, broadcast
+    assert np.array_equal(quat.dots(*across), np.add.reduce(across[0] * across[1], axis=-1))
+    assert np.array_equal(quat.norm(a), np.linalg.norm(a, axis=-1))
+    assert np.array_equal(quat.norm(a, keepdims=True), np.linalg.norm(a, axis=-1, keepdims=True))
