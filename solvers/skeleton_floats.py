@@ -5,6 +5,7 @@ Skeleton.forward use these. The joint model is solvers.skeleton's."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -92,72 +93,114 @@ def to_locals(
     swing from its input local rotation under its solved parent onto that direction (pass the
     bones whose twist moves nothing a goal sees: every moved child head on the link, no
     orientation goal)."""
+    return measured_locals(skeleton, local, frames, bones, swing_only, ())[0]
+
+
+def measured_locals(
+    skeleton,
+    local: np.ndarray,
+    frames: list[tuple],
+    bones: list[int],
+    swing_only: set[int] | frozenset,
+    goals: Iterable[tuple[int, tuple]],
+) -> tuple[np.ndarray, list[float]]:
+    """(`to_locals`, each goal's distance from its bone's end point on those very locals): `goals`
+    are (bone, target point) pairs. The distances are forward kinematics of the locals returned,
+    `forward` and `end_point`'s terms in their order (the same bits as measuring the result
+    afterwards), done in the same loop, bone by bone, as each local is found."""
     joints, base = _joints(skeleton)
     n = len(joints)
     inputs = rows(local)
     out = list(inputs)
     links = cached_rows(skeleton, "links")
     solved = [None] * n
+    fk = [None] * n  # forward kinematics of `out` (forward's frames and heads)
+    fh = [None] * n
     wanted = set(bones)
     # floats.multiply / rotate / swing / normalize4 written out, term by term in their order (the
     # same bits: tests/solvers/test_tree_fabrik_floats.py), for their calls cost more than their
     # arithmetic; a swing past a quarter turn (rare) is floats.swing itself.
     for i in range(n):
-        p, _, (bw, bx, by, bz) = joints[i]  # rest = parent x reference
+        p, offset, (bw, bx, by, bz) = joints[i]  # rest = parent x reference
         pw, px, py, pz = base if p == -1 else solved[p]
         rw = pw * bw - px * bx - py * by - pz * bz
         rx = pw * bx + px * bw + py * bz - pz * by
         ry = pw * by - px * bz + py * bw + pz * bx
         rz = pw * bz + px * by - py * bx + pz * bw
         if i not in wanted or i in swing_only:  # rest x input
-            bw, bx, by, bz = inputs[i]
-            iw = rw * bw - rx * bx - ry * by - rz * bz
-            ix = rw * bx + rx * bw + ry * bz - rz * by
-            iy = rw * by - rx * bz + ry * bw + rz * bx
-            iz = rw * bz + rx * by - ry * bx + rz * bw
-            if i not in wanted:
-                solved[i] = (iw, ix, iy, iz)
-                continue
-        fw, fx, fy, fz = frames[i]
-        if i in swing_only:  # the minimal swing from inherited's link onto the frame's
-            vx, vy, vz = links[i]
-            tx, ty, tz = 2.0 * (iy * vz - iz * vy), 2.0 * (iz * vx - ix * vz), 2.0 * (ix * vy - iy * vx)
-            ux, uy, uz = (
-                vx + iw * tx + (iy * tz - iz * ty),
-                vy + iw * ty + (iz * tx - ix * tz),
-                vz + iw * tz + (ix * ty - iy * tx),
+            lw, lx, ly, lz = inputs[i]
+            iw = rw * lw - rx * lx - ry * ly - rz * lz
+            ix = rw * lx + rx * lw + ry * lz - rz * ly
+            iy = rw * ly - rx * lz + ry * lw + rz * lx
+            iz = rw * lz + rx * ly - ry * lx + rz * lw
+        if i not in wanted:
+            solved[i] = (iw, ix, iy, iz)
+        else:
+            fw, fx, fy, fz = frames[i]
+            if i in swing_only:  # the minimal swing from inherited's link onto the frame's
+                vx, vy, vz = links[i]
+                tx, ty, tz = 2.0 * (iy * vz - iz * vy), 2.0 * (iz * vx - ix * vz), 2.0 * (ix * vy - iy * vx)
+                ux, uy, uz = (
+                    vx + iw * tx + (iy * tz - iz * ty),
+                    vy + iw * ty + (iz * tx - ix * tz),
+                    vz + iw * tz + (ix * ty - iy * tx),
+                )
+                tx, ty, tz = 2.0 * (fy * vz - fz * vy), 2.0 * (fz * vx - fx * vz), 2.0 * (fx * vy - fy * vx)
+                vx, vy, vz = (
+                    vx + fw * tx + (fy * tz - fz * ty),
+                    vy + fw * ty + (fz * tx - fx * tz),
+                    vz + fw * tz + (fx * ty - fy * tx),
+                )
+                dot = ux * vx + uy * vy + uz * vz
+                if dot >= 0.0:
+                    tw, tx, ty, tz = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+                    m = math.sqrt(tw * tw + tx * tx + ty * ty + tz * tz)
+                    tw, tx, ty, tz = (tw / m, tx / m, ty / m, tz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+                else:  # (its tie-breaker axis is read only here)
+                    inherited, have = (iw, ix, iy, iz), (ux, uy, uz)
+                    tw, tx, ty, tz = swing(have, (vx, vy, vz), side(inherited, have))
+                fw, fx, fy, fz = (  # turn x inherited, normalized
+                    tw * iw - tx * ix - ty * iy - tz * iz,
+                    tw * ix + tx * iw + ty * iz - tz * iy,
+                    tw * iy - tx * iz + ty * iw + tz * ix,
+                    tw * iz + tx * iy - ty * ix + tz * iw,
+                )
+                m = math.sqrt(fw * fw + fx * fx + fy * fy + fz * fz)
+                fw, fx, fy, fz = (fw / m, fx / m, fy / m, fz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+            solved[i] = (fw, fx, fy, fz)
+            cx, cy, cz = -rx, -ry, -rz  # normalize4(conjugate(rest) x frame)
+            lw = rw * fw - cx * fx - cy * fy - cz * fz
+            lx = rw * fx + cx * fw + cy * fz - cz * fy
+            ly = rw * fy - cx * fz + cy * fw + cz * fx
+            lz = rw * fz + cx * fy - cy * fx + cz * fw
+            m = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
+            lw, lx, ly, lz = (lw / m, lx / m, ly / m, lz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
+            out[i] = (lw, lx, ly, lz)
+        # forward kinematics of out[i] (`forward`'s terms; a root's rest is the one above)
+        if p == -1:
+            fh[i] = offset
+        else:
+            pw, px, py, pz = fk[p]
+            vx, vy, vz = offset
+            tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
+            hx, hy, hz = fh[p]
+            fh[i] = (
+                hx + (vx + pw * tx + (py * tz - pz * ty)),
+                hy + (vy + pw * ty + (pz * tx - px * tz)),
+                hz + (vz + pw * tz + (px * ty - py * tx)),
             )
-            tx, ty, tz = 2.0 * (fy * vz - fz * vy), 2.0 * (fz * vx - fx * vz), 2.0 * (fx * vy - fy * vx)
-            vx, vy, vz = (
-                vx + fw * tx + (fy * tz - fz * ty),
-                vy + fw * ty + (fz * tx - fx * tz),
-                vz + fw * tz + (fx * ty - fy * tx),
-            )
-            dot = ux * vx + uy * vy + uz * vz
-            if dot >= 0.0:
-                tw, tx, ty, tz = 1.0 + dot, uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
-                m = math.sqrt(tw * tw + tx * tx + ty * ty + tz * tz)
-                tw, tx, ty, tz = (tw / m, tx / m, ty / m, tz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
-            else:  # (its tie-breaker axis is read only here)
-                inherited, have = (iw, ix, iy, iz), (ux, uy, uz)
-                tw, tx, ty, tz = swing(have, (vx, vy, vz), side(inherited, have))
-            fw, fx, fy, fz = (  # turn x inherited, normalized
-                tw * iw - tx * ix - ty * iy - tz * iz,
-                tw * ix + tx * iw + ty * iz - tz * iy,
-                tw * iy - tx * iz + ty * iw + tz * ix,
-                tw * iz + tx * iy - ty * ix + tz * iw,
-            )
-            m = math.sqrt(fw * fw + fx * fx + fy * fy + fz * fz)
-            fw, fx, fy, fz = (fw / m, fx / m, fy / m, fz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
-        solved[i] = (fw, fx, fy, fz)
-        cx, cy, cz = -rx, -ry, -rz  # normalize4(conjugate(rest) x frame)
-        lw = rw * fw - cx * fx - cy * fy - cz * fz
-        lx = rw * fx + cx * fw + cy * fz - cz * fy
-        ly = rw * fy - cx * fz + cy * fw + cz * fx
-        lz = rw * fz + cx * fy - cy * fx + cz * fw
-        m = math.sqrt(lw * lw + lx * lx + ly * ly + lz * lz)
-        out[i] = (lw / m, lx / m, ly / m, lz / m) if m > 0.0 else (0.0, 0.0, 0.0, 0.0)
-    return np.array(out, dtype=float).reshape(np.shape(local))
+            rw = pw * bw - px * bx - py * by - pz * bz
+            rx = pw * bx + px * bw + py * bz - pz * by
+            ry = pw * by - px * bz + py * bw + pz * bx
+            rz = pw * bz + px * by - py * bx + pz * bw
+        fk[i] = (
+            rw * lw - rx * lx - ry * ly - rz * lz,
+            rw * lx + rx * lw + ry * lz - rz * ly,
+            rw * ly - rx * lz + ry * lw + rz * lx,
+            rw * lz + rx * ly - ry * lx + rz * lw,
+        )
+    errors = [math.dist(end_point(skeleton, fk, fh, b), target) for b, target in goals]
+    return np.array(out, dtype=float).reshape(np.shape(local)), errors
 
 
 def _joints(skeleton) -> tuple[list[tuple], tuple]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import limits as joint_limits
 from ..skeleton import finish
-from ..skeleton_floats import end_point, forward, rows, to_locals
+from ..skeleton_floats import end_point, forward, measured_locals, rows, to_locals
 from .tree_plan import Plan
 from .tree_poles import apply_poles
 
@@ -53,7 +53,8 @@ def run(
     """Iterate `step(local, frames, heads)` (lists of tuples, in place) from `local` clamped into
     the limits until every effector is within `tolerance`, the cap, or it settles (or, unless
     `stop_on_stall` is off, stalls); then the local rotations (`free_twist` bones as minimal swings,
-    see skeleton_floats.to_locals), poles, and the result measured by skeleton.finish.
+    see skeleton_floats.to_locals), poles, and the result measured (skeleton.finish's measure:
+    skeleton_floats.measured_locals without poles).
 
     `stop_on_stall` off: a step moving the ends little does not end the solve, only a settled
     cost does (CCD's mixed sweeps, common.tree_mixing: a sweep crawling near a goal moves the ends
@@ -81,6 +82,12 @@ def run(
         costs, last = level_costs(plan, errors), costs
         if moved <= stall or settled(plan, errors, costs, last, tolerance):
             break
-    solved = to_locals(skeleton, start, frames, plan.moved, set() if limits is not None else free_twist)
-    solved = apply_poles(skeleton, solved, effectors, plan)
-    return finish(skeleton, solved, effectors, tolerance, iterations, method)
+    swing_only = set() if limits is not None else free_twist
+    if plan.segments:  # poles turn the result: measured after them
+        solved = apply_poles(skeleton, to_locals(skeleton, start, frames, plan.moved, swing_only), effectors, plan)
+        return finish(skeleton, solved, effectors, tolerance, iterations, method)
+    # measured as the locals are found (skeleton.finish's measure, the same bits)
+    solved, errors = measured_locals(
+        skeleton, start, frames, plan.moved, swing_only, zip(bones, plan.targets, strict=True)
+    )
+    return finish(skeleton, solved, effectors, tolerance, iterations, method, error=np.array(errors))

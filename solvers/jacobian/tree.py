@@ -75,16 +75,22 @@ def solve(
     local = np.asarray(local, dtype=float)
     whole = held.m == len(local)  # every bone moved (tree.moved ascending: all of them, in order)
     error = None
-    if _written_out(held, effectors, variant, gain, by_mass):
+    if _plain(held, effectors, variant, gain, by_mass):
         # The common case straight from the effectors (no Tree: on a small tree its construction
         # cost a twentieth of the solve): what tree_plain.iterate runs for it, the same floats.
         segments: list = []
         start = local if whole else local[held.moved]
-        targets = [c for e in effectors for c in e.position.tolist()]
         max_step = float(options["max_step"])
-        current, iterations, squares = tree_unrolled.run(
-            held, start, targets, tolerance, max_iterations, lam2, max_step
-        )
+        if held.written_out:
+            targets = [c for e in effectors for c in e.position.tolist()]
+            current, iterations, squares = tree_unrolled.run(
+                held, start, targets, tolerance, max_iterations, lam2, max_step
+            )
+        else:
+            targets = np.array([e.position for e in effectors])  # (Tree.targets)
+            current, iterations, squares = tree_plain.run(
+                held, start, targets, tolerance, max_iterations, lam2, max_step
+            )
         error = np.array([math.sqrt(square) for square in squares])  # (np.sqrt costs more on a few)
     else:
         tree = Tree(skeleton, effectors, frozen, held)
@@ -115,12 +121,11 @@ def solve(
     return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)
 
 
-def _written_out(held, effectors: list[Effector], variant: str, gain: float, by_mass: bool) -> bool:
-    """Whether the solve is tree_plain's case on a written-out layout (tree_plain.applies: the
-    layout's terms kept on the structure, `written_out`; here the options, equal weights (every row
-    as it is) and no pole)."""
+def _plain(held, effectors: list[Effector], variant: str, gain: float, by_mass: bool) -> bool:
+    """Whether the solve is tree_plain's case (tree_plain.applies: the layout's terms kept on the
+    structure, `plain`; here the options, equal weights (every row as it is) and no pole)."""
     return (
-        held.written_out
+        held.plain
         and variant == "dls"
         and gain == 0.0
         and not by_mass

@@ -155,9 +155,18 @@ def iterate(tree, start: np.ndarray, tolerance: float, max_iterations: int, lam2
     runs written out (jacobian.tree_unrolled: the same iteration)."""
     if tree.unrolled is not None:
         return tree_unrolled.iterate(tree, start, tolerance, max_iterations, lam2, max_step)
+    return run(tree, start, tree.targets, tolerance, max_iterations, lam2, max_step)
+
+
+def run(
+    tree, start: np.ndarray, targets: np.ndarray, tolerance: float, max_iterations: int, lam2: float,
+    max_step: float,
+):  # fmt: skip
+    """`iterate` (not written out) on a structure (jacobian.tree_structure.Structure) and the targets
+    (E, 3): what jacobian.tree runs straight from the effectors on a tree too large to write out."""
     m, count = tree.m, len(tree.bones)
     n, rows = m + count, 3 * count
-    targets, bound = tree.targets, tolerance * tolerance
+    bound = tolerance * tolerance
     arms, cross, cross_heads, cross_mask = tree.arms, tree.cross, tree.cross_heads, tree.cross_mask
     dot, matmul = np.dot, np.matmul
     lam2_base, lam2_floor = lam2, LM_FLOOR * lam2

@@ -92,18 +92,18 @@ class Structure:
         self.level_of = [int(np.searchsorted(np.unique(self.priority), p)) for p in priority]
         self.effector_bones, self.branches = list(bones), branches
         tree_plain.prepare(self)
-        # Whether a solve of this layout may take the written-out kernel straight from its effectors
-        # (jacobian.tree, without a Tree): it has one (jacobian.tree_unrolled), and every goal is a
-        # position on one level, every axis free, no stiffness or limit (tree_plain.applies' terms of
-        # the layout; the solve checks its options, weights and poles).
-        self.written_out = (
-            self.unrolled is not None
-            and self.every_col
+        # Whether a solve of this layout may take the plain kernel straight from its effectors
+        # (jacobian.tree, without a Tree): every goal is a position on one level, every axis free, no
+        # stiffness or limit (tree_plain.applies' terms of the layout; the solve checks its options,
+        # weights and poles); `written_out`: that kernel is written out (jacobian.tree_unrolled).
+        self.plain = (
+            self.every_col
             and self.unit_cols
             and not len(self.turned)
             and len(self.effector_levels) == 1
             and (self.limits is None or not len(self.limited))
         )
+        self.written_out = self.plain and self.unrolled is not None
         self.measure(skeleton)
 
     def measure(self, skeleton: Skeleton) -> None:

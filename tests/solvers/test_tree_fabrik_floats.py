@@ -16,7 +16,8 @@ from solvers import quat
 from solvers.fabrik import tree as fabrik_tree
 from solvers.fabrik import tree_turns
 from solvers.maths import floats
-from solvers.skeleton_floats import forward, rows, to_locals
+from solvers.skeleton import finish
+from solvers.skeleton_floats import forward, measured_locals, rows, to_locals
 
 
 def _solve(skeleton, local, effectors, written_out: bool, monkeypatch):
@@ -135,6 +136,26 @@ def test_forward_and_to_locals_written_out_are_the_helpers_to_the_bit(tree, spre
     swing_only = {i for i in bones if rng.random() < 0.6}
     expected = _to_locals_by_helpers(skeleton, local, frames, set(bones), swing_only)
     np.testing.assert_array_equal(to_locals(skeleton, local, frames, bones, swing_only), expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), st.floats(0.0, 3.1))
+def test_measured_locals_errors_are_the_results_own_measure_to_the_bit(tree, spread):
+    """skeleton_floats.measured_locals: its locals are to_locals', and its distances skeleton.finish's
+    measure of them (forward kinematics of the result, then end_point) to the bit."""
+    skeleton, local, _, rng = tree
+    n = skeleton.n_bones
+    turned = quat.multiply(local, quat.from_rotation_vector(rng.uniform(-spread, spread, (n, 3))))
+    frames, _ = forward(skeleton, rows(turned))
+    bones = sorted(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False).tolist())
+    swing_only = {i for i in bones if rng.random() < 0.6}
+    ends = rng.choice(n, size=int(rng.integers(1, n + 1))).tolist()
+    goals = [(b, tuple(rng.uniform(-2.0, 2.0, 3).tolist())) for b in ends]
+    solved, errors = measured_locals(skeleton, local, frames, bones, swing_only, goals)
+    np.testing.assert_array_equal(solved, to_locals(skeleton, local, frames, bones, swing_only))
+    effectors = [solvers.Effector(b, position=np.array(t)) for b, t in goals]
+    expected = finish(skeleton, solved, effectors, 1e-5, 0, "any").error
+    np.testing.assert_array_equal(np.array(errors), expected)
 
 
 vectors = st.tuples(*[st.floats(-2.0, 2.0, allow_nan=False)] * 3)

@@ -14,6 +14,7 @@ from solvers.jacobian import tree_structure, tree_unrolled
 
 SKELETON, LOCAL, NAMES = tree_shapes.humanoid()
 TWO_HANDS, HANDS_AND_HEAD = ["forearm.L", "forearm.R"], ["forearm.L", "forearm.R", "head"]
+FIVE = [*HANDS_AND_HEAD, "shin.L", "shin.R"]  # 15 rows: not written out (numpy's kernel)
 
 
 def _solved(skeleton, local, effectors, unrolled: bool):
@@ -70,7 +71,7 @@ def test_small_layouts_are_written_out_and_large_ones_are_not():
 
     assert tree(TWO_HANDS).unrolled is not None
     assert tree(HANDS_AND_HEAD).unrolled is not None
-    assert tree([*HANDS_AND_HEAD, "shin.L", "shin.R"]).unrolled is None  # 15 rows: numpy's kernel
+    assert tree(FIVE).unrolled is None
 
 
 @pytest.mark.parametrize(("names", "share"), [(TWO_HANDS, 0.06), (HANDS_AND_HEAD, 0.12)])
@@ -92,37 +93,41 @@ def test_the_loops_variables_are_read_without_a_prefix(names, share):
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.sampled_from([TWO_HANDS, HANDS_AND_HEAD]), st.integers(0, 2**16), st.sampled_from([0.0, 0.5]))
+@given(st.sampled_from([TWO_HANDS, HANDS_AND_HEAD, FIVE]), st.integers(0, 2**16), st.sampled_from([0.0, 0.5]))
 def test_the_solve_straight_from_the_effectors_gives_the_trees_floats(names, seed, far):
-    """jacobian.tree runs the written-out case without a Tree (tree_structure.kept,
-    Structure.written_out): the same kernel on the same floats as through a Tree and
-    tree_plain.iterate, so the same pose, errors and iterations to the bit."""
+    """jacobian.tree runs the plain case without a Tree (tree_structure.kept, Structure.plain; the
+    written-out kernel, or tree_plain.run on a layout too large to write out): the same kernel on
+    the same floats as through a Tree and tree_plain.iterate, so the same pose, errors and
+    iterations to the bit."""
     bones = [NAMES[n] for n in names]
     targets, _ = tree_shapes.fk_targets(SKELETON, LOCAL, bones, np.random.default_rng(seed))
     effectors = [solvers.Effector(b, t * (1.0 + far)) for b, t in zip(bones, targets, strict=True)]
     direct = solvers.solve_skeleton(SKELETON, LOCAL, effectors, method="jacobian")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tree_jacobian, "_written_out", lambda *args: False)
+        patch.setattr(tree_jacobian, "_plain", lambda *args: False)
         through_tree = solvers.solve_skeleton(SKELETON, LOCAL, effectors, method="jacobian")
     assert direct.iterations == through_tree.iterations
     np.testing.assert_array_equal(direct.local, through_tree.local)
     np.testing.assert_array_equal(direct.error, through_tree.error)
 
 
-def test_only_the_plain_case_goes_straight_to_the_written_out_kernel():
-    """Equal weights, no pole, DLS without pull or mass weighting on a written-out layout; the
-    others take the Tree (their row scales, pole spins and options)."""
+def test_only_the_plain_case_goes_straight_to_the_plain_kernel():
+    """Equal weights, no pole, DLS without pull or mass weighting on a plain layout (written out
+    or not); the others take the Tree (their row scales, pole spins and options)."""
     bones = [NAMES[n] for n in TWO_HANDS]
     plain = [solvers.Effector(b, np.zeros(3)) for b in bones]
     held = tree_structure.kept(SKELETON, plain)
     assert held.written_out
-    assert tree_jacobian._written_out(held, plain, "dls", 0.0, False)
-    assert not tree_jacobian._written_out(held, plain, "pseudoinverse", 0.0, False)
-    assert not tree_jacobian._written_out(held, plain, "dls", 0.5, False)
-    assert not tree_jacobian._written_out(held, plain, "dls", 0.0, True)
+    assert tree_jacobian._plain(held, plain, "dls", 0.0, False)
+    assert not tree_jacobian._plain(held, plain, "pseudoinverse", 0.0, False)
+    assert not tree_jacobian._plain(held, plain, "dls", 0.5, False)
+    assert not tree_jacobian._plain(held, plain, "dls", 0.0, True)
     weighted = [solvers.Effector(bones[0], np.zeros(3), weight=2.0), plain[1]]
-    assert not tree_jacobian._written_out(held, weighted, "dls", 0.0, False)
+    assert not tree_jacobian._plain(held, weighted, "dls", 0.0, False)
     poled = [solvers.Effector(bones[0], np.zeros(3), pole=np.ones(3)), plain[1]]
-    assert not tree_jacobian._written_out(held, poled, "dls", 0.0, False)
+    assert not tree_jacobian._plain(held, poled, "dls", 0.0, False)
     turned = [solvers.Effector(bones[0], np.zeros(3), orientation=(1.0, 0.0, 0.0, 0.0)), plain[1]]
+    assert not tree_structure.kept(SKELETON, turned).plain
     assert not tree_structure.kept(SKELETON, turned).written_out
+    large = tree_structure.kept(SKELETON, [solvers.Effector(NAMES[n], np.zeros(3)) for n in FIVE])
+    assert large.plain and not large.written_out
