@@ -10,8 +10,6 @@ attributes (handles, interpolation, easing...).
 
 from __future__ import annotations
 
-import math
-
 import bpy
 import numpy as np
 
@@ -430,33 +428,3 @@ def _set_handles(kp, old: int, total: int, handles: tuple[np.ndarray, np.ndarray
         kinds[old:] = aligned
         kp.foreach_set(name + "_type", kinds)
         kp.foreach_set(name, data)
-
-
-def reduce_keys(frames: np.ndarray, values: np.ndarray, tolerance: float) -> np.ndarray:
-    """Indices of the keys to keep so that linear interpolation between kept keys
-    reproduces every dropped value within `tolerance` (greedy, first and last kept).
-
-    O(n): from the last kept key (the anchor) every later key i allows the segment's slope
-    the interval [(v_i - v_a - tol) / (t_i - t_a), (v_i - v_a + tol) / (t_i - t_a)]; their
-    intersection is kept as the segment grows, and a key whose own slope leaves it ends the
-    segment at the key before (which is kept and becomes the anchor)."""
-    n = len(frames)
-    if n <= 2 or tolerance <= 0.0:
-        return np.arange(n)
-    t, v = np.asarray(frames, dtype=float).tolist(), np.asarray(values, dtype=float).tolist()
-    keep = [0]
-    anchor, lo, hi = 0, -math.inf, math.inf
-    j = 1
-    while j < n:
-        dt = t[j] - t[anchor]
-        slope = (v[j] - v[anchor]) / dt
-        if j > anchor + 1 and not lo <= slope <= hi:
-            anchor = j - 1  # the segment anchor -> j would miss a key in between
-            keep.append(anchor)
-            lo, hi = -math.inf, math.inf
-            continue  # key j again, from the new anchor
-        lo = max(lo, (v[j] - v[anchor] - tolerance) / dt)
-        hi = min(hi, (v[j] - v[anchor] + tolerance) / dt)
-        j += 1
-    keep.append(n - 1)
-    return np.array(keep)

@@ -7,7 +7,7 @@ arms of the chain's path, rig.key_paths: joints far from the end get tighter one
 value tolerance per rotation channel for the bone's rotation mode
 (solvers.keyfit.channel_tolerances), and for IK stretch a value tolerance on the Y scale.
 Bezier channels are fitted (keys and handles, solvers.keyfit.fit_bezier); linear ones drop
-keys (keys.reduce_keys); constant ones drop repeated holds.
+keys (keyfit.reduce_keys); constant ones drop repeated holds.
 
 In 'TIP' a chain's end is moved by every keyed bone on its path: its own rotations and Y
 scales, and those of a baked chain it hangs below. The budgets bound the sum of all of them,
@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers import keyfit, quat
-from . import keys
 from .key_paths import PathFK, chain_paths
 
 REDUCE_MODES = ("TIP", "ANGLE")
@@ -101,7 +100,7 @@ def reduce_channel(frames: np.ndarray, column: np.ndarray, tolerance: float, int
         fit = keyfit.fit_bezier(t, v, tolerance)
         return t[fit.index], v[fit.index], fit.handles(t, v), keyfit.evaluate(t, v, fit, frames)
     if interpolation == "LINEAR":
-        keep = keys.reduce_keys(t, v, tolerance)
+        keep = keyfit.reduce_keys(t, v, tolerance)
         return t[keep], v[keep], None, np.interp(frames, t[keep], v[keep])
     keep = hold_keys(v, tolerance)
     held = v[keep][np.clip(np.searchsorted(t[keep], frames, side="right") - 1, 0, len(keep) - 1)]

@@ -270,3 +270,33 @@ def channel_quaternions(rotation_mode: str, table: np.ndarray) -> np.ndarray:
         i = "XYZ".index(axis)
         q = quat.multiply(quat.from_axis_angle(np.eye(3)[i], table[:, i]), q)
     return q
+
+
+def reduce_keys(frames: np.ndarray, values: np.ndarray, tolerance: float) -> np.ndarray:
+    """Indices of the keys to keep so that linear interpolation between kept keys
+    reproduces every dropped value within `tolerance` (greedy, first and last kept).
+
+    O(n): from the last kept key (the anchor) every later key i allows the segment's slope
+    the interval [(v_i - v_a - tol) / (t_i - t_a), (v_i - v_a + tol) / (t_i - t_a)]; their
+    intersection is kept as the segment grows, and a key whose own slope leaves it ends the
+    segment at the key before (which is kept and becomes the anchor)."""
+    n = len(frames)
+    if n <= 2 or tolerance <= 0.0:
+        return np.arange(n)
+    t, v = np.asarray(frames, dtype=float).tolist(), np.asarray(values, dtype=float).tolist()
+    keep = [0]
+    anchor, lo, hi = 0, -math.inf, math.inf
+    j = 1
+    while j < n:
+        dt = t[j] - t[anchor]
+        slope = (v[j] - v[anchor]) / dt
+        if j > anchor + 1 and not lo <= slope <= hi:
+            anchor = j - 1  # the segment anchor -> j would miss a key in between
+            keep.append(anchor)
+            lo, hi = -math.inf, math.inf
+            continue  # key j again, from the new anchor
+        lo = max(lo, (v[j] - v[anchor] - tolerance) / dt)
+        hi = min(hi, (v[j] - v[anchor] + tolerance) / dt)
+        j += 1
+    keep.append(n - 1)
+    return np.array(keep)

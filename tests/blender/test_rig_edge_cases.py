@@ -130,7 +130,7 @@ def _reduce_naive(frames, values, tol):
 
 
 def test_key_reduction_equals_the_segment_by_segment_greedy(ext):
-    from chain_ik.rig import keys
+    from chain_ik.solvers import keyfit
 
     rng = np.random.default_rng(3)
     for trial in range(200):
@@ -138,9 +138,9 @@ def test_key_reduction_equals_the_segment_by_segment_greedy(ext):
         frames = np.cumsum(rng.uniform(0.5, 2.0, n))
         values = np.cumsum(rng.normal(0.0, 0.01, n)) if trial % 2 else np.sin(frames / 7.0) + rng.normal(0, 1e-4, n)
         tol = float(rng.choice([1e-4, 1e-3, 1e-2]))
-        np.testing.assert_array_equal(keys.reduce_keys(frames, values, tol), _reduce_naive(frames, values, tol))
+        np.testing.assert_array_equal(keyfit.reduce_keys(frames, values, tol), _reduce_naive(frames, values, tol))
     # A long hold reduces to its two ends (the quadratic version took seconds per channel here).
-    assert keys.reduce_keys(np.arange(100_000.0), np.zeros(100_000), 1e-3).tolist() == [0, 99_999]
+    assert keyfit.reduce_keys(np.arange(100_000.0), np.zeros(100_000), 1e-3).tolist() == [0, 99_999]
 
 
 @pytest.mark.parametrize("op", ["solve", "bake"])
