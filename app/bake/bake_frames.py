@@ -35,9 +35,14 @@ class FrameUnits:
     evaluated frame for the units solved frame by frame, the carried ones through their own
     calls (bake_solve), then `result()`."""
 
-    def __init__(self, obj, specs: list[ChainSpec], frames: int) -> None:
+    def __init__(
+        self, obj, specs: list[ChainSpec], frames: int, units: list | None = None, chains: list | None = None
+    ) -> None:
+        """`units` (groups.units(obj, specs)) and `chains` (each spec's bones, root first): when
+        the caller has them already (app.bake.bake_solve.ChainsRead)."""
         self.obj, self.specs, self.count = obj, specs, frames
-        self.units = [UnitFrames(obj, specs, u.members, frames) for u in groups.units(obj, specs)]
+        units = groups.units(obj, specs) if units is None else units
+        self.units = [UnitFrames(obj, specs, u.members, frames, chains) for u in units]
         self.per_frame: list[UnitFrames] = []  # the units solved at every evaluated frame (bake_solve)
         self.state_q: dict = {}  # bone -> local rotation (Quaternion) solved at the previous frame
         self.state_v: dict[str, tuple[float, ...]] = {}  # bone -> its channel values (locks' reference)

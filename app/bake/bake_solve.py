@@ -38,31 +38,45 @@ SAMPLED_GROUP = "baked as a tree from the first frame's pose, targets read from 
 CHUNK = 64
 
 
-def frame_reasons(obj, specs: list[ChainSpec]) -> list[str]:
+class ChainsRead:
+    """What the bake's solve reads of its chains before any frame is set, read once and shared by
+    `frame_reasons`, `riding` and `FrameUnits`: the units (app.spec.groups.units), each chain's
+    bones (root first) and the armature's animated paths (rig.keys.animated_paths)."""
+
+    def __init__(self, obj, specs: list[ChainSpec]) -> None:
+        self.animated = keys.animated_paths(obj)
+        self.chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+        self.units = groups.units(obj, specs)
+
+
+def frame_reasons(obj, specs: list[ChainSpec], known: ChainsRead | None = None) -> list[str]:
     """Per chain, why the core's chain sequence kernel cannot carry it through every frame in one
     call ('' when it can): in a group, pinned, aiming or with Move Root (the core solves those
     frame after frame: `bake_paths.frame_after_frame`), or
-    its unit cannot be carried (`bake_paths.carry_reason`), or it rides on another unit's bones."""
-    animated = keys.animated_paths(obj)
-    chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+    its unit cannot be carried (`bake_paths.carry_reason`), or it rides on another unit's bones.
+    `known`: what the caller read of `specs` already (`ChainsRead`)."""
+    known = known or ChainsRead(obj, specs)
+    animated, chains = known.animated, known.chains
     reasons = [""] * len(specs)
-    for unit in groups.units(obj, specs):
+    for unit in known.units:
         members = [specs[i] for i in unit.members]
         why = frame_after_frame(members) or carry_reason(obj, members, chains[unit.members[0]], animated)
         for i in unit.members:
             reasons[i] = why
     # Chains carried apart must be independent: no chain riding on another's bones (through a
     # parent, an own-bone target or Use Tail off); else both go frame by frame.
-    for i, j, bone in riding(obj, specs, chains):
+    for i, j, bone in riding(obj, specs, chains, known.units):
         why = f"chain '{specs[i].label}' moves with chain '{specs[j].label}' (bone '{bone}')"
         reasons[i], reasons[j] = reasons[i] or why, reasons[j] or why
     return reasons
 
 
-def riding(obj, specs: list[ChainSpec], chains) -> list[tuple[int, int, str]]:
+def riding(obj, specs: list[ChainSpec], chains, units: list | None = None) -> list[tuple[int, int, str]]:
     """(i, j, bone): chain i moves with the bone of chain j of another unit (through its top
-    bone's parents, a target bone of its own armature, or its Use Tail off tip)."""
-    unit_of = {i: k for k, unit in enumerate(groups.units(obj, specs)) for i in unit.members}
+    bone's parents, a target bone of its own armature, or its Use Tail off tip). `units`:
+    groups.units(obj, specs) when known."""
+    units = groups.units(obj, specs) if units is None else units
+    unit_of = {i: k for k, unit in enumerate(units) for i in unit.members}
     owner: dict[str, int] = {}
     for i, names in enumerate(chains):
         for name in names:
@@ -90,18 +104,18 @@ def solve_frames(
     bake, between chunks of CHUNK frames of a carried unit too)."""
     scene = context.scene
     n = len(frames)
-    why = frame_reasons(obj, specs)
-    state = FrameUnits(obj, specs, n)
+    known = ChainsRead(obj, specs)  # read once, before any frame is set
+    why = frame_reasons(obj, specs, known)
+    state = FrameUnits(obj, specs, n, known.units, known.chains)
     reason = {id(unit): why[unit.members[0]] for unit in state.units}
     # The chains the sequence kernel carries (evaluating each frame if it must); the other units
     # too when every one can be carried and nothing but the goals' own curves moves (no frame
     # evaluated at all). A chain alone that the sequence kernel cannot carry goes frame by frame.
     carried = [u for u in state.units if not reason[id(u)]]
     others = [u for u in state.units if reason[id(u)]]
-    animated = keys.animated_paths(obj)
-    chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+    animated = known.animated
     direct = all(frame_after_frame(u.specs) and not u.carry_reason(obj, animated) for u in others)
-    direct = direct and not riding(obj, specs, chains)
+    direct = direct and not riding(obj, specs, known.chains, known.units)
     direct = direct and not sampling.armature_static_reason(obj, [r for u in state.units for r in u.roots])
     direct = direct and not sampling.direct_targets_reason(scene, obj, [s for s in specs if not s.pin])
     if direct:

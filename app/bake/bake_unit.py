@@ -42,13 +42,16 @@ from .bake_paths import carry_reason, check_rigid_at, stretch_weights
 class UnitFrames(Carried):
     """One unit's frames, written into the bake's shared state (`state`: app.bake.bake_frames.FrameUnits)."""
 
-    def __init__(self, obj, specs: list[ChainSpec], members: tuple[int, ...], frames: int) -> None:
-        """The unit of `specs[i]` for i in `members` (app.spec.groups.Unit.members)."""
+    def __init__(
+        self, obj, specs: list[ChainSpec], members: tuple[int, ...], frames: int, chains: list | None = None
+    ) -> None:
+        """The unit of `specs[i]` for i in `members` (app.spec.groups.Unit.members); `chains`: every
+        spec's bones (root first) when known."""
         self.members = members
         self.obj, self.count = obj, frames
         self.specs = specs = [specs[i] for i in members]
         self.lead = specs[0]
-        self.rig = group_rig(obj, specs)
+        self.rig = group_rig(obj, specs, chains=None if chains is None else tuple(chains[i] for i in members))
         self.layout = self.rig.layout
         self.label = group_label(specs)
         # A pinned tip's held point per frame (world), for the playback measure.

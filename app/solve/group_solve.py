@@ -65,9 +65,10 @@ class GroupRig:
         return skeleton, own, [e if e.aim_axis else next(solved) for e in effectors]
 
 
-def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
+def group_rig(obj, specs: list[ChainSpec], hinges: bool = False, chains: tuple | None = None) -> GroupRig:
     """The group's tree layout and chains, after the checks only a group needs (targets riding on
-    its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout."""
+    its bones, a bone left stretched). `hinges`: see rig.tree.tree_layout. `chains`: each spec's
+    bones (groups.chain_names) when the caller has them already."""
     layout = unit_layout(obj, [(s.tip, s.chain_length, s.use_tail) for s in specs], hinges)
     check_group(obj, specs, layout.names)
     if specs[0].move_root:  # the lead's setting serves the group: its one top bone moves
@@ -78,7 +79,7 @@ def group_rig(obj, specs: list[ChainSpec], hinges: bool = False) -> GroupRig:
                 f" ({', '.join(tops)}); lengthen them to one shared bone, or turn Move Root off"
             )
         check_movable_root(obj, tops[0], specs[0].label)
-    chains = tuple(chain_names(obj, s) for s in specs)
+    chains = tuple(chain_names(obj, s) for s in specs) if chains is None else tuple(chains)
     # A bone stretches where a chain holding it has Stretch on (as that chain alone would).
     stretching = {n for s, chain in zip(specs, chains, strict=True) if s.use_stretch and not s.aims for n in chain}
     pose = obj.pose.bones

@@ -29,13 +29,6 @@ class Unit:
         return len(self.members) > 1
 
 
-def _depth(pose_bone) -> int:
-    depth = 0
-    while pose_bone.parent is not None:
-        depth, pose_bone = depth + 1, pose_bone.parent
-    return depth
-
-
 def chain_names(obj, spec: ChainSpec) -> tuple[str, ...]:
     return rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
 
@@ -66,8 +59,9 @@ def units(obj, specs: list[ChainSpec]) -> list[Unit]:
     found = [Unit(tuple(group), tuple(dict.fromkeys(n for i in group for n in names[i]))) for group in members.values()]
     above = {}
     for unit in found:  # the bones a unit hangs from (a connected set of bones has one top bone)
-        top = min(unit.bones, key=lambda n: _depth(pose[n]))
-        above[unit] = _ancestors(pose[top])
+        # Each chain is a walk up the parents, root first: the top is one of the members' roots,
+        # the one with the fewest bones above it (its depth).
+        above[unit] = min((_ancestors(pose[names[i][0]]) for i in unit.members), key=len)
     # List order, except that a unit hanging below another's bones comes after it.
     ordered: list[Unit] = []
     remaining = list(found)

@@ -346,7 +346,7 @@ def test_fast_path_keys_equal_the_general_path(scene, monkeypatch, mode):
     for name in ("upper", "fore", "hand"):
         pb = obj.pose.bones[name]
         pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle = (1, 0, 0, 0), (0, 0, 0), (0, 0, 1, 0)
-    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs: ["forced"] * len(specs))
+    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs, *_: ["forced"] * len(specs))
     assert _bake(**args) == {"FINISHED"}
     chain_keys = {key for key in fast if any(f'"{n}"' in key[0] for n in ("upper", "fore", "hand"))}
     general = {key: v for key, v in keyed(obj).items() if key in chain_keys}
@@ -597,7 +597,7 @@ def test_pole_and_limits_on_the_sequence_kernel_equal_frame_by_frame(scene, monk
     obj.animation_data_clear()
     for name, basis in start.items():
         obj.pose.bones[name].matrix_basis = basis
-    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs: ["forced"] * len(specs))
+    monkeypatch.setattr(bake_solve, "frame_reasons", lambda obj, specs, *_: ["forced"] * len(specs))
     assert _bake() == {"FINISHED"}
     per_frame = keyed(obj)
     assert per_frame.keys() == carried.keys()

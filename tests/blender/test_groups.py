@@ -289,6 +289,17 @@ def test_units_keep_list_order_unless_one_hangs_below_another(rigify):
     assert [u.members for u in groups.units(obj, list(obj.chain_ik.chains))] == [(1,), (0,)]
 
 
+def test_a_group_hangs_from_the_top_of_its_highest_member(rigify):
+    """The group's top bone is its highest member's root, not its first member's: the head chain
+    (listed first) hangs below spine.003, a bone of the group's second member, so it goes after."""
+    from chain_ik.app.spec import groups
+
+    obj = _rig([("spine.006", 2), ("hand.L", 2), ("hand.L", 6)], np.random.default_rng(0))
+    found = groups.units(obj, list(obj.chain_ik.chains))
+    assert [u.members for u in found] == [(1, 2), (0,)]
+    assert found[0].bones[-4:] == ("spine.002", "spine.003", "shoulder.L", "upper_arm.L")
+
+
 def test_groups_follow_reparenting(rigify):
     from chain_ik.app.spec import groups
 
