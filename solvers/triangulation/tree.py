@@ -83,10 +83,10 @@ def solve_tree(
     bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton_effectors.merge_shared)
     plan = segments(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
-    weight = dict(zip(bones_of, ranked_weights(effectors), strict=True))
     groups = levels(effectors)
-    local = np.array(local, dtype=float)
+    weight = _Weights(effectors)  # (read only where a sub-base's frame is fitted)
     if skeleton.limits is not None:  # every pass, and the input as a candidate, within the limits
+        local = np.array(local, dtype=float)  # (a copy: the caller's is not clamped; `rows` copies anyway)
         moved = moved_bones(skeleton, bones_of)
         local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
     # Plain floats between the segments' solves (rows of the local rotations, world frames and
@@ -109,17 +109,21 @@ def solve_tree(
         for bones, under in plan:
             effector = by_bone.get(bones[-1])
             if effector is not None:
-                if _stays(skeleton, frames, heads, effector, goal_of[effector.bone], tolerance):
-                    continue
                 turned = effector.orientation is not None and effector.rotation_weight > 0.0
-                if skeleton.limits is None and effector.pole is None and not turned:
-                    # its point alone: the same pass without a Chain (tree_segment)
-                    joints = [heads[b] for b in bones]
-                    joints.append(end_point(skeleton, frames, heads, bones[-1]))
-                    turns, start = segment_pass(joints, [frames[b] for b in bones], goal_of[bones[-1]], plain)
-                    _set_locals(skeleton, current, bones, frames, turns, start)
-                    frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
-                    continue
+                if effector.pole is None and not turned:
+                    # Its end already at its goal (no pole or orientation to turn to): the
+                    # shape-keeping pass would keep it (a bake's frames, started near their answer).
+                    end = end_point(skeleton, frames, heads, bones[-1])
+                    if math.dist(end, goal_of[bones[-1]]) <= tolerance:
+                        continue
+                    if skeleton.limits is None:
+                        # its point alone: the same pass without a Chain (tree_segment)
+                        joints = [heads[b] for b in bones]
+                        joints.append(end)
+                        turns, start = segment_pass(joints, [frames[b] for b in bones], goal_of[bones[-1]], plain)
+                        _set_locals(skeleton, current, bones, frames, turns, start)
+                        frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
+                        continue
                 chain = _chain(skeleton, bones, frames, heads)
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
                 if turned:
@@ -152,14 +156,20 @@ def solve_tree(
     return finish(skeleton, np.array(best), effectors, tolerance, passes, "triangulation", error=np.array(best_miss))
 
 
-def _stays(skeleton: Skeleton, frames: list, heads: list, effector: Effector, goal: tuple, tolerance: float) -> bool:
-    """A segment ending on `effector` (its position as floats: `goal`) whose end already meets it,
-    with no pole or orientation to turn toward: its pass would keep it (the shape-keeping pass
-    keeps a segment at its goal), so it is not run (a bake's frames, started near their answer:
-    the module's docstring)."""
-    if effector.pole is not None or (effector.orientation is not None and effector.rotation_weight > 0.0):
-        return False
-    return math.dist(end_point(skeleton, frames, heads, effector.bone), goal) <= tolerance
+class _Weights(dict):
+    """The effectors' ranked weights by bone (solvers.skeleton.ranked_weights), worked out on first
+    read: a bake's frame mostly fits no sub-base's frame and reads none."""
+
+    def __init__(self, effectors: list[Effector]) -> None:
+        super().__init__()
+        self._effectors = effectors
+
+    def __missing__(self, bone: int) -> float:
+        if self._effectors is None:
+            raise KeyError(bone)
+        self.update(zip((e.bone for e in self._effectors), ranked_weights(self._effectors), strict=True))
+        self._effectors = None
+        return self[bone]
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:

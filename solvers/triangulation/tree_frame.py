@@ -21,7 +21,7 @@ from .. import quat
 from ..maths.floats import IDENTITY, from_rotation_vector, multiply, normalize4, rotate
 from ..skeleton import Effector, Skeleton
 from ..skeleton_floats import end_point
-from .tree_plan import child, reach_from
+from .tree_plan import child, kept, reach_from
 
 # Levenberg-Marquardt steps per sub-base frame, and the least pull toward the current frame (per
 # metre of shift and radian of turn, relative to the excesses' weight) that picks the nearest frame.
@@ -57,13 +57,12 @@ def sub_base_frame(
     # The frame turns about the last bone's head; a longer segment also moves that head, within
     # the reach of the bones above it, which carry it.
     pivot = tuple(heads[top])
-    pairs = []  # (first head's offset from the pivot, goal, reach, sqrt weight) per effector below
+    pairs = []  # (first head's offset from the pivot, goal, reach, then sqrt weight) per effector below
     full = []
-    for e in below:
-        below_top = child(skeleton, top, e.bone)
+    for e, (below_top, reach) in zip(below, _branches(skeleton, top, tuple(e.bone for e in below)), strict=True):
         first = heads[below_top]
         # (Python floats, not numpy's scalars: the same values, and arithmetic on them costs less)
-        goal, reach = tuple(e.position.tolist()), reach_from(skeleton, below_top, e.bone)
+        goal = tuple(e.position.tolist())
         if e.orientation is not None and e.rotation_weight >= 1.0:
             end = skeleton.lengths[e.bone] * quat.rotate(e.orientation, skeleton.links[e.bone])
             goal, reach = tuple((e.position - end).tolist()), reach - float(skeleton.lengths[e.bone])
@@ -72,9 +71,11 @@ def sub_base_frame(
             # The last pass left this branch short: from where it starts now it reaches that
             # much less far than it had to, so the fit moves its start toward the goal.
             reach = max(min(reach, math.dist(goal, first) - short[e.bone]), 0.0)
-        pairs.append((_sub(first, pivot), goal, reach, math.sqrt(weight[e.bone])))
+        pairs.append((_sub(first, pivot), goal, reach))
     if start is None and all(math.dist(goal, pivot_plus) <= reach for pivot_plus, goal, reach in _heads(pairs, pivot)):
         return None  # no lead and every branch within reach: the frame stays (a bake's usual frame)
+    # (the weights read only past that: tree.py works them out on first read)
+    pairs = [(*pair, math.sqrt(weight[e.bone])) for pair, e in zip(pairs, below, strict=True)]
     base = tuple(heads[bones[0]])
     links = [math.dist(heads[a], heads[b]) for a, b in zip(bones, bones[1:], strict=False)]
     # The bones above the last one carry its head within [inner, upper] of the base (one bone: on
@@ -193,6 +194,16 @@ def sub_base_frame(
     return np.array(position), np.array(multiply(turn, frames[top]))
 
 
+def _branches(skeleton: Skeleton, top: int, bones: tuple[int, ...]) -> list[tuple[int, float]]:
+    """Per effector bone below `top`: (the child of `top` on its way, the reach from that child's
+    head to its end), kept per skeleton (tree_plan.kept: a bake asks every frame)."""
+    return kept(skeleton, "_triangulation_branches", (top, bones), _branches_of, top, bones)
+
+
+def _branches_of(skeleton: Skeleton, top: int, bones: tuple[int, ...]) -> list[tuple[int, float]]:
+    return [(c, reach_from(skeleton, c, b)) for c, b in ((child(skeleton, top, b), b) for b in bones)]
+
+
 def _damped_step(normal: list[list[float]], gradient: list[float], damping: float, size: float):
     """The Gauss-Newton step with a pull toward no change (turns measured at `size`), pulled
     harder where rounding beside heavy rows leaves the matrix singular; None if nothing serves."""
@@ -210,7 +221,7 @@ def _damped_step(normal: list[list[float]], gradient: list[float], damping: floa
 
 def _heads(pairs: list, pivot: tuple):
     """(first head, goal, reach) of each branch with the frame as it is."""
-    return ((_add(pivot, offset), goal, reach) for offset, goal, reach, _ in pairs)
+    return ((_add(pivot, offset), goal, reach) for offset, goal, reach in pairs)
 
 
 def _add(a: tuple, b: tuple) -> tuple:

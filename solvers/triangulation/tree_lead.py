@@ -62,13 +62,21 @@ def lead(
                     b = ks[ib]
                     bx, by, bz = arms[ib]
                     d = ax * bx + ay * by + az * bz
-                    # block (a, b) += (la . lb) I - lb la^T ([la]x [lb]x^T)
+                    # block (a, b) += (la . lb) I - lb la^T ([la]x [lb]x^T), written out (the
+                    # same sums: the loops over its entries were most of a round)
                     row, col = 3 * a, 3 * b
-                    la, lb = (ax, ay, az), (bx, by, bz)
-                    for r in range(3):
-                        line = normal[row + r]
-                        for c in range(3):
-                            line[col + c] += (d if r == c else 0.0) - lb[r] * la[c]
+                    line = normal[row]
+                    line[col] += d - bx * ax
+                    line[col + 1] += 0.0 - bx * ay
+                    line[col + 2] += 0.0 - bx * az
+                    line = normal[row + 1]
+                    line[col] += 0.0 - by * ax
+                    line[col + 1] += d - by * ay
+                    line[col + 2] += 0.0 - by * az
+                    line = normal[row + 2]
+                    line[col] += 0.0 - bz * ax
+                    line[col + 1] += 0.0 - bz * ay
+                    line[col + 2] += d - bz * az
         for i in range(n):  # the lower blocks' mirror (a block above the diagonal transposed)
             for j in range(i + 1, n):
                 normal[i][j] = normal[j][i]
@@ -105,5 +113,6 @@ def _carry(joints: list[tuple], frames: dict, heads: dict, turned: dict, base: t
     for j, p, _, reference, offset in joints:
         parent = base if p == -1 else frames[p]
         frames[j] = multiply(multiply(parent, reference), turned[j])
-        if j != first:
-            heads[j] = tuple(h + o for h, o in zip(heads[p], rotate(parent, offset), strict=True))
+        if j != first:  # (the sum written out: the same additions)
+            (hx, hy, hz), (ox, oy, oz) = heads[p], rotate(parent, offset)
+            heads[j] = (hx + ox, hy + oy, hz + oz)

@@ -9,34 +9,37 @@ from ..skeleton import Effector, Skeleton
 from ..skeleton_floats import moved_bones
 
 
-def kept(skeleton: Skeleton, name: str, key, compute):
-    """`compute()` kept on `skeleton` (frozen) under `name` and `key`: a bake asks every frame."""
-    cache = skeleton.__dict__.setdefault(name, {})
+def kept(skeleton: Skeleton, name: str, key, compute, *args):
+    """`compute(skeleton, *args)` kept on `skeleton` (frozen) under `name` and `key`: a bake asks
+    every frame (a module-level `compute`: no closure built per call, where most calls only look up)."""
+    cache = skeleton.__dict__.get(name)
+    if cache is None:
+        cache = skeleton.__dict__[name] = {}
     value = cache.get(key)
     if value is None:
-        value = cache[key] = compute()
+        value = cache[key] = compute(skeleton, *args)
     return value
 
 
 def below(skeleton: Skeleton, top: int) -> list[int]:
     """Ascending: `top` and every bone under it (the bones a segment's solve moves)."""
+    return kept(skeleton, "_triangulation_below", top, _below, top)
 
-    def compute() -> list[int]:
-        parents = skeleton.parents
-        inside = {top}
-        for b in range(top + 1, skeleton.n_bones):
-            if parents[b] in inside:
-                inside.add(b)
-        return sorted(inside)
 
-    return kept(skeleton, "_triangulation_below", top, compute)
+def _below(skeleton: Skeleton, top: int) -> list[int]:
+    parents = skeleton.parents
+    inside = {top}
+    for b in range(top + 1, skeleton.n_bones):
+        if parents[b] in inside:
+            inside.add(b)
+    return sorted(inside)
 
 
 def segments(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
     """[(segment bones root first, effector bones below its end)], parents' segments first; per
     skeleton and effector bones."""
     key = tuple(e.bone for e in effectors)
-    return kept(skeleton, "_triangulation_segments", key, lambda: _plan(skeleton, effectors))
+    return kept(skeleton, "_triangulation_segments", key, _plan, effectors)
 
 
 def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int], list[int]]]:
@@ -64,45 +67,45 @@ def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int]
 
 def child(skeleton: Skeleton, top: int, bone: int) -> int:
     """The child of `top` on the way down to `bone`."""
+    return kept(skeleton, "_triangulation_child", (top, bone), _child, top, bone)
 
-    def compute() -> int:
-        path = skeleton.branch(bone)
-        return path[path.index(top) + 1]
 
-    return kept(skeleton, "_triangulation_child", (top, bone), compute)
+def _child(skeleton: Skeleton, top: int, bone: int) -> int:
+    path = skeleton.branch(bone)
+    return path[path.index(top) + 1]
 
 
 def reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
     """Largest distance from `head_bone`'s head to `bone`'s end point (the rigid links between)."""
+    return kept(skeleton, "_triangulation_reach", (head_bone, bone), _reach_from, head_bone, bone)
 
-    def compute() -> float:
-        path = skeleton.branch(bone)
-        path = path[path.index(head_bone) :]
-        return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
 
-    return kept(skeleton, "_triangulation_reach", (head_bone, bone), compute)
+def _reach_from(skeleton: Skeleton, head_bone: int, bone: int) -> float:
+    path = skeleton.branch(bone)
+    path = path[path.index(head_bone) :]
+    return float(sum(np.linalg.norm(skeleton.offsets[b]) for b in path[1:]) + skeleton.lengths[bone])
 
 
 def joints_below(skeleton: Skeleton, first: int, bones: tuple[int, ...]) -> list[tuple]:
     """Ascending (parents first): every bone from `first` down to the effector `bones`, as
     (bone, parent, the effectors below it (indices into `bones`), its reference and offset rows)
     (the sub-base's lead, tree_lead)."""
+    return kept(skeleton, "_triangulation_joints", (first, bones), _joints_below, first, bones)
 
-    def compute() -> list[tuple]:
-        under: dict[int, list[int]] = {}
-        for k, b in enumerate(bones):
-            path = skeleton.branch(b)
-            for j in path[path.index(first) :]:
-                under.setdefault(j, []).append(k)
-        return [
-            (
-                j,
-                skeleton.parents[j],
-                tuple(under[j]),
-                tuple(skeleton.reference[j].tolist()),
-                tuple(skeleton.offsets[j].tolist()),
-            )
-            for j in sorted(under)
-        ]
 
-    return kept(skeleton, "_triangulation_joints", (first, bones), compute)
+def _joints_below(skeleton: Skeleton, first: int, bones: tuple[int, ...]) -> list[tuple]:
+    under: dict[int, list[int]] = {}
+    for k, b in enumerate(bones):
+        path = skeleton.branch(b)
+        for j in path[path.index(first) :]:
+            under.setdefault(j, []).append(k)
+    return [
+        (
+            j,
+            skeleton.parents[j],
+            tuple(under[j]),
+            tuple(skeleton.reference[j].tolist()),
+            tuple(skeleton.offsets[j].tolist()),
+        )
+        for j in sorted(under)
+    ]
