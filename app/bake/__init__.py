@@ -228,6 +228,10 @@ def bake_steps(
         live.set_busy(was_busy)
     chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in others]
     values = solved.values
+    reduction = None  # what Reduce Keys promised the played-back tips (the report measures against it)
+    if options.reduce:
+        reduced, scaled = frozenset(values), frozenset(solved.scales)
+        reduction = bake_report.Reduction(options.reduce_mode, reduce_tolerance(options), reduced, scaled)
     curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
     bone_keys = write_curves(obj, curves, options)
     # Chains with contacts: their changed frames only (app.bake.contact_targets).
@@ -248,7 +252,10 @@ def bake_steps(
     measure_start = time.perf_counter()
     root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
     if options.measure:
-        for _ in bake_report.measure(context, obj, specs, frames, reports, solved.held, root_moved):
+        measuring = bake_report.measure(
+            context, obj, specs, frames, reports, solved.held, root_moved, solved.worst, reduction
+        )
+        for _ in measuring:
             yield "measure"
         contact_targets.measure(context, obj, plants, frames)
         if plants.hips and plants.chains:

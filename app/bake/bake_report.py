@@ -21,6 +21,27 @@ from .contact_figures import ContactFigures, Slide
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
+# Blender keeps key values and bone matrices in float32, so a keyed pose plays back a few units
+# in the last place of its coordinates from the pose solved in float64 (bench/bench_tree.py's
+# playback check measured up to 2.4e-6 on the metarig). The stated floor of a frame: this many
+# float32 epsilons of its scale (`_Track.sample`). A frame whose solve met the tolerance and whose
+# playback exceeds it by no more is beyond it by float32 rounding alone: counted, not warned of.
+FLOAT32_ULPS = 32
+FLOAT32_EPS = float(np.finfo(np.float32).eps)
+# Reduce Keys' Y scale keys stay within this share of their value (rig.reduce.SCALE_SHARE): levers grow by it.
+SCALE_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What Reduce Keys promised (rig.reduce): 'TIP', every chain's end within `tolerance` (world)
+    of where the full bake puts it; 'ANGLE', every reduced joint within `tolerance` (radians) of
+    its baked rotation. `rotated`, `scaled`: the bones whose rotation, Y scale curves were reduced."""
+
+    mode: str
+    tolerance: float
+    rotated: frozenset[str]
+    scaled: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -29,7 +50,7 @@ class ChainReport:
     tip: str
     method: str
     frames: int  # frames baked
-    missed: int  # frames where the tip is farther than `tolerance` from the target on playback
+    missed: int  # frames where the tip is farther than `tolerance` from the target on playback (all of them)
     tolerance: float  # world distance
     worst_error: float  # largest world tip-to-target distance on playback
     worst_frame: int
@@ -49,6 +70,19 @@ class ChainReport:
     angle_frame: int = 0
     # A chain with contacts (issue 21): app.bake.contact_figures.ContactFigures as a dict, else {}.
     contacts: dict = field(default_factory=dict)
+    # Of `missed`, when the chain's solve met `tolerance` on every frame: frames beyond it by float32
+    # rounding alone (within `float32_floor`, the largest per-frame floor: FLOAT32_ULPS), and with
+    # Reduce Keys frames beyond it from the reduction but within the bound it promised the tip
+    # (`reduce_bound`, its largest per frame: the tolerance + Max Tip Error ('TIP') or + Max Joint
+    # Error over the lever arms of the reduced joints above the tip ('ANGLE'), + the float32 floor).
+    # `real_missed`: the rest, the frames the WARNING names.
+    rounding: int = 0
+    float32_floor: float = 0.0
+    reduced_missed: int = 0
+    reduce_bound: float = 0.0
+    reduce_mode: str = ""  # '' without Reduce Keys
+    reduce_tolerance: float = 0.0  # 'TIP': world distance; 'ANGLE': radians
+    real_missed: int = 0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,11 +94,14 @@ class ChainReport:
 class _Track:
     """One chain's running figures over the playback pass."""
 
-    def __init__(self, spec, obj) -> None:
+    def __init__(self, spec, obj, solved: float | None = None, reduction: Reduction | None = None) -> None:
         self.spec = spec
         self.names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
         self.tolerance = spec.tolerance
+        self.solved, self.reduction = solved, reduction  # the solver's worst tip error; Reduce Keys
         self.errors: list[float] = []
+        self.floors: list[float] = []  # per frame: the float32 floor
+        self.slack: list[float] = []  # per frame: what Reduce Keys may add to the tip's distance
         self.previous: list | None = None
         self.jump, self.jump_frame = 0.0, 0
         self.angles: list[float] = []  # an aiming chain's angle left per frame (degrees)
@@ -84,6 +121,7 @@ class _Track:
             tip = bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip]
             point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
             self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
+        self._bounds(obj_eval, bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip], target_world)
         rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
         if self.previous is None:
             self.jump_frame = frame  # nothing turns over the range: no frame outside it is named
@@ -94,6 +132,51 @@ class _Track:
             if angle > self.jump:
                 self.jump, self.jump_frame = angle, frame
         self.previous = rotations
+
+    def _bounds(self, obj_eval, tip, target_world) -> None:
+        """This frame's float32 floor and Reduce Keys' slack, from the played-back pose: the path
+        from the tip point up through its bones' heads to the armature's root bone."""
+        to_world = obj_eval.matrix_world
+        points = [to_world @ (tip.tail if self.spec.use_tail else tip.head)]
+        bones, bone = [], tip if self.spec.use_tail else tip.parent
+        while bone is not None:
+            bones.append(bone.name)
+            points.append(to_world @ bone.head)
+            bone = bone.parent
+        steps = [(b - a).length for a, b in zip(points, points[1:], strict=False)]
+        reach = np.cumsum(steps) if steps else np.zeros(0)  # per bone: path length from its head to the tip
+        # Coordinates as large as the object's origin plus the whole path, or the target's.
+        path = float(reach[-1]) if steps else 0.0
+        scale = max(to_world.translation.length + path, float(np.linalg.norm(target_world)))
+        self.floors.append(FLOAT32_ULPS * FLOAT32_EPS * scale)
+        r = self.reduction
+        if r is None:
+            self.slack.append(0.0)
+            return
+        keyed = [(name in r.rotated) + (name in r.scaled) for name in bones]
+        if r.mode == "TIP":  # checked on every chain's end through every reduced bone above it (rig.reduce)
+            self.slack.append(r.tolerance if any(keyed) else 0.0)
+        else:  # a joint off by an angle moves the tip by at most that angle times its path to it
+            self.slack.append(r.tolerance * (1.0 + SCALE_SHARE) * float(np.dot(keyed, reach)) if steps else 0.0)
+
+    def _classify(self, errors: np.ndarray) -> dict:
+        """Of the frames beyond the tolerance: those within the float32 floor and those within
+        Reduce Keys' bound, when the solve met the tolerance on every frame (else every one is real)."""
+        floors, slack = np.array(self.floors), np.array(self.slack)
+        beyond = errors > self.tolerance
+        met = self.solved is not None and self.solved <= self.tolerance
+        rounding = beyond & (errors <= self.tolerance + floors) if met else np.zeros_like(beyond)
+        reduced = beyond & ~rounding & (errors <= self.tolerance + slack + floors) if met else np.zeros_like(beyond)
+        r = self.reduction
+        return {
+            "rounding": int(np.count_nonzero(rounding)),
+            "float32_floor": float(floors.max(initial=0.0)),
+            "reduced_missed": int(np.count_nonzero(reduced)),
+            "reduce_bound": float(self.tolerance + (slack + floors).max(initial=0.0)) if r else 0.0,
+            "reduce_mode": r.mode if r else "",
+            "reduce_tolerance": float(r.tolerance) if r else 0.0,
+            "real_missed": int(np.count_nonzero(beyond & ~rounding & ~reduced)),
+        }
 
     def report(self, frames) -> ChainReport:
         errors = np.array(self.errors)
@@ -111,6 +194,7 @@ class _Track:
             jump_frame=int(self.jump_frame),
             pinned=bool(self.spec.pin),
             **self._aim(frames),
+            **self._classify(errors),
         )
 
     def _aim(self, frames) -> dict:
@@ -121,7 +205,15 @@ class _Track:
 
 
 def measure(
-    context, obj, specs, frames, into: list, held: dict | None = None, roots: dict | None = None
+    context,
+    obj,
+    specs,
+    frames,
+    into: list,
+    held: dict | None = None,
+    roots: dict | None = None,
+    solved: dict | None = None,
+    reduction: Reduction | None = None,
 ) -> Iterator[None]:
     """Play the baked `frames` back and append one ChainReport per spec to `into`.
 
@@ -129,10 +221,13 @@ def measure(
     to the end with `for _ in measure(...): pass`. The frame is restored after.
     `held`: a pinned chain's held tip per frame (label -> (frames, 3) world), its goal there.
     `roots`: Move Root's keyed bones -> (frames, 3) their heads before the bake (world); each
-    entry is replaced by the largest distance its head plays back from there."""
+    entry is replaced by the largest distance its head plays back from there.
+    `solved`: the solver's worst tip error by tip (without it no miss is put down to rounding);
+    `reduction`: what Reduce Keys promised, when it ran."""
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
-    tracks = [_Track(spec, obj) for spec in specs]
+    solved = solved or {}
+    tracks = [_Track(spec, obj, solved.get(spec.tip), reduction) for spec in specs]
     held = held or {}
     moved: dict[str, float] = {}
     try:
@@ -161,29 +256,54 @@ def measure(
 
 def chain_line(chain: dict) -> str:
     """One chain's report line, from `ChainReport.as_dict()` (cli.py prints the same)."""
+    real = chain.get("real_missed", chain["missed"])
     if chain.get("pinned"):
         missed = (
-            f", the pin did not hold on {chain['missed']} (tip farther than {chain['tolerance']:.3g} from its point)"
-            if chain["missed"]
+            f", the pin did not hold on {real} (tip farther than {chain['tolerance']:.3g} from its point)"
+            if real
             else ", the pin held"
         )
         worst = "worst tip movement"
     elif chain.get("worst_angle") is not None:
-        missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+        missed = f", {real} missed by more than {chain['tolerance']:.3g}" if real else ""
         angle = f"worst aim angle {chain['worst_angle']:.3g}° (frame {chain['angle_frame']}), "
         worst = angle + "worst aim ray miss"
     else:
-        missed = f", {chain['missed']} missed by more than {chain['tolerance']:.3g}" if chain["missed"] else ""
+        missed = f", {real} missed by more than {chain['tolerance']:.3g}" if real else ""
         worst = "worst tip error"
     return (
         f"chain '{chain['name']}' ({chain['method']}"
         + (f", group {chain['group']}" if chain.get("group") else "")
-        + f"): {chain['frames']} frame(s){missed}, {worst}"
+        + f"): {chain['frames']} frame(s){missed}{explained(chain)}, {worst}"
         f" {chain['worst_error']:.3g} (frame {chain['worst_frame']}), largest jump {chain['largest_jump']:.2f}°"
         + (f" (frame {chain['jump_frame']})" if chain["largest_jump"] > 0.0 else "")
         + (f"; {chain['path']}" if chain.get("path") else "")
         + (f"; contacts: {contact_line(chain['contacts'])}" if chain.get("contacts") else "")
     )
+
+
+def explained(chain: dict) -> str:
+    """The frames beyond the tolerance that are not misses of the solve (ChainReport.rounding,
+    reduced_missed), as the report line's clause ('' when none)."""
+    out = ""
+    if chain.get("reduced_missed"):
+        if chain["reduce_mode"] == "TIP":
+            asked = f"the tolerance + Max Tip Error {chain['reduce_tolerance']:.3g}"
+        else:
+            asked = (
+                f"the tolerance + Max Joint Error {math.degrees(chain['reduce_tolerance']):.3g}°"
+                " times each reduced joint's reach to the tip"
+            )
+        out += (
+            f", {chain['reduced_missed']} beyond the tolerance {chain['tolerance']:.3g} by key reduction,"
+            f" within its bound {chain['reduce_bound']:.3g} ({asked})"
+        )
+    if chain.get("rounding"):
+        out += (
+            f", {chain['rounding']} beyond the tolerance {chain['tolerance']:.3g} by float32 rounding alone"
+            f" (its solve within; by at most the float32 floor {chain['float32_floor']:.2g})"
+        )
+    return out
 
 
 def contact_line(figures: dict) -> str:
@@ -195,13 +315,15 @@ def contact_line(figures: dict) -> str:
 
 
 def missed_warning(reports: list[ChainReport]) -> str:
-    """The WARNING line when any chain's tip missed (a pin: did not hold) on some frame ('' when none did)."""
+    """The WARNING line when any chain's tip missed (a pin: did not hold) on some frame ('' when none
+    did); frames beyond the tolerance by float32 rounding alone, or by key reduction within the bound
+    it was asked for (ChainReport.rounding, reduced_missed), are not misses: the report line counts them."""
     lines = []
     for pinned, what in ((False, "the tip misses its target"), (True, "the pin does not hold")):
-        missed = [r for r in reports if r.missed and r.pinned == pinned]
+        missed = [r for r in reports if r.real_missed and r.pinned == pinned]
         if missed:
             parts = [
-                f"'{r.name}' {r.missed} of {r.frames} (worst {r.worst_error:.3g}, frame {r.worst_frame})"
+                f"'{r.name}' {r.real_missed} of {r.frames} (worst {r.worst_error:.3g}, frame {r.worst_frame})"
                 for r in missed
             ]
             lines.append(f"{what} by more than the tolerance on frames of " + ", ".join(parts))

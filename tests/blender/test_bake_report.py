@@ -208,3 +208,77 @@ def test_invoke_without_a_window_bakes_in_one_go(scene):
     obj, target, _ = _arm()
     assert bpy.ops.chain_ik.bake("INVOKE_DEFAULT") == {"FINISHED"}
     assert playback(obj, "b2", target, range(1, 41)).max() < TOL
+
+
+def test_rounding_beyond_the_tolerance_is_counted_not_warned(scene, capfd):
+    # Triangulation solves the loop to ~1e-16; Blender plays float32 keys back ~1e-7 to 1e-6 off.
+    # A tolerance of 1e-8 is met by every solve and exceeded on playback by rounding alone.
+    obj, target, item = _arm()
+    item.tolerance = 1e-8
+    assert bpy.ops.chain_ik.bake() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "Warning:" not in out
+    result = _bake_direct(obj, (1, 40))
+    (report,) = result.chains
+    errors = playback(obj, "b2", target, range(1, 41))
+    beyond = int(np.count_nonzero(errors > 1e-8))
+    assert result.per_chain_error["b2"] <= 1e-8 < report.worst_error  # the solve met it; playback did not
+    assert report.missed == report.rounding == beyond > 0 and report.real_missed == 0
+    # The stated floor: 32 float32 epsilons of the path from the world origin (a reach-3 arm at the origin).
+    assert report.float32_floor == pytest.approx(32 * float(np.finfo(np.float32).eps) * 3.0, rel=0.2)
+    assert report.worst_error <= 1e-8 + report.float32_floor
+    assert f"{beyond} beyond the tolerance 1e-08 by float32 rounding alone" in out
+    assert "missed by more than" not in out
+    assert _warning(result.chains) == ""
+
+
+def test_a_real_miss_still_warns_its_frames_alone(scene, capfd):
+    obj, target, _ = _arm(radius=2.0, center=(0.0, 0.0, 2.5))
+    (report,) = _bake_direct(obj, (1, 40)).chains
+    # The solve missed (out of reach): no frame is put down to rounding, every one warns.
+    assert report.missed > 0 and report.rounding == report.reduced_missed == 0
+    assert report.real_missed == report.missed
+    assert f"'Arm' {report.missed} of 40" in _warning([report])
+
+
+@pytest.mark.parametrize("mode", ["TIP", "ANGLE"])
+def test_key_reduction_within_its_bound_is_not_a_miss(scene, capfd, mode):
+    obj, target, _ = _arm()
+    assert bpy.ops.chain_ik.bake(reduce=True, reduce_mode=mode, reduce_tolerance=0.001) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "Warning:" not in out
+    result = _bake_direct_reduced(obj, mode)
+    (report,) = result.chains
+    errors = playback(obj, "b2", target, range(1, 41))
+    assert report.missed == int(np.count_nonzero(errors > report.tolerance)) > 0  # still counted on playback
+    assert report.real_missed == 0 and report.reduced_missed > 0
+    assert report.reduce_mode == mode and report.worst_error <= report.reduce_bound
+    if mode == "TIP":  # the tolerance + Max Tip Error (+ the float32 floor)
+        assert report.reduce_bound == pytest.approx(report.tolerance + 0.001 + report.float32_floor)
+    line = report.line()
+    assert f"{report.reduced_missed} beyond the tolerance {report.tolerance:.3g} by key reduction" in line
+    assert ("Max Tip Error 0.001" if mode == "TIP" else "Max Joint Error 0.1°") in line
+
+
+def test_key_reduction_on_a_real_miss_still_warns(scene, capfd):
+    obj, target, _ = _arm(radius=2.0, center=(0.0, 0.0, 2.5))
+    assert bpy.ops.chain_ik.bake(reduce=True, reduce_tolerance=0.001) == {"FINISHED"}
+    out = capfd.readouterr().out
+    (report,) = _bake_direct_reduced(obj, "TIP").chains
+    assert report.real_missed == report.missed > 0 and report.reduced_missed == 0
+    assert f"Warning: the tip misses its target by more than the tolerance on frames of 'Arm' {report.missed}" in out
+
+
+def _bake_direct_reduced(obj, mode):
+    from chain_ik.app import bake as bake_run
+    from chain_ik.app import spec as app_spec
+
+    specs = [spec for _, spec in app_spec.specs_from_arguments(obj, "", 0, "", "", "", -1)]
+    options = bake_run.BakeOptions(frame_start=1, frame_end=40, reduce=True, reduce_mode=mode, reduce_tolerance=0.001)
+    return bake_run.bake(bpy.context, obj, specs, options)
+
+
+def _warning(reports) -> str:
+    from chain_ik.app.bake import bake_report
+
+    return bake_report.missed_warning(reports)
