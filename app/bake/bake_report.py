@@ -26,7 +26,7 @@ RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
 # playback check measured up to 2.4e-6 on the metarig). The stated floor of a frame: this many
 # float32 epsilons of its scale (`_Track.sample`). A frame whose solve met the tolerance and whose
 # playback exceeds it by no more is beyond it by float32 rounding alone: counted, not warned of.
-FLOAT32_ULPS = 32
+FLOAT32_ULPS = 16
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
 # Reduce Keys' Y scale keys stay within this share of their value (rig.reduce.SCALE_SHARE): levers grow by it.
 SCALE_SHARE = 0.01

@@ -224,8 +224,8 @@ def test_rounding_beyond_the_tolerance_is_counted_not_warned(scene, capfd):
     beyond = int(np.count_nonzero(errors > 1e-8))
     assert result.per_chain_error["b2"] <= 1e-8 < report.worst_error  # the solve met it; playback did not
     assert report.missed == report.rounding == beyond > 0 and report.real_missed == 0
-    # The stated floor: 32 float32 epsilons of the path from the world origin (a reach-3 arm at the origin).
-    assert report.float32_floor == pytest.approx(32 * float(np.finfo(np.float32).eps) * 3.0, rel=0.2)
+    # The stated floor: 16 float32 epsilons of the path from the world origin (a reach-3 arm at the origin).
+    assert report.float32_floor == pytest.approx(16 * float(np.finfo(np.float32).eps) * 3.0, rel=0.2)
     assert report.worst_error <= 1e-8 + report.float32_floor
     assert f"{beyond} beyond the tolerance 1e-08 by float32 rounding alone" in out
     assert "missed by more than" not in out
