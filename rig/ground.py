@@ -56,21 +56,19 @@ class GroundProbe:
         """(m,) height of the ground straight below each world point (m, 3): the first surface a
         ray finds going down from `reach` above the point (a point sunk below the surface by less
         than that still finds it); NaN where no face is below."""
-        cast = self.tree.ray_cast
-        out = np.full(len(points), math.nan)
-        # The rays' origins as Vector(p) + Vector((0, 0, reach)) holds them: 32-bit floats, summed in 32 bits.
-        for i, origin in enumerate(_lifted(points, reach).tolist()):
-            hit = cast(Vector(origin), DOWN)[0]
-            if hit is not None:
-                out[i] = hit.z
-        return out
+        cast, down = self.tree.ray_cast, DOWN
+        # The rays' origins as Vector(p) + Vector((0, 0, reach)) holds them: 32-bit floats, summed in
+        # 32 bits, passed as lists (ray_cast reads a sequence as it reads a Vector: no Vector made per ray).
+        hits = [cast(origin, down)[0] for origin in _lifted(points, reach).tolist()]
+        return np.array([math.nan if hit is None else hit[2] for hit in hits], dtype=float).reshape(len(hits))
 
     def normals_below(self, points: np.ndarray, reach: float) -> np.ndarray:
         """(m, 3) the ground's unit normal straight below each world point (facing up; NaN where no
         face is below), as `heights_below` finds the face."""
         out = np.full((len(points), 3), np.nan)
+        cast = self.tree.ray_cast
         for i, origin in enumerate(_lifted(points, reach).tolist()):
-            hit, normal = self.tree.ray_cast(Vector(origin), DOWN)[:2]
+            hit, normal = cast(origin, DOWN)[:2]
             if hit is not None:
                 out[i] = normal.normalized() if normal.z >= 0.0 else -normal.normalized()
         return out

@@ -151,6 +151,9 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     for j, (leg, matrices) in enumerate(zip(legs, stacked, strict=True)):
         foot = pose[leg[-1]].bone
         toe = matrices[:, 2] @ np.array([0.0, foot.length, 0.0, 1.0])
+        # The legs share the armature's world matrix: its inverse, turn and scale found once (the first
+        # leg's, the same figures for every leg).
+        shared = () if not out else (out[0].inverse3(), out[0].armature_turn(), out[0].scales())
         out.append(
             LegFrames(
                 tuple(leg),
@@ -161,6 +164,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
                 rotations[j * m : (j + 1) * m],
                 np.stack([basis_q[n] for n in leg], axis=1),
                 [values[n] for n in leg],
+                *shared,
             )
         )
     return out

@@ -158,17 +158,36 @@ def reach_lift(held, offsets, hips, reach: float) -> float:
     stays within `reach` of the hip (`hips` (k, 3)) on every frame: 0 when it does already. The
     hips are not moved (a bake with Move Root lowers them instead); a frame whose hip is
     farther than `reach` sideways cannot be helped by height and is left out."""
+    offsets = np.asarray(offsets, dtype=float)
+    return float(reach_lifts(np.asarray(held, dtype=float)[None], offsets, hips, [(0, len(offsets))], reach)[0])
+
+
+def reach_lifts(held, offsets, hips, spans, reach: float) -> np.ndarray:
+    """(H,) `reach_lift` of H holds at once: hold h held at `held[h]` over the rows `spans[h]`
+    (start, end) of `offsets` and `hips` (F, 3) (each frame's figures its own, as hold by hold)."""
     held = np.asarray(held, dtype=float)
     offsets, hips = np.asarray(offsets, dtype=float), np.asarray(hips, dtype=float)
-    ankle = held + offsets  # (k, 3)
-    side = np.linalg.norm((ankle - hips)[:, :2], axis=1)
+    out = np.zeros(len(spans))
+    if not len(spans):
+        return out
+    rows = np.concatenate([np.arange(a, b) for a, b in spans])
+    counts = [b - a for a, b in spans]
+    ankle = np.repeat(held, counts, axis=0) + offsets[rows]  # (k, 3)
+    hip = hips[rows]
+    side = np.linalg.norm((ankle - hip)[:, :2], axis=1)
     room = reach * reach - side * side
     ok = room > 0.0
-    if not np.any(ok):
-        return 0.0
-    # The ankle's lowest reachable height on each frame: the hip's minus the vertical room.
-    lowest = hips[ok, 2] - np.sqrt(room[ok])
-    return float(max(0.0, np.max(lowest - ankle[ok, 2])))
+    # The ankle's lowest reachable height on each frame: the hip's minus the vertical room (frames
+    # out of reach sideways left out).
+    above = np.full(len(rows), -np.inf)
+    above[ok] = hip[ok, 2] - np.sqrt(room[ok]) - ankle[ok, 2]
+    firsts = np.cumsum([0, *counts[:-1]])
+    filled = np.array(counts) > 0
+    most = np.full(len(spans), -np.inf)
+    most[filled] = np.maximum.reduceat(above, firsts[filled])
+    for h, value in enumerate(most.tolist()):
+        out[h] = max(0.0, value)
+    return out
 
 
 def turn_vectors(q: np.ndarray) -> np.ndarray:

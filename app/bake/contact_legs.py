@@ -42,9 +42,10 @@ def lifts(plan: plant.PlantPlan, leg: plant_read.LegFrames, ankles: np.ndarray) 
     reach = REACH_SHARE * scale * float(np.linalg.norm(heads[1] - heads[0]) + np.linalg.norm(heads[2] - heads[1]))
     hips = leg.to_world(leg.heads[:, 0])
     lifts = np.zeros(len(ankles))
-    for hold in plan.holds:
-        frames = slice(hold.start, hold.end)
-        lifts[hold.start] = plant_legs.reach_lift(hold.point, ankles[frames], hips[frames], reach)
+    if plan.holds:  # every hold at once (each its own figures)
+        points = np.array([hold.point for hold in plan.holds], dtype=float)
+        spans = [(hold.start, hold.end) for hold in plan.holds]
+        lifts[[hold.start for hold in plan.holds]] = plant_legs.reach_lifts(points, ankles, hips, spans, reach)
     return lifts
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import quat
-from solvers.plant_legs import basis_after, leg_turns, reach_lift
+from solvers.plant_legs import basis_after, leg_turns, reach_lift, reach_lifts
 
 
 def _leg(rng, frames: int):
@@ -88,6 +88,35 @@ def test_reach_lift_raises_a_hold_just_enough():
     assert np.isclose(lift, 1.0 - np.sqrt(0.72))
     assert reach_lift(held + [0.0, 0.0, lift], offsets, hips, 0.9) == pytest.approx(0.0, abs=1e-12)
     assert reach_lift(np.array([0.0, 0.0, 0.5]), offsets, hips, 0.9) == 0.0
+
+
+def _one_lift(held, offsets, hips, reach):
+    """The per-hold figure written out (the formula reach_lifts batches): a reference."""
+    ankle = held + offsets
+    side = np.linalg.norm((ankle - hips)[:, :2], axis=1)
+    room = reach * reach - side * side
+    ok = room > 0.0
+    if not np.any(ok):
+        return 0.0
+    return float(max(0.0, np.max(hips[ok, 2] - np.sqrt(room[ok]) - ankle[ok, 2])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_reach_lifts_of_many_holds_are_each_holds_own_to_the_bit(seed):
+    rng = np.random.default_rng(seed)
+    frames = int(rng.integers(1, 40))
+    offsets = rng.normal(scale=0.2, size=(frames, 3))
+    hips = rng.normal(scale=0.5, size=(frames, 3)) + [0.0, 0.0, 0.9]
+    cuts = np.sort(rng.choice(frames + 1, size=min(frames + 1, int(rng.integers(2, 8))), replace=False))
+    spans = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    spans.append((int(cuts[0]), int(cuts[0])))  # an empty hold: no lift
+    held = rng.normal(scale=0.3, size=(len(spans), 3))
+    reach = float(rng.uniform(0.2, 1.2))  # some frames out of reach sideways
+    lifts = reach_lifts(held, offsets, hips, spans, reach)
+    want = [_one_lift(h, offsets[a:b], hips[a:b], reach) for h, (a, b) in zip(held, spans, strict=True)]
+    assert lifts.tolist() == want and lifts[-1] == 0.0
+    assert reach_lifts(np.zeros((0, 3)), offsets, hips, [], reach).shape == (0,)
 
 
 def test_bad_input_is_named():
