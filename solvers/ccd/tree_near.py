@@ -84,6 +84,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
     bones = [e.bone for e in effectors]
     lengths = [float(skeleton.lengths[b]) for b in bones]
     weights = plan.weights
+    root_weights = [math.sqrt(w) for w in weights]  # (a plan's weights are fixed: tree_plan.make_plan)
     keep = {j: 1.0 if limits is None else 1.0 - float(np.mean(limits.stiffness[j])) for j in moved}
     # visits as (bone, parent, reference, effectors below (their indices), clamped)
     order = [(j, p, reference, [k for k, _, _ in effs], clamps) for j, p, reference, effs, clamps, _ in visits]
@@ -129,7 +130,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
             plain = [(j, p, points) for (j, p, _, _, _), points in zip(order, per_visit, strict=True)]
             written.append(tree_near_written.make(plain, len(bones)))
         if plain_tree and written[0] is not None:
-            root = [math.sqrt(w) for w in weights]
+            root = root_weights
             rows = 3 * len(bones)
             have = [c for end in ends for c in end]
             want = [c for target in targets for c in target]
@@ -165,7 +166,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
             pull.append(weights[k] * rotation_weight)
         root = [math.sqrt(w) for w in pull]
         rows = 3 * len(have)
-        columns = []  # per visit: its sqrt-weighted moves of the goals' points, flat
+        columns = []  # per visit its sqrt-weighted moves of the goals' points, all visits in one flat list
         trace = 0.0
         turns = []  # each visit's turn of its local (new x old^-1, w >= 0)
         for (j, p, (rw, rx, ry, rz), _, clamps), points in zip(order, per_visit, strict=True):
@@ -266,7 +267,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
                 s = root[i]
                 column[3 * i], column[3 * i + 1], column[3 * i + 2] = s * dx, s * dy, s * dz
                 trace += s * s * (dx * dx + dy * dy + dz * dz)
-            columns.append(column)
+            columns += column
         residual = []
         swept = 0.0
         for (px, py, pz), (tx, ty, tz), s in zip(have, want, root, strict=True):
@@ -277,24 +278,39 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
 
     def rescale(local, frames, heads, history, before, turns, columns, trace, residual, swept, root, rows, kinds, ends):
         """The sweep's turns rescaled together (with the last steps'), kept where that beats the sweep."""
-        history.append((turns, columns, trace))
+        count = len(order)
+        # (each step's columns an array once: numpy reads a flat list of floats fastest, and the
+        # history's arrays join without reading them again)
+        history.append((turns, np.array(columns).reshape(count, rows), trace))
         if len(history) > 1 + HISTORY:
             del history[0]
         if swept > 0.0 and trace > 0.0:
             # amounts = D^T (D D^T + ridge)^-1 residual, D's columns the moves of this sweep's turns
             # and of the last steps' (each column: one more whole turn of one bone's sweep turn)
-            d = np.array([c for _, step_columns, _ in history for c in step_columns])
+            d = history[0][1] if len(history) == 1 else np.concatenate([block for _, block, _ in history])
             normal = d.T @ d
             normal += identity(rows) * (RIDGE * sum([t for _, _, t in history]) / rows)
             amounts = (d @ np.linalg.solve(normal, residual)).tolist()
-            count, last = len(order), len(history) - 1
+            last = len(history) - 1
+            shares = [(turns_h, h * count, 1.0 if h == last else 0.0) for h, (turns_h, _, _) in enumerate(history)]
             for n, (j, clamps) in enumerate(zip(visited, clamping, strict=True)):
-                q = before[n]
-                for h, (step_turns, _, _) in enumerate(history):
-                    q = _turned(step_turns[n], (1.0 if h == last else 0.0) - amounts[h * count + n], q)
-                qw, qx, qy, qz = q  # (floats.normalize4 written out)
-                size = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
-                q = (qw / size, qx / size, qy / size, qz / size)
+                bw, bx, by, bz = before[n]
+                for turns_h, at, whole in shares:  # _turned(turn, whole - amount, q), written out
+                    tw, tx, ty, tz = turns_h[n]
+                    sine = math.sqrt(tx * tx + ty * ty + tz * tz)
+                    if not sine > 1e-300:
+                        continue
+                    half = math.atan2(sine, tw) * (whole - amounts[at + n])
+                    f = math.sin(half) / sine
+                    aw, ax, ay, az = math.cos(half), tx * f, ty * f, tz * f
+                    bw, bx, by, bz = (
+                        aw * bw - ax * bx - ay * by - az * bz,
+                        aw * bx + ax * bw + ay * bz - az * by,
+                        aw * by - ax * bz + ay * bw + az * bx,
+                        aw * bz + ax * by - ay * bx + az * bw,
+                    )
+                size = math.sqrt(bw * bw + bx * bx + by * by + bz * bz)  # (floats.normalize4 written out)
+                q = (bw / size, bx / size, by / size, bz / size)
                 if clamps:
                     q = tuple(joint_limits.clamp(limits, j, np.array(q)).tolist())
                 local[j] = q

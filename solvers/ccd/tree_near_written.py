@@ -26,11 +26,11 @@ MOST_TERMS = 128
 
 
 def make(visits: list, points: int):
-    """sweep(frames, heads, have, want, root, pull, one_pair, rests, base) -> (turns, columns,
-    trace, residual, swept) for `visits` as (bone, parent or -1, indices of its points), tips to
-    roots, over `points` tracked points; `have` and `want` flat (x, y, z per point), `rests` each
-    visit's reference, `base` the skeleton's base frame. None where the layout is beyond
-    MOST_TERMS visits x points (its compile would cost more than a bake's whole CCD)."""
+    """sweep(frames, heads, have, want, root, pull, one_pair, rests, base) -> (turns, columns (every
+    visit's, in one flat list), trace, residual, swept) for `visits` as (bone, parent or -1, indices
+    of its points), tips to roots, over `points` tracked points; `have` and `want` flat (x, y, z per
+    point), `rests` each visit's reference, `base` the skeleton's base frame. None where the layout
+    is beyond MOST_TERMS visits x points (its compile would cost more than a bake's whole CCD)."""
     if len(visits) * points > MOST_TERMS:
         return None
     key = (tuple((j, p, tuple(pts)) for j, p, pts in visits), points)
@@ -63,11 +63,14 @@ def _source(visits: list, points: int) -> str:
             add("    n = sqrt(ax * ax + ay * ay + az * az)")
             add("    m = sqrt(bx * bx + by * by + bz * bz)")
             add("    if n > 0.0 and m > 0.0 and ax * bx + ay * by + az * bz >= 0.0:")
-            add("        ax, ay, az, bx, by, bz = ax / n, ay / n, az / n, bx / m, by / m, bz / m")
-            add("        cw, cx, cy, cz = (1.0 + ax * bx + ay * by + az * bz, ay * bz - az * by,")
-            add("                          az * bx - ax * bz, ax * by - ay * bx)")
-            add("        r = sqrt(cw * cw + cx * cx + cy * cy + cz * cz)")
-            add("        cw, cx, cy, cz = (cw / r, cx / r, cy / r, cz / r)")
+            swing = (  # (one name a statement: a tuple of four or more names is built, then unpacked)
+                "ax = ax / n; ay = ay / n; az = az / n; bx = bx / m; by = by / m; bz = bz / m;"
+                " cw = 1.0 + ax * bx + ay * by + az * bz; cx = ay * bz - az * by; cy = az * bx - ax * bz;"
+                " cz = ax * by - ay * bx; r = sqrt(cw * cw + cx * cx + cy * cy + cz * cz);"
+                " cw = cw / r; cx = cx / r; cy = cy / r; cz = cz / r"
+            )
+            for line in swing.split("; "):
+                add(f"        {line}")
             add("    else:")
             add("        cw, cx, cy, cz = one_pair((ax, ay, az), (bx, by, bz))")
         else:
@@ -78,7 +81,10 @@ def _source(visits: list, points: int) -> str:
                 add(f"    ax, ay, az = p{i}x - ox, p{i}y - oy, p{i}z - oz")
                 add(f"    bx, by, bz = g{i}x - ox, g{i}y - oy, g{i}z - oz")
                 add(f"    wk = pull[{i}]")
-                add("    lightest, heaviest = min(lightest, wk), max(heaviest, wk)")
+                add("    if wk < lightest:")  # (min(lightest, wk) and max(heaviest, wk), without their calls)
+                add("        lightest = wk")
+                add("    if wk > heaviest:")
+                add("        heaviest = wk")
                 for a in "xyz":
                     for b in "xyz":
                         add(f"    s{a}{b} += wk * a{a} * b{b}")
@@ -95,11 +101,11 @@ def _source(visits: list, points: int) -> str:
         add("    bx = cw * sx + cx * sw + cy * sz - cz * sy")
         add("    by = cw * sy - cx * sz + cy * sw + cz * sx")
         add("    bz = cw * sz + cx * sy - cy * sx + cz * sw")
-        add("    aw, ax, ay, az = sw, -sx, -sy, -sz")
-        add("    tw = aw * bw - ax * bx - ay * by - az * bz")
-        add("    tx = aw * bx + ax * bw + ay * bz - az * by")
-        add("    ty = aw * by - ax * bz + ay * bw + az * bx")
-        add("    tz = aw * bz + ax * by - ay * bx + az * bw")
+        add("    ax, ay, az = -sx, -sy, -sz")
+        add("    tw = sw * bw - ax * bx - ay * by - az * bz")
+        add("    tx = sw * bx + ax * bw + ay * bz - az * by")
+        add("    ty = sw * by - ax * bz + ay * bw + az * bx")
+        add("    tz = sw * bz + ax * by - ay * bx + az * bw")
         add(f"    t{v} = (tw, tx, ty, tz) if tw >= 0.0 else (-tw, -tx, -ty, -tz)")
         turns.append(f"t{v}")
         for i in pts:
@@ -111,12 +117,10 @@ def _source(visits: list, points: int) -> str:
             add(f"    p{i}x, p{i}y, p{i}z = p{i}x + dx, p{i}y + dy, p{i}z + dz")
             add(f"    d{v}_{i}x, d{v}_{i}y, d{v}_{i}z = s{i} * dx, s{i} * dy, s{i} * dz")
             add(f"    trace += s{i} * s{i} * (dx * dx + dy * dy + dz * dz)")
-    columns = []
+    columns = []  # every visit's column, one after another in one flat list
     for v, (_, _, pts) in enumerate(visits):
-        entries = []
         for i in range(points):
-            entries += [f"d{v}_{i}{a}" if i in pts else "0.0" for a in "xyz"]
-        columns.append(f"[{', '.join(entries)}]")
+            columns += [f"d{v}_{i}{a}" if i in pts else "0.0" for a in "xyz"]
     add("    swept = 0.0")
     residual = []
     for i in range(points):
