@@ -101,15 +101,18 @@ def test_cli_frame_ranges_may_start_below_zero():
 def test_main_job_demo_runs_end_to_end(tmp_path):
     """The README's first command runs tools/demo_bake.py: build, headless bake, playback, picture."""
     png = tmp_path / "demo.png"
-    run = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "demo_bake.py"), "--frames", "24", "--png", str(png)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    demo = [sys.executable, str(REPO / "tools" / "demo_bake.py"), "--frames", "24", "--png", str(png)]
+    for _ in range(2):  # a rerun replaces the demo's files
+        run = subprocess.run([*demo, "--blend-dir", str(tmp_path)], capture_output=True, text=True, timeout=180)
+        assert run.returncode == 0, run.stderr[-2000:]
     assert "Demo: played back 24 frames here: worst tip error" in run.stdout
     assert png.read_bytes().startswith(b"\x89PNG")
+    # The scene and the bake are kept (no .blend1 left by the rerun), and the command is shown to rerun.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arm.blend", "arm_baked.blend", "demo.png"]
+    shown = run.stdout.splitlines()[1].strip()
+    assert shown.startswith(sys.executable) and shown.endswith(f"--output {tmp_path / 'arm_baked.blend'}")
+    assert f"Chain IK bake: saved {tmp_path / 'arm_baked.blend'}" in run.stdout
+    assert all(line.startswith(("Demo:", "Chain IK", "  ")) for line in run.stdout.splitlines()), run.stdout
 
 
 @pytest.mark.parametrize(
