@@ -27,11 +27,11 @@ lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: 
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
 every panel chain's Softness). --aim-axis AXIS (NONE, +X ... -Z; write --aim-axis=-Z) and
 --aim-spread SPREAD: aim the tip bone's axis at the target instead of reaching it (the same way).
+--move-root on|off, --root-stiffness S: a movable root (the unit's top bone moves to reach, pins
+hold; its location keyed where it moved), given as --softness is.
 --contacts: Detect Contacts on the panel chains first (their feet's Contact keyed from the
 motion, above the armature's Ground), then the bake plants the feet on them; the per-chain
 summary gains the contact figures.
-every panel chain's Softness). --move-root on|off, --root-stiffness S: a movable root (the unit's top
-bone moves to reach, pins hold; its location keyed where it moved), given as --softness is.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def write_json(path: Path | None, summary: dict) -> str:
 
 def main(argv: list[str]) -> int:
     try:
-        args = arguments.parse_args(argv, INSIDE_BLENDER)
+        args = arguments.parse_args(argv, INSIDE_BLENDER, epilog=__doc__.split("\n", 1)[1].strip())
     except SystemExit as exc:  # argparse: usage already printed
         return int(exc.code or 0)
     except CliError as exc:

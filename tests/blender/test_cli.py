@@ -86,6 +86,23 @@ def test_cli_without_blend_or_arguments(blend):
     assert run.returncode == 2 and "--armature" in run.stderr
 
 
+def test_cli_help_shows_how_to_run_it_and_its_exit_statuses():
+    run = _cli("--help")
+    assert run.returncode == 0, run.stderr
+    usage = run.stdout.splitlines()[0]
+    assert usage.startswith("usage: python cli.py (SCENE.blend | --blend SCENE.blend) [--] --armature NAME"), usage
+    # cli.py's docstring, as written: how to run it inside Blender, and what each exit status means.
+    assert "blender --background scene.blend --python cli.py -- --armature Rig --chain hand.L:3" in run.stdout
+    assert "Exit status: 0 baked, 1 an error" in run.stdout and "3 playback missed" in run.stdout
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chain_ik_cli", CLI)
+    cli = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cli)
+    inside = cli.arguments.parser(False).format_usage()
+    assert inside.startswith("usage: blender --background SCENE.blend --python cli.py -- --armature NAME"), inside
+
+
 def test_cli_frame_ranges_may_start_below_zero():
     import importlib.util
 
