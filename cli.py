@@ -101,6 +101,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
     baking = importlib.import_module(f"{package.__name__}.app.bake")
     job_specs = importlib.import_module(f"{package.__name__}.app.spec")
     grouping = importlib.import_module(f"{package.__name__}.app.spec.groups")
+    scope = importlib.import_module(f"{package.__name__}.app.spec.scope")
     obj = bpy.data.objects.get(args.armature)
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
@@ -161,6 +162,10 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             result = baking.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.
         playback = max(chain.worst_error for chain in result.chains)
+    except scope.NoChains:  # the operator's message names its arguments; here the flags
+        raise CliError(
+            f"no chains: armature '{obj.name}' has none in the Chain IK panel; give --chain TIP:LENGTH --target NAME"
+        ) from None
     except ValueError as exc:
         raise CliError(str(exc)) from None
     summary = {

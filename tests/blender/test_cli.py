@@ -69,7 +69,7 @@ def test_cli_blend_option_and_panel_chains(blend):
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "9-2"], "before start"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--frames", "1..5"], "START-END"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--reduce", "-1"], "--reduce must be"),
-        (["--armature", "Rig"], "no chains"),
+        (["--armature", "Rig"], "no chains: armature 'Rig' has none in the Chain IK panel; give --chain TIP:LENGTH"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--pole", "Nope"], "no pole object named 'Nope'"),
     ],
 )
