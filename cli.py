@@ -13,7 +13,7 @@ the panel and needs --target. --chain may be repeated (each chain option then
 once per chain, or once for all). Under `blender` the arguments go after '--'.
 The extension is used as installed when it is enabled; otherwise the package
 this file belongs to is loaded by path and registered for the run. Prints a
-progress line about every 10% and a summary (frames, seconds, keys written,
+progress line about every 10% (once the bake has run a second) and a summary (frames, seconds, keys written,
 worst tip error on playback, and per chain: frames that missed, worst error,
 largest jump, and the libraries the file links); --json PATH writes it as JSON
 too. Every argument (headless/cli_arguments.py: numbers, names, methods, frames

@@ -42,7 +42,7 @@ def test_cli_bakes_and_saves(blend, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "40 frames (1-40 step 1)" in run.stdout and "36" not in run.stderr
     assert "keys written" in run.stdout and "worst tip error on playback" in run.stdout
-    assert "Chain IK bake: 100%" in run.stdout
+    assert "%" not in run.stdout  # a bake of well under a second shows no progress lines
     error = float(run.stdout.split("worst tip error on playback ")[1].split()[0])
     assert error < 1e-4
     assert out.is_file()
