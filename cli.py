@@ -13,11 +13,11 @@ the panel and needs --target. --chain may be repeated (each chain option then
 once per chain, or once for all). Under `blender` the arguments go after '--'.
 The extension is used as installed when it is enabled; otherwise the package
 this file belongs to is loaded by path and registered for the run. Prints a
-progress line about every 10% (once the bake has run a second) and a summary (frames, seconds, keys written,
-worst tip error on playback, and per chain: frames that missed, worst error,
-largest jump, and the libraries the file links); --json PATH writes it as JSON
-too. Every argument (headless/cli_arguments.py: numbers, names, methods, frames
-within Blender's limit, the .blend given once) and output path is checked before
+progress line about every 10% (once the bake has run a second) and a summary
+(frames, seconds, keys written, worst tip error on playback, and per chain: frames
+that missed, worst error, largest jump, and the libraries the file links); --json
+PATH writes it as JSON too. Every argument (headless/cli_arguments.py: numbers,
+names, methods, frames within Blender's limit, the .blend given once) and output path is checked before
 the file is opened; once it is open, before anything is baked, --output,
 --final-output and --json are checked not to be the opened .blend or a library it
 links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
