@@ -13,11 +13,11 @@ the panel and needs --target. --chain may be repeated (each chain option then
 once per chain, or once for all). Under `blender` the arguments go after '--'.
 The extension is used as installed when it is enabled; otherwise the package
 this file belongs to is loaded by path and registered for the run. Prints a
-progress line about every 10% and a summary (frames, seconds, keys written,
-worst tip error on playback, and per chain: frames that missed, worst error,
-largest jump, and the libraries the file links); --json PATH writes it as JSON
-too. Every argument (headless/cli_arguments.py: numbers, names, methods, frames
-within Blender's limit, the .blend given once) and output path is checked before
+progress line about every 10% (once the bake has run a second) and a summary
+(frames, seconds, keys written, worst tip error on playback, and per chain: frames
+that missed, worst error, largest jump, and the libraries the file links); --json
+PATH writes it as JSON too. Every argument (headless/cli_arguments.py: numbers,
+names, methods, frames within Blender's limit, the .blend given once) and output path is checked before
 the file is opened; once it is open, before anything is baked, --output,
 --final-output and --json are checked not to be the opened .blend or a library it
 links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
@@ -27,11 +27,11 @@ lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: 
 the knee pop (a share of each chain's reach; per --chain like --pole-angle, without --chain over
 every panel chain's Softness). --aim-axis AXIS (NONE, +X ... -Z; write --aim-axis=-Z) and
 --aim-spread SPREAD: aim the tip bone's axis at the target instead of reaching it (the same way).
+--move-root on|off, --root-stiffness S: a movable root (the unit's top bone moves to reach, pins
+hold; its location keyed where it moved), given as --softness is.
 --contacts: Detect Contacts on the panel chains first (their feet's Contact keyed from the
 motion, above the armature's Ground), then the bake plants the feet on them; the per-chain
 summary gains the contact figures.
-every panel chain's Softness). --move-root on|off, --root-stiffness S: a movable root (the unit's top
-bone moves to reach, pins hold; its location keyed where it moved), given as --softness is.
 """
 
 from __future__ import annotations
@@ -101,6 +101,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
     baking = importlib.import_module(f"{package.__name__}.app.bake")
     job_specs = importlib.import_module(f"{package.__name__}.app.spec")
     grouping = importlib.import_module(f"{package.__name__}.app.spec.groups")
+    scope = importlib.import_module(f"{package.__name__}.app.spec.scope")
     obj = bpy.data.objects.get(args.armature)
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
@@ -161,6 +162,10 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             result = baking.bake(context, obj, specs, options, progress.update)
         # The bake's report is measured on playback at every baked frame.
         playback = max(chain.worst_error for chain in result.chains)
+    except scope.NoChains:  # the operator's message names its arguments; here the flags
+        raise CliError(
+            f"no chains: armature '{obj.name}' has none in the Chain IK panel; give --chain TIP:LENGTH --target NAME"
+        ) from None
     except ValueError as exc:
         raise CliError(str(exc)) from None
     summary = {
@@ -237,7 +242,7 @@ def write_json(path: Path | None, summary: dict) -> str:
 
 def main(argv: list[str]) -> int:
     try:
-        args = arguments.parse_args(argv, INSIDE_BLENDER)
+        args = arguments.parse_args(argv, INSIDE_BLENDER, epilog=__doc__.split("\n", 1)[1].strip())
     except SystemExit as exc:  # argparse: usage already printed
         return int(exc.code or 0)
     except CliError as exc:

@@ -394,6 +394,7 @@ def main(argv: list[str] | None = None) -> list[FootRow]:
     parser.add_argument("--picture", default="", help="write the README's picture (PNG) of the first clip here")
     args = parser.parse_args(argv)
     globals()["REPEATS"] = max(1, args.repeats)
+    mocap_rigs.require_clips(args.clips)
     ext = load_extension()
     if not hasattr(bpy.types.Object, "chain_ik"):  # as a script; a test has it registered
         ext.register()

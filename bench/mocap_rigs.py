@@ -70,6 +70,17 @@ def clip_path(clip: Clip) -> Path:
     return MOCAP_DIR / clip.file
 
 
+def require_clips(names: list[str]) -> None:
+    """Exit with one line, before any work, when a clip of `names` is missing: the clips live outside
+    the repository, and a script that reached the importer would end in a long traceback."""
+    missing = [CLIPS[name].file for name in names if not clip_path(CLIPS[name]).is_file()]
+    if missing:
+        raise SystemExit(
+            f"missing motion capture clips in {MOCAP_DIR}: {', '.join(missing)} (the shared CMU clips, outside"
+            " the repository; set CHAIN_IK_MOCAP to the directory that holds them)"
+        )
+
+
 def _ensure_importer() -> None:
     if not hasattr(bpy.types, "IMPORT_ANIM_OT_bvh"):
         import addon_utils

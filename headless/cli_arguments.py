@@ -75,10 +75,22 @@ def on_off(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"must be on or off, got {text!r}")
 
 
-def parser(standalone: bool) -> argparse.ArgumentParser:
-    """`standalone`: run by the bpy wheel's Python, which opens the .blend itself."""
+# The usage line shows how the run is started, the '--' included; the options follow in --help.
+USAGE_TAIL = "--armature NAME [--chain TIP:LENGTH --target NAME] [options]"
+USAGE_STANDALONE = f"python %(prog)s (SCENE.blend | --blend SCENE.blend) [--] {USAGE_TAIL}"
+USAGE_INSIDE_BLENDER = f"blender --background SCENE.blend --python %(prog)s -- {USAGE_TAIL}"
+
+
+def parser(standalone: bool, epilog: str = "") -> argparse.ArgumentParser:
+    """`standalone`: run by the bpy wheel's Python, which opens the .blend itself. `epilog`: shown
+    after the options by --help as written (cli.py's how-to-run and exit statuses)."""
     p = argparse.ArgumentParser(
-        prog="cli.py", description="Bake Chain IK chains to rotation keys, headless.", allow_abbrev=False
+        prog="cli.py",
+        usage=USAGE_STANDALONE if standalone else USAGE_INSIDE_BLENDER,
+        description="Bake Chain IK chains to rotation keys, headless.",
+        epilog=epilog or None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     if standalone:
         p.add_argument("blend_file", nargs="?", help="the .blend to open (or --blend)")
@@ -157,9 +169,9 @@ def parser(standalone: bool) -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: list[str], inside_blender: bool) -> argparse.Namespace:
+def parse_args(argv: list[str], inside_blender: bool, epilog: str = "") -> argparse.Namespace:
     """`argv`: sys.argv. Under Blender cli.py's arguments follow '--'; with the wheel's Python
-    the '--' is optional."""
+    the '--' is optional. `epilog`: the text --help ends with."""
     if "--" in argv:
         i = argv.index("--")
         before, after = argv[:i], argv[i + 1 :]
@@ -171,8 +183,8 @@ def parse_args(argv: list[str], inside_blender: bool) -> argparse.Namespace:
             raise CliError(
                 "put cli.py's arguments after '--': blender --background scene.blend --python cli.py -- --armature ..."
             )
-        return parser(False).parse_args(after)
-    return parser(True).parse_args(before[1:] + after)
+        return parser(False, epilog).parse_args(after)
+    return parser(True, epilog).parse_args(before[1:] + after)
 
 
 def parse_chain(text: str) -> tuple[str, int]:

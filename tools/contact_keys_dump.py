@@ -26,6 +26,7 @@ def dump(out: str) -> None:
     import mocap_rigs
     from blender_bench import load_extension
 
+    mocap_rigs.require_clips(list(mocap_rigs.CLIPS))
     ext = load_extension("app.bake", "app.spec", "rig.keys", "rig.contacts")
     if not hasattr(bpy.types.Object, "chain_ik"):
         ext.register()

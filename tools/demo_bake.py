@@ -1,11 +1,12 @@
 """The main job, end to end: build a rig, bake it headless with cli.py, check playback, draw the paths.
 
-Run with a bpy venv's Python:  <venv>/bin/python tools/demo_bake.py [--frames 240] [--png out/bake_demo.png]
+Run with a bpy venv's Python:
+    <venv>/bin/python tools/demo_bake.py [--frames 240] [--png out/bake_demo.png] [--blend-dir out]
 
 1. Builds a 4-bone arm and an empty circling a tilted figure-eight in reach,
-   saved to a temporary .blend.
-2. Bakes it with `cli.py` in a subprocess (exactly as `blender --background
-   scene.blend --python cli.py -- ...` would), printing the CLI's summary.
+   saved as out/arm.blend (kept, as is the bake: open them in Blender, or rerun the command).
+2. Bakes it into out/arm_baked.blend with `cli.py` in a subprocess (exactly as `blender
+   --background scene.blend --python cli.py -- ...` would), printing the command and the CLI's summary.
 3. Opens the baked file, plays it back and reports the worst tip error.
 4. Draws the target path, the baked tip path and a few arm poses (front and
    top views) into a PNG written with the standard library (zlib + struct).
@@ -14,11 +15,14 @@ Run with a bpy venv's Python:  <venv>/bin/python tools/demo_bake.py [--frames 24
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import math
+import os
+import shlex
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -54,13 +58,35 @@ def build_scene(path: Path, frames: int) -> None:
         goal.keyframe_insert("location", frame=f)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    with blender_log_hidden():
+        bpy.ops.wm.save_as_mainfile(filepath=str(path))
 
 
-def bake(scene_path: Path, out_path: Path, frames: int) -> tuple[str, float]:
+@contextlib.contextmanager
+def blender_log_hidden():
+    """Blender's own lines on saving and opening a file ('Info: Saved as ...', 'Read blend: ...') kept
+    off the demo's output. They are C stdio writes to file descriptor 1, so that descriptor is pointed at
+    /dev/null meanwhile, C's buffer flushed before it is restored; errors still raise."""
+    sys.stdout.flush()
+    libc = ctypes.CDLL(None)
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def bake_command(scene_path: Path, out_path: Path, frames: int) -> list[str]:
     cmd = [sys.executable, str(REPO / "cli.py"), str(scene_path), "--", "--armature", "Arm"]
     cmd += ["--chain", f"arm{BONES - 1}:{BONES}", "--target", "Goal", "--method", "triangulation"]
-    cmd += ["--frames", f"1-{frames}", "--output", str(out_path)]
+    return cmd + ["--frames", f"1-{frames}", "--output", str(out_path)]
+
+
+def bake(cmd: list[str]) -> tuple[str, float]:
     start = time.perf_counter()
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     seconds = time.perf_counter() - start
@@ -72,7 +98,8 @@ def bake(scene_path: Path, out_path: Path, frames: int) -> tuple[str, float]:
 
 def play_back(out_path: Path, frames: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """(tip path, target path, arm poses at a few frames), world space."""
-    bpy.ops.wm.open_mainfile(filepath=str(out_path))
+    with blender_log_hidden():
+        bpy.ops.wm.open_mainfile(filepath=str(out_path))
     scene = bpy.context.scene
     arm, goal = bpy.data.objects["Arm"], bpy.data.objects["Goal"]
     tips, targets, poses = [], [], []
@@ -138,27 +165,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Build a rig, bake it headless with cli.py, draw the paths.")
     parser.add_argument("--frames", type=int, default=240)
     parser.add_argument("--png", type=Path, default=REPO / "out" / "bake_demo.png")
+    parser.add_argument("--blend-dir", type=Path, default=REPO / "out", help="where arm.blend and arm_baked.blend go")
     args = parser.parse_args()
     if args.frames < 2:
         parser.error(f"--frames must be at least 2, got {args.frames}")
     sys.path.append(str(REPO))  # headless/ ships with the extension: cli.py's own output-path check
     from headless.output_paths import check_output
 
+    scene_path, out_path = args.blend_dir / "arm.blend", args.blend_dir / "arm_baked.blend"
     try:  # the picture is written last: a bad path is said before any work, as cli.py does
         check_output(str(args.png), "--png")
+        for path in (scene_path, out_path):
+            check_output(str(path), "--blend-dir")
     except ValueError as exc:
         parser.error(str(exc))
-    with tempfile.TemporaryDirectory() as tmp:
-        scene_path, out_path = Path(tmp) / "arm.blend", Path(tmp) / "arm_baked.blend"
-        build_scene(scene_path, args.frames)
-        summary, seconds = bake(scene_path, out_path, args.frames)
-        print(summary)
-        print(f"Demo: the headless bake process took {seconds:.2f} s in all (Python start, open, bake, check, save)")
-        tips, targets, poses = play_back(out_path, args.frames)
+    args.blend_dir.mkdir(parents=True, exist_ok=True)
+    for path in (scene_path, out_path):  # the demo's own files: a rerun replaces them, leaving no .blend1
+        path.unlink(missing_ok=True)
+    build_scene(scene_path, args.frames)
+    cmd = bake_command(scene_path, out_path, args.frames)
+    print(f"Demo: the scene is {scene_path}; baking it headless with:\n  {shlex.join(cmd)}")
+    summary, seconds = bake(cmd)
+    print(summary)
+    print(f"Demo: the headless bake process took {seconds:.2f} s in all (Python start, open, bake, check, save)")
+    tips, targets, poses = play_back(out_path, args.frames)
     errors = np.linalg.norm(tips - targets, axis=1)
     print(f"Demo: played back {args.frames} frames here: worst tip error {errors.max():.2e} (mean {errors.mean():.2e})")
     picture(tips, targets, poses, args.png)
     print(f"Demo: picture of the tip path (red) on the target path (grey), arm poses (blue): {args.png}")
+    print(f"Demo: open {out_path} in Blender to play the baked keys")
     return 0 if errors.max() < 1e-3 else 1
 
 

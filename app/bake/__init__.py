@@ -95,15 +95,18 @@ def reduce_tolerance(options: BakeOptions) -> float:
 
 
 class Progress:
-    """Window-manager progress with a window; otherwise a console line every 10%.
+    """Window-manager progress with a window; otherwise a console line every 10%, once the work has
+    lasted QUIET_SECONDS (a quick bake prints no progress, only its summary).
 
     `update(fraction, frame)`: the share of the work done (0..1) and the frame being worked on."""
 
     STEPS = 10
+    QUIET_SECONDS = 1.0
 
     def __init__(self, context, stream=None) -> None:
         self.stream = stream or sys.stdout
         self.shown = 0
+        self.started = time.perf_counter()
         # Background mode has no window to show progress in (the bpy wheel may still report one).
         has_window = not bpy.app.background and getattr(context, "window", None) is not None
         self.wm = context.window_manager if has_window else None
@@ -117,7 +120,7 @@ class Progress:
         self.shown = step
         if self.wm is not None:
             self.wm.progress_update(int(1000 * fraction))
-        else:
+        elif time.perf_counter() - self.started >= self.QUIET_SECONDS:
             print(f"Chain IK bake: {100 * step // self.STEPS:3d}% (frame {frame})", file=self.stream)
             self.stream.flush()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import replace
 
@@ -305,16 +306,38 @@ def test_rigify_arm_loop_no_jump(scene, ext):
         addon_utils.disable("rigify", default_set=True)
 
 
-def test_progress_line_in_background(scene, capsys):
+@pytest.mark.parametrize("quiet_seconds", [0.0, 1.0])
+def test_progress_line_in_background(scene, capsys, monkeypatch, quiet_seconds):
+    from chain_ik.app.bake import Progress
+
+    monkeypatch.setattr(Progress, "QUIET_SECONDS", quiet_seconds)
     obj = _bent_rig()
     target = loop_target(frames=(1, 20))
     assert _bake(tip="hand", chain_length=3, target=target.name) == {"FINISHED"}
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("Chain IK bake: ") and "%" in line]
+    if quiet_seconds:  # a bake of well under a second: no progress lines
+        assert lines == [] and obj.animation_data.action is not None
+        return
     shown = [int(line.split()[3].rstrip("%")) for line in lines]
     assert shown == sorted(set(shown)) and shown[-1] == 100 and set(shown) <= set(range(10, 101, 10))
     assert lines[-1] == "Chain IK bake: 100% (frame 20)"
     assert obj.animation_data.action is not None
+
+
+def test_progress_shows_once_the_work_has_lasted_a_second(scene):
+    from chain_ik.app.bake import Progress
+
+    stream = io.StringIO()
+    progress = Progress(bpy.context, stream)
+    progress.update(0.1, 2)
+    progress.update(0.35, 7)
+    assert stream.getvalue() == ""  # quick so far: nothing shown
+    progress.started -= 1.5  # as if the work had lasted 1.5 s
+    progress.update(0.38, 8)  # within the 30% step already passed
+    progress.update(0.5, 10)
+    progress.update(1.0, 20)
+    assert stream.getvalue().splitlines() == ["Chain IK bake:  50% (frame 10)", "Chain IK bake: 100% (frame 20)"]
 
 
 @pytest.mark.parametrize("mode", ["QUATERNION", "YZX", "AXIS_ANGLE"])

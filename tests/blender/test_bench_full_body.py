@@ -33,3 +33,4 @@ def test_bench_full_body_quick(scene, ext, capsys):
     for title in ("Item 1", "Item 2", "Item 3", "Item 4", "Item 5: trees", "Item 5: Live", "Item 5: Move Root"):
         assert f"## {title}" in table
     assert "refused" not in table
+    assert "| pins' worst drift | root moved (mean) |" in table  # a mean over the targets, as its header says

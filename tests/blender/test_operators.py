@@ -101,7 +101,7 @@ def test_bad_input_reports_and_leaves_the_pose(scene):
     _assert_error_no_change(obj, "no bone 'missing'", tip="missing", chain_length=1, target=target.name)
     _assert_error_no_change(obj, "longer than the hierarchy", tip="b2", chain_length=4, target=target.name)
     _assert_error_no_change(obj, "unknown solver 'magic'", tip="b2", chain_length=3, target=target.name, method="magic")
-    _assert_error_no_change(obj, "no chains")
+    _assert_error_no_change(obj, "no chains: add one in the Chain IK panel, or pass tip, chain_length and target")
     target.location = (float("nan"), 0.0, 1.0)
     _assert_error_no_change(obj, "non-finite location", tip="b2", chain_length=3, target=target.name)
     target.location = (float("inf"), 0.0, 1.0)  # Blender keeps it as the largest float32, 3.4e38

@@ -34,7 +34,8 @@ def _checkout_copy(dest):
 def test_build_block_works_in_a_fresh_checkout_after_the_demo(tmp_path):
     root = _checkout_copy(tmp_path / "chain_ik")
     (root / "out").mkdir()
-    (root / "out" / "bake_demo.png").write_bytes(b"demo output")  # what tools/demo.sh leaves
+    for name in ("bake_demo.png", "arm.blend", "arm_baked.blend"):  # what tools/demo.sh leaves
+        (root / "out" / name).write_bytes(b"demo output")
     block = _block_after("### Build and install")
     run = subprocess.run(["bash", "-c", block], cwd=root, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

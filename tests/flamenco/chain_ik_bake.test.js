@@ -1,4 +1,4 @@
-// The Flamenco job type under Node, against stand-ins for Flamenco's API: `node --test tests/flamenco`.
+// The Flamenco job type under Node, against stand-ins for Flamenco's API: `node --test tests/flamenco/*.test.js`.
 // The job type holds no rule of its own: it authors tasks from what flamenco_submission.submission() checked
 // (tests/blender/test_flamenco_job.py feeds it that function's real output, bad lists included).
 "use strict";
