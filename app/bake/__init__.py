@@ -256,7 +256,7 @@ def bake_steps(
     root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
     if options.measure:
         measuring = bake_report.measure(
-            context, obj, specs, frames, reports, solved.held, root_moved, solved.worst, reduction
+            context, obj, specs, frames, reports, solved.held, root_moved, _as_written(obj, specs, solved), reduction
         )
         for _ in measuring:
             yield "measure"
@@ -295,6 +295,22 @@ def bake_steps(
         reasons=reasons,
         root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
     )
+
+
+def _as_written(obj, specs: list[ChainSpec], solved: Solved) -> dict[str, float]:
+    """The solver's worst tip error by tip, for the chains whose keys are the solved pose itself:
+    the report puts playback past the tolerance down to float32 rounding or key reduction only on
+    those. Influence below 1, locks kept, constraints, drivers or an action that blends move
+    playback off the solved pose by more than either, so their solve's figure explains nothing."""
+    off = set(solved.locked) | set(solved.constrained) | set(driven_rotations(obj, solved.values))
+    if blend_warning(obj):
+        return {}
+    out = {}
+    for spec in specs:
+        names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        if spec.influence >= 1.0 and not off.intersection(names) and spec.tip in solved.worst:
+            out[spec.tip] = solved.worst[spec.tip]
+    return out
 
 
 def movable_roots(obj, specs: list[ChainSpec]) -> list[str]:
