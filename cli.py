@@ -242,7 +242,7 @@ def write_json(path: Path | None, summary: dict) -> str:
 
 def main(argv: list[str]) -> int:
     try:
-        args = arguments.parse_args(argv, INSIDE_BLENDER, epilog=__doc__.split("\n", 1)[1].strip())
+        args = arguments.parse_args(argv, INSIDE_BLENDER, epilog=(__doc__ or "\n").split("\n", 1)[1].strip())
     except SystemExit as exc:  # argparse: usage already printed
         return int(exc.code or 0)
     except CliError as exc:
