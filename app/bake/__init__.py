@@ -244,10 +244,9 @@ def bake_steps(
         values.update(zip(planted.leg.names, planted.values, strict=True))
         solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
         solved.held[label], solved.reasons[label] = planted.held, plants.reason
-    chain_keys = {}
-    for spec in specs:
-        bones = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
-        chain_keys[spec.tip] = sum(bone_keys.get(n, 0) for n in bones)
+    chain_bones = {spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs}
+    chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
+    driven = driven_rotations(obj, values)
     # Live would solve these bones again on playback, over the new keys.
     live_off = live.switch_off(obj, values)
     seconds = time.perf_counter() - start_time
@@ -255,9 +254,9 @@ def bake_steps(
     measure_start = time.perf_counter()
     root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
     if options.measure:
-        measuring = bake_report.measure(
-            context, obj, specs, frames, reports, solved.held, root_moved, _as_written(obj, specs, solved), reduction
-        )
+        solves = _as_written(obj, specs, solved, chain_bones, driven)
+        held = solved.held
+        measuring = bake_report.measure(context, obj, specs, frames, reports, held, root_moved, solves, reduction)
         for _ in measuring:
             yield "measure"
         contact_targets.measure(context, obj, plants, frames)
@@ -283,7 +282,7 @@ def bake_steps(
         bones=tuple(values),
         locked=tuple(sorted(solved.locked)),
         constrained=tuple(sorted(solved.constrained)),
-        driven=driven_rotations(obj, values),
+        driven=driven,
         per_chain_error=solved.worst,
         chains=reports,
         live_off=live_off,
@@ -297,17 +296,20 @@ def bake_steps(
     )
 
 
-def _as_written(obj, specs: list[ChainSpec], solved: Solved) -> dict[str, float]:
+def _as_written(
+    obj, specs: list[ChainSpec], solved: Solved, chain_bones: dict[str, list[str]], driven: tuple[str, ...]
+) -> dict[str, float]:
     """The solver's worst tip error by tip, for the chains whose keys are the solved pose itself:
     the report puts playback past the tolerance down to float32 rounding or key reduction only on
-    those. Influence below 1, locks kept, constraints, drivers or an action that blends move
-    playback off the solved pose by more than either, so their solve's figure explains nothing."""
-    off = set(solved.locked) | set(solved.constrained) | set(driven_rotations(obj, solved.values))
+    those. Influence below 1, locks kept, constraints, drivers (`driven`) or an action that blends
+    move playback off the solved pose by more than either, so their solve's figure explains
+    nothing. `chain_bones`: each chain's bones by tip, as the bake read them."""
     if blend_warning(obj):
         return {}
+    off = set(solved.locked) | set(solved.constrained) | set(driven)
     out = {}
     for spec in specs:
-        names = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        names = chain_bones[spec.tip]
         if spec.influence >= 1.0 and not off.intersection(names) and spec.tip in solved.worst:
             out[spec.tip] = solved.worst[spec.tip]
     return out
