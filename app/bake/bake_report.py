@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ... import rig, solvers
+from ...rig.reduce import SCALE_SHARE  # Reduce Keys' Y scale keys stay within this share: levers grow by it
 from ...solvers import quat
 from ..solve.result import aim_figures
 from .contact_figures import ContactFigures, Slide
@@ -28,8 +29,6 @@ RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
 # playback exceeds it by no more is beyond it by float32 rounding alone: counted, not warned of.
 FLOAT32_ULPS = 16
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
-# Reduce Keys' Y scale keys stay within this share of their value (rig.reduce.SCALE_SHARE): levers grow by it.
-SCALE_SHARE = 0.01
 
 
 @dataclass(frozen=True)
