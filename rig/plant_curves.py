@@ -72,7 +72,7 @@ def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray
         full = data_path(name, path)
         for index in range(width):
             fc = curves.get((full, index))
-            if fc is not None:
+            if fc is not None and plays(fc):  # (a curve playback skips leaves the value as posed)
                 rows[:, index] = sampling.curve_values(fc, frames, seen)
     return out
 
@@ -162,7 +162,8 @@ def _affine_inverse(m: np.ndarray, inverse: np.ndarray) -> np.ndarray:
 
 def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
-    curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1] if plays(fc)}
+    # Whether a curve plays is asked of those read alone (`_stacked`), not of every curve of the action.
+    curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1]}
     at = action_frames(obj, frames).astype(float)
     m = len(frames)
     pose = obj.pose.bones
