@@ -353,42 +353,19 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     kp.foreach_set("co", co)
     # Each attribute read in the type Blender stores it in, which it copies in one pass (the enums
     # as bytes, the flags as booleans; as int32, every key is converted on its own: ~5x slower for
-    # an enum), into one table per width (bytes, floats), each compared in one go as bytes with
-    # new keys' (mostly no key differs: no numpy call); where one differs, each attribute is looked
-    # at on the replaced keys alone, and written back only where they differ.
-    interpolations = np.empty(count, dtype=np.uint8)
-    kp.foreach_get("interpolation", interpolations)
-    _write_differing(kp, "interpolation", interpolations, rows, INTERPOLATIONS.index(interpolation))
-    for attributes, dtype in ((_BYTE_ATTRIBUTES, np.uint8), (_FLOAT_ATTRIBUTES, np.float32)):
-        table = np.empty((len(attributes), count), dtype=dtype)
-        for column, (name, _, kind) in zip(table, attributes, strict=True):
-            kp.foreach_get(name, column.view(kind))
-        if table.tobytes() == _new_table(attributes, dtype, count):
+    # an enum), then compared on every key at once as bytes with a new key's value (mostly no key
+    # differs at all: no numpy call); one that differs somewhere is looked at on the replaced keys
+    # alone, and written back only where they differ.
+    for name, wanted, dtype in (("interpolation", INTERPOLATIONS.index(interpolation), np.uint8), *_NEW_ATTRIBUTES):
+        column = np.empty(count, dtype=dtype)
+        kp.foreach_get(name, column)
+        if column.tobytes() == _filled(wanted, dtype, count):
             continue
-        for column, (name, wanted, kind) in zip(table, attributes, strict=True):
-            _write_differing(kp, name, column.view(kind), rows, wanted)
+        if (column[rows] != wanted).any():
+            column[rows] = wanted
+            kp.foreach_set(name, column)
     fc.update()
     return len(rows)
-
-
-def _write_differing(kp, name: str, column: np.ndarray, rows: np.ndarray, wanted) -> None:
-    """Attribute `name` (`column`, every key's) set to `wanted` on keys `rows` where any differs."""
-    if column.tobytes() == _filled(wanted, column.dtype.type, len(column)):
-        return
-    if (column[rows] != wanted).any():
-        column[rows] = wanted
-        kp.foreach_set(name, column)
-
-
-def _new_table(attributes: tuple, dtype, count: int) -> bytes:
-    """The bytes of `count` new keys' `attributes` (rows of a table in `dtype`), cached as `_filled`."""
-    key = (attributes, count)
-    found = _FILLED.get(key)
-    if found is None:
-        if len(_FILLED) > 256:
-            _FILLED.clear()
-        found = _FILLED[key] = np.array([[wanted] * count for _, wanted, _ in attributes], dtype=dtype).tobytes()
-    return found
 
 
 def _filled(value, dtype, count: int) -> bytes:
@@ -421,13 +398,11 @@ def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarr
 
 # The attributes _overwrite sets on the keys it replaces besides the interpolation (its handles are
 # placed by FCurve.update() from the keys' co alone: AUTO_CLAMPED): (name, a new key's value, the
-# numpy type Blender's storage copies in one pass), the byte-wide ones (enums, flags) and the floats.
+# numpy type Blender's storage copies in one pass).
 _NEW_ATTRIBUTES = tuple(
     (name, NEW_KEY[name], np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32)
     for name, _, dtype in KEY_ATTRIBUTES[4:]
 )
-_BYTE_ATTRIBUTES = tuple(a for a in _NEW_ATTRIBUTES if a[2] is not np.float32)
-_FLOAT_ATTRIBUTES = tuple(a for a in _NEW_ATTRIBUTES if a[2] is np.float32)
 
 
 def keys_in_range(fc, frame_range: tuple[float, float]) -> int:
