@@ -90,8 +90,8 @@ def _euler_turns(mode: str, values: np.ndarray) -> tuple[np.ndarray, ...]:
     """(w, x, y, z), each (F,): Euler angles `values` (F, 3) in `mode` ('XYZ': X applied first) as
     quaternions, by the figures of `quat.multiply(quat.from_axis_angle(unit, angle), turn)` axis
     after axis from the identity (every product and sum of theirs, in their order, the zeros of the
-    unit axes included: the same bits), on whole columns: no (F, 4) table made and taken apart
-    per axis (half the time on 3000 rows)."""
+    unit axes included: the same bits, a NaN's sign aside), on whole columns: no (F, 4) table made
+    and taken apart per axis (about a third less time on 3000 rows)."""
     w = x = y = z = None
     for axis in mode:
         i = "XYZ".index(axis)
