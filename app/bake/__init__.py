@@ -187,19 +187,22 @@ def bake_steps(
     if refusal:
         raise ValueError(refusal)
     depsgraph = context.evaluated_depsgraph_get()
-    names, stretched = [], []
+    names, stretched, read = [], [], []
     for spec in specs:
         solve.check_spec(obj, spec)
         solve.check_in_view_layer(obj, spec, depsgraph)
         chain = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
+        read.append(chain)
         names += chain
         weights = stretch_weights(obj, spec)
         stretched += [n for n, w in zip(chain, weights or (), strict=False) if w > 0.0]
     _refuse_live_above(obj, specs, names)
     contact_targets.check_alone(obj, specs)
-    specs = groups.effective(obj, specs)  # a group's chains with its first chain's solver settings
+    # The units, read once for the checks, the solve and the report (the same chains throughout).
+    units = groups.units(obj, specs, read)
+    specs = groups.effective(obj, specs, units)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
-    roots = movable_roots(obj, specs)  # Move Root: the top bone's location may be keyed
+    roots = movable_roots(obj, specs, units)  # Move Root: the top bone's location may be keyed
     roots += contact_targets.hips_to_lower(obj, specs)  # Move Root on planted legs: their hips
     if stretched or roots:
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
@@ -219,17 +222,23 @@ def bake_steps(
         solved = Solved({}, {}, seconds={})
         if others:
             solving = True
-            solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise)
+            # Without planted chains the solve's specs are these: their bones and units as read above.
+            known = (read, units) if len(others) == len(specs) else None
+            solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise, known)
+            solving = solved.posed  # a solve that posed nothing needs the frame set again only if it moved
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
-        # Planted legs alone read the curves (or frames, put back by rig.pose_frames): no pose
-        # written, and a frame_set evaluates the whole scene, so it is skipped where nothing moved.
+        # Planted legs alone, or units carried, read the curves (or frames, put back by
+        # rig.pose_frames): no pose written, and a frame_set evaluates the whole scene, so it is
+        # skipped where nothing moved.
         if solving or (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
             scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    chains = [(rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail), s.use_tail, s.tip) for s in others]
+    # Each chain's bones read again after the solve (a frame handler may have changed them), once.
+    chain_bones = {spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs}
+    chains = [(chain_bones[s.tip], s.use_tail, s.tip) for s in others]
     values = solved.values
     reduction = None  # what Reduce Keys promised the played-back tips (the report measures against it)
     if options.reduce:
@@ -244,7 +253,6 @@ def bake_steps(
         values.update(zip(planted.leg.names, planted.values, strict=True))
         solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
         solved.held[label], solved.reasons[label] = planted.held, plants.reason
-    chain_bones = {spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs}
     chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
     driven = driven_rotations(obj, values)
     # Live would solve these bones again on playback, over the new keys.
@@ -266,7 +274,7 @@ def bake_steps(
     reasons = {label: why for label, why in solved.reasons.items() if why}
     for report in reports:
         report.path = reasons.get(report.name, "")
-    for report, label in zip(reports, groups.labels(obj, specs), strict=False):
+    for report, label in zip(reports, groups.labels(obj, specs, units), strict=False):
         report.group = label
     figures = {c.spec.label: c.figures for c in plants.chains if c.figures is not None}
     for report in reports:
@@ -315,10 +323,11 @@ def _as_written(
     return out
 
 
-def movable_roots(obj, specs: list[ChainSpec]) -> list[str]:
-    """The top bones Move Root may key (each unit led by a chain with Move Root on)."""
+def movable_roots(obj, specs: list[ChainSpec], units: list | None = None) -> list[str]:
+    """The top bones Move Root may key (each unit led by a chain with Move Root on). `units`:
+    groups.units(obj, specs) when known."""
     out = []
-    for unit in groups.units(obj, specs):
+    for unit in groups.units(obj, specs) if units is None else units:
         lead = specs[unit.members[0]]
         if lead.move_root and not lead.contacts:  # planted legs: their hips (contact_targets)
             out.append(group_rig(obj, [specs[i] for i in unit.members]).root)
@@ -400,13 +409,27 @@ def key_curves(
 
 def write_curves(obj, curves: list[Curve], options: BakeOptions) -> dict[str, int]:
     """Key `curves` (all values were checked finite); per bone, the keys its written channels
-    then hold inside the baked range, counted on the action."""
+    then hold inside the baked range: what `keys.keys_in_range` counts on the action, counted on
+    the keys written instead (write_keys keeps only keys outside the range, by the same float32
+    test), with no read back per curve."""
     fcurves = keys.FCurves(obj)
     first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
     frame_range = (float(min(first, last)), float(max(first, last)))
     per_bone: dict[str, int] = {}
+    inside: dict[int, int] = {}  # by id of a curve's frames (most curves share one array): keys in range
     for curve in curves:
         fc = fcurves.ensure(curve.path, curve.index, curve.bone)
         keys.write_keys(fc, curve.frames, curve.values, frame_range, options.interpolation, curve.handles)
-        per_bone[curve.bone] = per_bone.get(curve.bone, 0) + keys.keys_in_range(fc, frame_range)
+        count = inside.get(id(curve.frames))
+        if count is None:
+            count = inside[id(curve.frames)] = _keys_inside(curve.frames, frame_range)
+        per_bone[curve.bone] = per_bone.get(curve.bone, 0) + count
     return per_bone
+
+
+def _keys_inside(frames: np.ndarray, frame_range: tuple[float, float]) -> int:
+    """How many of the keys at `frames` `keys.keys_in_range` counts inside `frame_range`: the same
+    test on the frames as write_keys stores them (float32)."""
+    t = np.asarray(frames, dtype=np.float32)
+    low, high = frame_range[0] - keys.FRAME_EPSILON, frame_range[1] + keys.FRAME_EPSILON
+    return int(np.count_nonzero((t >= low) & (t <= high)))

@@ -28,6 +28,7 @@ class Solved:
     # Move Root: the moved root bone -> (frames, 3) its location channel (only where it moved on some frame).
     locations: dict[str, np.ndarray] = field(default_factory=dict)
     root_heads: dict[str, np.ndarray] = field(default_factory=dict)  # ... its head per frame before the bake, world
+    posed: bool = False  # a unit solved frame by frame wrote the pose: the frame must be set again after
 
 
 class FrameUnits:

@@ -41,12 +41,15 @@ CHUNK = 64
 class ChainsRead:
     """What the bake's solve reads of its chains before any frame is set, read once and shared by
     `frame_reasons`, `riding` and `FrameUnits`: the units (app.spec.groups.units), each chain's
-    bones (root first) and the armature's animated paths (rig.keys.animated_paths)."""
+    bones (root first) and the armature's animated paths (rig.keys.animated_paths). `chains` and
+    `units`: the bones and units app.bake read of the same specs before the solve, when it has."""
 
-    def __init__(self, obj, specs: list[ChainSpec]) -> None:
+    def __init__(self, obj, specs: list[ChainSpec], chains: list | None = None, units: list | None = None) -> None:
         self.animated = keys.animated_paths(obj)
-        self.chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
-        self.units = groups.units(obj, specs)
+        if chains is None:
+            chains = [rig.chain_bone_names(obj, s.tip, s.chain_length, s.use_tail) for s in specs]
+        self.chains = chains
+        self.units = groups.units(obj, specs, chains) if units is None else units
 
 
 def frame_reasons(obj, specs: list[ChainSpec], known: ChainsRead | None = None) -> list[str]:
@@ -98,13 +101,20 @@ def riding(obj, specs: list[ChainSpec], chains, units: list | None = None) -> li
 
 
 def solve_frames(
-    context, obj, specs: list[ChainSpec], frames: np.ndarray, progress, stepwise: bool = False
+    context,
+    obj,
+    specs: list[ChainSpec],
+    frames: np.ndarray,
+    progress,
+    stepwise: bool = False,
+    read: tuple[list, list] | None = None,
 ) -> Generator[str, None, Solved]:
     """Solve every unit at every frame (yielding 'solve' between frames; with `stepwise`, a modal
-    bake, between chunks of CHUNK frames of a carried unit too)."""
+    bake, between chunks of CHUNK frames of a carried unit too). `read`: (each spec's bones, the
+    units) when the caller read them before any frame was set (ChainsRead)."""
     scene = context.scene
     n = len(frames)
-    known = ChainsRead(obj, specs)  # read once, before any frame is set
+    known = ChainsRead(obj, specs, *(read or ()))  # read once, before any frame is set
     why = frame_reasons(obj, specs, known)
     state = FrameUnits(obj, specs, n, known.units, known.chains)
     reason = {id(unit): why[unit.members[0]] for unit in state.units}
@@ -155,6 +165,7 @@ def solve_frames(
         for _ in unit.solve_carried(state, CHUNK if stepwise else n, report):
             yield "solve"
     solved = state.result()
+    solved.posed = bool(others)  # only a unit solved frame by frame writes the pose (bake_unit.step)
     kernel = SAMPLED_GROUP if direct else PER_FRAME
     for unit in state.units:
         for spec in unit.specs:

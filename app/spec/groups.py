@@ -33,10 +33,11 @@ def chain_names(obj, spec: ChainSpec) -> tuple[str, ...]:
     return rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)
 
 
-def units(obj, specs: list[ChainSpec]) -> list[Unit]:
+def units(obj, specs: list[ChainSpec], chains: list | None = None) -> list[Unit]:
     """The specs' chains joined into groups where they share bones, in solving order (panel chain
-    items serve too: only tip, chain_length and use_tail are read)."""
-    names = [chain_names(obj, s) for s in specs]
+    items serve too: only tip, chain_length and use_tail are read). `chains`: each spec's bones
+    (chain_names) when the caller has read them already."""
+    names = [chain_names(obj, s) for s in specs] if chains is None else chains
     owner = list(range(len(specs)))  # union-find over chain indices
 
     def find(i: int) -> int:
@@ -83,10 +84,11 @@ def _ancestors(pose_bone) -> set[str]:
     return out
 
 
-def labels(obj, specs: list[ChainSpec]) -> list[str]:
-    """Per spec: the label of the group it is solved in, '' when alone."""
+def labels(obj, specs: list[ChainSpec], known: list[Unit] | None = None) -> list[str]:
+    """Per spec: the label of the group it is solved in, '' when alone. `known`: units(obj, specs)
+    when the caller has them."""
     out = [""] * len(specs)
-    for unit in units(obj, specs):
+    for unit in units(obj, specs) if known is None else known:
         if unit.is_group:
             label = group_label([specs[i] for i in unit.members])
             for i in unit.members:
@@ -138,10 +140,11 @@ def membership(obj) -> dict[int, tuple[int, tuple[int, ...]]]:
     return {i: (number, members) for number, members in enumerate(found, 1) for i in members}
 
 
-def effective(obj, specs: list[ChainSpec]) -> list[ChainSpec]:
-    """The specs as they are solved: in each group, `led_by` its first chain."""
+def effective(obj, specs: list[ChainSpec], known: list[Unit] | None = None) -> list[ChainSpec]:
+    """The specs as they are solved: in each group, `led_by` its first chain. `known`: units(obj,
+    specs) when the caller has them (led_by changes no chain's bones: they serve the result too)."""
     out = list(specs)
-    for unit in units(obj, specs):
+    for unit in units(obj, specs) if known is None else known:
         for i, spec in zip(unit.members, led_by([specs[i] for i in unit.members]), strict=True):
             out[i] = spec
     return out
