@@ -58,17 +58,16 @@ def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
         count = len(corrections)
         shape = (count, len(after), 3, 4)
         base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
-        if target is None:
-            weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget, end)), count)
-            kinds[False].append((i, shape, base, corrections, weight, None))
-        else:
-            weight = np.tile(plant.smooth(_progress(after, last, following - last, budget, end)), count)
-            kinds[True].append((i, shape, base, corrections, weight, target))
+        steps = plan.blend + 1.0 if target is None else following - last
+        # Each ease's progress repeated per correction; its smoothstep taken below for every ease at once.
+        progress = np.tile(_progress(after, last, steps, budget, end), count)
+        kinds[target is not None].append((i, shape, base, corrections, progress, target))
     out: list = [None] * len(eases)
     for crossed, items in kinds.items():
         if not items:
             continue
         base, weight = (np.concatenate([item[j] for item in items]) for j in (2, 4))
+        weight = plant.smooth(weight) if crossed else 1.0 - plant.smooth(weight)
         # Each correction's turn (or its turn into the next hold's) converted once for every
         # candidate, then repeated over its ease's frames: each frame's figures as converted there.
         corrections = np.concatenate([item[3] for item in items])
