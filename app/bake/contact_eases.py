@@ -57,10 +57,14 @@ def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
         end = bounds(ends, hold.start)[1]
         count = len(corrections)
         shape = (count, len(after), 3, 4)
-        base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
         steps = plan.blend + 1.0 if target is None else following - last
         # Each ease's progress repeated per correction; its smoothstep taken below for every ease at once.
-        progress = np.tile(_progress(after, last, steps, budget, end), count)
+        progress = _progress(after, last, steps, budget, end)
+        if count == 1:  # one correction (joint_eases): no repeat (np.tile and np.broadcast_to cost more)
+            base = np.asarray(inputs).reshape(-1, 3, 4)
+        else:
+            base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
+            progress = np.tile(progress, count)
         kinds[target is not None].append((i, shape, base, corrections, progress, target))
     out: list = [None] * len(eases)
     for crossed, items in kinds.items():
