@@ -151,13 +151,6 @@ def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:
     basis, world = np.asarray(basis, dtype=float), np.asarray(world, dtype=float)
     if basis.shape != world.shape or basis.ndim not in (2, 3) or basis.shape[-1] != 4:
         raise ValueError(f"basis and world rotations must be alike (F, 4), got {basis.shape} and {world.shape}")
-    if parent_turn is not None and own_turn is not None:
-        # basis world^-1 and parent_turn^-1 own_turn in one product (each quaternion's own figures).
-        pair = quat.multiply(
-            np.stack([basis, quat.conjugate(np.asarray(parent_turn, dtype=float))]),
-            np.stack([quat.conjugate(world), np.asarray(own_turn, dtype=float)]),
-        )
-        return quat.normalize(quat.multiply(pair[0], quat.multiply(pair[1], world)))
     turn = np.zeros_like(world)
     turn[..., 0] = 1.0
     if parent_turn is not None:
@@ -244,9 +237,7 @@ def leg_changes(world, basis, new_basis) -> np.ndarray:
     """(F, 3, 4) each bone's armature-space turn once the leg's three local rotations `basis`
     (F, 3, 4) become `new_basis`: `world` (F, 3, 4) their input armature-space rotations (a bone's
     turn is its parent's times world basis^-1 basis' world^-1, the three bones' own parts at once)."""
-    # world basis^-1 and basis' world^-1 in one product (each quaternion's own figures).
-    pair = quat.multiply(np.stack([world, new_basis]), quat.conjugate(np.stack([basis, world])))
-    own = quat.multiply(pair[0], pair[1])
+    own = quat.multiply(quat.multiply(world, quat.conjugate(basis)), quat.multiply(new_basis, quat.conjugate(world)))
     shin = quat.multiply(own[:, 0], own[:, 1])
     return np.stack([own[:, 0], shin, quat.multiply(shin, own[:, 2])], axis=1)
 
