@@ -80,13 +80,16 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     knee, ankle = _checked(knee, frames, "knee positions"), _checked(ankle, frames, "ankle positions")
     goal = _checked(goal, frames, "ankle goals")
     share = check_softness(softness)
-    upper, lower = knee - hip, ankle - knee
-    l1, l2 = quat.norm(upper), quat.norm(lower)
-    if (l1 <= 0.0).any() or (l2 <= 0.0).any():
+    # Thigh and shin (and their lengths) in one array: the same figures for fewer numpy calls.
+    bones = np.stack([knee, ankle]) - np.stack([hip, knee])
+    upper, lower = bones
+    lengths = quat.norm(bones)
+    l1, l2 = lengths
+    if (lengths <= 0.0).any():
         raise ValueError("the thigh or the shin has no length (knee on the hip, or ankle on the knee)")
     reach, inner = l1 + l2, np.abs(l1 - l2)
     offset = goal - hip
-    distance = quat.norm(offset)
+    distance = length = quat.norm(offset)
     if share:
         soft = soft_distances(distance, reach, share)
         aimed = hip + offset * np.divide(soft, distance, out=np.ones_like(distance), where=distance > 0.0)[:, None]
@@ -96,22 +99,27 @@ def leg_turns(hip, knee, ankle, goal, softness: float = 0.0, pole=None) -> LegTu
     margin = FOLD_MARGIN * reach
     reached = (distance <= reach + margin) & (distance >= inner - margin)
     # Along the hip->goal line; a goal on the hip itself keeps the input's hip->ankle line.
-    line = np.where((distance > 0.0)[:, None], offset, ankle - hip)
-    line = quat.normalize(line)
-    d = np.clip(distance, inner + margin, reach - margin)
+    if (length > 0.0).all():  # quat.normalize(offset), its norm already known
+        line = offset / length[:, None]
+    else:
+        line = quat.normalize(np.where((distance > 0.0)[:, None], offset, ankle - hip))
+    d = np.minimum(np.maximum(distance, inner + margin), reach - margin)  # np.clip's figures
     # The swivel: the input knee's offset across the line (the input's own line where the leg
     # is straight along the new one: then the input leg plane's normal decides).
     side = upper if pole is None else _checked(pole, frames, "knee directions")
     across = side - quat.dots(side, line)[:, None] * line
-    flat = quat.norm(across) <= 1e-9 * reach
+    size = quat.norm(across)
+    flat = size <= 1e-9 * reach
     if flat.any():
         normal = quat.cross(upper, lower)
         fallback = np.where((quat.norm(normal) > 1e-12 * reach * reach)[:, None], quat.cross(normal, line), 0.0)
         fallback = np.where((quat.norm(fallback) > 0.0)[:, None], fallback, quat.any_perpendicular(line))
-        across = np.where(flat[:, None], fallback, across)
-    across = quat.normalize(across)
-    along = (l1 * l1 - l2 * l2 + d * d) / (2.0 * d)
-    height = np.sqrt(np.maximum(l1 * l1 - along * along, 0.0))
+        across = quat.normalize(np.where(flat[:, None], fallback, across))
+    else:  # quat.normalize(across), its norm already known (and > 0)
+        across = across / size[:, None]
+    square = l1 * l1
+    along = (square - l2 * l2 + d * d) / (2.0 * d)
+    height = np.sqrt(np.maximum(square - along * along, 0.0))
     new_knee = hip + along[:, None] * line + height[:, None] * across
     new_ankle = hip + d[:, None] * line
     thigh = _swing(upper / l1[:, None], (new_knee - hip) / l1[:, None])
@@ -126,10 +134,11 @@ def _swing(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     on the frames past 90° (u.v < 0, the only ones quat.swing takes it from; the others' is never
     read), the same turns for fewer numpy calls where no frame turns that far."""
     fallback = np.zeros(u.shape, dtype=u.dtype)
-    obtuse = quat.dots(u, v) < 0.0
+    dot = quat.dots(u, v)
+    obtuse = dot < 0.0
     if obtuse.any():
         fallback[obtuse] = quat.any_perpendicular(u[obtuse])
-    return quat.swing(u, v, fallback)
+    return quat.swing(u, v, fallback, dot)
 
 
 def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:

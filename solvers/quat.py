@@ -166,21 +166,22 @@ def to_rotation_vector(q: np.ndarray) -> np.ndarray:
     return np.where(s > 1e-300, vec * (angle / np.where(s > 1e-300, s, 1.0)), 0.0)
 
 
-def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray) -> np.ndarray:
+def swing(u: np.ndarray, v: np.ndarray, fallback_axis: np.ndarray, dot: np.ndarray | None = None) -> np.ndarray:
     """Shortest-arc rotation taking unit `u` onto unit `v` (no twist about `u`).
 
     Exact to rounding at every angle: (1 + u.v, u x v) where u.v >= 0; past
     90°, where 1 + u.v cancels, the angle from atan2 and the axis
     re-orthogonalised to `u`; and near a half turn, where u x v is noise,
     a half turn about `fallback_axis` (unit, perpendicular to `u`) followed
-    by the small swing from -u onto `v`.
+    by the small swing from -u onto `v`. `dot`: dots(u, v) where the caller has it.
     """
     uxv = cross(u, v)
-    s = norm(uxv)
-    dot = dots(u, v)
+    if dot is None:
+        dot = dots(u, v)
     q = np.concatenate(((1.0 + dot)[..., None], uxv), axis=-1)
     obtuse = dot < 0.0
     if obtuse.any():
+        s = norm(uxv)  # read past 90° only
         defined = s > AXIS_EPS
         axis = uxv / np.where(defined, s, 1.0)[..., None]
         axis = normalize(axis - np.sum(axis * u, axis=-1, keepdims=True) * u)

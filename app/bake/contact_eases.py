@@ -57,18 +57,21 @@ def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
         end = bounds(ends, hold.start)[1]
         count = len(corrections)
         shape = (count, len(after), 3, 4)
-        base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
-        if target is None:
-            weight = np.tile(1.0 - plant.smooth(_progress(after, last, plan.blend + 1.0, budget, end)), count)
-            kinds[False].append((i, shape, base, corrections, weight, None))
+        steps = plan.blend + 1.0 if target is None else following - last
+        # Each ease's progress repeated per correction; its smoothstep taken below for every ease at once.
+        progress = _progress(after, last, steps, budget, end)
+        if count == 1:  # one correction (joint_eases): no repeat (np.tile and np.broadcast_to cost more)
+            base = np.asarray(inputs).reshape(-1, 3, 4)
         else:
-            weight = np.tile(plant.smooth(_progress(after, last, following - last, budget, end)), count)
-            kinds[True].append((i, shape, base, corrections, weight, target))
+            base = np.broadcast_to(inputs, shape).reshape(-1, 3, 4)
+            progress = np.tile(progress, count)
+        kinds[target is not None].append((i, shape, base, corrections, progress, target))
     out: list = [None] * len(eases)
     for crossed, items in kinds.items():
         if not items:
             continue
         base, weight = (np.concatenate([item[j] for item in items]) for j in (2, 4))
+        weight = plant.smooth(weight) if crossed else 1.0 - plant.smooth(weight)
         # Each correction's turn (or its turn into the next hold's) converted once for every
         # candidate, then repeated over its ease's frames: each frame's figures as converted there.
         corrections = np.concatenate([item[3] for item in items])

@@ -162,7 +162,8 @@ def push_off(
     paths = plant_pitch.pitch_paths(searches, angles, k / fps, k)
     for (hold, knots, *_), (path, _) in zip(picks, paths, strict=True):
         span_frames = np.arange(knots[0] - k, hold.end)
-        phi[span_frames] = np.interp(span_frames, np.concatenate([[knots[0] - k], knots]), np.r_[0.0, angles[path]])
+        at = np.concatenate([[knots[0] - k], knots])
+        phi[span_frames] = np.interp(span_frames, at, np.concatenate([[0.0], angles[path]]))  # np.r_ costs more
     rows = np.flatnonzero(phi != 0.0)
     if not len(rows):
         return None
