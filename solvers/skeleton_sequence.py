@@ -28,7 +28,10 @@ joint motion that follows the goals (`solve_skeleton_next`):
   least-squares one, whose own solve is the prediction.
 Steps that would slide a pin beyond PREDICT_WITHIN tolerances (goals in conflict) are not taken:
 a method that holds pins may not bring one back from a start that moved it. For the Jacobian the
-steps are its own solve: it solves from the start directly.
+steps are its own solve: it solves from the start directly. Where every frame's goals share one
+layout in the Jacobian's written-out case, a sequence holds that kernel for all its frames
+(jacobian.tree.Steps: the steps on floats, without each call's look-ups and checks), the same bits
+as each frame's own call.
 
 `solve_skeleton_sequence` runs `solve_skeleton_next` over many frames of one reading (the bake's
 sampled route): the same poses as frame by frame.
