@@ -28,7 +28,10 @@ joint motion that follows the goals (`solve_skeleton_next`):
   least-squares one, whose own solve is the prediction.
 Steps that would slide a pin beyond PREDICT_WITHIN tolerances (goals in conflict) are not taken:
 a method that holds pins may not bring one back from a start that moved it. For the Jacobian the
-steps are its own solve: it solves from the start directly.
+steps are its own solve: it solves from the start directly. Where every frame's goals share one
+layout in the Jacobian's written-out case, a sequence holds that kernel for all its frames
+(jacobian.tree.Steps: the steps on floats, without each call's look-ups and checks), the same bits
+as each frame's own call.
 
 `solve_skeleton_sequence` runs `solve_skeleton_next` over many frames of one reading (the bake's
 sampled route): the same poses as frame by frame.
@@ -59,6 +62,7 @@ from .common.frames import frame_effectors, frame_rows, solve_frames
 from .common.pins import orientation_arc
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_effectors, soften_positions
+from .jacobian import tree as jacobian_tree
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, finish
 from .skeleton_effectors import merge_shared, resolve_pins
 from .skeleton_floats import end_point, forward, moved_bones, rows
@@ -86,6 +90,7 @@ SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 # tolerance; where they differ by more, a frame measured kept is solved instead, which its method
 # then returns after 0 iterations, the same pose to rounding.
 KEPT_MARGIN = 2.0
+NOT_ALIKE = "the frames' goals may differ in layout (a frame's own call, or tip orientations per frame)"
 
 
 def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
@@ -179,11 +184,13 @@ class _Frames:
     options on each; solve_skeleton_sequence), worked out once: the bones the effectors move and
     their length (the default tolerance's scale), the method's entry and the tree kernel solving
     for it, whether any effector softens, and per tolerance given the method's own (`kept_tolerance`).
-    A frame's own call (solve_skeleton_next) makes one for itself."""
+    A frame's own call (solve_skeleton_next) makes one for itself. `alike`: every frame's goals
+    share one layout (their bones, pins, orientation goals and weights; positions and poles differ):
+    the prediction's kernel is held for them all (`steps`)."""
 
-    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "settled", "soft")
+    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "own", "owned", "settled", "soft", "steps")
 
-    def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str) -> None:
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str, alike: bool = False) -> None:
         self.entry = registry.get(method)
         # (none for the least-squares method, whose frames are its own solve: its checks come first)
         self.moved = [] if self.entry.least_squares else moved_bones(skeleton, [e.bone for e in effectors])
@@ -191,6 +198,13 @@ class _Frames:
         self.soft = soften_effectors(skeleton, effectors) is not effectors
         self.kernel = None  # (runs.name, reason) of tree_kernel, when a frame is first kept
         self.settled: dict = {}  # tolerance -> the method's tolerance (method_settings), for `_kept`
+        # The prediction's kernel held for every frame (jacobian.tree.Steps), made on the first
+        # frame, or why it cannot serve; only where every frame's goals share one layout (`alike`:
+        # a sequence's frames without tip orientations, whose effectors differ only in position and pole).
+        self.steps: object = None if alike else NOT_ALIKE
+        # The least-squares method's own solve held likewise (`_own`), and its settings per tolerance given.
+        self.own: object = None if alike else NOT_ALIKE
+        self.owned: dict = {}
 
     @property
     def length(self) -> float:
@@ -217,6 +231,26 @@ class _Frames:
             self.settled[given] = out
         return out
 
+    def own_settings(self, skeleton: Skeleton, effectors: list[Effector], settings: dict) -> tuple[float, int]:
+        """(tolerance, iteration cap) of the least-squares method's tree solve from `settings`, as
+        solve_skeleton's fixed root takes them (method_settings; the default tolerance of the moved
+        bones' length)."""
+        given = settings["tolerance"]
+        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
+        if held and given in self.owned:
+            return self.owned[given]
+        entry, max_iterations = self.entry, settings["max_iterations"]
+        if max_iterations is None and entry.tree_max_iterations:
+            max_iterations = entry.tree_max_iterations
+        length = 0.0
+        if given is None:
+            length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+        out = method_settings(entry.name, given, max_iterations, options, length)[1:3]
+        if held:
+            self.owned[given] = out
+        return out
+
 
 def _stepped(
     skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, steps, keep: bool = True, frames=None
@@ -241,22 +275,93 @@ def _stepped(
     # frame's solution, which the targets have left (0 of 120 frames met on bench_tree's bakes, where
     # the look cost it 10-16%: bench/bench_tree_kept.py).
     if frames.entry.least_squares:
-        return solve_skeleton(skeleton, start, effectors, **settings)
+        return _own(skeleton, start, effectors, settings, frames)
     tolerance = frames.tolerance(settings["tolerance"])
     if steps is None:
         steps_by = registry.LEAST_SQUARES
         steps = steps_by.tree_max_iterations or steps_by.max_iterations
     goals = merge_shared(effectors)
-    start, measured = least_squares_steps(skeleton, start, goals, PREDICT_WITHIN * float(tolerance), steps)
+    start, measured, floats = _predict(skeleton, start, goals, PREDICT_WITHIN * float(tolerance), steps, frames)
     if goals is not effectors or frames.soft:
         measured = None  # (measured toward other goals: merged, or not yet softened)
     if keep and measured is not None:  # a start the prediction measured clearly off is not met (KEPT_MARGIN)
         keep = all(d <= KEPT_MARGIN * tolerance for d in measured.tolist())
-    kept = _kept(skeleton, start, effectors, settings, frames) if keep else None
+    kept = _kept(skeleton, start, effectors, settings, frames, floats) if keep else None
     return kept if kept is not None else solve_skeleton(skeleton, start, effectors, start_error=measured, **settings)
 
 
-def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved):
+def _own(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, frames: _Frames) -> SkeletonSolution:
+    """The least-squares method's frame: solve_skeleton(skeleton, start, effectors, **settings),
+    the same bits. Through its kernel held for the frames (`_Frames.own`: jacobian.tree.Steps with
+    the method's checked options) where the solve is that kernel's alone: no pole this frame, and
+    (`_held_own`) no pin, no soft goal, no two effectors on one bone, the written-out case."""
+    if frames.own is None:  # the first frame: its goals' layout and the settings are every frame's
+        frames.own = _held_own(skeleton, effectors, settings, frames)
+    held = frames.own
+    if isinstance(held, str) or any(e.pole is not None for e in effectors):
+        return solve_skeleton(skeleton, start, effectors, **settings)
+    tolerance, iterations = frames.own_settings(skeleton, effectors, settings)
+    current, iterations, squares = held(
+        skeleton, start, [c for e in effectors for c in e.position.tolist()], tolerance, iterations
+    )
+    error = np.array([math.sqrt(square) for square in squares])
+    if held.whole:
+        local = np.array(current).reshape(-1, 4)
+    else:
+        local = np.array(start, dtype=float)
+        local[held.held.moved] = np.array(current).reshape(-1, 4)
+    return finish(skeleton, local, effectors, tolerance, iterations, frames.entry.name, error=error)
+
+
+def _held_own(skeleton, effectors: list[Effector], settings: dict, frames: _Frames):
+    """The least-squares method's kernel held for a sequence's frames (jacobian.tree.Steps with its
+    checked options), or why a frame's solve_skeleton is more than that kernel's solve."""
+    if isinstance(frames.steps, str):
+        return frames.steps
+    if frames.soft or any(e.pin for e in effectors) or merge_shared(effectors) is not effectors:
+        return "a soft goal, a pin or effectors sharing a bone (solve_skeleton's own handling)"
+    entry = frames.entry
+    if entry.tree is not jacobian_tree.solve or entry.tree_start_steps:
+        return "the least-squares method's tree kernel is not jacobian.tree's alone"
+    options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+    checked = method_settings(entry.name, 1.0, 1, options, 0.0)[3]  # (the options' check and defaults)
+    unpoled = [e if e.pole is None else replace(e, pole=None) for e in effectors]  # (a frame with a pole: its solve)
+    return jacobian_tree.steps(skeleton, unpoled, checked)
+
+
+def _predict(skeleton, start: np.ndarray, goals: list[Effector], near: float, steps: int, frames: _Frames):
+    """least_squares_steps(skeleton, start, goals, near, steps), the same bits, and the start's
+    rows as the kernel gave them (a flat tuple of floats: the locals of every bone when it moves
+    them all) or None. Through the frames' held kernel (`_Frames.steps`: jacobian.tree.Steps) where
+    it serves; otherwise least_squares_steps itself."""
+    if frames.steps is None:  # the first frame: its goals' layout is every frame's
+        frames.steps = _held_steps(skeleton, goals)
+    held = frames.steps
+    if isinstance(held, str):
+        return (*least_squares_steps(skeleton, start, goals, near, steps), None)
+    current, iterations, squares = held(skeleton, start, [c for e in goals for c in e.position.tolist()], near, steps)
+    error = np.array([math.sqrt(square) for square in squares])  # (as jacobian.tree.solve's)
+    if iterations == 0:  # (its error: of `start` itself)
+        return start, error, None
+    if any(e.pin and error[k] > near for k, e in enumerate(goals)):  # a pin slid: not taken
+        return start, None, None
+    if held.whole:
+        return np.array(current).reshape(-1, 4), error, current
+    out = np.array(start, dtype=float)
+    out[held.held.moved] = np.array(current).reshape(-1, 4)
+    return out, error, None
+
+
+def _held_steps(skeleton, goals: list[Effector]):
+    """The least-squares method's steps held for a sequence's frames (jacobian.tree.Steps), or why not."""
+    entry = registry.LEAST_SQUARES
+    if entry.tree is not jacobian_tree.solve:
+        return "the least-squares method's tree kernel is not jacobian.tree's"
+    unpoled = [e if e.pole is None else replace(e, pole=None) for e in goals]  # (poles left to the method)
+    return jacobian_tree.steps(skeleton, unpoled, entry.defaults)
+
+
+def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, moved, floats=None):
     """The method's own result from `start` built without calling it, where `start` already meets
     every goal the method checks (pins resolved): no pole (the prediction leaves poles to the
     method, which spins them even at 0 iterations), every end within the tolerance and every
@@ -269,7 +374,8 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
     continued from the last and stepped toward its goals often is (two hands: 52 of 120), and
     the method's fixed cost per call (its checks, plan, forward kinematics, result) was most of
     such a frame. None: the method solves. `moved`: the bones the effectors move (ascending), or
-    the sequence's `_Frames`, which holds them."""
+    the sequence's `_Frames`, which holds them. `floats`: `start`'s rows as a flat tuple of floats
+    (`_predict`'s), a new array `start` no one else holds (None: rows read from `start`, a copy kept)."""
     if any(e.pole is not None for e in effectors):
         return None
     if isinstance(moved, _Frames):
@@ -282,11 +388,16 @@ def _kept(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict
         frames.kernel = runs.name, reason
     tolerance = frames.kept_tolerance(settings)
     goals = soften_effectors(skeleton, effectors) if frames.soft else effectors  # (none left in a bake's frames)
-    local = np.array(start, dtype=float)
     moved = frames.moved
-    if skeleton.limits is not None:
-        local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
-    world, heads = forward(skeleton, rows(local), moved)  # (the goals' branches only)
+    if floats is None or skeleton.limits is not None:
+        local = np.array(start, dtype=float)
+        if skeleton.limits is not None:
+            local[moved] = joint_limits.clamp(skeleton.limits, np.array(moved), local[moved])
+        floats = rows(local)
+    else:  # (the prediction's own rows: the same floats as `start`'s)
+        local = start
+        floats = [floats[k : k + 4] for k in range(0, len(floats), 4)]
+    world, heads = forward(skeleton, floats, moved)  # (the goals' branches only)
     error = []
     for e in goals:
         distance = math.dist(end_point(skeleton, world, heads, e.bone), e.position.tolist())
@@ -369,7 +480,7 @@ def solve_skeleton_sequence(
     report = _sparse(progress, m)
     # Several effectors (or a pin), the root where it is: solve_skeleton_next's own path, with what
     # every frame works out alike worked out once (`_Frames`).
-    alike = None if reason else _Frames(skeleton, resolve_pins(skeleton, local, effectors), method)
+    alike = None if reason else _Frames(skeleton, resolve_pins(skeleton, local, effectors), method, turns is None)
 
     def frame(f: int) -> SkeletonSolution:
         frame_goals = frame_effectors(effectors, positions, poles, f)

@@ -121,6 +121,55 @@ def solve(
     return finish(skeleton, out, effectors, tolerance, iterations, "jacobian", error=error)
 
 
+class Steps:
+    """`solve`'s written-out case (`_plain` on a written-out layout: positions only, equal weights,
+    no pole, limit or frozen bone, DLS) held for many solves of one layout on one skeleton (a
+    bake's predictions, solvers.skeleton_sequence), the kernel called on floats: (the moved
+    bones' locals (m x 4 floats, flat), the iterations, the squared distances at them), the very
+    numbers `solve` turns into its result (each call's Structure look-up, option checks and
+    result spared). Made by `steps`, which says why a layout is not this case."""
+
+    __slots__ = ("_damping", "_layout", "held", "lam2", "max_step", "whole")
+
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], options: dict, held) -> None:
+        self._layout = effectors  # (their bones, levels and orientation goals: the Structure's key)
+        self._damping, self.max_step = options["damping"], float(options["max_step"])
+        self._hold(skeleton, held)
+
+    def _hold(self, skeleton: Skeleton, held) -> None:
+        self.held, self.whole = held, held.m == skeleton.n_bones
+        self.lam2 = (self._damping * held.mean_span) ** 2
+
+    def __call__(
+        self, skeleton: Skeleton, local: np.ndarray, targets: list[float], tolerance: float, max_iterations: int
+    ) -> tuple[tuple, int, list[float]]:
+        """`local` (n, 4, float) toward `targets` (the effectors' positions, flat floats) as `solve`
+        takes it with `tolerance` and `max_iterations`."""
+        held = self.held
+        if held.source is not skeleton:  # another skeleton of this topology measured it since
+            self._hold(skeleton, tree_structure.kept(skeleton, self._layout))
+            held = self.held
+        start = local if self.whole else local[held.moved]
+        kernel = held.unrolled.kernel or held.unrolled.compiled()
+        return kernel(
+            start.ravel().tolist(), held.unrolled_measures, targets, tolerance * tolerance, max_iterations,
+            self.lam2, self.max_step,
+        )  # fmt: skip
+
+
+def steps(skeleton: Skeleton, effectors: list[Effector], options: dict) -> Steps | str:
+    """`Steps` for `effectors`' layout on `skeleton` with `options`, or why `solve` would not take
+    its written-out case straight from these effectors (their positions aside)."""
+    held = tree_structure.kept(skeleton, effectors)
+    lam2 = (options["damping"] * held.mean_span) ** 2
+    if options["variant"] != "dls" or lam2 == 0.0:
+        return "not damped least squares"
+    by_mass = options.get("joint_weighting", "STIFFNESS") == "MASS"
+    if not (held.written_out and _plain(held, effectors, "dls", float(options["nullspace_gain"]), by_mass)):
+        return "not the written-out case (limits, orientations, priorities, weights, poles, options or size)"
+    return Steps(skeleton, effectors, options, held)
+
+
 def _plain(held, effectors: list[Effector], variant: str, gain: float, by_mass: bool) -> bool:
     """Whether the solve is tree_plain's case (tree_plain.applies: the layout's terms kept on the
     structure, `plain`; here the options, equal weights (every row as it is) and no pole)."""
