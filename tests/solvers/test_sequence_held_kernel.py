@@ -12,7 +12,7 @@ import tree_shapes
 from test_tree_sequence import sway
 
 import solvers
-from solvers import skeleton_sequence
+from solvers import skeleton_held
 from solvers.jacobian import tree as jacobian_tree
 
 METHODS = [m.name for m in solvers.registry.METHOD_LIST if m.tree is not None]
@@ -56,9 +56,9 @@ def test_the_held_kernel_changes_no_frame(method, case, monkeypatch):
     if case == "options" and method == "jacobian":
         settings.update(damping=0.1, max_step=0.3)
     held: list = []
-    steps, own = skeleton_sequence._held_steps, skeleton_sequence._held_own
-    monkeypatch.setattr(skeleton_sequence, "_held_steps", lambda *a: held.append(steps(*a)) or held[-1])
-    monkeypatch.setattr(skeleton_sequence, "_held_own", lambda *a: held.append(own(*a)) or held[-1])
+    steps, own = skeleton_held.held_steps, skeleton_held.held_own
+    monkeypatch.setattr(skeleton_held, "held_steps", lambda *a: held.append(steps(*a)) or held[-1])
+    monkeypatch.setattr(skeleton_held, "held_own", lambda *a: held.append(own(*a)) or held[-1])
 
     def bake():
         return solvers.solve_skeleton_sequence(skeleton, local, goals, rows, method=method, **settings)
@@ -67,8 +67,8 @@ def test_the_held_kernel_changes_no_frame(method, case, monkeypatch):
     assert len(held) == 1
     served = case != "pin"  # (held with a pole too: poles are left to the method, or its own solve)
     assert isinstance(held[0], jacobian_tree.Steps) == served, held
-    monkeypatch.setattr(skeleton_sequence, "_held_steps", lambda *a: "not held")
-    monkeypatch.setattr(skeleton_sequence, "_held_own", lambda *a: "not held")
+    monkeypatch.setattr(skeleton_held, "held_steps", lambda *a: "not held")
+    monkeypatch.setattr(skeleton_held, "held_own", lambda *a: "not held")
     slow = bake()
     for name in ("local", "error", "reached", "iterations"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
