@@ -103,14 +103,17 @@ def measured_locals(
     bones: list[int],
     swing_only: set[int] | frozenset,
     goals: Iterable[tuple[int, tuple]],
+    inputs: list[tuple] | None = None,
 ) -> tuple[np.ndarray, list[float]]:
     """(`to_locals`, each goal's distance from its bone's end point on those very locals): `goals`
     are (bone, target point) pairs. The distances are forward kinematics of the locals returned,
     `forward` and `end_point`'s terms in their order (the same bits as measuring the result
-    afterwards), done in the same loop, bone by bone, as each local is found."""
+    afterwards), done in the same loop, bone by bone, as each local is found. `inputs`: `local`'s
+    rows (`rows(local)`) where the caller has them already."""
     joints, base = _joints(skeleton)
     n = len(joints)
-    inputs = rows(local)
+    if inputs is None:
+        inputs = rows(local)
     out = list(inputs)
     links = cached_rows(skeleton, "links")
     solved = [None] * n

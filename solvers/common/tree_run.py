@@ -65,6 +65,7 @@ def run(
     if limits is not None:
         start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
     current = rows(start)
+    inputs = current[:]  # (the steps replace `current`'s rows; these stay `start`'s)
     frames, heads = forward(skeleton, current)
     bones = [e.bone for e in effectors]
     ends = [end_point(skeleton, frames, heads, b) for b in bones]
@@ -88,6 +89,6 @@ def run(
         return finish(skeleton, solved, effectors, tolerance, iterations, method)
     # measured as the locals are found (skeleton.finish's measure, the same bits)
     solved, errors = measured_locals(
-        skeleton, start, frames, plan.moved, swing_only, zip(bones, plan.targets, strict=True)
+        skeleton, start, frames, plan.moved, swing_only, zip(bones, plan.targets, strict=True), inputs
     )
     return finish(skeleton, solved, effectors, tolerance, iterations, method, error=np.array(errors))
