@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import limits as joint_limits
 from ..skeleton import finish
-from ..skeleton_floats import cached_rows, forward, measured_locals, rows, to_locals
+from ..skeleton_floats import cached_rows, end_distances, forward, measured_locals, rows, to_locals
 from .tree_plan import Plan
 from .tree_poles import apply_poles
 
@@ -69,7 +69,7 @@ def run(
     frames, heads = forward(skeleton, current)
     bones = [e.bone for e in effectors]
     reach, targets = cached_rows(skeleton, "reach"), plan.targets
-    ends, errors = _measured(frames, heads, bones, reach, targets)
+    ends, errors = end_distances(frames, heads, bones, reach, targets)
     iterations = 0
     if max_iterations > 0 and max(errors) > tolerance:  # (no cost or stall to work out otherwise)
         costs = level_costs(plan, errors)
@@ -77,7 +77,7 @@ def run(
         while iterations < max_iterations and max(errors) > tolerance:
             step(current, frames, heads)
             iterations += 1
-            new_ends, errors = _measured(frames, heads, bones, reach, targets)
+            new_ends, errors = end_distances(frames, heads, bones, reach, targets)
             moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
             ends = new_ends
             costs, last = level_costs(plan, errors), costs
@@ -93,23 +93,3 @@ def run(
     )
     return finish(skeleton, solved, effectors, tolerance, iterations, method, error=np.array(errors))
 
-
-def _measured(frames: list, heads: list, bones: list[int], reach: list, targets: list) -> tuple[list, list]:
-    """(each effector's end point, its distance from its target): skeleton_floats.end_point written
-    out (the same terms in their order: the same bits), one loop for both lists (run measures
-    every step: a bake's small tree takes one or two)."""
-    ends, errors = [], []
-    dist = math.dist
-    for b, target in zip(bones, targets, strict=True):
-        qw, qx, qy, qz = frames[b]
-        vx, vy, vz = reach[b]
-        tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
-        hx, hy, hz = heads[b]
-        end = (
-            hx + (vx + qw * tx + (qy * tz - qz * ty)),
-            hy + (vy + qw * ty + (qz * tx - qx * tz)),
-            hz + (vz + qw * tz + (qx * ty - qy * tx)),
-        )
-        ends.append(end)
-        errors.append(dist(end, target))
-    return ends, errors
