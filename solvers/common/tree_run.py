@@ -92,4 +92,3 @@ def run(
         skeleton, start, frames, plan.moved, swing_only, zip(bones, targets, strict=True), inputs
     )
     return finish(skeleton, solved, effectors, tolerance, iterations, method, error=np.array(errors))
-
