@@ -83,6 +83,27 @@ def end_point(skeleton, frames: list[tuple], heads: list[tuple], bone: int) -> t
     )
 
 
+def end_distances(frames: list, heads: list, bones: list[int], reach: list, targets: list) -> tuple[list, list]:
+    """(the end point of each of `bones`, its distance from its target): `end_point` written out
+    (the same terms in their order: the same bits), one loop for both lists, `reach` the
+    skeleton's cached_rows "reach" (a tree kernel measures its effectors after every step)."""
+    ends, errors = [], []
+    dist = math.dist
+    for b, target in zip(bones, targets, strict=True):
+        qw, qx, qy, qz = frames[b]
+        vx, vy, vz = reach[b]
+        tx, ty, tz = 2.0 * (qy * vz - qz * vy), 2.0 * (qz * vx - qx * vz), 2.0 * (qx * vy - qy * vx)
+        hx, hy, hz = heads[b]
+        end = (
+            hx + (vx + qw * tx + (qy * tz - qz * ty)),
+            hy + (vy + qw * ty + (qz * tx - qx * tz)),
+            hz + (vz + qw * tz + (qx * ty - qy * tx)),
+        )
+        ends.append(end)
+        errors.append(dist(end, target))
+    return ends, errors
+
+
 def to_locals(
     skeleton, local: np.ndarray, frames: list[tuple], bones: list[int], swing_only: set[int] | frozenset = frozenset()
 ) -> np.ndarray:
@@ -103,14 +124,17 @@ def measured_locals(
     bones: list[int],
     swing_only: set[int] | frozenset,
     goals: Iterable[tuple[int, tuple]],
+    inputs: list[tuple] | None = None,
 ) -> tuple[np.ndarray, list[float]]:
     """(`to_locals`, each goal's distance from its bone's end point on those very locals): `goals`
     are (bone, target point) pairs. The distances are forward kinematics of the locals returned,
     `forward` and `end_point`'s terms in their order (the same bits as measuring the result
-    afterwards), done in the same loop, bone by bone, as each local is found."""
+    afterwards), done in the same loop, bone by bone, as each local is found. `inputs`: `local`'s
+    rows (`rows(local)`) where the caller has them already."""
     joints, base = _joints(skeleton)
     n = len(joints)
-    inputs = rows(local)
+    if inputs is None:
+        inputs = rows(local)
     out = list(inputs)
     links = cached_rows(skeleton, "links")
     solved = [None] * n

@@ -30,6 +30,7 @@ import functools
 import math
 
 import numpy as np
+from numpy.linalg import _umath_linalg
 
 from .. import limits as joint_limits
 from ..common.tree_mixing import AXES
@@ -290,7 +291,7 @@ def make_near_step(skeleton, plan, effectors, visits: list, one_pair, write_out:
             d = history[0][1] if len(history) == 1 else np.concatenate([block for _, block, _ in history])
             normal = d.T @ d
             normal += identity(rows) * (RIDGE * sum([t for _, _, t in history]) / rows)
-            amounts = (d @ np.linalg.solve(normal, residual)).tolist()
+            amounts = (d @ _solve(normal, residual)).tolist()
             last = len(history) - 1
             shares = [(turns_h, h * count, 1.0 if h == last else 0.0) for h, (turns_h, _, _) in enumerate(history)]
             for n, (j, clamps) in enumerate(zip(visited, clamping, strict=True)):
@@ -357,6 +358,14 @@ def _cost(frames, heads, bones, reach, lengths, plan, kinds, root, ends) -> floa
         rx, ry, rz = s * (ex - tx), s * (ey - ty), s * (ez - tz)
         total += rx * rx + ry * ry + rz * rz
     return total
+
+
+def _solve(normal: np.ndarray, residual: list) -> np.ndarray:
+    """np.linalg.solve(normal, residual) by the LAPACK gufunc it calls (the same routine on the same
+    float64 arrays: the same bits), without its wrapper's shape and type checks and error state (6-8
+    µs of a ~10 µs call on 6-9 unknowns). The rescale's normal matrix is symmetric positive definite
+    (its ridge), never singular: the wrapper's LinAlgError cannot arise."""
+    return _umath_linalg.solve1(normal, residual, signature="dd->d")
 
 
 @functools.cache

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import limits as joint_limits
 from ..skeleton import finish
-from ..skeleton_floats import end_point, forward, measured_locals, rows, to_locals
+from ..skeleton_floats import cached_rows, end_distances, forward, measured_locals, rows, to_locals
 from .tree_plan import Plan
 from .tree_poles import apply_poles
 
@@ -65,29 +65,30 @@ def run(
     if limits is not None:
         start[plan.moved] = joint_limits.clamp(limits, np.array(plan.moved), start[plan.moved])
     current = rows(start)
+    inputs = current[:]  # (the steps replace `current`'s rows; these stay `start`'s)
     frames, heads = forward(skeleton, current)
     bones = [e.bone for e in effectors]
-    ends = [end_point(skeleton, frames, heads, b) for b in bones]
-    errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
-    costs = level_costs(plan, errors)
-    stall = max(STALL * plan.length, 0.01 * tolerance) if stop_on_stall else -1.0
+    reach, targets = cached_rows(skeleton, "reach"), plan.targets
+    ends, errors = end_distances(frames, heads, bones, reach, targets)
     iterations = 0
-    while iterations < max_iterations and max(errors) > tolerance:
-        step(current, frames, heads)
-        iterations += 1
-        new_ends = [end_point(skeleton, frames, heads, b) for b in bones]
-        moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
-        ends = new_ends
-        errors = [math.dist(a, b) for a, b in zip(ends, plan.targets, strict=True)]
-        costs, last = level_costs(plan, errors), costs
-        if moved <= stall or settled(plan, errors, costs, last, tolerance):
-            break
+    if max_iterations > 0 and max(errors) > tolerance:  # (no cost or stall to work out otherwise)
+        costs = level_costs(plan, errors)
+        stall = max(STALL * plan.length, 0.01 * tolerance) if stop_on_stall else -1.0
+        while iterations < max_iterations and max(errors) > tolerance:
+            step(current, frames, heads)
+            iterations += 1
+            new_ends, errors = end_distances(frames, heads, bones, reach, targets)
+            moved = max(math.dist(a, b) for a, b in zip(ends, new_ends, strict=True))
+            ends = new_ends
+            costs, last = level_costs(plan, errors), costs
+            if moved <= stall or settled(plan, errors, costs, last, tolerance):
+                break
     swing_only = set() if limits is not None else free_twist
     if plan.segments:  # poles turn the result: measured after them
         solved = apply_poles(skeleton, to_locals(skeleton, start, frames, plan.moved, swing_only), effectors, plan)
         return finish(skeleton, solved, effectors, tolerance, iterations, method)
     # measured as the locals are found (skeleton.finish's measure, the same bits)
     solved, errors = measured_locals(
-        skeleton, start, frames, plan.moved, swing_only, zip(bones, plan.targets, strict=True)
+        skeleton, start, frames, plan.moved, swing_only, zip(bones, targets, strict=True), inputs
     )
     return finish(skeleton, solved, effectors, tolerance, iterations, method, error=np.array(errors))

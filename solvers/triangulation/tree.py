@@ -55,7 +55,7 @@ from ..common.goals import read_goals
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
 from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
-from ..skeleton_floats import cached_rows, end_point, forward, moved_bones, rows
+from ..skeleton_floats import cached_rows, end_distances, end_point, forward, moved_bones, rows
 from .chain import CHAIN, shape_keeping_solver
 from .tree_frame import sub_base_frame
 from .tree_lead import lead
@@ -173,8 +173,8 @@ class _Weights(dict):
 
 
 def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:
-    """Each effector's distance from its goal (plain floats)."""
-    return [math.dist(end_point(skeleton, frames, heads, b), g) for b, g in zip(bones, goals, strict=True)]
+    """Each effector's distance from its goal (plain floats; end_point's terms, written out)."""
+    return end_distances(frames, heads, bones, cached_rows(skeleton, "reach"), goals)[1]
 
 
 def _triangulate(
