@@ -18,6 +18,7 @@ where the base frame is simply the armature's).
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 from mathutils import Matrix
@@ -147,4 +148,7 @@ SETTING_NAMES = tuple(
 def settings_signature(obj, names) -> tuple:
     """The chain bones' IK settings as plain values (Live re-solves when they change)."""
     bones = obj.pose.bones
-    return tuple(tuple(getattr(pb, s) for s in SETTING_NAMES) for pb in map(bones.__getitem__, names))
+    return tuple(map(_read_settings, map(bones.__getitem__, names)))
+
+
+_read_settings = attrgetter(*SETTING_NAMES)  # one C-level getter: Live's signature reads it per update
