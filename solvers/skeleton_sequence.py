@@ -58,7 +58,7 @@ from . import quat, registry
 from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
 from .chain_sequence import solve_sequence
 from .common.aim_goals import after_reach, after_reach_frames, aiming
-from .common.frames import frame_effectors, frame_rows, solve_frames
+from .common.frames import frame_effectors, frame_rows, previous_rows, solve_frames
 from .common.pins import orientation_arc
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_effectors, soften_positions
@@ -367,6 +367,7 @@ def solve_skeleton_sequence(
     frame through solve_skeleton_next's movable root (the batch's `root_shift`: the root's move per
     frame; reason MOVING_ROOT)."""
     local, positions, poles = frame_rows(skeleton, local, effectors, positions, poles)
+    previous = previous_rows(local, previous)  # (the held kernel solves from it unchecked)
     m = len(positions)
     tolerances = None
     if tolerance is not None and np.ndim(tolerance) > 0:
@@ -405,7 +406,7 @@ def solve_skeleton_sequence(
                 skeleton, local, effectors[0], positions, poles, turns, previous, pose, settings, progress
             )
         reason = SOME_POLES
-    last = [None if previous is None else np.asarray(previous, dtype=float)]
+    last = [previous]
     report = _sparse(progress, m)
     # Several effectors (or a pin), the root where it is: solve_skeleton_next's own path, with what
     # every frame works out alike worked out once (`_Frames`).

@@ -47,6 +47,17 @@ def frame_rows(skeleton: Skeleton, local, effectors: list[Effector], positions, 
     return local, positions, poles
 
 
+def previous_rows(local: np.ndarray, previous) -> np.ndarray | None:
+    """`previous` (the solution a sequence's first frame continues; None: none) checked as the
+    input pose `local` is: finite, of its shape (a held kernel solves from it unchecked)."""
+    if previous is None:
+        return None
+    previous = np.asarray(previous, dtype=float)
+    if previous.shape != local.shape or not np.all(np.isfinite(previous)):
+        raise ValueError(f"previous must be finite local rotations with shape {local.shape}, got {previous.shape}")
+    return previous
+
+
 def frame_effectors(effectors: list[Effector], positions: np.ndarray, poles: np.ndarray, f: int) -> list[Effector]:
     """Frame f's effectors: each (not a pin) at its position and pole of that frame (frame_rows)."""
     return [

@@ -87,3 +87,18 @@ def test_steps_say_why_not():
     turned = [goals[0], replace(goals[1], orientation=np.array([1.0, 0.0, 0.0, 0.0]))]
     assert isinstance(jacobian_tree.steps(skeleton, turned, defaults), str)
     assert isinstance(jacobian_tree.steps(skeleton, goals, dict(defaults, variant="transpose")), str)
+
+
+@pytest.mark.parametrize("previous", ["not finite", "another shape"])
+@pytest.mark.parametrize("method", METHODS)
+def test_a_previous_solution_is_checked_before_the_held_kernel(method, previous):
+    """A `previous` the first frame continues that is not finite or not the pose's shape is refused,
+    as solve_skeleton refuses such a start: the held kernel, which skips solve_skeleton's checks, must
+    not solve from it (it gave NaN rotations for the least-squares method, and an unpacking error)."""
+    skeleton, local, effectors, bones = _case("whole")
+    ends = skeleton.forward(local)[2][bones]
+    rows = np.repeat(ends[None], 3, axis=0) + 0.01
+    goals = [replace(e, position=rows[0, k]) for k, e in enumerate(effectors)]
+    start = np.full_like(local, np.nan) if previous == "not finite" else local[:-1]
+    with pytest.raises(ValueError, match="previous"):
+        solvers.solve_skeleton_sequence(skeleton, local, goals, rows, method=method, tolerance=1e-4, previous=start)
