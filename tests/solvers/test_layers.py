@@ -198,6 +198,7 @@ SOLVERS_MODULES = {
             "chain_sequence",
             "skeleton_solve",
             "skeleton_many",
+            "skeleton_held",
             "skeleton_sequence",
             "contacts",
             "foot_metrics",
