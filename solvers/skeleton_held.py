@@ -1,8 +1,8 @@
 """The least-squares kernel held for a sequence's frames (jacobian.tree.Steps): the prediction's
 steps and the least-squares method's own solve, the same bits as least_squares_steps and
 solve_skeleton, without each call's structure look-up, option checks and result
-(docs/benchmarks.md, tree11). `frames` is skeleton_sequence's `_Frames`: the first frame builds
-the held kernels (or the reason they cannot serve) on it, the others reuse them."""
+(docs/benchmarks.md, tree11), and what a sequence's frames work out alike (`Frames`): the first
+frame builds the held kernels (or the reason they cannot serve) on it, the others reuse them."""
 
 from __future__ import annotations
 
@@ -12,16 +12,95 @@ from dataclasses import replace
 import numpy as np
 
 from . import registry
-from .api import method_settings
+from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
+from .common.soft_goals import soften_effectors
 from .jacobian import tree as jacobian_tree
-from .skeleton import Effector, SkeletonSolution, finish
+from .skeleton import Effector, Skeleton, SkeletonSolution, finish
 from .skeleton_effectors import merge_shared
+from .skeleton_floats import moved_bones
 from .skeleton_solve import least_squares_steps, solve_skeleton
 
+NOT_ALIKE = "the frames' goals may differ in layout (a frame's own call, or tip orientations per frame)"
 
-def own(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, frames) -> SkeletonSolution:
+
+class Frames:
+    """What every frame of one sequence works out alike (the same effector bones, method and
+    options on each; skeleton_sequence.solve_skeleton_sequence), worked out once: the bones the
+    effectors move and their length (the default tolerance's scale), the method's entry and the tree kernel solving
+    for it, whether any effector softens, and per tolerance given the method's own (`kept_tolerance`).
+    A frame's own call (skeleton_sequence.solve_skeleton_next) makes one for itself. `alike`: every frame's goals
+    share one layout (their bones, pins, orientation goals and weights; positions and poles differ):
+    the prediction's kernel is held for them all (`steps`)."""
+
+    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "own", "owned", "settled", "soft", "steps")
+
+    def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str, alike: bool = False) -> None:
+        self.entry = registry.get(method)
+        # (none for the least-squares method, whose frames are its own solve: its checks come first)
+        self.moved = [] if self.entry.least_squares else moved_bones(skeleton, [e.bone for e in effectors])
+        self.lengths, self._length = skeleton.lengths, None
+        self.soft = soften_effectors(skeleton, effectors) is not effectors
+        self.kernel = None  # (runs.name, reason) of tree_kernel, when a frame is first kept
+        self.settled: dict = {}  # tolerance -> the method's tolerance (method_settings), for `_kept`
+        # The prediction's kernel held for every frame (jacobian.tree.Steps), made on the first
+        # frame, or why it cannot serve; only where every frame's goals share one layout (`alike`:
+        # a sequence's frames without tip orientations, whose effectors differ only in position and pole).
+        self.steps: object = None if alike else NOT_ALIKE
+        # The least-squares method's own solve held likewise (`_own`), and its settings per tolerance given.
+        self.own: object = None if alike else NOT_ALIKE
+        self.owned: dict = {}
+
+    @property
+    def length(self) -> float:
+        """The moved bones' summed length, on first use (only a default tolerance reads it)."""
+        if self._length is None:
+            self._length = float(np.sum(self.lengths[self.moved]))
+        return self._length
+
+    def tolerance(self, tolerance) -> float:
+        """The steps' tolerance: `tolerance`, or solve_skeleton's default of the moved bones."""
+        return DEFAULT_RELATIVE_TOLERANCE * self.length if tolerance is None else tolerance
+
+    def kept_tolerance(self, settings: dict) -> float:
+        """The method's tolerance from `settings` as its solve would take it (method_settings:
+        its options checked, the default for the moved bones' length)."""
+        given = settings["tolerance"]
+        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
+        if held and given in self.settled:
+            return self.settled[given]
+        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+        length = self.length if given is None else 0.0
+        out = method_settings(self.entry.name, given, settings["max_iterations"], options, length)[1]
+        if held:
+            self.settled[given] = out
+        return out
+
+    def own_settings(self, skeleton: Skeleton, effectors: list[Effector], settings: dict) -> tuple[float, int]:
+        """(tolerance, iteration cap) of the least-squares method's tree solve from `settings`, as
+        solve_skeleton's fixed root takes them (method_settings; the default tolerance of the moved
+        bones' length)."""
+        given = settings["tolerance"]
+        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
+        if held and given in self.owned:
+            return self.owned[given]
+        entry, max_iterations = self.entry, settings["max_iterations"]
+        if max_iterations is None and entry.tree_max_iterations:
+            max_iterations = entry.tree_max_iterations
+        length = 0.0
+        if given is None:
+            length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
+        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
+        out = method_settings(entry.name, given, max_iterations, options, length)[1:3]
+        if held:
+            self.owned[given] = out
+        return out
+
+
+def own(
+    skeleton: Skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, frames: Frames
+) -> SkeletonSolution:
     """The least-squares method's frame: solve_skeleton(skeleton, start, effectors, **settings),
-    the same bits. Through its kernel held for the frames (`_Frames.own`: jacobian.tree.Steps with
+    the same bits. Through its kernel held for the frames (`Frames.own`: jacobian.tree.Steps with
     the method's checked options) where the solve is that kernel's alone: no pole this frame, and
     (`held_own`) no pin, no soft goal, no two effectors on one bone, the written-out case."""
     if frames.own is None:  # the first frame: its goals' layout and the settings are every frame's
@@ -42,7 +121,9 @@ def own(skeleton, start: np.ndarray, effectors: list[Effector], settings: dict, 
     return finish(skeleton, local, effectors, tolerance, iterations, frames.entry.name, error=error)
 
 
-def held_own(skeleton, effectors: list[Effector], settings: dict, frames):
+def held_own(
+    skeleton: Skeleton, effectors: list[Effector], settings: dict, frames: Frames
+) -> jacobian_tree.Steps | str:
     """The least-squares method's kernel held for a sequence's frames (jacobian.tree.Steps with its
     checked options), or why a frame's solve_skeleton is more than that kernel's solve."""
     if isinstance(frames.steps, str):
@@ -58,10 +139,12 @@ def held_own(skeleton, effectors: list[Effector], settings: dict, frames):
     return jacobian_tree.steps(skeleton, unpoled, checked)
 
 
-def predict(skeleton, start: np.ndarray, goals: list[Effector], near: float, steps: int, frames):
+def predict(
+    skeleton: Skeleton, start: np.ndarray, goals: list[Effector], near: float, steps: int, frames: Frames
+) -> tuple[np.ndarray, np.ndarray | None, tuple | None]:
     """least_squares_steps(skeleton, start, goals, near, steps), the same bits, and the start's
     rows as the kernel gave them (a flat tuple of floats: the locals of every bone when it moves
-    them all) or None. Through the frames' held kernel (`_Frames.steps`: jacobian.tree.Steps) where
+    them all) or None. Through the frames' held kernel (`Frames.steps`: jacobian.tree.Steps) where
     it serves; otherwise least_squares_steps itself."""
     if frames.steps is None:  # the first frame: its goals' layout is every frame's
         frames.steps = held_steps(skeleton, goals)
@@ -81,7 +164,7 @@ def predict(skeleton, start: np.ndarray, goals: list[Effector], near: float, ste
     return out, error, None
 
 
-def held_steps(skeleton, goals: list[Effector]):
+def held_steps(skeleton: Skeleton, goals: list[Effector]) -> jacobian_tree.Steps | str:
     """The least-squares method's steps held for a sequence's frames (jacobian.tree.Steps), or why not."""
     entry = registry.LEAST_SQUARES
     if entry.tree is not jacobian_tree.solve:

@@ -55,7 +55,7 @@ import numpy as np
 
 from . import limits as joint_limits
 from . import quat, registry
-from .api import DEFAULT_RELATIVE_TOLERANCE, method_settings
+from .api import method_settings
 from .chain_sequence import solve_sequence
 from .common.aim_goals import after_reach, after_reach_frames, aiming
 from .common.frames import frame_effectors, frame_rows, previous_rows, solve_frames
@@ -64,7 +64,8 @@ from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
 from .common.soft_goals import soften_effectors, soften_positions
 from .skeleton import Effector, Skeleton, SkeletonBatch, SkeletonSolution, finish
 from .skeleton_effectors import merge_shared, resolve_pins
-from .skeleton_floats import end_point, forward, moved_bones, rows
+from .skeleton_floats import end_point, forward, rows
+from .skeleton_held import Frames as _Frames
 from .skeleton_held import own as _own
 from .skeleton_held import predict as _predict
 from .skeleton_solve import (
@@ -90,7 +91,6 @@ SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 # tolerance; where they differ by more, a frame measured kept is solved instead, which its method
 # then returns after 0 iterations, the same pose to rounding.
 KEPT_MARGIN = 2.0
-NOT_ALIKE = "the frames' goals may differ in layout (a frame's own call, or tip orientations per frame)"
 
 
 def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
@@ -177,79 +177,6 @@ def _next(skeleton, local: np.ndarray, effectors, previous, previous_input, sett
 def _aim_settings(settings: dict) -> dict:
     """common.aim_goals.after_reach's keywords from a frame's solve settings."""
     return {key: settings[key] for key in ("method", "tolerance", "max_iterations")}
-
-
-class _Frames:
-    """What every frame of one sequence works out alike (the same effector bones, method and
-    options on each; solve_skeleton_sequence), worked out once: the bones the effectors move and
-    their length (the default tolerance's scale), the method's entry and the tree kernel solving
-    for it, whether any effector softens, and per tolerance given the method's own (`kept_tolerance`).
-    A frame's own call (solve_skeleton_next) makes one for itself. `alike`: every frame's goals
-    share one layout (their bones, pins, orientation goals and weights; positions and poles differ):
-    the prediction's kernel is held for them all (`steps`)."""
-
-    __slots__ = ("_length", "entry", "kernel", "lengths", "moved", "own", "owned", "settled", "soft", "steps")
-
-    def __init__(self, skeleton: Skeleton, effectors: list[Effector], method: str, alike: bool = False) -> None:
-        self.entry = registry.get(method)
-        # (none for the least-squares method, whose frames are its own solve: its checks come first)
-        self.moved = [] if self.entry.least_squares else moved_bones(skeleton, [e.bone for e in effectors])
-        self.lengths, self._length = skeleton.lengths, None
-        self.soft = soften_effectors(skeleton, effectors) is not effectors
-        self.kernel = None  # (runs.name, reason) of tree_kernel, when a frame is first kept
-        self.settled: dict = {}  # tolerance -> the method's tolerance (method_settings), for `_kept`
-        # The prediction's kernel held for every frame (jacobian.tree.Steps), made on the first
-        # frame, or why it cannot serve; only where every frame's goals share one layout (`alike`:
-        # a sequence's frames without tip orientations, whose effectors differ only in position and pole).
-        self.steps: object = None if alike else NOT_ALIKE
-        # The least-squares method's own solve held likewise (`_own`), and its settings per tolerance given.
-        self.own: object = None if alike else NOT_ALIKE
-        self.owned: dict = {}
-
-    @property
-    def length(self) -> float:
-        """The moved bones' summed length, on first use (only a default tolerance reads it)."""
-        if self._length is None:
-            self._length = float(np.sum(self.lengths[self.moved]))
-        return self._length
-
-    def tolerance(self, tolerance) -> float:
-        """The steps' tolerance: `tolerance`, or solve_skeleton's default of the moved bones."""
-        return DEFAULT_RELATIVE_TOLERANCE * self.length if tolerance is None else tolerance
-
-    def kept_tolerance(self, settings: dict) -> float:
-        """The method's tolerance from `settings` as its solve would take it (method_settings:
-        its options checked, the default for the moved bones' length)."""
-        given = settings["tolerance"]
-        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
-        if held and given in self.settled:
-            return self.settled[given]
-        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
-        length = self.length if given is None else 0.0
-        out = method_settings(self.entry.name, given, settings["max_iterations"], options, length)[1]
-        if held:
-            self.settled[given] = out
-        return out
-
-    def own_settings(self, skeleton: Skeleton, effectors: list[Effector], settings: dict) -> tuple[float, int]:
-        """(tolerance, iteration cap) of the least-squares method's tree solve from `settings`, as
-        solve_skeleton's fixed root takes them (method_settings; the default tolerance of the moved
-        bones' length)."""
-        given = settings["tolerance"]
-        held = given is None or type(given) is float  # (a tolerance of another type: checked every time)
-        if held and given in self.owned:
-            return self.owned[given]
-        entry, max_iterations = self.entry, settings["max_iterations"]
-        if max_iterations is None and entry.tree_max_iterations:
-            max_iterations = entry.tree_max_iterations
-        length = 0.0
-        if given is None:
-            length = float(np.sum(skeleton.lengths[moved_bones(skeleton, [e.bone for e in effectors])]))
-        options = {k: v for k, v in settings.items() if k not in ("method", "tolerance", "max_iterations")}
-        out = method_settings(entry.name, given, max_iterations, options, length)[1:3]
-        if held:
-            self.owned[given] = out
-        return out
 
 
 def _stepped(

@@ -30,7 +30,6 @@ import functools
 import math
 
 import numpy as np
-from numpy.linalg import _umath_linalg
 
 from .. import limits as joint_limits
 from ..common.tree_mixing import AXES
@@ -364,8 +363,14 @@ def _solve(normal: np.ndarray, residual: list) -> np.ndarray:
     """np.linalg.solve(normal, residual) by the LAPACK gufunc it calls (the same routine on the same
     float64 arrays: the same bits), without its wrapper's shape and type checks and error state (6-8
     µs of a ~10 µs call on 6-9 unknowns). The rescale's normal matrix is symmetric positive definite
-    (its ridge), never singular: the wrapper's LinAlgError cannot arise."""
-    return _umath_linalg.solve1(normal, residual, signature="dd->d")
+    (its ridge), never singular: the wrapper's LinAlgError cannot arise. A numpy without that
+    private gufunc (present in 1.26 to 2.4) takes the public wrapper: the same routine and bits."""
+    if _SOLVE1 is None:
+        return np.linalg.solve(normal, np.asarray(residual, dtype=float))
+    return _SOLVE1(normal, residual, signature="dd->d")
+
+
+_SOLVE1 = getattr(getattr(np.linalg, "_umath_linalg", None), "solve1", None)
 
 
 @functools.cache

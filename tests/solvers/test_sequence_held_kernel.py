@@ -1,5 +1,5 @@
 """A sequence's frames through the least-squares kernel held for them (skeleton_sequence's
-`_Frames.steps`, the prediction, and `_Frames.own`, the least-squares method's own solve:
+`Frames.steps`, the prediction, and `Frames.own`, the least-squares method's own solve:
 jacobian.tree.Steps) are the frames through least_squares_steps and solve_skeleton: the same bits."""
 
 from __future__ import annotations

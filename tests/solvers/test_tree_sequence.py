@@ -76,7 +76,7 @@ def test_the_sequence_is_next_frame_after_frame(method):
 @pytest.mark.parametrize("method", TREE_METHODS)
 def test_what_every_frame_works_out_alike_is_worked_out_once(method, tolerance):
     """A sequence works out once what its frames share (the moved bones, the method and its tree
-    kernel, the kept check's tolerance: skeleton_sequence._Frames), where each frame's own call
+    kernel, the kept check's tolerance: skeleton_held.Frames), where each frame's own call
     works it out again: the frames are still solve_skeleton_next's to the bit, with a tolerance per
     frame (two values) or the default, a pin among the effectors, and frames kept (each pose held
     for a second frame, met as it starts)."""
