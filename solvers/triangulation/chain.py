@@ -45,32 +45,54 @@ def float_solver(tolerance: float, cap: int, options: dict):
     return solve
 
 
-def shape_keeping_solver(options: dict):
+def shape_keeping_solver(options: dict) -> ShapeKeeping:
     """float_solver's pass with each rest of the chain taking the extent that turns the joints least
     from the start's shape (chain_floats.one_pass's `keep`), turned with its chord onto the target
-    line before the joint bends (`chords`): a tree's segments (triangulation.tree)."""
-    fold_angle, smooth = options["fold_angle"], options["smooth_fold"]
-    fold = fold_terms(fold_angle)
+    line before the joint bends (`chords`): a tree's segments (triangulation.tree). One per fold
+    setting, kept (a bake's frames each asked for one)."""
+    key = (options["fold_angle"], options["smooth_fold"])
+    solver = _KEEPING.get(key)
+    if solver is None:
+        solver = _KEEPING[key] = ShapeKeeping(*key)
+    return solver
 
-    def solve(t, target: tuple):
-        blend = fold_blend(t.lengths, t.reach, t.inner, smooth) if smooth else None
-        guard = t.guard if fold_angle != 180.0 else None
-        rows, lengths, dirs, inner, reach = t.rows, t.lengths, t.dirs, t.inner, t.reach
-        n, tip = len(lengths), rows[-1]  # (rows: the joints, then the tip)
+
+class ShapeKeeping:
+    """shape_keeping_solver's solve (terms, target) -> (points, rotations, 1); `rows_pass` the same
+    pass on the terms as separate rows (tree_segment: no Terms built per segment)."""
+
+    __slots__ = ("fold", "fold_angle", "smooth")
+
+    def __init__(self, fold_angle: float, smooth: float) -> None:
+        self.fold_angle, self.smooth, self.fold = fold_angle, smooth, fold_terms(fold_angle)
+
+    def __call__(self, t, target: tuple) -> tuple[list, list, int]:
+        guard = t.guard if self.fold_angle != 180.0 else None  # only a narrower fold reads it
+        out, rots = self.rows_pass(t.rows, t.lengths, t.dirs, t.reach, t.inner, guard, t.fallbacks, t.total, target)
+        return out, rots, 1
+
+    def rows_pass(self, rows, lengths, dirs, reach, inner, guard, fallbacks, total: float, target: tuple):
+        """(points, rotations) of the pass from joint `rows` (the joints, then the tip) and the
+        chain's float terms (`guard`: read only by a fold narrower than 180 degrees)."""
+        smooth = self.smooth
+        blend = fold_blend(lengths, reach, inner, smooth) if smooth else None
+        n, tip = len(lengths), rows[-1]
         keep = [
             start_shape(rows[i], dirs[i], rows[i + 1], tip, inner[i], lengths[i + 1], reach[i + 1])
             for i in range(n - 1)
         ]
         keep.append(None)
         # each joint's chord to the tip, for the rest's lead (one_pass's `chords`)
-        chords = [(tip[0] - r[0], tip[1] - r[1], tip[2] - r[2]) for r in rows[:n]]
+        tx, ty, tz = tip
+        chords = [(tx - r[0], ty - r[1], tz - r[2]) for r in rows[:n]]
         out, rots, _ = one_pass(
-            t.rows[0], t.lengths, t.dirs, t.reach, guard, t.fallbacks, target, BAND * t.total, fold_angle, fold, blend,
+            rows[0], lengths, dirs, reach, guard, fallbacks, target, BAND * total, self.fold_angle, self.fold, blend,
             keep=keep, chords=chords,
         )  # fmt: skip
-        return out, rots, 1
+        return out, rots
 
-    return solve
+
+_KEEPING: dict[tuple, ShapeKeeping] = {}
 
 
 def batch(chain: Chain, targets: np.ndarray, tolerance: float, max_iterations: int, options: dict) -> BatchSolution:

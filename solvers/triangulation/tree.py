@@ -54,13 +54,12 @@ from ..common import float_solve as float_one
 from ..common.goals import read_goals
 from ..model.chain import Chain, as_floats
 from ..model.result import Solution
-from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, levels, ranked_weights
+from ..skeleton import Effector, Skeleton, SkeletonSolution, finish, ranked_weights
 from ..skeleton_floats import cached_rows, end_distances, end_point, forward, moved_bones, rows
 from .chain import CHAIN, shape_keeping_solver
 from .tree_frame import sub_base_frame
 from .tree_lead import lead
-from .tree_plan import below as bones_below
-from .tree_plan import segments
+from .tree_plan import base_row, layout
 from .tree_segment import segment_pass
 
 # Passes end when one changes no level's weighted squared error by more than this share of it.
@@ -81,9 +80,8 @@ def solve_tree(
 ) -> SkeletonSolution | str:
     """The registry's `tree` kernel for triangulation (see the module docstring)."""
     bones_of = [e.bone for e in effectors]  # one effector per bone (skeleton_effectors.merge_shared)
-    plan = segments(skeleton, effectors)
+    plan, groups = layout(skeleton, effectors)
     by_bone = {e.bone: e for e in effectors}
-    groups = levels(effectors)
     weight = _Weights(effectors)  # (read only where a sub-base's frame is fitted)
     if skeleton.limits is not None:  # every pass, and the input as a candidate, within the limits
         local = np.array(local, dtype=float)  # (a copy: the caller's is not clamped; `rows` copies anyway)
@@ -94,9 +92,10 @@ def solve_tree(
     current = rows(local)
     goals_at = [tuple(e.position.tolist()) for e in effectors]
     goal_of = dict(zip(bones_of, goals_at, strict=True))
+    reach = cached_rows(skeleton, "reach")
     frames, heads = forward(skeleton, current)
     best, passes = current[:], 0
-    best_miss = miss = _misses(skeleton, frames, heads, bones_of, goals_at)
+    best_miss = miss = end_distances(frames, heads, bones_of, reach, goals_at)[1]
     best_cost = cost = _ranked(effectors, groups, miss, tolerance)
     if max(miss) <= tolerance:
         # Every goal met as it stands (a bake's frame continued from the last): no pass could rank
@@ -104,9 +103,10 @@ def solve_tree(
         return finish(skeleton, np.array(best), effectors, tolerance, 0, "triangulation", error=np.array(miss))
     short = dict.fromkeys(by_bone, 0.0)  # per effector bone: what the last pass left it short
     plain = shape_keeping_solver(options)
+    far = LEAD_FROM * tolerance
     while passes < max_iterations:
         passes += 1
-        for bones, under in plan:
+        for bones, under, moves, parent in plan:
             effector = by_bone.get(bones[-1])
             if effector is not None:
                 turned = effector.orientation is not None and effector.rotation_weight > 0.0
@@ -114,15 +114,16 @@ def solve_tree(
                     # Its end already at its goal (no pole or orientation to turn to): the
                     # shape-keeping pass would keep it (a bake's frames, started near their answer).
                     end = end_point(skeleton, frames, heads, bones[-1])
-                    if math.dist(end, goal_of[bones[-1]]) <= tolerance:
+                    goal = goal_of[bones[-1]]
+                    if math.dist(end, goal) <= tolerance:
                         continue
                     if skeleton.limits is None:
                         # its point alone: the same pass without a Chain (tree_segment)
                         joints = [heads[b] for b in bones]
                         joints.append(end)
-                        turns, start = segment_pass(joints, [frames[b] for b in bones], goal_of[bones[-1]], plain)
-                        _set_locals(skeleton, current, bones, frames, turns, start)
-                        frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
+                        turns, start = segment_pass(joints, [frames[b] for b in bones], goal, plain)
+                        _set_locals(skeleton, current, bones, parent, frames, turns, start)
+                        frames, heads = forward(skeleton, current, moves, frames, heads)
                         continue
                 chain = _chain(skeleton, bones, frames, heads)
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
@@ -132,18 +133,16 @@ def solve_tree(
             else:
                 branches = [by_bone[b] for b in under]
                 start = None
-                if any(
-                    math.dist(end_point(skeleton, frames, heads, b), goal_of[b]) > LEAD_FROM * tolerance for b in under
-                ):
+                if max(end_distances(frames, heads, under, reach, [goal_of[b] for b in under])[1]) > far:
                     start = lead(skeleton, bones, frames, heads, branches, weight)
                 frame = sub_base_frame(skeleton, bones, frames, heads, branches, short, weight, start)
                 if frame is None:
                     continue  # the frame as it is: the segment would stay
                 chain = _chain(skeleton, bones, frames, heads)
                 sol = _triangulate(chain, frame[0], tolerance, options, target_rotation=frame[1])
-            _set_locals(skeleton, current, bones, frames, sol.rows()[1], chain.frames.tolist())
-            frames, heads = forward(skeleton, current, bones_below(skeleton, bones[0]), frames, heads)
-        miss = _misses(skeleton, frames, heads, bones_of, goals_at)
+            _set_locals(skeleton, current, bones, parent, frames, sol.rows()[1], chain.frames.tolist())
+            frames, heads = forward(skeleton, current, moves, frames, heads)
+        miss = end_distances(frames, heads, bones_of, reach, goals_at)[1]
         cost, last = _ranked(effectors, groups, miss, tolerance), cost
         if cost < best_cost:
             best, best_cost, best_miss = current[:], cost, miss
@@ -170,11 +169,6 @@ class _Weights(dict):
         self.update(zip((e.bone for e in self._effectors), ranked_weights(self._effectors), strict=True))
         self._effectors = None
         return self[bone]
-
-
-def _misses(skeleton: Skeleton, frames: list, heads: list, bones: list[int], goals: list[tuple]) -> list[float]:
-    """Each effector's distance from its goal (plain floats; end_point's terms, written out)."""
-    return end_distances(frames, heads, bones, cached_rows(skeleton, "reach"), goals)[1]
 
 
 def _triangulate(
@@ -225,11 +219,12 @@ def _chain(skeleton: Skeleton, bones: list[int], frames: list, heads: list) -> C
     )
 
 
-def _set_locals(skeleton: Skeleton, local: list, bones: list[int], frames: list, turns: list, start: list) -> None:
+def _set_locals(
+    skeleton: Skeleton, local: list, bones: list[int], parent: int, frames: list, turns: list, start: list
+) -> None:
     """The segment's solved world frames (its solve's `turns` of its `start` frames) into `local`
-    (rows; solving it does not move its parent)."""
-    parent = skeleton.parents[bones[0]]
-    first = tuple(skeleton.base_frame.tolist()) if parent == -1 else frames[parent]
+    (rows; solving it does not move its `parent`, -1: the skeleton's base frame)."""
+    first = base_row(skeleton) if parent == -1 else frames[parent]
     reference = cached_rows(skeleton, "reference")
     for i, (tw, tx, ty, tz), (fw, fx, fy, fz) in zip(bones, turns, start, strict=True):
         # multiply(conjugate(multiply(first, reference[i])), solved), solved = multiply(turn, frame),

@@ -13,7 +13,9 @@ settles on (docs/design.md, "Tree triangulation: turn and speed").
 
 from __future__ import annotations
 
-from ..maths.floats import IDENTITY, conjugate, from_rotation_vector, multiply, normalize4, rotate
+from math import cos, sin, sqrt
+
+from ..maths.floats import IDENTITY, conjugate, multiply, normalize4
 from ..skeleton import Effector, Skeleton
 from ..skeleton_floats import end_point
 from .tree_frame import solve_small
@@ -93,15 +95,35 @@ def lead(
         # Each joint turns by J^T y (the world rotation vector sum of lever x y) about its head,
         # relative to its parent: its local rotation, read with the parents as they are, turned.
         turned = {}
-        for (j, p, ks, reference, _), arms in zip(joints, levers, strict=True):
+        for (j, p, ks, (qw, qx, qy, qz), _), arms in zip(joints, levers, strict=True):
             wx = wy = wz = 0.0
             for a, (lx, ly, lz) in zip(ks, arms, strict=True):
                 yx, yy, yz = y[3 * a], y[3 * a + 1], y[3 * a + 2]
                 wx += ly * yz - lz * yy
                 wy += lz * yx - lx * yz
                 wz += lx * yy - ly * yx
-            rest = multiply(base if p == -1 else frames[p], reference)
-            turned[j] = normalize4(multiply(conjugate(rest), multiply(from_rotation_vector(wx, wy, wz), frames[j])))
+            # normalize4(multiply(conjugate(multiply(parent, reference)), multiply(from_rotation_vector(w),
+            # frames[j]))) written out (the same terms in their order: the helpers' calls were most of it)
+            angle = sqrt(wx * wx + wy * wy + wz * wz)
+            half = 0.5 * angle
+            scale = sin(half) / angle if angle > 1e-12 else 0.5
+            rw, rx, ry, rz = cos(half), wx * scale, wy * scale, wz * scale
+            bw, bx, by, bz = frames[j]
+            tw = rw * bw - rx * bx - ry * by - rz * bz
+            tx = rw * bx + rx * bw + ry * bz - rz * by
+            ty = rw * by - rx * bz + ry * bw + rz * bx
+            tz = rw * bz + rx * by - ry * bx + rz * bw
+            pw, px, py, pz = base if p == -1 else frames[p]
+            sw = pw * qw - px * qx - py * qy - pz * qz
+            sx = -(pw * qx + px * qw + py * qz - pz * qy)
+            sy = -(pw * qy - px * qz + py * qw + pz * qx)
+            sz = -(pw * qz + px * qy - py * qx + pz * qw)
+            uw = sw * tw - sx * tx - sy * ty - sz * tz
+            ux = sw * tx + sx * tw + sy * tz - sz * ty
+            uy = sw * ty - sx * tz + sy * tw + sz * tx
+            uz = sw * tz + sx * ty - sy * tx + sz * tw
+            norm = sqrt(uw * uw + ux * ux + uy * uy + uz * uz)
+            turned[j] = (uw / norm, ux / norm, uy / norm, uz / norm) if norm > 0.0 else (0.0, 0.0, 0.0, 0.0)
         _carry(joints, frames, heads, turned, base, first)
     turn = normalize4(multiply(frames[top], conjugate(start_frame)))
     return (IDENTITY if turn == IDENTITY else turn), tuple(a - b for a, b in zip(heads[top], start_head, strict=True))
@@ -110,9 +132,26 @@ def lead(
 def _carry(joints: list[tuple], frames: dict, heads: dict, turned: dict, base: tuple, first: int) -> None:
     """Forward kinematics over `joints` (parents first) from their `turned` local rotations (the
     first joint's parent stays: its head too)."""
-    for j, p, _, reference, offset in joints:
-        parent = base if p == -1 else frames[p]
-        frames[j] = multiply(multiply(parent, reference), turned[j])
-        if j != first:  # (the sum written out: the same additions)
-            (hx, hy, hz), (ox, oy, oz) = heads[p], rotate(parent, offset)
-            heads[j] = (hx + ox, hy + oy, hz + oz)
+    for j, p, _, (qw, qx, qy, qz), (vx, vy, vz) in joints:
+        # frames[j] = multiply(multiply(parent, reference), turned[j]); heads[j] = heads[p] +
+        # rotate(parent, offset): written out (the same terms in their order)
+        pw, px, py, pz = base if p == -1 else frames[p]
+        rw = pw * qw - px * qx - py * qy - pz * qz
+        rx = pw * qx + px * qw + py * qz - pz * qy
+        ry = pw * qy - px * qz + py * qw + pz * qx
+        rz = pw * qz + px * qy - py * qx + pz * qw
+        bw, bx, by, bz = turned[j]
+        frames[j] = (
+            rw * bw - rx * bx - ry * by - rz * bz,
+            rw * bx + rx * bw + ry * bz - rz * by,
+            rw * by - rx * bz + ry * bw + rz * bx,
+            rw * bz + rx * by - ry * bx + rz * bw,
+        )
+        if j != first:
+            tx, ty, tz = 2.0 * (py * vz - pz * vy), 2.0 * (pz * vx - px * vz), 2.0 * (px * vy - py * vx)
+            hx, hy, hz = heads[p]
+            heads[j] = (
+                hx + (vx + pw * tx + (py * tz - pz * ty)),
+                hy + (vy + pw * ty + (pz * tx - px * tz)),
+                hz + (vz + pw * tz + (px * ty - py * tx)),
+            )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..skeleton import Effector, Skeleton
+from ..skeleton import Effector, Skeleton, level, levels
 from ..skeleton_floats import moved_bones
 
 
@@ -63,6 +63,31 @@ def _plan(skeleton: Skeleton, effectors: list[Effector]) -> list[tuple[list[int]
         plan.append((bones, under[bones[-1]]))
         starts.extend(children[bones[-1]])
     return plan
+
+
+def layout(skeleton: Skeleton, effectors: list[Effector]) -> tuple[list[tuple], list[list[int]]]:
+    """([(segment bones, effector bones below its end, the bones its solve moves (`below` its first),
+    its first bone's parent)] as `segments` orders them, the effectors' levels (solvers.skeleton.levels)),
+    per skeleton, effector bones and levels: a bake's frames ask for the same every frame."""
+    key = (tuple(e.bone for e in effectors), tuple(level(e) for e in effectors))
+    return kept(skeleton, "_triangulation_layout", key, _layout, effectors)
+
+
+def _layout(skeleton: Skeleton, effectors: list[Effector]) -> tuple[list[tuple], list[list[int]]]:
+    plan = [
+        (bones, under, below(skeleton, bones[0]), skeleton.parents[bones[0]])
+        for bones, under in segments(skeleton, effectors)
+    ]
+    return plan, levels(effectors)
+
+
+def base_row(skeleton: Skeleton) -> tuple:
+    """The skeleton's base frame as a row of floats (kept)."""
+    return kept(skeleton, "_triangulation_base", 0, _base_row)
+
+
+def _base_row(skeleton: Skeleton) -> tuple:
+    return tuple(skeleton.base_frame.tolist())
 
 
 def child(skeleton: Skeleton, top: int, bone: int) -> int:

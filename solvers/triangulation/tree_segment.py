@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ..common.float_solve import Terms
-from ..model.chain import fallback_axis, link_terms, reach_terms, short_bone
+from ..model.chain import fallback_axis, guard_radii, link_terms, reach_terms, short_bone
+from .chain import ShapeKeeping
 
 
 class _Axes:
@@ -32,10 +32,10 @@ class _Axes:
         return fallback_axis(self._dirs[i], self._frames[i])
 
 
-def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, list]:
+def segment_pass(rows: list, frames: list, target: tuple, solve: ShapeKeeping) -> tuple[list, list]:
     """(the segment's solved world rotations, its unit start frames) for joint `rows` (its heads,
     then its end) and bone `frames` (rows of floats), triangulated to `target` by `solve`
-    (chain.shape_keeping_solver)."""
+    (chain.shape_keeping_solver; its pass on the rows, no Terms built)."""
     sqrt = math.sqrt  # each frame normalised as a Chain normalises its frames (model.chain's rows)
     unit = []
     for w, x, y, z in frames:
@@ -46,8 +46,7 @@ def segment_pass(rows: list, frames: list, target: tuple, solve) -> tuple[list, 
     if k is not None:  # as the Chain refuses it (a child's head on its parent's head, say)
         raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
     reach, inner, _ = reach_terms(lengths, total, guard=False)
-    # chain=True: the fold guard computed on first use, as a Chain's terms do (only a fold
-    # narrower than 180 degrees reads it). (Lists where a Chain's terms hold tuples: the pass only
-    # indexes them.)
-    terms = Terms(rows, lengths, dirs, _Axes(dirs, unit), total, reach, inner, None, None, None, True)
-    return solve(terms, target)[1], unit
+    # The fold guard as a Chain's terms compute it on first use (only a fold narrower than 180
+    # degrees reads it). (Lists where a Chain's terms hold tuples: the pass only indexes them.)
+    guard = guard_radii(reach, inner, total) if solve.fold_angle != 180.0 else None
+    return solve.rows_pass(rows, lengths, dirs, reach, inner, guard, _Axes(dirs, unit), total, target)[1], unit
