@@ -57,9 +57,12 @@ def sub_base_frame(
     # The frame turns about the last bone's head; a longer segment also moves that head, within
     # the reach of the bones above it, which carry it.
     pivot = tuple(heads[top])
+    branches = _branches(skeleton, top, tuple(e.bone for e in below))
+    if start is None and _stays(below, branches, heads, pivot, short):
+        return None  # no lead and every branch within reach: the frame stays (a bake's usual frame)
     pairs = []  # (first head's offset from the pivot, goal, reach, then sqrt weight) per effector below
     full = []
-    for e, (below_top, reach) in zip(below, _branches(skeleton, top, tuple(e.bone for e in below)), strict=True):
+    for e, (below_top, reach) in zip(below, branches, strict=True):
         first = heads[below_top]
         # (Python floats, not numpy's scalars: the same values, and arithmetic on them costs less)
         goal = tuple(e.position.tolist())
@@ -192,6 +195,21 @@ def sub_base_frame(
     end = end_point(skeleton, frames, heads, top)
     position = _add(_add(pivot, shift), rotate(turn, _sub(end, pivot)))
     return np.array(position), np.array(multiply(turn, frames[top]))
+
+
+def _stays(below: list[Effector], branches: list, heads, pivot: tuple, short: dict) -> bool:
+    """sub_base_frame's "every branch within reach" with the frame as it is, where no branch wants
+    its bone's frame or was left short (else False: the whole fit looks): each first head measured
+    as the fit measures it (the pivot plus its offset), without building the fit's terms."""
+    px, py, pz = pivot
+    dist = math.dist
+    for e, (below_top, reach) in zip(below, branches, strict=True):
+        if e.orientation is not None and e.rotation_weight >= 1.0 or short[e.bone] > 0.0:
+            return False
+        fx, fy, fz = heads[below_top]
+        if not dist(e.position.tolist(), (px + (fx - px), py + (fy - py), pz + (fz - pz))) <= reach:
+            return False
+    return True
 
 
 def _branches(skeleton: Skeleton, top: int, bones: tuple[int, ...]) -> list[tuple[int, float]]:
