@@ -105,6 +105,35 @@ def _over_frames(per_correction: np.ndarray, items: list) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def _apart(nears: list[tuple[int, int]], eases: list) -> bool:
+    """No hold's judged frames (`nears`, (first, end) each) take in another hold's ease frames."""
+    spans = [(int(e[1][0]), int(e[1][-1]) + 1) if len(e[1]) else None for e in eases]
+    for h, (first, end) in enumerate(nears):
+        for j, span in enumerate(spans):
+            if j != h and span is not None and max(first, span[0]) < min(end, span[1]):
+                return False
+    return True
+
+
+def _fastest_each(rotations: np.ndarray, nears: list[tuple[int, int]], window: int) -> list[float]:
+    """`_fastest` of rotations[first:end] for each (first, end) of `nears`, every window's angles in
+    one call (each its own figures; a maximum is exact, NaN wins either way)."""
+    counts = [max(0, end - first - window) for first, end in nears]
+    out = [0.0] * len(nears)
+    if not any(counts):
+        return out
+    rows = np.concatenate([np.arange(first, first + count) for (first, _), count in zip(nears, counts, strict=True)])
+    angles = quat.angles_between_cheaply(rotations[rows], rotations[rows + window])
+    joints = angles[:, 0].copy()
+    for j in range(1, angles.shape[1]):
+        np.maximum(joints, angles[:, j], out=joints)
+    filled = [h for h, count in enumerate(counts) if count]
+    starts = np.cumsum([0] + [counts[h] for h in filled[:-1]])
+    for h, value in zip(filled, np.maximum.reduceat(joints, starts).tolist(), strict=True):
+        out[h] = value
+    return out
+
+
 def _fastest(rotations: np.ndarray, window: int) -> float:
     """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
     if len(rotations) <= window:
@@ -163,33 +192,54 @@ def joint_eases(
         eases.append((hold, after, inputs[after], corrections[None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases, ends=ends)
-    warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
-    for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
-        hold, after, _, corrections, following, target = ease
-        low, end, leg = legs[h]
-        last = hold.end - 1
-        out[after] = first_try[0]
-        near = slice(max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1))
-        plain = _fastest(out[near], window) if budget is not None else 0.0
-        if plain > limits[leg]:
+    nears = []  # per hold: the frames whose joint speeds judge its ease (its hold's last ones, the ease, after)
+    for ease, (low, end, _) in zip(eases, legs, strict=True):
+        last, after = ease[0].end - 1, ease[1]
+        nears.append((max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1)))
+    if budget is not None and _apart(nears, eases):
+        # No hold's judged frames take in another's ease: every hold judged in one pass, and the
+        # warped eases of those that try it in one (the same figures as hold by hold: each reads its
+        # own ease and frames no ease writes).
+        for ease, first_try in zip(eases, plains, strict=True):
+            out[ease[1]] = first_try[0]
+        plain = _fastest_each(out, nears, window)
+        tries = [h for h in range(len(eases)) if plain[h] > limits[legs[h][2]]]
+        if tries:
             if callable(budget):
                 budget = budget()
-            if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
-                warped = [None] * h + eased_outs(plan, eases[h:], budget, ends)
-            kept = out[after]
-            out[after] = warped[h][0]
-            if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
-                out[after] = kept
-        eased[after] = changed[after] = True
+            for h, warped in zip(tries, eased_outs(plan, [eases[h] for h in tries], budget, ends), strict=True):
+                out[eases[h][1]] = warped[0]
+            for h, speed in zip(tries, _fastest_each(out, [nears[h] for h in tries], window), strict=True):
+                if not speed < plain[h]:  # kept unless strictly slower (NaN: kept)
+                    out[eases[h][1]] = plains[h][0]
+    else:  # hold by hold (an ease judged with the one before it as that one's judging left it)
+        warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
+        for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
+            after = ease[1]
+            out[after] = first_try[0]
+            near = slice(*nears[h])
+            plain = _fastest(out[near], window) if budget is not None else 0.0
+            if plain > limits[legs[h][2]]:
+                if callable(budget):
+                    budget = budget()
+                if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
+                    warped = [None] * h + eased_outs(plan, eases[h:], budget, ends)
+                kept = out[after]
+                out[after] = warped[h][0]
+                if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
+                    out[after] = kept
+    for ease in eases:
+        eased[ease[1]] = changed[ease[1]] = True
     # Every hold's ease-in at once, on top of the ease-outs: its frames lie between the previous
     # hold's end and its own start (an ease-out there is faded on; no other ease writes them).
     ins = [(hold.start, count, fix) for hold, count, fix in zip(plan.holds, ease_ins, at_start, strict=True) if count]
     if ins:
         before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
-        weight = np.concatenate([plant.ease(np.arange(1, count + 1), count) for _, count, _ in ins])
+        counts = [count for _, count, _ in ins]  # every ease-in's weights in one call (each its own figures)
+        weight = plant.ease(np.concatenate([np.arange(1, count + 1) for count in counts]), np.repeat(counts, counts))
         # Each hold's correction converted once, repeated over its ease-in frames.
         vectors = plant_legs.turn_vectors(np.stack([fix for _, _, fix in ins]))
-        vectors = np.repeat(vectors, [count for _, count, _ in ins], axis=0)
+        vectors = np.repeat(vectors, counts, axis=0)
         base = np.where(eased[before, None, None], out[before], inputs[before])
         out[before] = plant_legs.faded(base, None, weight, vectors)
     return out, changed
