@@ -166,9 +166,9 @@ CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding
 def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
     """Per job (leg, plan, softness, tilt, ground_at, largest, first): (the leg's local rotations
     (F, 3, 4), the ankle's world distance from its goal on hold and clamp frames (F,), the frames
-    changed (F,), where the tip then is (F, 3) world): holds solved for the planned tip, eases in
-    joint space, and then, on any frame where that leaves the tip below the floor (the ground:
-    plan.floor), the tip solved onto it (a clamp after the solve).
+    changed (F,), where the tip then is (F, 3) world (held frames: their target)): holds solved for
+    the planned tip, eases in joint space, and then, on any frame where that leaves the tip below
+    the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points, rows)`: the ground's heights under world points (R, 3) on frames `rows`, or
     None (no ground); it is asked on the frames not held only (the clamp's).
@@ -246,11 +246,18 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
         if pitched is not None:
             solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)
-    heads = leg.heads
-    points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
-    toe = leg.to_world(points[2])
-    # Holds sit on their floor by construction (rounding aside); eases and swings are clamped.
+    # Holds sit on their floor by construction (rounding aside); eases and swings are clamped: where
+    # the tip now is, found on those frames alone (held frames: their target, as PlantedChain reads them).
     free = plan.weight < 1.0
+    toe = plan.target.copy()
+    loose = np.flatnonzero(free)
+    if len(loose):
+        part = leg.rows(loose)
+        heads = part.heads
+        points = plant_legs.leg_points(
+            heads[:, 0], heads[:, 1], heads[:, 2], part.toe, part.rotations, part.basis, out[loose]
+        )
+        toe[loose] = part.to_world(points[2])
     floor = plan.floor.copy()
     for start, end, job in zip(starts, ends, jobs, strict=True):
         ground_at = job[4]

@@ -61,7 +61,7 @@ class PlantedChain:
     errors: np.ndarray  # (F,) world distance of the ankle from its goal
     probe: GroundProbe | None
     basis: np.ndarray | None = None  # (F, 3, 4) the solved local rotations (the input's where unchanged)
-    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world)
+    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world; held frames: the target)
     figures: ContactFigures | None = None
     keys: int = 0
 
