@@ -105,6 +105,46 @@ def _over_frames(per_correction: np.ndarray, items: list) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def _layout(plan: plant.PlantPlan, frames: int, ends=None) -> list[tuple]:
+    """Per hold, where joint_eases eases: (hold, its leg's first frame, end, index, the next hold's
+    start or the leg's end, the ease-in's frames before it (0 where the previous ease ran into it),
+    whether its ease runs into the next hold, its ease-out's frames)."""
+    out = []
+    starts = [h.start for h in plan.holds[1:]] + [frames]
+    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
+    for hold, following in zip(plan.holds, starts, strict=True):
+        low, end = bounds(ends, hold.start)
+        end = frames if end is None else end
+        leg = 0 if ends is None else bisect.bisect_right(ends, hold.start)
+        following = min(following, end)  # the next hold, or the leg's end
+        ease_in = 0 if crossed else hold.ease_in
+        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < end
+        out.append((hold, low, end, leg, following, ease_in, crossed, ease_frames(plan, hold, following, end)))
+    return out
+
+
+def _near(hold: plant.Hold, low: int, end: int, after: np.ndarray, window: int) -> tuple[int, int]:
+    """(first, end) of the frames whose joint speeds judge a hold's ease: its hold's last ones, the
+    ease, and `window` frames after."""
+    last = hold.end - 1
+    return max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1)
+
+
+def unread_frames(plan: plant.PlantPlan, frames: int, window: int) -> np.ndarray:
+    """(F,) bool: the frames of one leg's `plan` (over `frames`) on which joint_eases (with this
+    `window`) never reads what it is given as `solved`: an ease (out or in) sets them, and no ease
+    is judged on them but their own ease-out, set before it is judged."""
+    eased, read = np.zeros(frames, dtype=bool), np.zeros(frames, dtype=bool)
+    for hold, low, end, _, _, ease_in, _, after in _layout(plan, frames):
+        eased[after] = True
+        eased[hold.start - ease_in : hold.start] = True
+        first, stop = _near(hold, low, end, after, window)
+        own = read[after].copy()
+        read[first:stop] = True
+        read[after] = own
+    return eased & ~read
+
+
 def _apart(nears: list[tuple[int, int]], eases: list) -> bool:
     """No hold's judged frames (`nears`, (first, end) each) take in another hold's ease frames."""
     spans = [(int(e[1][0]), int(e[1][-1]) + 1) if len(e[1]) else None for e in eases]
@@ -166,7 +206,6 @@ def joint_eases(
     changed = plan.changed.copy()
     frames = len(inputs)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
-    starts = [h.start for h in plan.holds[1:]] + [frames]
     limits = np.broadcast_to(np.asarray(limit, dtype=float), (1 if ends is None else len(ends),))
     # Every hold's (3, 4) corrections (new local rotation x input's^-1, the three bones) of its last
     # and first frames in one product (each quaternion's own figures: the same as one by one).
@@ -174,28 +213,15 @@ def joint_eases(
     firsts = [h.start for h in plan.holds]
     every = quat.multiply(solved[lasts + firsts], quat.conjugate(inputs[lasts + firsts]))
     at_end, at_start = every[: len(lasts)], every[len(lasts) :]
-    eases, ease_ins = [], []
-    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
-    legs = []  # per hold: (its leg's first frame, end, index)
-    for h, (hold, following) in enumerate(zip(plan.holds, starts, strict=True)):
-        low, end = bounds(ends, hold.start)
-        end = frames if end is None else end
-        legs.append((low, end, 0 if ends is None else bisect.bisect_right(ends, hold.start)))
-        following = min(following, end)  # the next hold, or the leg's end
-        corrections = at_end[h]
-        ease_ins.append(0 if crossed else hold.ease_in)
-        target = None
-        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < end
-        if crossed:  # the next hold's first frame's correction
-            target = at_start[h + 1]
-        after = ease_frames(plan, hold, following, end)
-        eases.append((hold, after, inputs[after], corrections[None], following, target))
+    eases, ease_ins, legs = [], [], []  # legs: per hold (its leg's first frame, end, index)
+    for h, (hold, low, end, leg, following, ease_in, crossed, after) in enumerate(_layout(plan, frames, ends)):
+        legs.append((low, end, leg))
+        ease_ins.append(ease_in)
+        target = at_start[h + 1] if crossed else None  # the next hold's first frame's correction
+        eases.append((hold, after, inputs[after], at_end[h][None], following, target))
     # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
     plains = eased_outs(plan, eases, ends=ends)
-    nears = []  # per hold: the frames whose joint speeds judge its ease (its hold's last ones, the ease, after)
-    for ease, (low, end, _) in zip(eases, legs, strict=True):
-        last, after = ease[0].end - 1, ease[1]
-        nears.append((max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1)))
+    nears = [_near(ease[0], low, end, ease[1], window) for ease, (low, end, _) in zip(eases, legs, strict=True)]
     if budget is not None and _apart(nears, eases):
         # No hold's judged frames take in another's ease: every hold judged in one pass, and the
         # warped eases of those that try it in one (the same figures as hold by hold: each reads its
