@@ -145,6 +145,41 @@ def unread_frames(plan: plant.PlantPlan, frames: int, window: int) -> np.ndarray
     return eased & ~read
 
 
+def _to_redo(plan, solved, earlier, eases, nears, ease_ins) -> tuple[list[int], list[bool]]:
+    """(the holds whose ease-out differs from an earlier call's on `earlier` (its `solved`), per hold
+    whether its ease-in does): an ease-out reads `solved` on its hold's last frame, the next hold's
+    first where it runs into it, and its judged frames (`nears`, where plan.changed); an ease-in on
+    its hold's first frame and on the ease-out it is faded on (which is then redone too: the
+    earlier call's figures there hold that ease-in already)."""
+    frames = len(solved)
+    differ = np.any(solved != earlier, axis=(1, 2))  # NaN: differs
+    read = differ & plan.changed
+    redo = set()
+    for h, ease in enumerate(eases):
+        first, stop = nears[h]
+        following = ease[5] is not None and differ[plan.holds[h + 1].start]
+        if differ[ease[0].end - 1] or following or read[first:stop].any():
+            redo.add(h)
+    while True:
+        fresh = np.zeros(frames, dtype=bool)
+        for h in redo:
+            fresh[eases[h][1]] = True
+        ins = [
+            bool(count) and bool(differ[hold.start] or fresh[hold.start - count : hold.start].any())
+            for hold, count in zip(plan.holds, ease_ins, strict=True)
+        ]
+        under = {
+            j
+            for hold, count, again in zip(plan.holds, ease_ins, ins, strict=True)
+            if again
+            for j, ease in enumerate(eases)
+            if len(ease[1]) and max(hold.start - count, int(ease[1][0])) < min(hold.start, int(ease[1][-1]) + 1)
+        }
+        if under <= redo:
+            return sorted(redo), ins
+        redo |= under
+
+
 def _apart(nears: list[tuple[int, int]], eases: list) -> bool:
     """No hold's judged frames (`nears`, (first, end) each) take in another hold's ease frames."""
     spans = [(int(e[1][0]), int(e[1][-1]) + 1) if len(e[1]) else None for e in eases]
@@ -189,6 +224,7 @@ def joint_eases(
     window: int = 1,
     limit=0.0,
     ends=None,
+    earlier=None,
 ) -> tuple:
     """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
     target) on hold and clamp frames; after a hold, the input's with the correction of its last
@@ -201,7 +237,9 @@ def joint_eases(
     more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
     room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept.
     `ends`: several legs joined into one timeline (each leg's end in it; plan, inputs and solved
-    joined alike, no ease crosses into the next leg), `limit` then one per leg (or one for all)."""
+    joined alike, no ease crosses into the next leg), `limit` then one per leg (or one for all).
+    `earlier`: (solved, out) of an earlier call alike in every argument but `solved`: each ease whose
+    figures are alike (the frames it reads of `solved` the same) taken from its `out`, not redone."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
     changed = plan.changed.copy()
     frames = len(inputs)
@@ -219,17 +257,22 @@ def joint_eases(
         ease_ins.append(ease_in)
         target = at_start[h + 1] if crossed else None  # the next hold's first frame's correction
         eases.append((hold, after, inputs[after], at_end[h][None], following, target))
-    # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
-    plains = eased_outs(plan, eases, ends=ends)
     nears = [_near(ease[0], low, end, ease[1], window) for ease, (low, end, _) in zip(eases, legs, strict=True)]
-    if budget is not None and _apart(nears, eases):
+    batched = budget is not None and _apart(nears, eases)
+    redo, ins_redo = list(range(len(eases))), [True] * len(eases)
+    if earlier is not None and batched:
+        redo, ins_redo = _to_redo(plan, solved, earlier[0], eases, nears, ease_ins)
+    if batched:
         # No hold's judged frames take in another's ease: every hold judged in one pass, and the
         # warped eases of those that try it in one (the same figures as hold by hold: each reads its
-        # own ease and frames no ease writes).
-        for ease, first_try in zip(eases, plains, strict=True):
-            out[ease[1]] = first_try[0]
-        plain = _fastest_each(out, nears, window)
-        tries = [h for h in range(len(eases)) if plain[h] > limits[legs[h][2]]]
+        # own ease and frames no ease writes); an earlier call's eases where their figures are alike.
+        for h in set(range(len(eases))) - set(redo):
+            out[eases[h][1]] = earlier[1][eases[h][1]]
+        plains = dict(zip(redo, eased_outs(plan, [eases[h] for h in redo], ends=ends), strict=True))
+        for h in redo:
+            out[eases[h][1]] = plains[h][0]
+        plain = dict(zip(redo, _fastest_each(out, [nears[h] for h in redo], window), strict=True))
+        tries = [h for h in redo if plain[h] > limits[legs[h][2]]]
         if tries:
             if callable(budget):
                 budget = budget()
@@ -239,6 +282,8 @@ def joint_eases(
                 if not speed < plain[h]:  # kept unless strictly slower (NaN: kept)
                     out[eases[h][1]] = plains[h][0]
     else:  # hold by hold (an ease judged with the one before it as that one's judging left it)
+        # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
+        plains = eased_outs(plan, eases, ends=ends)
         warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
         for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
             after = ease[1]
@@ -258,7 +303,12 @@ def joint_eases(
         eased[ease[1]] = changed[ease[1]] = True
     # Every hold's ease-in at once, on top of the ease-outs: its frames lie between the previous
     # hold's end and its own start (an ease-out there is faded on; no other ease writes them).
-    ins = [(hold.start, count, fix) for hold, count, fix in zip(plan.holds, ease_ins, at_start, strict=True) if count]
+    ins = []
+    for hold, count, fix, again in zip(plan.holds, ease_ins, at_start, ins_redo, strict=True):
+        if count and again:
+            ins.append((hold.start, count, fix))
+        elif count:  # the earlier call's, on the same ease-out
+            out[hold.start - count : hold.start] = earlier[1][hold.start - count : hold.start]
     if ins:
         before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
         counts = [count for _, count, _ in ins]  # every ease-in's weights in one call (each its own figures)

@@ -172,7 +172,9 @@ def push_off(
         turns = quat.multiply(turns, tilt[rows])
     pitched = solved.copy()
     pitched[rows] = solve_rows(rows, turns)
-    new_out, new_changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit, ends)
+    new_out, new_changed = contact_eases.joint_eases(
+        plan, leg.basis, pitched, budget, k, limit, ends, earlier=(solved, out)
+    )
     new_speeds = window_speeds(new_out, k, fps)
     kept = False
     for low, end in legs:  # each leg's push-off kept only where it lowers that leg's largest joint speed
