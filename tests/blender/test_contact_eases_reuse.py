@@ -41,7 +41,11 @@ def _case(rng, frames: int, runs, blend: float = 6.0):
     return plan, inputs, solved, budget
 
 
-RUNS = (((6, 30), (33, 60), (70, 71), (90, 120)), ((0, 20), (40, 44), (52, 80), (100, 130)))
+RUNS = (
+    ((6, 30), (33, 60), (70, 71), (90, 120)),
+    ((0, 20), (40, 44), (52, 80), (100, 130)),
+    ((6, 30), (33, 35), (37, 60), (70, 71), (90, 120)),  # a hold inside the window after an ease
+)
 
 
 @pytest.mark.parametrize("runs", RUNS)
