@@ -108,9 +108,17 @@ def lowest_height(heel, toe, ground=None) -> float:
 def largest_angular_speed(rotations, fps: float, window: float = SPEED_WINDOW) -> float:
     """Largest joint angular speed in radians per second: `rotations` (m, n, 4) local rotations
     (w, x, y, z) of n joints per frame, each turn measured over `window` seconds."""
-    q = np.asarray(rotations, dtype=float)
-    if q.ndim != 3 or q.shape[2] != 4 or len(q) == 0:
-        raise ValueError(f"rotations must be a (frames, joints, 4) array with frames, got shape {q.shape}")
+    return largest_angular_speeds([rotations], fps, window)[0]
+
+
+def largest_angular_speeds(rotations: list, fps: float, window: float = SPEED_WINDOW) -> list[float]:
+    """`largest_angular_speed` of several legs' rotations (each (m, n, 4), the same n) in one pass:
+    each leg's turns over its own frames (every figure as the leg's alone)."""
+    qs = [np.asarray(r, dtype=float) for r in rotations]
+    for q in qs:
+        if q.ndim != 3 or q.shape[2] != 4 or len(q) == 0:
+            raise ValueError(f"rotations must be a (frames, joints, 4) array with frames, got shape {q.shape}")
+    q = qs[0] if len(qs) == 1 else np.concatenate(qs)
     if not np.all(np.isfinite(q)):
         raise ValueError("rotations are not finite")
     norms = quat.norm(q)  # np.linalg.norm(q, axis=-1) to the bit, without its short-axis reduce
@@ -118,10 +126,20 @@ def largest_angular_speed(rotations, fps: float, window: float = SPEED_WINDOW) -
         raise ValueError("rotations must be unit quaternions")
     fps = check_fps(fps)
     k = window_frames(fps, window)
-    if len(q) <= k:
-        return 0.0
-    turned = quat.angle_between(q[:-k] / norms[:-k, :, None], q[k:] / norms[k:, :, None])
-    return float(turned.max() * fps / k)
+    starts = np.cumsum([0] + [len(one) for one in qs[:-1]])
+    spans = [(int(a), int(a) + len(one) - k) for a, one in zip(starts, qs, strict=True)]
+    rows = np.concatenate([np.arange(a, b) for a, b in spans if b > a] or [np.zeros(0, dtype=int)])
+    if not len(rows):
+        return [0.0] * len(qs)
+    turned = quat.angle_between(q[rows] / norms[rows, :, None], q[rows + k] / norms[rows + k, :, None])
+    out, at = [], 0
+    for a, b in spans:
+        if b <= a:
+            out.append(0.0)
+            continue
+        out.append(float(turned[at : at + b - a].max() * fps / k))
+        at += b - a
+    return out
 
 
 def contact_f1(found, reference) -> float:

@@ -151,10 +151,11 @@ def basis_after(basis, world, parent_turn, own_turn) -> np.ndarray:
     basis, world = np.asarray(basis, dtype=float), np.asarray(world, dtype=float)
     if basis.shape != world.shape or basis.ndim not in (2, 3) or basis.shape[-1] != 4:
         raise ValueError(f"basis and world rotations must be alike (F, 4), got {basis.shape} and {world.shape}")
-    turn = np.zeros_like(world)
-    turn[..., 0] = 1.0
     if parent_turn is not None:
         turn = quat.conjugate(np.asarray(parent_turn, dtype=float))
+    else:  # the identity
+        turn = np.zeros_like(world)
+        turn[..., 0] = 1.0
     if own_turn is not None:
         turn = quat.multiply(turn, np.asarray(own_turn, dtype=float))
     out = quat.multiply(quat.multiply(basis, quat.conjugate(world)), quat.multiply(turn, world))

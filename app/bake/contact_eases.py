@@ -105,6 +105,110 @@ def _over_frames(per_correction: np.ndarray, items: list) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def _layout(plan: plant.PlantPlan, frames: int, ends=None) -> list[tuple]:
+    """Per hold, where joint_eases eases: (hold, its leg's first frame, end, index, the next hold's
+    start or the leg's end, the ease-in's frames before it (0 where the previous ease ran into it),
+    whether its ease runs into the next hold, its ease-out's frames)."""
+    out = []
+    starts = [h.start for h in plan.holds[1:]] + [frames]
+    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
+    for hold, following in zip(plan.holds, starts, strict=True):
+        low, end = bounds(ends, hold.start)
+        end = frames if end is None else end
+        leg = 0 if ends is None else bisect.bisect_right(ends, hold.start)
+        following = min(following, end)  # the next hold, or the leg's end
+        ease_in = 0 if crossed else hold.ease_in
+        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < end
+        out.append((hold, low, end, leg, following, ease_in, crossed, ease_frames(plan, hold, following, end)))
+    return out
+
+
+def _near(hold: plant.Hold, low: int, end: int, after: np.ndarray, window: int) -> tuple[int, int]:
+    """(first, end) of the frames whose joint speeds judge a hold's ease: its hold's last ones, the
+    ease, and `window` frames after."""
+    last = hold.end - 1
+    return max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1)
+
+
+def unread_frames(plan: plant.PlantPlan, frames: int, window: int) -> np.ndarray:
+    """(F,) bool: the frames of one leg's `plan` (over `frames`) on which joint_eases (with this
+    `window`) never reads what it is given as `solved`: an ease (out or in) sets them, and no ease
+    is judged on them but their own ease-out, set before it is judged."""
+    eased, read = np.zeros(frames, dtype=bool), np.zeros(frames, dtype=bool)
+    for hold, low, end, _, _, ease_in, _, after in _layout(plan, frames):
+        eased[after] = True
+        eased[hold.start - ease_in : hold.start] = True
+        first, stop = _near(hold, low, end, after, window)
+        own = read[after].copy()
+        read[first:stop] = True
+        read[after] = own
+    return eased & ~read
+
+
+def _to_redo(plan, solved, earlier, eases, nears, ease_ins) -> tuple[list[int], list[bool]]:
+    """(the holds whose ease-out differs from an earlier call's on `earlier` (its `solved`), per hold
+    whether its ease-in does): an ease-out reads `solved` on its hold's last frame, the next hold's
+    first where it runs into it, and its judged frames (`nears`, where plan.changed); an ease-in on
+    its hold's first frame and on the ease-out it is faded on (which is then redone too: the
+    earlier call's figures there hold that ease-in already)."""
+    frames = len(solved)
+    differ = np.any(solved != earlier, axis=(1, 2))  # NaN: differs
+    read = differ & plan.changed
+    redo = set()
+    for h, ease in enumerate(eases):
+        first, stop = nears[h]
+        following = ease[5] is not None and differ[plan.holds[h + 1].start]
+        if differ[ease[0].end - 1] or following or read[first:stop].any():
+            redo.add(h)
+    while True:
+        fresh = np.zeros(frames, dtype=bool)
+        for h in redo:
+            fresh[eases[h][1]] = True
+        ins = [
+            bool(count) and bool(differ[hold.start] or fresh[hold.start - count : hold.start].any())
+            for hold, count in zip(plan.holds, ease_ins, strict=True)
+        ]
+        under = {
+            j
+            for hold, count, again in zip(plan.holds, ease_ins, ins, strict=True)
+            if again
+            for j, ease in enumerate(eases)
+            if len(ease[1]) and max(hold.start - count, int(ease[1][0])) < min(hold.start, int(ease[1][-1]) + 1)
+        }
+        if under <= redo:
+            return sorted(redo), ins
+        redo |= under
+
+
+def _apart(nears: list[tuple[int, int]], eases: list) -> bool:
+    """No hold's judged frames (`nears`, (first, end) each) take in another hold's ease frames."""
+    spans = [(int(e[1][0]), int(e[1][-1]) + 1) if len(e[1]) else None for e in eases]
+    for h, (first, end) in enumerate(nears):
+        for j, span in enumerate(spans):
+            if j != h and span is not None and max(first, span[0]) < min(end, span[1]):
+                return False
+    return True
+
+
+def _fastest_each(rotations: np.ndarray, nears: list[tuple[int, int]], window: int) -> list[float]:
+    """`_fastest` of rotations[first:end] for each (first, end) of `nears`, every window's angles in
+    one call (each its own figures; a maximum is exact, NaN wins either way)."""
+    counts = [max(0, end - first - window) for first, end in nears]
+    out = [0.0] * len(nears)
+    if not any(counts):
+        return out
+    rows = np.concatenate([np.arange(first, first + count) for (first, _), count in zip(nears, counts, strict=True)])
+    angles = quat.angles_between_cheaply(rotations[rows], rotations[rows + window])
+    joints = angles[:, 0].copy()
+    for j in range(1, angles.shape[1]):
+        np.maximum(joints, angles[:, j], out=joints)
+    filled = [h for h, count in enumerate(counts) if count]
+    starts = np.cumsum([0] + [counts[h] for h in filled[:-1]])
+    for h, value in zip(filled, np.maximum.reduceat(joints, starts).tolist(), strict=True):
+        out[h] = value
+    return out
+
+
 def _fastest(rotations: np.ndarray, window: int) -> float:
     """The largest angle (any joint) turned over `window` frames within (k, 3, 4) rotations."""
     if len(rotations) <= window:
@@ -120,6 +224,7 @@ def joint_eases(
     window: int = 1,
     limit=0.0,
     ends=None,
+    earlier=None,
 ) -> tuple:
     """((F, 3, 4) the leg's local rotations, (F,) the frames they change): `solved` (the tip on its
     target) on hold and clamp frames; after a hold, the input's with the correction of its last
@@ -132,12 +237,13 @@ def joint_eases(
     more than `limit` (radians) over `window` frames is also tried with its time warped by it (the
     room the input's joints leave, contact_pitch.ease_budget), and the slower of the two kept.
     `ends`: several legs joined into one timeline (each leg's end in it; plan, inputs and solved
-    joined alike, no ease crosses into the next leg), `limit` then one per leg (or one for all)."""
+    joined alike, no ease crosses into the next leg), `limit` then one per leg (or one for all).
+    `earlier`: (solved, out) of an earlier call alike in every argument but `solved`: each ease whose
+    figures are alike (the frames it reads of `solved` the same) taken from its `out`, not redone."""
     out = np.where(plan.changed[:, None, None], solved, inputs)
     changed = plan.changed.copy()
     frames = len(inputs)
     eased = np.zeros(frames, dtype=bool)  # frames an ease-out has set (an ease-in adds to them)
-    starts = [h.start for h in plan.holds[1:]] + [frames]
     limits = np.broadcast_to(np.asarray(limit, dtype=float), (1 if ends is None else len(ends),))
     # Every hold's (3, 4) corrections (new local rotation x input's^-1, the three bones) of its last
     # and first frames in one product (each quaternion's own figures: the same as one by one).
@@ -145,51 +251,71 @@ def joint_eases(
     firsts = [h.start for h in plan.holds]
     every = quat.multiply(solved[lasts + firsts], quat.conjugate(inputs[lasts + firsts]))
     at_end, at_start = every[: len(lasts)], every[len(lasts) :]
-    eases, ease_ins = [], []
-    crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
-    legs = []  # per hold: (its leg's first frame, end, index)
-    for h, (hold, following) in enumerate(zip(plan.holds, starts, strict=True)):
-        low, end = bounds(ends, hold.start)
-        end = frames if end is None else end
-        legs.append((low, end, 0 if ends is None else bisect.bisect_right(ends, hold.start)))
-        following = min(following, end)  # the next hold, or the leg's end
-        corrections = at_end[h]
-        ease_ins.append(0 if crossed else hold.ease_in)
-        target = None
-        crossed = hold.end + int(math.ceil(plan.blend)) + 1 > following < end
-        if crossed:  # the next hold's first frame's correction
-            target = at_start[h + 1]
-        after = ease_frames(plan, hold, following, end)
-        eases.append((hold, after, inputs[after], corrections[None], following, target))
-    # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
-    plains = eased_outs(plan, eases, ends=ends)
-    warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
-    for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
-        hold, after, _, corrections, following, target = ease
-        low, end, leg = legs[h]
-        last = hold.end - 1
-        out[after] = first_try[0]
-        near = slice(max(low, last - window + 1), min(end, (after[-1] if len(after) else last) + window + 1))
-        plain = _fastest(out[near], window) if budget is not None else 0.0
-        if plain > limits[leg]:
+    eases, ease_ins, legs = [], [], []  # legs: per hold (its leg's first frame, end, index)
+    for h, (hold, low, end, leg, following, ease_in, crossed, after) in enumerate(_layout(plan, frames, ends)):
+        legs.append((low, end, leg))
+        ease_ins.append(ease_in)
+        target = at_start[h + 1] if crossed else None  # the next hold's first frame's correction
+        eases.append((hold, after, inputs[after], at_end[h][None], following, target))
+    nears = [_near(ease[0], low, end, ease[1], window) for ease, (low, end, _) in zip(eases, legs, strict=True)]
+    batched = budget is not None and _apart(nears, eases)
+    redo, ins_redo = list(range(len(eases))), [True] * len(eases)
+    if earlier is not None and batched:
+        redo, ins_redo = _to_redo(plan, solved, earlier[0], eases, nears, ease_ins)
+    if batched:
+        # No hold's judged frames take in another's ease: every hold judged in one pass, and the
+        # warped eases of those that try it in one (the same figures as hold by hold: each reads its
+        # own ease and frames no ease writes); an earlier call's eases where their figures are alike.
+        for h in set(range(len(eases))) - set(redo):
+            out[eases[h][1]] = earlier[1][eases[h][1]]
+        plains = dict(zip(redo, eased_outs(plan, [eases[h] for h in redo], ends=ends), strict=True))
+        for h in redo:
+            out[eases[h][1]] = plains[h][0]
+        plain = dict(zip(redo, _fastest_each(out, [nears[h] for h in redo], window), strict=True))
+        tries = [h for h in redo if plain[h] > limits[legs[h][2]]]
+        if tries:
             if callable(budget):
                 budget = budget()
-            if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
-                warped = [None] * h + eased_outs(plan, eases[h:], budget, ends)
-            kept = out[after]
-            out[after] = warped[h][0]
-            if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
-                out[after] = kept
-        eased[after] = changed[after] = True
+            for h, warped in zip(tries, eased_outs(plan, [eases[h] for h in tries], budget, ends), strict=True):
+                out[eases[h][1]] = warped[0]
+            for h, speed in zip(tries, _fastest_each(out, [nears[h] for h in tries], window), strict=True):
+                if not speed < plain[h]:  # kept unless strictly slower (NaN: kept)
+                    out[eases[h][1]] = plains[h][0]
+    else:  # hold by hold (an ease judged with the one before it as that one's judging left it)
+        # Every hold's ease-out at the even pace at once: none reads another's (or `out`).
+        plains = eased_outs(plan, eases, ends=ends)
+        warped: list = []  # from the first hold that tries it on, every hold's ease with its time warped
+        for h, (ease, first_try) in enumerate(zip(eases, plains, strict=True)):
+            after = ease[1]
+            out[after] = first_try[0]
+            near = slice(*nears[h])
+            plain = _fastest(out[near], window) if budget is not None else 0.0
+            if plain > limits[legs[h][2]]:
+                if callable(budget):
+                    budget = budget()
+                if not warped:  # this hold's and the later ones' at once (none reads `out`): one pass
+                    warped = [None] * h + eased_outs(plan, eases[h:], budget, ends)
+                kept = out[after]
+                out[after] = warped[h][0]
+                if not _fastest(out[near], window) < plain:  # kept unless strictly slower (NaN: kept)
+                    out[after] = kept
+    for ease in eases:
+        eased[ease[1]] = changed[ease[1]] = True
     # Every hold's ease-in at once, on top of the ease-outs: its frames lie between the previous
     # hold's end and its own start (an ease-out there is faded on; no other ease writes them).
-    ins = [(hold.start, count, fix) for hold, count, fix in zip(plan.holds, ease_ins, at_start, strict=True) if count]
+    ins = []
+    for hold, count, fix, again in zip(plan.holds, ease_ins, at_start, ins_redo, strict=True):
+        if count and again:
+            ins.append((hold.start, count, fix))
+        elif count:  # the earlier call's, on the same ease-out
+            out[hold.start - count : hold.start] = earlier[1][hold.start - count : hold.start]
     if ins:
         before = np.concatenate([start - np.arange(1, count + 1) for start, count, _ in ins])
-        weight = np.concatenate([plant.ease(np.arange(1, count + 1), count) for _, count, _ in ins])
+        counts = [count for _, count, _ in ins]  # every ease-in's weights in one call (each its own figures)
+        weight = plant.ease(np.concatenate([np.arange(1, count + 1) for count in counts]), np.repeat(counts, counts))
         # Each hold's correction converted once, repeated over its ease-in frames.
         vectors = plant_legs.turn_vectors(np.stack([fix for _, _, fix in ins]))
-        vectors = np.repeat(vectors, [count for _, count, _ in ins], axis=0)
+        vectors = np.repeat(vectors, counts, axis=0)
         base = np.where(eased[before, None, None], out[before], inputs[before])
         out[before] = plant_legs.faded(base, None, weight, vectors)
     return out, changed

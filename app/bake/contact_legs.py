@@ -103,14 +103,21 @@ def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tupl
     return list(zip(np.split(basis, ends), np.split(errors, ends), strict=True))
 
 
-def planted_solves(jobs: list[tuple], fps: float) -> list[tuple]:
+def planted_solves(jobs: list[tuple], fps: float, window: int | None = None) -> list[tuple]:
     """Per job (leg, plan, softness, tilt), the leg's positional solve for its plan's targets,
     (rotations, errors, knee poles), on the frames the plant reads it on (plan.changed, and every
-    hold's frames: a hold's first frame may be its input tip): elsewhere the input's rotations and
-    no error. Legs alike in softness and in having a tilt or not solved in one pass
-    (positional_legs; each frame's figures the same as one by one, or as solved on every frame)."""
+    hold's frames: a hold's first frame may be its input tip; with `window`, the eases' window of
+    contact_eases.joint_eases, not the frames it never reads: its eases set them): elsewhere the
+    input's rotations and no error. Legs alike in softness and in having a tilt or not solved in one
+    pass (positional_legs; each frame's figures the same as one by one, or as solved on every frame)."""
     poles = [knee_poles(leg, fps) for leg, _, _, _ in jobs]
-    rows = [np.flatnonzero(plan.changed | (plan.weight == 1.0)) for _, plan, _, _ in jobs]
+    rows = []
+    for leg, plan, _, _ in jobs:
+        changed = plan.changed
+        if window is not None:
+            changed = changed & ~contact_eases.unread_frames(plan, len(leg.basis), window)
+        read = changed | (plan.weight == 1.0)
+        rows.append(np.flatnonzero(read))
     out: list = [None] * len(jobs)
     kinds: dict[tuple, list[int]] = {}
     for j, (leg, _, softness, tilt) in enumerate(jobs):
@@ -166,9 +173,9 @@ CLAMP_SLACK = 1e-7  # world units: a tip this little below its floor is rounding
 def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
     """Per job (leg, plan, softness, tilt, ground_at, largest, first): (the leg's local rotations
     (F, 3, 4), the ankle's world distance from its goal on hold and clamp frames (F,), the frames
-    changed (F,), where the tip then is (F, 3) world): holds solved for the planned tip, eases in
-    joint space, and then, on any frame where that leaves the tip below the floor (the ground:
-    plan.floor), the tip solved onto it (a clamp after the solve).
+    changed (F,), where the tip then is (F, 3) world (held frames: their target)): holds solved for
+    the planned tip, eases in joint space, and then, on any frame where that leaves the tip below
+    the floor (the ground: plan.floor), the tip solved onto it (a clamp after the solve).
     `tilt` (F, 4): the held foot's turn with the ground's slope (ground_tilts), or None.
     `ground_at(points, rows)`: the ground's heights under world points (R, 3) on frames `rows`, or
     None (no ground); it is asked on the frames not held only (the clamp's).
@@ -179,7 +186,7 @@ def solve_legs(jobs: list[tuple], fps: float) -> list[tuple]:
     timeline (their frames one after the other, no ease crossing from one into the next) and solved
     in one pass, for the fixed cost of one leg: each frame's figures its own (a leg alone is a job
     list of one)."""
-    firsts = planted_solves([job[:4] for job in jobs if job[6] is None], fps)[::-1]
+    firsts = planted_solves([job[:4] for job in jobs if job[6] is None], fps, window_frames(fps))[::-1]
     jobs = [job if job[6] is not None else (*job[:6], firsts.pop()) for job in jobs]
     kinds: dict[tuple, list[int]] = {}
     for j, (_, plan, softness, tilt, _, largest, _) in enumerate(jobs):
@@ -246,11 +253,18 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
         if pitched is not None:
             solved, out, changed = pitched
     errors = np.where(plan.weight == 1.0, errors, 0.0)
-    heads = leg.heads
-    points = plant_legs.leg_points(heads[:, 0], heads[:, 1], heads[:, 2], leg.toe, leg.rotations, leg.basis, out)
-    toe = leg.to_world(points[2])
-    # Holds sit on their floor by construction (rounding aside); eases and swings are clamped.
+    # Holds sit on their floor by construction (rounding aside); eases and swings are clamped: where
+    # the tip now is, found on those frames alone (held frames: their target, as PlantedChain reads them).
     free = plan.weight < 1.0
+    toe = plan.target.copy()
+    loose = np.flatnonzero(free)
+    if len(loose):
+        part = leg.rows(loose)
+        heads = part.heads
+        points = plant_legs.leg_points(
+            heads[:, 0], heads[:, 1], heads[:, 2], part.toe, part.rotations, part.basis, out[loose]
+        )
+        toe[loose] = part.to_world(points[2])
     floor = plan.floor.copy()
     for start, end, job in zip(starts, ends, jobs, strict=True):
         ground_at = job[4]

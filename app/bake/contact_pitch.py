@@ -113,15 +113,16 @@ def push_off(
         budget = budget()
     steps = int(round(PITCH_LIMIT / PITCH_STEP))
     angles = PITCH_STEP * np.arange(-steps, steps + 1)
-    axes = plant_pitch.pitch_axes(leg.heel_world, leg.toe_world)
-    foot = leg.heel_world - leg.toe_world
     phi = np.zeros(frames)
     # Every hold's candidates in one solve (each frame is solved on its own: the same rotations as
     # a solve per hold, for one call's fixed cost).
     every = [np.tile(knots, len(angles)) for _, knots, *_ in holds]
     all_rows = np.concatenate(every)
     pitches = np.concatenate([np.repeat(angles, len(knots)) for _, knots, *_ in holds])
-    all_turns = plant_pitch.pitch_turns(axes[all_rows], pitches)
+    # The pitch axes and the foot on the rows solved alone (each row's figures its own).
+    heel, tip = leg.heel_world, leg.toe_world
+    axes = plant_pitch.pitch_axes(heel[all_rows], tip[all_rows])
+    all_turns = plant_pitch.pitch_turns(axes, pitches)
     if tilt is not None:
         all_turns = quat.multiply(all_turns, tilt[all_rows])
     solved_rows = solve_rows(all_rows, all_turns)
@@ -130,8 +131,8 @@ def push_off(
     # (each row's figures its own).
     above = None
     if plan.ground is not None:  # the heel (the ankle) never below the ground under the tip
-        heel = plan.target[all_rows, 2] + quat.rotate(all_turns, foot[all_rows])[:, 2]
-        above = heel >= plan.ground[all_rows]
+        lifted = plan.target[all_rows, 2] + quat.rotate(all_turns, heel[all_rows] - tip[all_rows])[:, 2]
+        above = lifted >= plan.ground[all_rows]
     # Row of candidate g at hold h's last knot: its start + g K + K - 1 (rows are tiled knots).
     at_last = np.concatenate(
         [
@@ -167,12 +168,14 @@ def push_off(
     rows = np.flatnonzero(phi != 0.0)
     if not len(rows):
         return None
-    turns = plant_pitch.pitch_turns(axes[rows], phi[rows])
+    turns = plant_pitch.pitch_turns(plant_pitch.pitch_axes(heel[rows], tip[rows]), phi[rows])
     if tilt is not None:
         turns = quat.multiply(turns, tilt[rows])
     pitched = solved.copy()
     pitched[rows] = solve_rows(rows, turns)
-    new_out, new_changed = contact_eases.joint_eases(plan, leg.basis, pitched, budget, k, limit, ends)
+    new_out, new_changed = contact_eases.joint_eases(
+        plan, leg.basis, pitched, budget, k, limit, ends, earlier=(solved, out)
+    )
     new_speeds = window_speeds(new_out, k, fps)
     kept = False
     for low, end in legs:  # each leg's push-off kept only where it lowers that leg's largest joint speed

@@ -61,7 +61,7 @@ class PlantedChain:
     errors: np.ndarray  # (F,) world distance of the ankle from its goal
     probe: GroundProbe | None
     basis: np.ndarray | None = None  # (F, 3, 4) the solved local rotations (the input's where unchanged)
-    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world)
+    tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world; held frames: the target)
     figures: ContactFigures | None = None
     keys: int = 0
 
@@ -230,8 +230,9 @@ def solve_steps(
             lambda jobs: contact_legs.positional_legs(jobs, 0.0, fps),
         )
     jobs = []  # per chain: (its plan, its feet's ground tilt, ground_at, the input's largest joint speed)
-    for spec, input_leg, (length, under, first, plan), (leg, _) in zip(
-        planted_specs, sampled, steps, inputs, strict=True
+    largest = foot_metrics.largest_angular_speeds([leg.basis for leg in sampled], fps)  # every leg's at once
+    for spec, input_leg, (length, under, first, plan), (leg, _), most in zip(
+        planted_specs, sampled, steps, inputs, largest, strict=True
     ):
         toe, heel = input_leg.toe_world, input_leg.heel_world
         if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
@@ -250,7 +251,7 @@ def solve_steps(
             def ground_at(points, rows, spec=spec, length=length):
                 return contact_legs.ground_under(probe, spec, points, frames[rows], length)
 
-        jobs.append((plan, tilt, ground_at, foot_metrics.largest_angular_speed(input_leg.basis, fps)))
+        jobs.append((plan, tilt, ground_at, most))
     # Every leg's holds, eases and clamp solved at once (contact_legs.solve_legs).
     solves = contact_legs.solve_legs(
         [
