@@ -405,17 +405,6 @@ _NEW_ATTRIBUTES = tuple(
 )
 
 
-def keys_in_range(fc, frame_range: tuple[float, float]) -> int:
-    """How many keys `fc` holds within `frame_range` (inclusive, as write_keys replaces them)."""
-    count = len(fc.keyframe_points)
-    if not count:
-        return 0
-    co = np.empty(2 * count, dtype=np.float32)
-    fc.keyframe_points.foreach_get("co", co)
-    t = co[0::2]
-    return int(np.count_nonzero((t >= frame_range[0] - FRAME_EPSILON) & (t <= frame_range[1] + FRAME_EPSILON)))
-
-
 def _set_handles(kp, old: int, total: int, handles: tuple[np.ndarray, np.ndarray]) -> None:
     """Fitted handles on keys old..total: ALIGNED, which update() keeps as they are (collinear)."""
     aligned = bpy.types.Keyframe.bl_rna.properties["handle_left_type"].enum_items["ALIGNED"].value

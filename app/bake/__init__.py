@@ -409,8 +409,8 @@ def key_curves(
 
 def write_curves(obj, curves: list[Curve], options: BakeOptions) -> dict[str, int]:
     """Key `curves` (all values were checked finite); per bone, the keys its written channels
-    then hold inside the baked range: what `keys.keys_in_range` counts on the action, counted on
-    the keys written instead (write_keys keeps only keys outside the range, by the same float32
+    then hold inside the baked range (inclusive, by write_keys' float32 test), counted on
+    the keys written (write_keys keeps only keys outside the range, by the same float32
     test), with no read back per curve."""
     fcurves = keys.FCurves(obj)
     first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
@@ -428,8 +428,8 @@ def write_curves(obj, curves: list[Curve], options: BakeOptions) -> dict[str, in
 
 
 def _keys_inside(frames: np.ndarray, frame_range: tuple[float, float]) -> int:
-    """How many of the keys at `frames` `keys.keys_in_range` counts inside `frame_range`: the same
-    test on the frames as write_keys stores them (float32)."""
+    """How many of the keys at `frames` lie inside `frame_range` (inclusive): write_keys' test on
+    the frames as it stores them (float32)."""
     t = np.asarray(frames, dtype=np.float32)
     low, high = frame_range[0] - keys.FRAME_EPSILON, frame_range[1] + keys.FRAME_EPSILON
     return int(np.count_nonzero((t >= low) & (t <= high)))
