@@ -152,12 +152,9 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     "F-Curve modifiers" (a modifier in use reshapes the curve). Empty causes are left out."""
     if obj.animation_data is None:  # nothing animates the rig (Solve asks after every solve)
         return {}
-    pose = obj.pose.bones
-    paths = {data_path(n, rotation_property(pose[n])): n for n in bones}
+    paths = _rotation_paths(obj, bones)
     found: dict[str, set[str]] = {"drivers": set(), "muted F-Curves": set(), "F-Curve modifiers": set()}
-    ad = obj.animation_data
-    if ad is not None:
-        found["drivers"].update(paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths)
+    found["drivers"].update(_driven(obj.animation_data, paths))
     curves = _assigned_collection(obj)
     # Each bone's rotation curves looked up by Blender (a few per bone), not every curve of the action read.
     for path, name in paths.items() if curves is not None else ():
@@ -170,6 +167,23 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
             if any(not m.mute for m in fc.modifiers):
                 found["F-Curve modifiers"].add(name)
     return {cause: tuple(sorted(names)) for cause, names in found.items() if names}
+
+
+def driven_rotations(obj, bones) -> tuple[str, ...]:
+    """`playback_overrides`' "drivers" alone (a bake asks after keying): no curve looked up."""
+    if obj.animation_data is None:
+        return ()
+    return tuple(sorted(_driven(obj.animation_data, _rotation_paths(obj, bones))))
+
+
+def _rotation_paths(obj, bones) -> dict[str, str]:
+    pose = obj.pose.bones
+    return {data_path(n, rotation_property(pose[n])): n for n in bones}
+
+
+def _driven(ad, paths: dict[str, str]) -> set[str]:
+    """The bones of `paths` (data path -> bone) a driver in use sets."""
+    return {paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths}
 
 
 def animated_paths(obj) -> set[str]:

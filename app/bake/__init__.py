@@ -369,7 +369,7 @@ def blend_warning(obj) -> str:
 
 def driven_rotations(obj, bones) -> tuple[str, ...]:
     """Those of `bones` with a driver on their rotation channel in use (drivers win over keys)."""
-    return keys.playback_overrides(obj, bones).get("drivers", ())
+    return keys.driven_rotations(obj, bones)
 
 
 @dataclass
