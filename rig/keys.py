@@ -152,12 +152,9 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
     "F-Curve modifiers" (a modifier in use reshapes the curve). Empty causes are left out."""
     if obj.animation_data is None:  # nothing animates the rig (Solve asks after every solve)
         return {}
-    pose = obj.pose.bones
-    paths = {data_path(n, rotation_property(pose[n])): n for n in bones}
+    paths = _rotation_paths(obj, bones)
     found: dict[str, set[str]] = {"drivers": set(), "muted F-Curves": set(), "F-Curve modifiers": set()}
-    ad = obj.animation_data
-    if ad is not None:
-        found["drivers"].update(paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths)
+    found["drivers"].update(_driven(obj.animation_data, paths))
     curves = _assigned_collection(obj)
     # Each bone's rotation curves looked up by Blender (a few per bone), not every curve of the action read.
     for path, name in paths.items() if curves is not None else ():
@@ -170,6 +167,23 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
             if any(not m.mute for m in fc.modifiers):
                 found["F-Curve modifiers"].add(name)
     return {cause: tuple(sorted(names)) for cause, names in found.items() if names}
+
+
+def driven_rotations(obj, bones) -> tuple[str, ...]:
+    """`playback_overrides`' "drivers" alone (a bake asks after keying): no curve looked up."""
+    if obj.animation_data is None:
+        return ()
+    return tuple(sorted(_driven(obj.animation_data, _rotation_paths(obj, bones))))
+
+
+def _rotation_paths(obj, bones) -> dict[str, str]:
+    pose = obj.pose.bones
+    return {data_path(n, rotation_property(pose[n])): n for n in bones}
+
+
+def _driven(ad, paths: dict[str, str]) -> set[str]:
+    """The bones of `paths` (data path -> bone) a driver in use sets."""
+    return {paths[d.data_path] for d in ad.drivers if not d.mute and d.data_path in paths}
 
 
 def animated_paths(obj) -> set[str]:
@@ -403,17 +417,6 @@ _NEW_ATTRIBUTES = tuple(
     (name, NEW_KEY[name], np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32)
     for name, _, dtype in KEY_ATTRIBUTES[4:]
 )
-
-
-def keys_in_range(fc, frame_range: tuple[float, float]) -> int:
-    """How many keys `fc` holds within `frame_range` (inclusive, as write_keys replaces them)."""
-    count = len(fc.keyframe_points)
-    if not count:
-        return 0
-    co = np.empty(2 * count, dtype=np.float32)
-    fc.keyframe_points.foreach_get("co", co)
-    t = co[0::2]
-    return int(np.count_nonzero((t >= frame_range[0] - FRAME_EPSILON) & (t <= frame_range[1] + FRAME_EPSILON)))
 
 
 def _set_handles(kp, old: int, total: int, handles: tuple[np.ndarray, np.ndarray]) -> None:

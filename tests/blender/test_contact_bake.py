@@ -421,3 +421,26 @@ def test_the_hips_drop_is_the_least_and_eased(scene):
     assert np.all(out >= need) and out[10] == 0.05
     assert np.all(np.diff(out[:11]) >= 0.0) and np.all(np.diff(out[10:]) <= 0.0)
     assert out[4] == 0.0 == out[16] and out[6] > 0.0
+
+
+def test_an_unmeasured_bake_sets_the_frame_back_once_showing_its_keys(scene):
+    """measure=False: the legs read from the curves, the check reads the current frame as evaluated
+    and leaves the frame where its last read put it; the bake's final frame_set alone sets it back
+    (rig.pose_frames `as_is`): the scene ends on the frame it started on, its pose the new keys'."""
+    from chain_ik.app import bake as baking
+    from chain_ik.app.bake import contact_targets
+    from chain_ik.app.spec import spec_from_item
+
+    obj = built_walk()
+    scene = bpy.context.scene
+    for start in (FIRST + len(FRAMES) // 2, LAST + 5):  # a frame the check reads, and one it does not
+        scene.frame_set(start)
+        specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+        result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST, measure=False))
+        assert contact_targets.FROM_CURVES in result.reasons["Foot"]
+        assert scene.frame_current == start
+        bones = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
+        shown = np.array([np.array(b.matrix) for b in bones])
+        scene.frame_set(start)
+        bones = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
+        assert np.array_equal(shown, np.array([np.array(b.matrix) for b in bones]))
