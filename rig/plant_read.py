@@ -172,11 +172,9 @@ def legs_in_steps(
 
 def joints_at(context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray) -> list[np.ndarray]:
     """Each leg's joints (F, 4, 3) at scene `frames`, armature space: the heads of thigh, shin and
-    foot, and the foot's tail. The evaluated positions alone, as `sample_legs` reads them, for a
-    check of where the joints are (no rotations, basis or channels). The scene's current frame is
-    read as evaluated, and the frame is left on one of `frames`: the bake sets it back once, with
-    its keys (pose_frames `as_is`; the check runs only where no frame-change handler does)."""
-    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, matrices=False, as_is=True))
+    foot, and the foot's tail (the frame put back). The evaluated positions alone, as `sample_legs`
+    reads them, for a check of where the joints are (no rotations, basis or channels)."""
+    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, matrices=False))
     out = []
     for leg in legs:
         rows = [read.order[n] for n in leg]

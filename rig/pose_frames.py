@@ -88,15 +88,11 @@ def pose_in_steps(
     basis: bool = False,
     channels: tuple[tuple[str, int], ...] = (),
     matrices: bool = True,
-    as_is: bool = False,
 ) -> Generator[None, None, PoseFrames]:
     """The evaluated pose of `obj` at every scene frame of `frames`, yielding after each (a modal
     bake reads Esc between them; closed, it puts the frame back). `basis`: the local matrices too;
     `channels`: (property, width) rotation channels to read as played; without `matrices`, the
-    heads and tails alone (PoseFrames.matrices None: a check of where the joints are).
-    `as_is` (a check, where no frame-change handler runs): the scene's current frame, where among
-    `frames`, is read first as the depsgraph has it (no `frame_set`), and the frame is left where
-    the last read put it: the caller sets it back (a bake's final `frame_set`, showing its keys)."""
+    heads and tails alone (PoseFrames.matrices None: a check of where the joints are)."""
     scene = context.scene
     pose = obj.pose.bones
     order = {b.name: i for i, b in enumerate(pose)}
@@ -109,18 +105,10 @@ def pose_in_steps(
     world = np.empty((m, 4, 4))
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     last = None  # the frame the scene was last set to here
-    order_read = list(range(m))
-    now = np.flatnonzero(frames == frame0) if as_is and subframe0 == 0.0 else ()
-    if len(now):  # the current frame first: the depsgraph is already there (frame_set would evaluate it again)
-        order_read.remove(int(now[0]))
-        order_read.insert(0, int(now[0]))
-    done = False
     try:
-        for step, k in enumerate(order_read):
-            frame = int(frames[k])
+        for k, frame in enumerate(frames.tolist()):
             last = None
-            if not (step == 0 and len(now)):
-                scene.frame_set(frame)
+            scene.frame_set(int(frame))
             obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
             bones = obj_eval.pose.bones
             world[k] = obj_eval.matrix_world
@@ -132,15 +120,14 @@ def pose_in_steps(
             bones.foreach_get("tail", tails[k])
             for path, array in values.items():
                 bones.foreach_get(path, array[k])
-            last = frame
+            last = int(frame)
             if progress is not None:
-                progress((step + 1) / m, frame)
+                progress((k + 1) / m, int(frame))
             yield
-        done = as_is
     finally:
         # Put the frame back, unless the last frame read is it (frame_set evaluates the whole scene:
-        # a caller reading its current frame last saves one), or the caller sets it (`as_is`, read to the end).
-        if not done and not (last == frame0 and subframe0 == 0.0 and scene.frame_current == frame0):
+        # a caller reading its current frame last saves one).
+        if not (last == frame0 and subframe0 == 0.0 and scene.frame_current == frame0):
             scene.frame_set(frame0, subframe=subframe0)
     # foreach_get gives matrices column by column.
     widths = dict(channels)

@@ -216,7 +216,6 @@ def bake_steps(
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     solving = False  # the other chains' solve poses the rig: the frame is then always set back
-    deferred = False  # solved, nothing posed or measured: the final frame_set alone sets the frame back
     try:
         plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
         others = [s for s in specs if not s.contacts]
@@ -227,7 +226,6 @@ def bake_steps(
             known = (read, units) if len(others) == len(specs) else None
             solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise, known)
             solving = solved.posed  # a solve that posed nothing needs the frame set again only if it moved
-        deferred = not solving and not options.measure
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
@@ -235,24 +233,9 @@ def bake_steps(
         # Planted legs alone, or units carried, read the curves (or frames, put back by
         # rig.pose_frames): no pose written, and a frame_set evaluates the whole scene, so it is
         # skipped where nothing moved.
-        if solving or (not deferred and (scene.frame_current, scene.frame_subframe) != (frame0, subframe0)):
+        if solving or (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
             scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    keyed = False
-    try:
-        result = yield from _keyed(context, obj, specs, frames, options, plants, solved, others, units, start_time)
-        keyed = True
-        return result
-    finally:
-        # Show the baked pose at the current frame (the new keys drive it now; deferred: even if keying failed).
-        if keyed or deferred:
-            scene.frame_set(frame0, subframe=subframe0)
-
-
-def _keyed(
-    context, obj, specs, frames, options: BakeOptions, plants, solved: Solved, others, units, start_time: float
-) -> Generator[str, None, BakeResult]:
-    """bake_steps after the solve: the keys written, the bake measured (`options.measure`), its result."""
     # Each chain's bones read again after the solve (a frame handler may have changed them), once.
     chain_bones = {spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs}
     chains = [(chain_bones[s.tip], s.use_tail, s.tip) for s in others]
@@ -297,6 +280,8 @@ def _keyed(
     for report in reports:
         if report.name in figures:
             report.contacts = figures[report.name].as_dict()
+    # Show the baked pose at the current frame (the new keys drive it now).
+    scene.frame_set(frame0, subframe=subframe0)
     return BakeResult(
         frames=len(frames),
         seconds=seconds,
