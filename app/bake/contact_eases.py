@@ -152,7 +152,8 @@ def _to_redo(plan, solved, earlier, eases, nears, ease_ins) -> tuple[list[int], 
     its hold's first frame and on the ease-out it is faded on (which is then redone too: the
     earlier call's figures there hold that ease-in already)."""
     frames = len(solved)
-    differ = np.any(solved != earlier, axis=(1, 2))  # NaN: differs
+    # NaN differs; so does a zero's sign (-0.0 == 0.0, yet a reused ease would keep the other bits)
+    differ = np.any((solved != earlier) | (np.signbit(solved) != np.signbit(earlier)), axis=(1, 2))
     read = differ & plan.changed
     redo = set()
     for h, ease in enumerate(eases):

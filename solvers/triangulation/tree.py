@@ -133,7 +133,7 @@ def solve_tree(
             else:
                 branches = [by_bone[b] for b in under]
                 start = None
-                if max(end_distances(frames, heads, under, reach, [goal_of[b] for b in under])[1]) > far:
+                if any(d > far for d in end_distances(frames, heads, under, reach, [goal_of[b] for b in under])[1]):
                     start = lead(skeleton, bones, frames, heads, branches, weight)
                 frame = sub_base_frame(skeleton, bones, frames, heads, branches, short, weight, start)
                 if frame is None:

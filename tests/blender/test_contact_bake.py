@@ -423,10 +423,11 @@ def test_the_hips_drop_is_the_least_and_eased(scene):
     assert out[4] == 0.0 == out[16] and out[6] > 0.0
 
 
-def test_an_unmeasured_bake_sets_the_frame_back_once_showing_its_keys(scene):
-    """measure=False: the legs read from the curves, the check reads the current frame as evaluated
-    and leaves the frame where its last read put it; the bake's final frame_set alone sets it back
-    (rig.pose_frames `as_is`): the scene ends on the frame it started on, its pose the new keys'."""
+def test_an_unmeasured_bake_sets_the_frame_back_showing_its_keys(scene):
+    """measure=False: the legs read from the curves (the check's frames set and the frame put
+    back); the scene ends on the frame it started on, its pose the new keys'. A pose the user left
+    unkeyed on the current frame is not the animation: the check sets that frame too, so the curves
+    still serve (a check reading the frame as shown read it frame by frame instead; review10b)."""
     from chain_ik.app import bake as baking
     from chain_ik.app.bake import contact_targets
     from chain_ik.app.spec import spec_from_item
@@ -444,3 +445,9 @@ def test_an_unmeasured_bake_sets_the_frame_back_once_showing_its_keys(scene):
         scene.frame_set(start)
         bones = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
         assert np.array_equal(shown, np.array([np.array(b.matrix) for b in bones]))
+    scene.frame_set(FIRST)
+    obj.pose.bones["shin"].rotation_quaternion = (0.95, 0.31, 0.0, 0.0)  # posed, not keyed
+    bpy.context.view_layer.update()
+    specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+    result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST, measure=False))
+    assert contact_targets.FROM_CURVES in result.reasons["Foot"]
