@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..common.make_kernels import floats
@@ -50,11 +52,12 @@ def shape_keeping_solver(options: dict) -> ShapeKeeping:
     from the start's shape (chain_floats.one_pass's `keep`), turned with its chord onto the target
     line before the joint bends (`chords`): a tree's segments (triangulation.tree). One per fold
     setting, kept (a bake's frames each asked for one)."""
-    key = (options["fold_angle"], options["smooth_fold"])
-    solver = _KEEPING.get(key)
-    if solver is None:
-        solver = _KEEPING[key] = ShapeKeeping(*key)
-    return solver
+    return _keeping(options["fold_angle"], options["smooth_fold"])
+
+
+@functools.lru_cache(maxsize=64)  # bounded: the settings are the user's floats
+def _keeping(fold_angle: float, smooth: float) -> ShapeKeeping:
+    return ShapeKeeping(fold_angle, smooth)
 
 
 class ShapeKeeping:
@@ -90,9 +93,6 @@ class ShapeKeeping:
             keep=keep, chords=chords,
         )  # fmt: skip
         return out, rots
-
-
-_KEEPING: dict[tuple, ShapeKeeping] = {}
 
 
 def batch(chain: Chain, targets: np.ndarray, tolerance: float, max_iterations: int, options: dict) -> BatchSolution:

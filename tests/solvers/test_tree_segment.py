@@ -11,7 +11,7 @@ import solvers
 from solvers.common import float_solve
 from solvers.maths.floats import multiply
 from solvers.model.chain import Chain
-from solvers.triangulation.chain import shape_keeping_solver
+from solvers.triangulation.chain import _keeping, shape_keeping_solver
 from solvers.triangulation.tree_segment import segment_pass
 
 
@@ -75,3 +75,14 @@ def test_a_tree_with_such_a_segment_is_refused_by_triangulation():
     goals = [solvers.Effector(2, np.array([0.8, 1.3, 0.2])), solvers.Effector(3, np.array([-0.9, 1.2, 0.1]))]
     with pytest.raises(ValueError, match="zero length"):
         solvers.solve_skeleton(skeleton, local, goals, method="triangulation")
+
+
+def test_one_shape_keeping_solver_per_fold_setting_and_a_bounded_number_kept():
+    """A bake's frames each ask for the solver: the same one serves a setting; the kept ones are
+    bounded (the settings are the user's floats)."""
+    first = shape_keeping_solver({"fold_angle": 170.0, "smooth_fold": 0.5})
+    assert shape_keeping_solver({"fold_angle": 170.0, "smooth_fold": 0.5}) is first
+    assert shape_keeping_solver({"fold_angle": 170.0, "smooth_fold": 0.25}) is not first
+    for i in range(200):
+        shape_keeping_solver({"fold_angle": 180.0, "smooth_fold": i / 200})
+    assert _keeping.cache_info().currsize <= _keeping.cache_info().maxsize
