@@ -186,3 +186,20 @@ def test_a_layout_too_big_to_compile_takes_the_general_sweep(monkeypatch):
     assert capped(state, frames, heads, near, [])
     assert general_step(*general, near, [])
     assert (state, frames, heads) == general
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_without_numpys_private_solve_the_public_one_gives_the_same_bits(monkeypatch, seed):
+    """tree_near._solve takes numpy's private gufunc where present; a numpy without it takes
+    np.linalg.solve, the same LAPACK routine: the same near steps, bit for bit."""
+    skeleton, local, effectors = _near_case(seed, False, False)
+    plan, state, frames, heads = _start(skeleton, local, effectors)
+    near = ccd_tree.NEAR * plan.length
+    public = (list(state), list(frames), list(heads))
+    solves, solve = [], tree_near._solve
+    monkeypatch.setattr(tree_near, "_solve", lambda *args: solves.append(tree_near._SOLVE1) or solve(*args))
+    assert _near_step(skeleton, plan, effectors)(state, frames, heads, near, []) is not None
+    monkeypatch.setattr(tree_near, "_SOLVE1", None)
+    assert _near_step(skeleton, plan, effectors)(*public, near, []) is not None
+    assert (state, frames, heads) == public
+    assert solves[0] is not None and None in solves  # both routes ran
