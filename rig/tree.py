@@ -255,16 +255,20 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
     short = [i for i, length in enumerate(lengths) if not length > shortest]
     if short:
         raise ValueError(f"bone '{names[short[0]]}' reaches a point at its own head (zero length)")
+    # Each root's Blender parent's pose matrix, read once: the writer's terms and, where the root
+    # hangs from its rotation (`source`, that parent's name), the base or the folded rest.
+    above = [pbs[i].parent for i, _ in layout.root_parents]
+    root_parents = tuple(None if parent is None else matrix(parent) for parent in above)
     sources = {source for _, source in layout.root_parents}
     folded = ()  # (root, its parent's rotation) folded into the root's rest: roots under different parents
     if len(sources) == 1:
         (source,) = sources
-        base = IDENTITY if source is None else matrix(pose[source]).to_quaternion().normalized()[:]
+        base = IDENTITY if source is None else root_parents[0].to_quaternion().normalized()[:]
     else:  # one shared identity base, each parent folded into its root's rest
         base = IDENTITY
         folded = tuple(
-            (i, matrix(pose[source]).to_quaternion().normalized()[:])
-            for i, source in layout.root_parents
+            (i, m.to_quaternion().normalized()[:])
+            for (i, source), m in zip(layout.root_parents, root_parents, strict=True)
             if source is not None
         )
 
@@ -298,7 +302,6 @@ def read_tree_read(obj, obj_eval, chains, layout: TreeLayout | None = None, fk=N
         local = np.array([(replaced[pb.name] if pb.name in replaced else current(pb))[:] for pb in pbs])
     else:
         local = np.array([current(pb)[:] for pb in pbs])
-    root_parents = tuple(None if pbs[i].parent is None else matrix(pbs[i].parent) for i, _ in layout.root_parents)
     posed = (frame_list, head_rows, [e[:] for e in ends])  # rows of floats, as read
     parts = (layout, tuple(mats), tuple(frames), root_parents, tuple(pbs))
     rows = geometry() if layout.last else None

@@ -58,7 +58,7 @@ def fingerprint(obj, chains) -> tuple:
     walks, tops, members = [], [], {}
     for tip, count, use_tail in chains:
         walk, _ = chain_bones(obj, tip, count, use_tail)
-        names = tuple(b.name for b in walk)
+        names = tuple([b.name for b in walk])
         walks.append(names)
         parent = walk[0].bone.parent  # inside a walk each bone's parent is the one before it
         tops.append(None if parent is None else (parent.name, parent.matrix_local.copy()))

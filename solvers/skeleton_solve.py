@@ -261,7 +261,8 @@ def branch_chain(skeleton: Skeleton, local: np.ndarray, bone: int, pose: Pose | 
             "base_frame": skeleton.base_frame,
         }
     if skeleton.radii is not None:  # the capsules of the mass weighting, as the rig read them
-        joints["radii"] = skeleton.radii[bones]
+        whole = len(bones) == skeleton.n_bones  # a lone chain: all of them, in order (Chain copies them)
+        joints["radii"] = skeleton.radii if whole else skeleton.radii[bones]
     if pose is not None and type(pose[1]) is list and len(bones) == len(pose[1]):
         # The whole skeleton (a lone chain) in rows of floats as the rig reads them: as they are.
         points, rows = [*pose[1], pose[2][-1]], pose[0]
