@@ -20,7 +20,7 @@ PATH writes it as JSON too. Every argument (headless/cli_arguments.py: numbers,
 names, methods, frames within Blender's limit, the .blend given once) and output path is checked before
 the file is opened; once it is open, before anything is baked, --output,
 --final-output and --json are checked not to be the opened .blend or a library it
-links. Exit status: 0 baked, 1 an error (one-line message), 2 bad arguments
+links. Exit status: 0 baked, 1 an error once the file is open (one-line message), 2 bad arguments
 (a number that is not finite too), 3 playback missed by more than --max-error
 (nothing saved). Without --output the file is not saved. Bones with IK Stretch
 lengthen to reach (Y scale keys on them) unless --no-stretch. --softness SHARE: soft IK against
@@ -175,6 +175,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         "seconds": result.seconds,
         "keys": result.keys,
         "keys_before": result.keys_before,
+        "reduced": result.reduced,
         "solver_error": result.worst_error,
         "playback_error": playback,
         "playback_seconds": result.measure_seconds,
@@ -211,7 +212,8 @@ def print_summary(summary: dict, chain_line) -> None:
     """`chain_line(dict)`: app.bake.bake_report.chain_line."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
-        f" in {summary['seconds']:.3f} s, {summary['keys']} keys written (of {summary['keys_before']} solved)"
+        f" in {summary['seconds']:.3f} s, {summary['keys']} keys written"
+        + (f" (reduced from {summary['keys_before']})" if summary["reduced"] else "")
     )
     print(
         f"Chain IK bake: worst tip error on playback {summary['playback_error']:.3g}"
@@ -220,7 +222,7 @@ def print_summary(summary: dict, chain_line) -> None:
     for chain in summary["per_chain"]:
         print(f"Chain IK bake: {chain_line(chain)}")
     for name, moved in summary.get("root_moved", {}).items():
-        print(f"Chain IK bake: Move Root keyed bone '{name}''s location, its head moved up to {moved:.3g}")
+        print(f"Chain IK bake: Move Root keyed the location of bone '{name}', its head moved up to {moved:.3g}")
     if summary["live_off"]:
         print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:
@@ -252,10 +254,12 @@ def main(argv: list[str]) -> int:
     registered_here = False
     json_path = None
     libraries = None  # what the opened file links, once it is open: reported in the JSON summary
+    status = 2  # a bad argument (as argparse's own errors) until every argument is checked
     try:
         # Every argument and output path before the file is opened or anything baked.
         json_path = arguments.check_json(args)
         checked = arguments.check_arguments(args, json_path)
+        status = 1  # from here on an error of the file or the bake
         import bpy
 
         if checked.blend is not None:
@@ -286,7 +290,7 @@ def main(argv: list[str]) -> int:
         print(f"cli.py: error: {exc}", file=sys.stderr)
         opened = {} if libraries is None else {"libraries": libraries}
         write_json(json_path, {"status": "error", "error": str(exc), **opened})
-        return 1
+        return status
     finally:
         if registered_here:
             package.unregister()

@@ -26,7 +26,8 @@ NUMBER_OPTIONS = ("pole_angle", "softness", "aim_spread", "move_root", "root_sti
 
 
 class CliError(Exception):
-    """A user error: printed as one line, exit status 1."""
+    """A user error: printed as one line; exit status 2 for an argument refused before the file is
+    opened, 1 after (cli.main)."""
 
 
 def finite(text: str) -> float:

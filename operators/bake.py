@@ -166,7 +166,7 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
                     item.contact_figures = bake_report.contact_line(chain.contacts)
         for name, moved in result.root_moved.items():
             self.report(
-                {"INFO"}, f"Move Root keyed bone '{name}''s location: its head moved up to {moved:.3g} on playback"
+                {"INFO"}, f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"
             )
         if not result.chains:  # not measured: the paths alone (a measured chain's line says it)
             for label, why in result.reasons.items():

@@ -147,7 +147,7 @@ def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
     output = output.format(tmp=tmp_path)
     run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", "--output", output)
     lines = run.stderr.strip().splitlines()
-    assert run.returncode == 1 and len(lines) == 1 and lines[0].startswith("cli.py: error: --output"), run.stderr
+    assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("cli.py: error: --output"), run.stderr
     assert message in lines[0]
     assert "Chain IK bake" not in run.stdout  # nothing baked
 
@@ -155,7 +155,7 @@ def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
 @pytest.mark.parametrize("frames", ["1048575-1048576", "1-100000000", "-1048575-0"])  # the 2nd crashed 4.2
 def test_cli_frames_beyond_blenders_limit_are_refused(blend, frames):
     run = _cli(blend, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal", f"--frames={frames}")
-    assert run.returncode == 1 and "beyond Blender's limit (±1,048,574)" in run.stderr, run.stderr
+    assert run.returncode == 2 and "beyond Blender's limit (±1,048,574)" in run.stderr, run.stderr
     assert "Chain IK bake" not in run.stdout and "Read blend" not in run.stdout  # refused before it is opened
 
 
@@ -178,7 +178,7 @@ def test_cli_checks_every_argument_before_the_file_is_opened(blend, args, messag
     extension registered: shown by a .blend that does not exist (that error would come later)."""
     for source in (blend, blend.parent / "missing.blend"):
         run = _cli(source, "--", "--armature", "Rig", "--chain", "b2:3", "--chain", "b1:1", *args)
-        assert run.returncode == 1 and message in run.stderr, run.stderr
+        assert run.returncode == 2 and message in run.stderr, run.stderr
         assert len(run.stderr.strip().splitlines()) == 1 and "Read blend" not in run.stdout
 
 
@@ -186,7 +186,7 @@ def test_cli_refuses_the_blend_given_twice(blend, tmp_path):
     """A positional .blend and --blend: one would be silently ignored, so both are refused."""
     other = tmp_path / "other.blend"
     run = _cli(blend, "--blend", other, "--", "--armature", "Rig", "--chain", "b2:3", "--target", "Goal")
-    assert run.returncode == 1 and f"the .blend is given twice ({blend} and --blend {other}): give it once" in (
+    assert run.returncode == 2 and f"the .blend is given twice ({blend} and --blend {other}): give it once" in (
         run.stderr
     ), run.stderr
 
@@ -268,7 +268,7 @@ def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
     assert all(c["solve_seconds"] > 0.0 and c["frames"] == 3 and c["missed"] == 0 for c in data["per_chain"])
     assert data["playback_error"] < 1e-3
     run = _cli(path, "--", "--armature", "Rig", *chains, "--pole", "A", "--pole", "B", "--pole", "C")
-    assert run.returncode == 1 and "--pole is given 3 times for 2 --chain" in run.stderr
+    assert run.returncode == 2 and "--pole is given 3 times for 2 --chain" in run.stderr
 
 
 def test_cli_method_without_chain_bakes_every_panel_chain(scene, tmp_path):
@@ -339,7 +339,7 @@ def test_cli_bad_json_fails_before_any_work(blend, tmp_path, json_path, message)
     json_path, message = json_path.format(tmp=tmp_path), message.format(tmp=tmp_path)
     run = _cli(blend, "--", *ARM, "--output", out, "--json", json_path)
     lines = run.stderr.strip().splitlines()
-    assert run.returncode == 1 and len(lines) == 1 and message in lines[0], run.stderr
+    assert run.returncode == 2 and len(lines) == 1 and message in lines[0], run.stderr
     assert "Chain IK bake" not in run.stdout and not out.exists()
     assert (tmp_path / "afile").read_text() == ""
 
@@ -389,17 +389,17 @@ def test_cli_never_writes_over_its_inputs(blend, tmp_path):
     source = blend.read_bytes()
     link = tmp_path / "link.blend"
     link.symlink_to(blend)
-    cases = [
-        (["--output", blend], f"--output {blend} is the .blend being baked"),
-        (["--output", link], f"--output {blend} is the .blend being baked"),
-        (["--output", tmp_path / "x" / ".." / "scene.blend"], "is the .blend being baked"),
-        (["--output", tmp_path / "o.blend", "--json", blend], f"--json {blend} is the .blend being baked"),
-        (["--output", tmp_path / "o.blend", "--json", tmp_path / "o.blend"], "is the --output file"),
+    cases = [  # status 1: found once the file is open; 2: a bad argument, refused before
+        (["--output", blend], f"--output {blend} is the .blend being baked", 1),
+        (["--output", link], f"--output {blend} is the .blend being baked", 1),
+        (["--output", tmp_path / "x" / ".." / "scene.blend"], "is the .blend being baked", 1),
+        (["--output", tmp_path / "o.blend", "--json", blend], f"--json {blend} is the .blend being baked", 1),
+        (["--output", tmp_path / "o.blend", "--json", tmp_path / "o.blend"], "is the --output file", 2),
     ]
-    for args, message in cases:
+    for args, message, status in cases:
         run = _cli(blend, "--", *ARM, *args)
         lines = run.stderr.strip().splitlines()
-        assert run.returncode == 1 and len(lines) == 1 and message in lines[0], (args, run.stderr)
+        assert run.returncode == status and len(lines) == 1 and message in lines[0], (args, run.stderr)
         assert "Chain IK bake" not in run.stdout
         assert blend.read_bytes() == source and not (tmp_path / "o.blend").exists()
     # A library the shot links: saving over it would change every file that links it.

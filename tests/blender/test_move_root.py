@@ -240,7 +240,7 @@ def test_cli_move_root(ext, tmp_path):
     assert run.returncode == 0, run.stderr
     data = json.loads(summary.read_text())
     assert data["root_moved"]["base"] > 0.5 and data["playback_error"] < 1e-3
-    assert "Move Root keyed bone 'base''s location" in run.stdout
+    assert "Move Root keyed the location of bone 'base'" in run.stdout
     run = subprocess.run([*base, "--root-stiffness", "2"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "argument --root-stiffness: must be within 0..1" in run.stderr
 
