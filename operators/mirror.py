@@ -24,11 +24,16 @@ class CHAINIK_OT_chain_mirror(bpy.types.Operator):
         obj = context.object
         source = obj.chain_ik.active.name
         try:
-            name, made = mirror.mirror_active(obj)
+            name, made, changed = mirror.mirror_active(obj)
         except ValueError as exc:
             self.report({"ERROR"}, str(exc))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"chain '{name}' {'made' if made else 'updated'} from '{source}'")
+        if made:
+            self.report({"INFO"}, f"chain '{name}' made from '{source}'")
+        elif changed:  # an update overwrites what was set there: say what (Undo brings it back)
+            self.report({"WARNING"}, f"chain '{name}' updated from '{source}': {', '.join(changed)} overwritten")
+        else:
+            self.report({"INFO"}, f"chain '{name}' updated from '{source}': nothing changed")
         return {"FINISHED"}
 
 

@@ -69,10 +69,11 @@ def _mirror(obj, src) -> dict:
     }
 
 
-def mirror_active(obj) -> tuple[str, bool]:
+def mirror_active(obj) -> tuple[str, bool, tuple[str, ...]]:
     """Make (or update) the active chain's counterpart and make it active: mirrored tip, targets,
     poles, pole angle and aim axis, the other settings copied. Returns (its name, whether it was
-    made); ValueError if a counterpart is missing or the chain mirrors onto itself."""
+    made, the settings an update changed: the report names them, since an update overwrites what
+    the user set there); ValueError if a counterpart is missing or the chain mirrors onto itself."""
     settings = obj.chain_ik
     src = settings.active
     values = _mirror(obj, src)
@@ -87,13 +88,32 @@ def mirror_active(obj) -> tuple[str, bool]:
     else:
         made = False
     src, item = settings.chains[source], settings.chains[index]
-    for prop in src.bl_rna.properties:
-        key = prop.identifier
-        if key not in SKIP and not prop.is_readonly:
-            setattr(item, key, getattr(src, key))
+    keys = [p.identifier for p in src.bl_rna.properties if p.identifier not in SKIP and not p.is_readonly]
+    watched = [*keys, *(key for key in values if key not in keys and key != "name")]
+    before = {key: _plain(getattr(item, key)) for key in watched}
+    for key in keys:
+        setattr(item, key, getattr(src, key))
     item.name = name
     for key, value in values.items():
         setattr(item, key, value)
     item.has_result = False
     settings.active_index = index
-    return name, made
+    angles = {p.identifier for p in src.bl_rna.properties if getattr(p, "subtype", "") == "ANGLE"}
+    changed = () if made else tuple(
+        key for key in watched if not _same(_plain(getattr(item, key)), before[key], key in angles)
+    )
+    return name, made, changed
+
+
+def _same(a, b, angle: bool) -> bool:
+    """Equal, floats within float32 noise (a pole angle mirrored twice comes back 1e-7 off), an
+    angle also a turn apart (-180 and 180 degrees are one angle)."""
+    if isinstance(a, float) and isinstance(b, float):
+        d = abs(a - b)
+        return min(d, abs(d - 2.0 * math.pi)) <= 1e-6 if angle else d <= 1e-6 * max(1.0, abs(a), abs(b))
+    return a == b
+
+
+def _plain(value):
+    """A setting's value comparable after the item changed (arrays copied, ID blocks kept)."""
+    return tuple(value) if hasattr(value, "__len__") and not isinstance(value, str) else value

@@ -117,3 +117,24 @@ def test_mirroring_onto_a_new_chain_copies_the_source_as_the_list_grows(scene, c
     assert (new.tip, new.chain_length, new.target.name, new.method) == ("hand.R", 2, "Goal.R", "fabrik")
     assert new.influence == pytest.approx(0.5) and obj.chain_ik.active == new
     assert [c.name for c in chains] == [f"Arm{k}.L" for k in range(count)] + ["Arm0.R"]
+
+
+def test_mirroring_back_onto_a_set_chain_says_what_it_overwrote(scene, capfd):
+    """Mirror makes the new chain active; pressed again there, it updates the first chain from it:
+    the report is a warning naming the settings it overwrote (Undo brings them back)."""
+    obj = _rig()
+    goal = add_empty("Goal.L", (0.7, -0.4, 1.0))
+    bpy.context.view_layer.objects.active = obj
+    item = obj.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length = "Arm.L", "hand.L", 2
+    assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
+    assert "Info: chain 'Arm.R' made from 'Arm.L'" in capfd.readouterr().out
+    left = obj.chain_ik.chains["Arm.L"]
+    left.target, left.method = goal, "fabrik"
+    assert obj.chain_ik.active.name == "Arm.R"
+    assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "Warning: chain 'Arm.L' updated from 'Arm.R': method, target overwritten" in out, out
+    assert (left.target, left.method) == (None, "triangulation")
+    assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}  # again, from Arm.L: the same values
+    assert "Info: chain 'Arm.R' updated from 'Arm.L': nothing changed" in capfd.readouterr().out
