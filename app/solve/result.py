@@ -59,10 +59,12 @@ def miss_warning(obj, outcome: ChainOutcome, error: float) -> str:
             " (out of reach of its bones, or kept by their limits)"
         )
     spec = outcome.spec
-    why = ["out of reach", "kept by limits or locks"]
+    # The possible causes, as alternatives: which one holds is not known here.
+    why = ["out of its bones' reach", "held by their limits or locks"]
     why += ["held short by Softness"] if spec.softness > 0.0 else []
     why += [f"blended by Influence {spec.influence:g}"] if spec.influence < 1.0 else []
-    return f"chain '{spec.label}' misses its target by {error:.3g} (tolerance {tolerance:.3g}): " + ", ".join(why)
+    causes = why[0] if len(why) == 1 else ", ".join(why[:-1]) + " or " + why[-1]
+    return f"chain '{spec.label}' misses its target by {error:.3g} (tolerance {tolerance:.3g}): {causes}"
 
 
 def result_line(outcome: ChainOutcome, error: float, angle: float | None = None) -> str:

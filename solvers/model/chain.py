@@ -279,7 +279,7 @@ class Chain:
         lengths, dirs, total = link_terms(rows)
         k = short_bone(lengths, total)
         if k is not None:
-            raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
+            raise ValueError(f"bone {k} has zero length (its two ends coincide)")
         self._n = n
         self.total_length = total
         self.radii = None if radii is None else check_radii(radii, n)

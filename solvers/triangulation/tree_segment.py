@@ -44,7 +44,7 @@ def segment_pass(rows: list, frames: list, target: tuple, solve: ShapeKeeping) -
     lengths, dirs, total = link_terms(rows)
     k = short_bone(lengths, total)
     if k is not None:  # as the Chain refuses it (a child's head on its parent's head, say)
-        raise ValueError(f"bone {k} has zero length (points {k} and {k + 1} coincide)")
+        raise ValueError(f"bone {k} has zero length (its two ends coincide)")
     reach, inner, _ = reach_terms(lengths, total, guard=False)
     # The fold guard as a Chain's terms compute it on first use (only a fold narrower than 180
     # degrees reads it). (Lists where a Chain's terms hold tuples: the pass only indexes them.)
