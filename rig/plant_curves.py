@@ -54,15 +54,15 @@ def curves_reason(obj, legs) -> str:
     return ""
 
 
-def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray, seen=None) -> np.ndarray:
+def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray, seen=None, read=None):
     """(F, width) a bone property's values at `frames`: its curves where keyed, else as posed
-    (`seen`: curve_values' shared lookups)."""
-    return _stacked(obj, [name], path, width, curves, frames, seen)
+    (`seen`, `read`: curve_values')."""
+    return _stacked(obj, [name], path, width, curves, frames, seen, read)
 
 
-def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray, seen=None) -> np.ndarray:
+def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray, seen=None, read=None) -> np.ndarray:
     """(len(names) * F, width) `_channels` of bones `names`, one after the other, written into one
-    table (no per-bone tables joined)."""
+    table (no per-bone tables joined); `read`: curve_values' (its keys' co by (data path, index))."""
     pose = obj.pose.bones
     m = len(frames)
     out = np.empty((len(names) * m, width))
@@ -73,7 +73,7 @@ def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray
         for index in range(width):
             fc = curves.get((full, index))
             if fc is not None and plays(fc):  # (a curve playback skips leaves the value as posed)
-                rows[:, index] = sampling.curve_values(fc, frames, seen)
+                rows[:, index] = sampling.curve_values(fc, frames, seen, read, (full, index))
     return out
 
 
@@ -175,8 +175,9 @@ def _times_each(matrix: np.ndarray, stack: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray((matrix @ columns).reshape(4, len(stack), 4).transpose(1, 0, 2))
 
 
-def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
-    """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
+def sample_legs(obj, legs, frames: np.ndarray, read: dict | None = None) -> list[LegFrames]:
+    """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '').
+    `read` (a dict): the rotation curves' keys' co as read, by (data path, index) (sampling.curve_values)."""
     # Whether a curve plays is asked of those read alone (`_stacked`), not of every curve of the action.
     curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1]}
     at = action_frames(obj, frames).astype(float)
@@ -187,7 +188,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     seen: dict = {}
     for name in names:
         path, width = rotation_channels(pose[name].rotation_mode)
-        values[name] = _channels(obj, name, path, width, curves, at, seen)
+        values[name] = _channels(obj, name, path, width, curves, at, seen, read)
     # The bones' rotations and local matrices all at once (a bone's own would cost ~30 numpy
     # calls), bones of one rotation mode together; the same arithmetic row by row.
     basis_q: dict[str, np.ndarray] = {}
