@@ -175,9 +175,13 @@ def _times_each(matrix: np.ndarray, stack: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray((matrix @ columns).reshape(4, len(stack), 4).transpose(1, 0, 2))
 
 
-def sample_legs(obj, legs, frames: np.ndarray, read: dict | None = None) -> list[LegFrames]:
+def sample_legs(
+    obj, legs, frames: np.ndarray, read: dict | None = None, located: dict | None = None
+) -> list[LegFrames]:
     """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '').
-    `read` (a dict): the rotation curves' keys' co as read, by (data path, index) (sampling.curve_values)."""
+    `read` (a dict): the rotation curves' keys' co as read, by (data path, index) (sampling.curve_values);
+    `located` (a dict): each bone's location channel as it plays (F, 3) by name, the root's to the feet's
+    (root_location.played_locations' figures: the same curves read the same way)."""
     # Whether a curve plays is asked of those read alone (`_stacked`), not of every curve of the action.
     curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1]}
     at = action_frames(obj, frames).astype(float)
@@ -197,6 +201,8 @@ def sample_legs(obj, legs, frames: np.ndarray, read: dict | None = None) -> list
         turns = _rotation(mode, np.concatenate([values[n] for n in group]))
         basis_q.update((n, turns[j * m : (j + 1) * m]) for j, n in enumerate(group))
     location = _stacked(obj, names, "location", 3, curves, at, seen)
+    if located is not None:
+        located.update((name, location[j * m : (j + 1) * m]) for j, name in enumerate(names))
     scale = _stacked(obj, names, "scale", 3, curves, at, seen)
     # Bones of one rotation mode (a capture's): their rotations are already in `names` order.
     local_turns = turns if len(group) == len(names) else np.concatenate([basis_q[n] for n in names])
