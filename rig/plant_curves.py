@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers import quat
+from ..solvers.plant_legs import side_by_side
 from . import sampling
 from .keys import action_frames, data_path, plays
 from .plant_read import LegFrames, rotation_channels
@@ -224,7 +225,7 @@ def sample_legs(
             relative = _affine_inverse(rests[parent], inverses[parent]) @ rest  # float64
             posed[name] = _each_times(posed[parent], relative) @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
-    stacked = [np.stack([posed[n] for n in leg], axis=1) for leg in legs]  # per leg (F, 3, 4, 4)
+    stacked = [side_by_side([posed[n] for n in leg]) for leg in legs]  # per leg (F, 3, 4, 4)
     # Every leg's rotations in one call (each matrix's own figures, as leg by leg).
     rotations = matrix_rotations(np.concatenate([matrices[..., :3, :3] for matrices in stacked]))
     out = []
@@ -242,7 +243,7 @@ def sample_legs(
                 matrices[..., :3, 3],
                 toe[:, :3],
                 rotations[j * m : (j + 1) * m],
-                np.stack([basis_q[n] for n in leg], axis=1),
+                side_by_side([basis_q[n] for n in leg]),
                 [values[n] for n in leg],
                 *shared,
             )
