@@ -263,13 +263,15 @@ def write_keys_in(
     interpolation: str,
     handles: tuple[np.ndarray, np.ndarray] | None = None,
     seen: dict | None = None,
+    co: np.ndarray | None = None,
 ) -> int:
     """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
     a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
     values), all of which lie inside them, and every other key is kept with all its attributes,
     in one rebuild of the F-Curve. `seen` (a dict, one per `frames` and `frame_ranges`): which keys
     lie inside the ranges, by the curves' key times already looked at (a bone's curves mostly
-    share them)."""
+    share them). `co`: the curve's keys' co (float32, 2 per key) as the caller read them with nothing
+    written since (rig.sampling.curve_values' `read`), not read again; it is written over."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.isfinite(values).all():
@@ -279,8 +281,9 @@ def write_keys_in(
     kept: dict[str, np.ndarray] = {}
     rebuild = False
     if old:
-        co = np.empty(2 * old, dtype=np.float32)
-        kp.foreach_get("co", co)
+        if co is None or len(co) != 2 * old:  # (a read of another length is stale: read again)
+            co = np.empty(2 * old, dtype=np.float32)
+            kp.foreach_get("co", co)
         t = co[0::2]
         key = t.tobytes() if seen is not None else b""
         found = seen.get(key) if seen is not None else None

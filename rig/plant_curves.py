@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers import quat
+from ..solvers.plant_legs import side_by_side
 from . import sampling
 from .keys import action_frames, data_path, plays
 from .plant_read import LegFrames, rotation_channels
@@ -54,15 +55,15 @@ def curves_reason(obj, legs) -> str:
     return ""
 
 
-def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray, seen=None) -> np.ndarray:
+def _channels(obj, name: str, path: str, width: int, curves: dict, frames: np.ndarray, seen=None, read=None):
     """(F, width) a bone property's values at `frames`: its curves where keyed, else as posed
-    (`seen`: curve_values' shared lookups)."""
-    return _stacked(obj, [name], path, width, curves, frames, seen)
+    (`seen`, `read`: curve_values')."""
+    return _stacked(obj, [name], path, width, curves, frames, seen, read)
 
 
-def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray, seen=None) -> np.ndarray:
+def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray, seen=None, read=None) -> np.ndarray:
     """(len(names) * F, width) `_channels` of bones `names`, one after the other, written into one
-    table (no per-bone tables joined)."""
+    table (no per-bone tables joined); `read`: curve_values' (its keys' co by (data path, index))."""
     pose = obj.pose.bones
     m = len(frames)
     out = np.empty((len(names) * m, width))
@@ -73,7 +74,7 @@ def _stacked(obj, names, path: str, width: int, curves: dict, frames: np.ndarray
         for index in range(width):
             fc = curves.get((full, index))
             if fc is not None and plays(fc):  # (a curve playback skips leaves the value as posed)
-                rows[:, index] = sampling.curve_values(fc, frames, seen)
+                rows[:, index] = sampling.curve_values(fc, frames, seen, read, (full, index))
     return out
 
 
@@ -160,8 +161,28 @@ def _affine_inverse(m: np.ndarray, inverse: np.ndarray) -> np.ndarray:
     return out
 
 
-def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
-    """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '')."""
+# numpy's matmul of a stack of 4x4s with one 4x4 calls BLAS once per matrix (~0.2 us each): as one
+# 2D product (the stack's rows one after the other, or its columns side by side) it is one call, with
+# each entry the same dot of four products (the same bits: tests/blender/test_plant_curves.py).
+def _each_times(stack: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """(F, 4, 4) `stack` (F, 4, 4) @ `matrix` (4, 4), or (F, 4) @ a vector (4,), as `stack @ matrix`
+    gives it."""
+    return (stack.reshape(-1, 4) @ matrix).reshape(stack.shape[:-1] + matrix.shape[1:])
+
+
+def _times_each(matrix: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """(F, 4, 4) `matrix` (4, 4) @ `stack` (F, 4, 4), as `matrix @ stack` gives it."""
+    columns = stack.transpose(1, 0, 2).reshape(4, -1)  # (4, F * 4): each matrix's columns side by side
+    return np.ascontiguousarray((matrix @ columns).reshape(4, len(stack), 4).transpose(1, 0, 2))
+
+
+def sample_legs(
+    obj, legs, frames: np.ndarray, read: dict | None = None, located: dict | None = None
+) -> list[LegFrames]:
+    """Each leg's pose at scene `frames` from the curves (call only where `curves_reason` is '').
+    `read` (a dict): the rotation curves' keys' co as read, by (data path, index) (sampling.curve_values);
+    `located` (a dict): each bone's location channel as it plays (F, 3) by name, the root's to the feet's
+    (root_location.played_locations' figures: the same curves read the same way)."""
     # Whether a curve plays is asked of those read alone (`_stacked`), not of every curve of the action.
     curves = {(fc.data_path, fc.array_index): fc for fc in sampling.active_curves(obj)[1]}
     at = action_frames(obj, frames).astype(float)
@@ -172,7 +193,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
     seen: dict = {}
     for name in names:
         path, width = rotation_channels(pose[name].rotation_mode)
-        values[name] = _channels(obj, name, path, width, curves, at, seen)
+        values[name] = _channels(obj, name, path, width, curves, at, seen, read)
     # The bones' rotations and local matrices all at once (a bone's own would cost ~30 numpy
     # calls), bones of one rotation mode together; the same arithmetic row by row.
     basis_q: dict[str, np.ndarray] = {}
@@ -181,6 +202,8 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         turns = _rotation(mode, np.concatenate([values[n] for n in group]))
         basis_q.update((n, turns[j * m : (j + 1) * m]) for j, n in enumerate(group))
     location = _stacked(obj, names, "location", 3, curves, at, seen)
+    if located is not None:
+        located.update((name, location[j * m : (j + 1) * m]) for j, name in enumerate(names))
     scale = _stacked(obj, names, "scale", 3, curves, at, seen)
     # Bones of one rotation mode (a capture's): their rotations are already in `names` order.
     local_turns = turns if len(group) == len(names) else np.concatenate([basis_q[n] for n in names])
@@ -196,19 +219,19 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
         basis = bases[j * m : (j + 1) * m]
         rest = rests[name]
         if pbone.parent is None:
-            posed[name] = rest @ basis
+            posed[name] = _times_each(rest, basis)
         else:
             parent = pbone.parent.name
             relative = _affine_inverse(rests[parent], inverses[parent]) @ rest  # float64
-            posed[name] = posed[parent] @ relative @ basis
+            posed[name] = _each_times(posed[parent], relative) @ basis
     world = np.tile(np.array(obj.matrix_world), (m, 1, 1))
-    stacked = [np.stack([posed[n] for n in leg], axis=1) for leg in legs]  # per leg (F, 3, 4, 4)
+    stacked = [side_by_side([posed[n] for n in leg]) for leg in legs]  # per leg (F, 3, 4, 4)
     # Every leg's rotations in one call (each matrix's own figures, as leg by leg).
     rotations = matrix_rotations(np.concatenate([matrices[..., :3, :3] for matrices in stacked]))
     out = []
     for j, (leg, matrices) in enumerate(zip(legs, stacked, strict=True)):
         foot = pose[leg[-1]].bone
-        toe = matrices[:, 2] @ np.array([0.0, foot.length, 0.0, 1.0])
+        toe = _each_times(matrices[:, 2], np.array([0.0, foot.length, 0.0, 1.0]))
         # The legs share the armature's world matrix: its inverse, turn and scale found once (the first
         # leg's, the same figures for every leg).
         shared = () if not out else (out[0].inverse3(), out[0].armature_turn(), out[0].scales())
@@ -220,7 +243,7 @@ def sample_legs(obj, legs, frames: np.ndarray) -> list[LegFrames]:
                 matrices[..., :3, 3],
                 toe[:, :3],
                 rotations[j * m : (j + 1) * m],
-                np.stack([basis_q[n] for n in leg], axis=1),
+                side_by_side([basis_q[n] for n in leg]),
                 [values[n] for n in leg],
                 *shared,
             )

@@ -62,14 +62,16 @@ def inverse3(m: np.ndarray) -> np.ndarray:
     a, b, c = m[..., 0, 0], m[..., 0, 1], m[..., 0, 2]
     d, e, f = m[..., 1, 0], m[..., 1, 1], m[..., 1, 2]
     g, h, i = m[..., 2, 0], m[..., 2, 1], m[..., 2, 2]
-    co = np.stack(
-        (
-            np.stack((e * i - f * h, c * h - b * i, b * f - c * e), axis=-1),
-            np.stack((f * g - d * i, a * i - c * g, c * d - a * f), axis=-1),
-            np.stack((d * h - e * g, b * g - a * h, a * e - b * d), axis=-1),
-        ),
-        axis=-2,
+    entries = (
+        (e * i - f * h, c * h - b * i, b * f - c * e),
+        (f * g - d * i, a * i - c * g, c * d - a * f),
+        (d * h - e * g, b * g - a * h, a * e - b * d),
     )
+    # Written entry by entry (np.stack's table without its nested calls' copies).
+    co = np.empty(np.shape(a) + (3, 3), dtype=np.result_type(*entries[0]))
+    for r, row in enumerate(entries):
+        for k, entry in enumerate(row):
+            co[..., r, k] = entry
     det = a * co[..., 0, 0] + b * co[..., 1, 0] + c * co[..., 2, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
         return co / det[..., None, None]

@@ -137,26 +137,30 @@ def target_positions(target, frames: np.ndarray) -> np.ndarray:
     return parts["location"] + parts["delta_location"]
 
 
-def curve_values(fc, frames: np.ndarray, seen: dict | None = None) -> np.ndarray:
+def curve_values(fc, frames: np.ndarray, seen: dict | None = None, read: dict | None = None, key=None) -> np.ndarray:
     """(F,) `fc` as playback evaluates it at (action) `frames`. Blender's F-Curve evaluation returns a
     key's own value at its frame (whatever the interpolation), so on frames that are keys (a
     capture keyed on every frame) the keys are read in one call; modifiers, and the frames between
     keys, go through `FCurve.evaluate`. `seen` (a dict, one per `frames`): where each frame falls
-    among key times already looked up, by those times (an action's curves mostly share them)."""
+    among key times already looked up, by those times (an action's curves mostly share them).
+    `read` (a dict): the keys' co as read (float32, 2 per key) put there under `key`, for a writer of
+    the same curve that follows with nothing in between (rig.keys.write_keys_in's `co`)."""
     count = len(fc.keyframe_points)
     if not count or len(fc.modifiers):
         return np.array([fc.evaluate(float(f)) for f in frames.tolist()])
     co = np.empty(2 * count, dtype=np.float32)
     fc.keyframe_points.foreach_get("co", co)
-    key = co[0::2].tobytes()
-    found = None if seen is None else seen.get(key)
+    if read is not None:
+        read[key] = co
+    times_key = co[0::2].tobytes()
+    found = None if seen is None else seen.get(times_key)
     if found is None:
         times = co[0::2].astype(float)
         at = np.clip(np.searchsorted(times, frames), 0, count - 1)
         on_key = (times[at] == frames) & np.all(times[1:] > times[:-1])
         found = at, np.flatnonzero(~on_key).tolist()
         if seen is not None:
-            seen[key] = found
+            seen[times_key] = found
     at, between = found
     out = co[1::2][at].astype(float)  # the keys' 32-bit values, exactly as doubles
     for row in between:

@@ -225,6 +225,7 @@ def bake_steps(
             # Without planted chains the solve's specs are these: their bones and units as read above.
             known = (read, units) if len(others) == len(specs) else None
             solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise, known)
+            plants.curve_keys.clear()  # keys read before the others' solve (frame handlers) may be stale
             solving = solved.posed  # a solve that posed nothing needs the frame set again only if it moved
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.

@@ -154,7 +154,7 @@ def kept_feet(legs: list[plant_read.LegFrames], moved: list[plant_read.LegFrames
     )
     # each bone's armature-space rotation: its turn (its parent's times its own) times its input's
     rotations = quat.normalize(quat.multiply(turns, both.rotations))
-    joints = np.stack([heads[:, 0], knee, ankle], axis=1)
+    joints = plant_legs.side_by_side([heads[:, 0], knee, ankle])
     start = 0
     for j in touched:
         m = moved[j]

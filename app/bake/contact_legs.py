@@ -78,8 +78,8 @@ def positional(
     # (the foot keeps its world rotation, or is tilted by `own`).
     identity = np.zeros_like(turns.thigh)
     identity[:, 0] = 1.0
-    parents = np.stack([identity, turns.thigh, turns.shin], axis=1)
-    owns = np.stack([turns.thigh, turns.shin, identity if own is None else own], axis=1)
+    parents = plant_legs.side_by_side([identity, turns.thigh, turns.shin])
+    owns = plant_legs.side_by_side([turns.thigh, turns.shin, identity if own is None else own])
     basis = plant_legs.basis_after(leg.basis, leg.rotations, parents, owns)
     return basis, quat.norm(turns.ankle - goal) * leg.scales()
 

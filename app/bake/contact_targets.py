@@ -82,6 +82,10 @@ class Plants:
     hips_values: np.ndarray | None = None  # (F, 3) its location channel, the input's where unchanged
     hips_keyed: np.ndarray | None = None  # (F,) frames its location is keyed on
     hips_moved: float = 0.0  # the largest move of the legs' hips on playback (world)
+    # The legs' rotation curves' keys' co as read from the curves (sample_legs), by (data path, index):
+    # `write` takes them instead of reading them again; valid only while nothing has written keys
+    # since (bake_steps empties it where other chains are solved and keyed in between).
+    curve_keys: dict = field(default_factory=dict)
 
     @property
     def reason(self) -> str:
@@ -149,13 +153,16 @@ def leg_length(obj, names) -> float:
     return float(sum((m3 @ (bones[n].tail_local - bones[n].head_local)).length for n in names))
 
 
-def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generator[str, None, tuple[list, str]]:
+def read_legs(
+    context, obj, legs, frames: np.ndarray, progress=None, read: dict | None = None, located: dict | None = None
+) -> Generator[str, None, tuple[list, str]]:
     """The legs' input pose at `frames`, from the action's curves where that is provably the pose
     (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame
-    (yielding 'solve' after each frame); and how it was read."""
+    (yielding 'solve' after each frame); and how it was read. `read`, `located`:
+    plant_curves.sample_legs' (left empty where the legs are read frame by frame)."""
     why = plant_curves.curves_reason(obj, legs) if legs else ""
     if not why and legs:
-        sampled = plant_curves.sample_legs(obj, legs, frames)
+        sampled = plant_curves.sample_legs(obj, legs, frames, read, located)
         rows = np.unique([0, len(frames) // 2, len(frames) - 1])
         # The scene's current frame read last: the sampler then need not set it back (one frame_set).
         rows = np.concatenate(
@@ -168,6 +175,9 @@ def read_legs(context, obj, legs, frames: np.ndarray, progress=None) -> Generato
                 progress(1.0, int(frames[-1]))
             return sampled, FROM_CURVES
         why = f"the curves' pose differs from the evaluated one by {off:.2g} of the leg"
+        for found in (read, located):
+            if found is not None:
+                found.clear()
     sampled = yield from _each_frame(plant_read.legs_in_steps(context, obj, legs, frames, progress))
     return sampled, f"{FRAME_BY_FRAME}: {why}"
 
@@ -200,8 +210,10 @@ def solve_steps(
     blend = blend_frames(obj, fps)
     probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
     flags = [played_contacts(obj, s.contacts, frames) for s in planted_specs]
-    sampled, reading = yield from read_legs(context, obj, legs, frames, progress)
-    out = Plants(reading=reading)
+    read: dict = {}
+    located: dict = {}  # the bones' location channels as they play (read with the legs from the curves)
+    sampled, reading = yield from read_legs(context, obj, legs, frames, progress, read, located)
+    out = Plants(reading=reading, curve_keys=read)
     hips = contact_hips.hips_bone(obj, planted_specs, legs)
     steps = []  # per chain: (length, the tip's ground heights, its heel-first plan, the first plan)
     for spec, leg, contacts in zip(planted_specs, sampled, flags, strict=True):
@@ -283,19 +295,25 @@ def solve_steps(
             values.append(table)
         out.chains.append(PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips))
     if moved is not None:
-        out.hips_values, out.hips_keyed = _hips_locations(context, obj, hips, frames, sampled[0], moved)
+        played = located.get(hips)
+        out.hips_values, out.hips_keyed = _hips_locations(context, obj, hips, frames, sampled[0], moved, played)
     out.seconds = time.perf_counter() - start
     return out
 
 
-def _hips_locations(context, obj, name: str, frames, leg: plant_read.LegFrames, offset: np.ndarray) -> tuple:
+def _hips_locations(
+    context, obj, name: str, frames, leg: plant_read.LegFrames, offset: np.ndarray, played=None
+) -> tuple:
     """((F, 3) the hips' location channel with the world `offset` (F, 3) applied, (F,) the frames
-    to key: those it changed and the frame either side, at its input value)."""
+    to key: those it changed and the frame either side, at its input value). `played`: the channel
+    as it plays (F, 3), where read with the legs (root_location.played_locations' figures)."""
     changed = np.any(offset != 0.0, axis=1)
     keyed = changed.copy()
     keyed[1:] |= changed[:-1]
     keyed[:-1] |= changed[1:]
-    values = root_location.played_locations(obj, name, keys.action_frames(obj, frames))
+    values = played
+    if values is None:
+        values = root_location.played_locations(obj, name, keys.action_frames(obj, frames))
     if not np.any(changed):
         return values, keyed
     armature = np.einsum("fij,fj->fi", leg.inverse3(), offset)
@@ -322,7 +340,9 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
             written = 0
             for index in range(table.shape[1]):
                 fc = fcurves.ensure(path, index, name)
-                written += keys.write_keys_in(fc, at, table[chain.keyed, index], runs, interpolation, seen=seen)
+                co = plants.curve_keys.pop((path, index), None)  # its keys as the solve read them
+                values = table[chain.keyed, index]
+                written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, co=co)
             per_bone[name] = written
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
     if plants.hips and np.any(plants.hips_keyed):

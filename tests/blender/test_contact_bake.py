@@ -451,3 +451,23 @@ def test_an_unmeasured_bake_sets_the_frame_back_showing_its_keys(scene):
     specs = [spec_from_item(item) for item in obj.chain_ik.chains]
     result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST, measure=False))
     assert contact_targets.FROM_CURVES in result.reasons["Foot"]
+
+
+@pytest.mark.parametrize("muted", [False, True])
+def test_the_hips_location_read_with_the_legs_is_the_played_one(scene, muted):
+    """plant_curves.sample_legs' `located` (the planted bake's hips location, read with the legs) is
+    root_location.played_locations' to the bit (a muted curve: the value as posed), and its `read`
+    holds the rotation curves' keys as they are."""
+    from chain_ik.rig import keys, plant_curves, root_location
+
+    obj = built_walk(knee=0.2)
+    if muted:
+        keys.assigned_fcurve(obj, 'pose.bones["hips"].location', 1).mute = True
+    frames = FRAMES.astype(float)
+    read, located = {}, {}
+    plant_curves.sample_legs(obj, [("thigh", "shin", "foot")], FRAMES, read, located)
+    played = root_location.played_locations(obj, "hips", frames)
+    assert (located["hips"].view(np.int64) == played.view(np.int64)).all()
+    state = fcurve_state(obj)
+    assert read and all(np.array_equal(co.reshape(-1, 2), state[key]) for key, co in read.items())
+    assert all("rotation" in path for path, _ in read)

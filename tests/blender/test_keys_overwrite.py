@@ -99,3 +99,27 @@ def test_spans_are_the_runs_of_keyed_frames():
     assert plant_keys.spans(frames[::-1].copy(), keyed) == [(18.0, 19.0), (15.0, 15.0), (10.0, 13.0)]
     assert plant_keys.spans(frames, np.zeros(10, dtype=bool)) == []
     assert plant_keys.spans(frames, np.ones(10, dtype=bool)) == [(10.0, 19.0)]
+
+
+@pytest.mark.parametrize("in_place", [True, False])
+def test_keys_given_as_read_write_the_same_curve(scene, monkeypatch, in_place):
+    """write_keys_in with the curve's co given (as curve_values read it: `read`) writes what it
+    writes reading them itself; a co of another length (stale) is read again."""
+    from chain_ik.rig import keys, sampling
+
+    if not in_place:
+        monkeypatch.setattr(keys, "_same_frames", lambda old, new: False)  # the rebuild
+    frames = np.arange(8, 21, dtype=float)
+    spans = [(8.0, 12.0), (15.0, 20.0)]
+    at = frames[(frames <= 12.0) | (frames >= 15.0)]
+    new = np.cos(at)
+    read: dict = {}
+    given, itself, stale = _curve("A"), _curve("B"), _curve("C")
+    sampling.curve_values(given, np.arange(1.0, 31.0), {}, read, "A")
+    assert len(read["A"]) == 2 * 30
+    keys.write_keys_in(given, at, new, spans, "BEZIER", seen={}, co=read["A"])
+    keys.write_keys_in(itself, at, new, spans, "BEZIER", seen={})
+    keys.write_keys_in(stale, at, new, spans, "BEZIER", seen={}, co=np.zeros(2 * 29, dtype=np.float32))
+    a, b, c = _attributes(given), _attributes(itself), _attributes(stale)
+    for name in a:
+        assert np.array_equal(a[name], b[name]) and np.array_equal(a[name], c[name]), name

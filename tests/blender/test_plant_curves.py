@@ -57,3 +57,28 @@ def test_local_matrices_are_to_matrix_times_the_scale(ext):
         reference[:, :3, 3] = location
         reference[:, 3, 3] = 1.0
         assert plant_curves._basis(turns, location, given).tobytes() == reference.tobytes()
+
+
+@pytest.mark.parametrize("frames", [1, 2, 3, 31, 343, 1000])
+def test_stack_products_are_matmuls_one_by_one(ext, frames):
+    """The forward kinematics' stack-by-matrix products as one 2D product: the same bits as numpy's
+    matmul of the stack (one BLAS call per matrix), both sides, affine and general matrices."""
+    from chain_ik.rig import plant_curves
+
+    rng = np.random.default_rng(frames)
+    for scale in (1e-3, 1.0, 1e4):
+        stack = rng.normal(size=(frames, 4, 4)) * scale
+        matrix = rng.normal(size=(4, 4))
+        for affine in (False, True):
+            if affine:
+                stack[:, 3], matrix[3] = (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+            left = plant_curves._times_each(matrix, stack)
+            right = plant_curves._each_times(stack, matrix)
+            assert left.flags.c_contiguous and right.flags.c_contiguous
+            assert (left.view(np.int64) == (matrix @ stack).view(np.int64)).all()
+            assert (right.view(np.int64) == (stack @ matrix).view(np.int64)).all()
+            vector = np.array([0.0, rng.random() * scale, 0.0, 1.0])
+            assert (plant_curves._each_times(stack, vector) == stack @ vector).all()
+            legs = rng.normal(size=(frames, 3, 4, 4)) * scale  # a leg's stacked matrices, a bone's strided view
+            toe = plant_curves._each_times(legs[:, 2], vector)
+            assert (toe.view(np.int64) == (legs[:, 2] @ vector).view(np.int64)).all()
