@@ -170,7 +170,8 @@ def playback_overrides(obj, bones) -> dict[str, tuple[str, ...]]:
 
 
 def driven_rotations(obj, bones) -> tuple[str, ...]:
-    """`playback_overrides`' "drivers" alone (a bake asks after keying): no curve looked up."""
+    """Those of `bones` with a driver in use on their rotation channel (drivers win over keys):
+    `playback_overrides`' "drivers" alone (a bake asks after keying); no curve looked up."""
     if obj.animation_data is None:
         return ()
     return tuple(sorted(_driven(obj.animation_data, _rotation_paths(obj, bones))))

@@ -61,7 +61,9 @@ class BakeResult:
     measure_seconds: float = 0.0  # the playback pass that measured `chains`
     per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
     per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
-    keys_before: int = 0  # one key per baked frame on every channel written: the keys before any reduction
+    # One key per baked frame on every channel written (a planted chain: its keys as written): the
+    # keys before any reduction.
+    keys_before: int = 0
     reduced: bool = False  # key reduction was asked for (`keys` then counts what it kept)
     # By chain label: why the fastest kernel did not serve it (bake_solve), e.g. "baked frame by
     # frame: bone 'x' has constraints"; chains the fastest kernel served are not listed.
@@ -248,14 +250,15 @@ def bake_steps(
     curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
     bone_keys = write_curves(obj, curves, options)
     # Chains with contacts: their changed frames only (app.bake.contact_targets).
-    bone_keys.update(contact_targets.write(obj, plants, frames, options.interpolation))
+    planted_keys = contact_targets.write(obj, plants, frames, options.interpolation)
+    bone_keys.update(planted_keys)
     for planted in plants.chains:
         label, tip = planted.spec.label, planted.spec.tip
         values.update(zip(planted.leg.names, planted.values, strict=True))
         solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
         solved.held[label], solved.reasons[label] = planted.held, plants.reason
     chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
-    driven = driven_rotations(obj, values)
+    driven = keys.driven_rotations(obj, values)  # drivers in use win over the keys
     # Live would solve these bones again on playback, over the new keys.
     live_off = live.switch_off(obj, values)
     seconds = time.perf_counter() - start_time
@@ -298,7 +301,7 @@ def bake_steps(
         measure_seconds=measure_seconds,
         per_chain_keys=chain_keys,
         per_chain_seconds=solved.seconds,
-        keys_before=len(frames) * len(curves),
+        keys_before=len(frames) * len(curves) + sum(planted_keys.values()),  # planted: not reduced
         reduced=options.reduce,
         reasons=reasons,
         root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
@@ -351,11 +354,6 @@ def blend_warning(obj) -> str:
             " playback adds their rotation to the baked keys"
         )
     return ""
-
-
-def driven_rotations(obj, bones) -> tuple[str, ...]:
-    """Those of `bones` with a driver on their rotation channel in use (drivers win over keys)."""
-    return keys.driven_rotations(obj, bones)
 
 
 @dataclass

@@ -80,11 +80,11 @@ class Carried:
         for j, spec in enumerate(self.specs):
             if not spec.pin:
                 self.positions[:, j] = _to_local(
-                    inverse, sampling.target_positions(spec.target, frames), "target", frames
+                    inverse, sampling.target_positions(spec.target, frames), f"target '{spec.target.name}'", frames
                 )
             if spec.pole is not None and not spec.aims:
                 self.poles[:, j] = _to_local(
-                    inverse, sampling.target_positions(spec.pole, frames), "pole target", frames
+                    inverse, sampling.target_positions(spec.pole, frames), f"pole target '{spec.pole.name}'", frames
                 )
         # One matrix seen as every frame's: no per-frame copies on long bakes.
         self.to_world = np.broadcast_to(np.array(space.matrix), (self.count, 4, 4))

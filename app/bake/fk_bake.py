@@ -302,7 +302,7 @@ def bake_fk(
         last_frame=int(every[-1]),
         step=options.step,
         locked=tuple(sorted(locked)),
-        driven=bake.driven_rotations(obj, plan.fk_names),
+        driven=keys.driven_rotations(obj, plan.fk_names),
         constrained=tuple(n for n in plan.fk_names if any(c.enabled and c.influence > 0 for c in pose[n].constraints)),
         live=tuple(leaders),
         live_off=live_off,

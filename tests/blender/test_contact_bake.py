@@ -329,6 +329,7 @@ def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
     assert run.returncode == 0, run.stderr
     data = json.loads(summary.read_text())
     assert data["detected"]["Foot"]["contacts"] >= 1
+    assert data["keys_before"] == data["keys"] > 0 and not data["reduced"]  # was "of 0 solved"
     (chain,) = data["per_chain"]
     assert chain["contacts"]["contacts"] == data["detected"]["Foot"]["contacts"]
     assert chain["contacts"]["slide_after"]["mean"] <= chain["contacts"]["slide_before"]["mean"]

@@ -78,7 +78,7 @@ def test_cli_with_the_wheel_python_takes_its_arguments_with_or_without_the_doubl
         run = subprocess.run(
             [sys.executable, str(REPO / "cli.py"), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
         )
-        assert run.returncode == 1 and "no such file: scene.blend" in run.stderr, run.stderr
+        assert run.returncode == 2 and "no such file: scene.blend" in run.stderr, run.stderr
 
 
 def test_readme_script_snippets_run_on_a_rig_with_the_names_they_use(scene):
