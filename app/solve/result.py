@@ -60,7 +60,8 @@ def miss_warning(obj, outcome: ChainOutcome, error: float) -> str:
         )
     spec = outcome.spec
     # The possible causes, as alternatives: which one holds is not known here.
-    why = ["out of its bones' reach", "held by their limits or locks"]
+    why = ["out of its bones' reach"]
+    why += ["held by their limits or locks"] if spec.use_limits or spec.use_locks else []
     why += ["held short by Softness"] if spec.softness > 0.0 else []
     why += [f"blended by Influence {spec.influence:g}"] if spec.influence < 1.0 else []
     causes = why[0] if len(why) == 1 else ", ".join(why[:-1]) + " or " + why[-1]

@@ -9,7 +9,8 @@ from bpy.utils import flip_name
 
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
 SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "result", "has_result", "comparison", "select", "aim_axis"}  # fmt: skip
+        "constraint", "result", "has_result", "comparison", "select", "aim_axis",
+        "contact", "contact_figures"}  # fmt: skip  (contacts: each side's own keys and bake figures)
 
 
 def mirrored_pole_angle(angle: float) -> float:
@@ -98,19 +99,21 @@ def mirror_active(obj) -> tuple[str, bool, tuple[str, ...]]:
         setattr(item, key, value)
     item.has_result = False
     settings.active_index = index
-    angles = {p.identifier for p in src.bl_rna.properties if getattr(p, "subtype", "") == "ANGLE"}
+    props = src.bl_rna.properties
     changed = () if made else tuple(
-        key for key in watched if not _same(_plain(getattr(item, key)), before[key], key in angles)
+        props[key].name or key
+        for key in watched
+        if not _same(_plain(getattr(item, key)), before[key], getattr(props[key], "unit", "NONE") == "ROTATION")
     )
     return name, made, changed
 
 
 def _same(a, b, angle: bool) -> bool:
-    """Equal, floats within float32 noise (a pole angle mirrored twice comes back 1e-7 off), an
-    angle also a turn apart (-180 and 180 degrees are one angle)."""
-    if isinstance(a, float) and isinstance(b, float):
+    """Equal; an angle (mirrored, not copied: a pole angle mirrored twice comes back 1e-7 off)
+    within float32 noise and a turn apart (-180 and 180 degrees are one angle)."""
+    if angle:
         d = abs(a - b)
-        return min(d, abs(d - 2.0 * math.pi)) <= 1e-6 if angle else d <= 1e-6 * max(1.0, abs(a), abs(b))
+        return min(d, abs(d - 2.0 * math.pi)) <= 1e-6
     return a == b
 
 

@@ -134,7 +134,7 @@ def test_mirroring_back_onto_a_set_chain_says_what_it_overwrote(scene, capfd):
     assert obj.chain_ik.active.name == "Arm.R"
     assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}
     out = capfd.readouterr().out
-    assert "Warning: chain 'Arm.L' updated from 'Arm.R': method, target overwritten" in out, out
+    assert "Warning: chain 'Arm.L' updated from 'Arm.R': Solver, Target overwritten" in out, out
     assert (left.target, left.method) == (None, "triangulation")
     assert bpy.ops.chain_ik.chain_mirror() == {"FINISHED"}  # again, from Arm.L: the same values
     assert "Info: chain 'Arm.R' updated from 'Arm.L': nothing changed" in capfd.readouterr().out
