@@ -61,9 +61,7 @@ def _played(obj, goal) -> tuple[float, float, float]:
 
 
 @pytest.mark.parametrize("earlier", ["none", "plain bake"])
-@pytest.mark.parametrize(
-    ("location", "turn", "scale"), [((0.0, 0.0, 0.0), 0.0, 1.0), ((1.0, -2.0, 0.3), 0.6, 1.3)]
-)
+@pytest.mark.parametrize(("location", "turn", "scale"), [((0.0, 0.0, 0.0), 0.0, 1.0), ((1.0, -2.0, 0.3), 0.6, 1.3)])
 def test_stretch_bake_verdict_does_not_depend_on_earlier_keys(scene, rigify, location, turn, scale, earlier):
     """Connected arm bones, Inherit Scale Full: the chain stretches straight, so the forearm follows
     its parent's stretch along its own axis and Blender does not shear it. The bake is accepted on
