@@ -17,7 +17,7 @@ SHOWN = 6
 
 def note(pbone) -> str:
     """'' or, for the nearest parents of `pbone` (an evaluated or original pose bone) whose scale is
-    non-uniform and keyed: '; it comes from keys: 'upper_arm.L' Y Scale (scale[1]) keyed on frames
+    non-uniform and keyed: '; that scale comes from keys: 'upper_arm.L' Y Scale (scale[1]) keyed on frames
     1-40 (...how to clear them)'."""
     obj = getattr(pbone.id_data, "original", None) or pbone.id_data
     found = []
@@ -33,7 +33,7 @@ def note(pbone) -> str:
     if not found:
         return ""
     return (
-        f"; it comes from keys: {', '.join(found)} (a bake with IK Stretch keys Y Scale on the bones it"
+        f"; that scale comes from keys: {', '.join(found)} (a bake with IK Stretch keys Y Scale on the bones it"
         " stretches, and a later bake keeps them: it cannot tell them from yours): delete those keys (Dope"
         " Sheet or Graph Editor, the bone's Scale channel) and set that scale back to 1"
     )
