@@ -29,7 +29,7 @@ import numpy as np
 from mathutils import Matrix, Quaternion
 
 from ..solvers import Chain
-from . import ik_settings
+from . import ik_settings, scale_keys
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ def check_rigid_pose(pbone, pose: Matrix, basis: Matrix) -> bool:
     if c <= 0.0 or deviation > RIGID_TOLERANCE * c:
         raise ValueError(
             f"bone '{pbone.name}' inherits a non-uniform scale, so rotating it would stretch it:"
-            " use uniform scale on its parents, or set its Inherit Scale to None or Average"
+            " use uniform scale on its parents, or set its Inherit Scale to None or Average" + scale_keys.note(pbone)
         )
     return False
 

@@ -59,9 +59,11 @@ def check_followed(bones, links, world, bent: bool = False) -> None:
     parent's Y scale along its own Y axis (solvers.stretch), which is what Blender does for Inherit
     Scale Aligned, and for Full (and Fix Shear, from a rest pose along the parent) while the bone
     stays along its parent's Y axis, as the straight chain at full stretch keeps it when every link
-    runs along its bone. Otherwise Blender shears or scales the bone (Average: uniformly) and the
-    tip misses by up to the stretch (0.5 on a 3-unit chain). `bent`: soft IK's stretch, which
-    lengthens the chain while it still bends (solvers.common.soft), so Full and Fix Shear shear."""
+    runs along its bone (within the shear that leaves, up to read.RIGID_TOLERANCE, the same bound
+    the rigidity check puts on an inherited scale: float32 noise never refuses). Otherwise Blender
+    shears or scales the bone (Average: uniformly) and the tip misses by up to the stretch (0.5 on a
+    3-unit chain). `bent`: soft IK's stretch, which lengthens the chain while it still bends
+    (solvers.common.soft), so Full and Fix Shear shear."""
     for i in range(1, len(bones)):
         if world[i - 1] == 1.0:
             continue  # the parent is not stretched
@@ -69,10 +71,19 @@ def check_followed(bones, links, world, bent: bool = False) -> None:
         mode = bone.inherit_scale
         if mode in ("ALIGNED", "NONE", "NONE_LEGACY"):
             continue
-        straight = not bent and plan_stretch.along_y(links[i - 1]) and plan_stretch.along_y(links[i])
+        # Straight at full stretch, the bone's Y axis is within the two links' angles off their
+        # bones of its parent's: below the rigidity check's tolerance Blender's shear is float32
+        # noise (connected bones read ~1e-6 off), not a gap sideways of the bone.
+        s = world[i - 1]
+        angle = plan_stretch.off_axis(links[i - 1], s) + plan_stretch.off_axis(links[i], world[i])
+        straight = not bent and plan_stretch.inherited_shear(angle, s) <= read.RIGID_TOLERANCE
         if mode == "FULL" and straight:
             continue
-        if mode == "FIX_SHEAR" and straight and _rest_along_parent(bone):
+        if (
+            mode == "FIX_SHEAR"
+            and straight
+            and plan_stretch.inherited_shear(_rest_angle(bone), s) <= read.RIGID_TOLERANCE
+        ):
             continue
         why = {
             "AVERAGE": "scales it uniformly",
@@ -88,9 +99,10 @@ def check_followed(bones, links, world, bent: bool = False) -> None:
         )
 
 
-def _rest_along_parent(bone) -> bool:
+def _rest_angle(bone) -> float:
+    """The angle (radians) between the bone's rest Y axis and its parent's."""
     y, parent_y = bone.matrix_local.col[1].xyz, bone.parent.matrix_local.col[1].xyz
-    return y.cross(parent_y).length <= plan_stretch.ALONG_Y * y.length * parent_y.length
+    return math.atan2(y.cross(parent_y).length, y.dot(parent_y))
 
 
 def blend(pose_bones, scales: dict[str, float], influence: float) -> tuple[dict[str, float], dict[str, float]]:

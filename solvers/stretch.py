@@ -103,6 +103,21 @@ def along_y(link: Link) -> bool:
     return math.hypot(x, z) <= ALONG_Y * math.hypot(x, y, z)
 
 
+def off_axis(link: Link, factor: float = 1.0) -> float:
+    """The angle (radians) between a bone's Y axis and its link stretched by `factor` along it."""
+    x, y, z = link
+    return math.atan2(math.hypot(x, z), abs(y) * factor)
+
+
+def inherited_shear(angle: float, factor: float) -> float:
+    """The cosine between a bone's axes once it inherits its parent's Y scale `factor` at `angle`
+    (radians) from the parent's Y axis, as Inherit Scale Full applies it: the columns of
+    diag(1, s, 1) R, R a turn by `angle`; 0 along the parent's axis, ~(s^2 - 1) x angle near it."""
+    c, s = math.cos(angle), math.sin(angle)
+    f2 = factor * factor
+    return abs((f2 - 1.0) * s * c) / math.sqrt((c * c + f2 * s * s) * (s * s + f2 * c * c))
+
+
 def stretch_points(
     points: Rows,
     frames: Sequence[Rows],

@@ -156,3 +156,20 @@ def test_why_float64_a_hair_inside_full_reach_bends_triangulation():
 def test_along_y():
     assert stretch.along_y((0.0, 1.0, 0.0)) and stretch.along_y((1e-8, 1.0, -1e-8))
     assert not stretch.along_y((0.05, 1.0, 0.05)) and not stretch.along_y((1.0, 0.0, 0.0))
+
+
+def test_inherited_shear_against_the_matrix():
+    """inherited_shear is the cosine between the columns of diag(1, s, 1) R, R a turn off the Y
+    axis; off_axis the angle of a stretched link from its bone's Y axis."""
+    for factor in (1.0, 1.03, 2.0, 10.0):
+        for angle in (0.0, 1e-6, 0.01, 0.3, 1.2):
+            c, s = math.cos(angle), math.sin(angle)
+            m = np.diag([1.0, factor, 1.0]) @ np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+            x, y = m[:, 0] / np.linalg.norm(m[:, 0]), m[:, 1] / np.linalg.norm(m[:, 1])
+            assert stretch.inherited_shear(angle, factor) == pytest.approx(abs(x @ y), abs=1e-15)
+    assert stretch.off_axis((0.0, 2.0, 0.0), 1.5) == 0.0
+    assert stretch.off_axis((0.3, 0.4, 0.0), 1.0) == pytest.approx(math.atan2(0.3, 0.4))
+    # Float32 noise on a connected link (~1e-6 of it) leaves no shear worth the name; a 2 cm gap
+    # sideways of a 0.29 bone stretched 3% does.
+    assert stretch.inherited_shear(stretch.off_axis((2.9e-7, 0.289, 0.0), 1.03), 1.03) < 1e-6
+    assert stretch.inherited_shear(stretch.off_axis((0.02, 0.289, 0.0), 1.03), 1.03) > 1e-3
