@@ -106,8 +106,15 @@ def _hips_moved(before: plant_read.LegFrames, after: plant_read.LegFrames) -> fl
 
 
 def _float(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
-    """The tip's largest height above the ground on the frames it is held (None without ground)."""
-    held = np.flatnonzero(chain.plan.weight == 1.0)
+    """The tip's largest height above the ground on the frames it is held at its hold's point (None
+    without ground): not a heel strike's frames, where the tip still comes down onto it
+    (solvers.plant.heel_first; a user trial read 128 mm there as a hold beyond reach)."""
+    plan = chain.plan
+    at_point = np.zeros(len(plan.weight), dtype=bool)
+    for hold in plan.holds:
+        rows = slice(hold.start, hold.end)
+        at_point[rows] = np.linalg.norm(plan.target[rows] - hold.point, axis=1) <= 1e-9
+    held = np.flatnonzero((plan.weight == 1.0) & at_point)
     if chain.probe is None or not len(held):
         return None
     reach = 2.0 * float(np.max(np.linalg.norm(chain.leg.heads[:, 0] - chain.leg.toe, axis=1)))
