@@ -164,6 +164,12 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
                 item = obj.chain_ik.chains.get(chain.name)
                 if item is not None:
                     item.contact_figures = bake_report.contact_line(chain.contacts)
+                if chain.contacts.get("strayed"):  # app.bake.contact_figures.STRAY_SHARE
+                    self.report(
+                        {"WARNING"},
+                        f"chain '{chain.name}': a held foot is up to {1000 * chain.contacts['strayed']:.0f} mm from"
+                        " where the input has it: a contact may join several placements (check its Contact keys)",
+                    )
         for name, moved in result.root_moved.items():
             self.report(
                 {"INFO"}, f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"

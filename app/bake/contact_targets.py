@@ -220,8 +220,10 @@ def solve_steps(
         length = leg_length(obj, leg.names)
         toe = leg.toe_world
         under = contact_legs.ground_under(probe, spec, toe, frames, length)
-        down = plant.tip_down(contacts, toe, fps, ContactSettings.for_leg(length), under)
-        first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down)
+        settings = ContactSettings.for_leg(length)
+        down = plant.tip_down(contacts, toe, fps, settings, under)
+        pivots = plant.pivot_flags(contacts, down, leg.heel_world, toe, fps, settings, under)
+        first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down, *pivots)
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
     moved = None
     if hips is not None:  # the hips lowered where a held ankle is beyond reach (contact_hips)

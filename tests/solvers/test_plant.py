@@ -12,7 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solvers.contacts import ContactSettings, contact_runs
-from solvers.plant import STEEPEST, default_blend, ease, head_targets, plan, plant_metrics, smooth, tip_down
+from solvers.plant import (
+    STEEPEST,
+    default_blend,
+    ease,
+    head_targets,
+    heel_first,
+    pivot_flags,
+    plan,
+    plant_metrics,
+    smooth,
+    tip_down,
+)
 
 FPS = 120.0
 
@@ -197,6 +208,73 @@ def test_tip_down_holds_the_tip_from_where_it_lands():
     assert not tip_down(planted, flying, FPS, settings).any()
     with pytest.raises(ValueError, match="settings must be"):
         tip_down(planted, tip, FPS, None)
+
+
+def pitch_turns(angles: np.ndarray) -> np.ndarray:
+    """(F, 4) turns about world y by `angles` (positive: the toe (+x) goes down)."""
+    return np.stack([np.cos(angles / 2), np.zeros(len(angles)), np.sin(angles / 2), np.zeros(len(angles))], axis=1)
+
+
+def stand_then_heel_rise(m: int = 170):
+    """A foot standing flat (heel end 9 cm up, tip 6 cm up) from frame 0, its heel rising from 70 to
+    90 (pitching 0.8 rad about its tip), then its tip sinking 4 cm from 100 to 130 (as in the
+    clip's crouch), then still; one contact 10-160 (either end down). Returns heel, tip, the foot's
+    turns and the contact flags."""
+    a = np.zeros(m)
+    drop = np.zeros(m)
+    a[70:90], a[90:] = 0.8 * smooth((np.arange(70, 90) - 70) / 20), 0.8
+    drop[100:130], drop[130:] = 0.04 * smooth((np.arange(100, 130) - 100) / 30), 0.04
+    turns = pitch_turns(a)
+    foot = np.stack([0.2 * np.cos(a) - 0.03 * np.sin(a), np.zeros(m), -0.2 * np.sin(a) - 0.03 * np.cos(a)], axis=1)
+    tip = np.tile([0.2, 0.0, 0.06], (m, 1))
+    tip[:, 2] -= drop
+    planted = np.zeros(m, dtype=bool)
+    planted[10:160] = True
+    return tip - foot, tip, turns, planted
+
+
+def test_heel_first_pivots_only_while_the_heel_is_down():
+    """A contact of standing then a heel rise (a user trial on the raw CMU start-walk-stop clip): the
+    tip is 'down' only once it has sunk, and pivoted about the point under the first frame's heel
+    through the heel rise, the held tip went 16 mm below the lowest the input reached. The pivot ends
+    where the heel leaves (the tip slow there): the tip is held from that frame, where it is."""
+    heel, tip, turns, planted = stand_then_heel_rise()
+    settings = ContactSettings.for_leg(0.9)
+    down = tip_down(planted, tip, FPS, settings)
+    landed = contact_runs(down)[0][0]
+    assert landed > 110  # the tip is 'down' only once sunk
+    old = heel_first(tip, heel, turns, planted, down)
+    assert old.points[10, 2] < tip[:, 2].min() - 0.01  # the held point: 16 mm below the input's lowest
+    heel_on, tip_slow = pivot_flags(planted, down, heel, tip, FPS, settings)
+    assert heel_on[10:70].all() and not heel_on[80 : landed - 12].any() and tip_slow[10:160].all()
+    new = heel_first(tip, heel, turns, planted, down, heel_on, tip_slow)
+    assert np.array_equal(new.planted, planted)
+    leave = 10 + int(np.flatnonzero(~heel_on[10:])[0])
+    assert 70 < leave < 80
+    held = plan(new.points, new.planted, FPS).target + new.offset
+    # Held from there, near where the tip is as the heel leaves (the pivot turned the foot about the
+    # point under the heel for the few frames the heel took to leave: 17 mm here).
+    assert np.allclose(held[leave:160], held[leave]) and np.linalg.norm(held[leave] - tip[leave]) < 0.02
+    assert held[10:160, 2].min() >= tip[:, 2].min() - 1e-9  # never below the input's lowest
+    # Before the heel rises, the foot turns about the still heel: as captured.
+    assert np.allclose(held[10:70], tip[10:70], atol=1e-9)
+
+
+def test_heel_first_keeps_a_heel_strike():
+    """A heel strike (the heel down until the tip lands, or rising within min_duration before it):
+    the pivot flags change nothing."""
+    heel, tip, planted, _ = heel_strike()
+    pitch = np.arctan2(tip[:, 2] - heel[:, 2] + 0.04, tip[:, 0] - heel[:, 0])
+    turns = pitch_turns(-pitch)
+    settings = ContactSettings.for_leg(0.9)
+    down = tip_down(planted, tip, FPS, settings, ground=0.0)
+    flags = pivot_flags(planted, down, heel, tip, FPS, settings, ground=0.0)
+    plain, pivoted = heel_first(tip, heel, turns, planted, down), heel_first(tip, heel, turns, planted, down, *flags)
+    for a, b in zip(
+        (plain.points, plain.planted, plain.offset), (pivoted.points, pivoted.planted, pivoted.offset), strict=True
+    ):
+        assert np.array_equal(a, b)
+    assert plain.offset[10:24].any()  # a heel strike held from its first frame
 
 
 @given(
