@@ -67,11 +67,14 @@ def _miss(h: np.ndarray, g: np.ndarray, e: np.ndarray, lo: float, hi: float) -> 
 
 
 def align_child(
-    chain: Chain, i: int, frame: np.ndarray, local: np.ndarray, want: np.ndarray
+    chain: Chain, i: int, frame: np.ndarray, local: np.ndarray, want: np.ndarray, still: np.ndarray | float = 1e-12
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bone i (world frame `frame` (m, 4), local rotation `local`) twisted
     about its own axis, within its twist limit, so that its hinge child can
-    point along `want` (m, 3, world); unchanged where nothing is gained.
+    point along `want` (m, 3, world); unchanged where nothing is gained, or
+    less than `still` (radians of the child's direction, per row or one).
+    Why `still`: with `want` along bone i (a straight chain) every twist
+    ties, and rounding alone would pick one far from the start (a spin).
     Returns (frame, local)."""
     if i + 1 >= chain.n_bones or not _along_y(chain.link_local[i]):
         return frame, local
@@ -96,13 +99,14 @@ def align_child(
     tau = joint_limits.twist_swing(local)[0]
     best_psi = np.zeros_like(tau)
     best = _miss(h0, g0, e, lo, hi)
+    keep = best - np.maximum(still, 1e-12)  # what a twist must beat
     for psi in (base + spread, base - spread):
         # Keep the resulting twist within the bone's range.
         turned = np.clip(np.angle(np.exp(1j * (tau + psi))), tlo, thi)
         psi = turned - tau
         cs, sn = np.cos(psi), np.sin(psi)
         miss = _miss(_turn_y(h0, cs, sn), _turn_y(g0, cs, sn), e, lo, hi)
-        better = miss < best - 1e-12
+        better = (miss < best - 1e-12) & (miss < keep)
         best_psi = np.where(better, psi, best_psi)
         best = np.where(better, miss, best)
     half = 0.5 * best_psi

@@ -222,7 +222,7 @@ def _place(
     isolated planes (when bone i cannot twist onto it), so there the planes
     where it crosses the target are found by regula falsi. Returns (frame,
     local, the child's (frame, local) as aimed by the look-ahead)."""
-    swivel = _Swivel(chain, i, parent, local[:, i], local[:, i + 1], new, chat, head, targets, b)
+    swivel = _Swivel(chain, i, parent, local[:, i], local[:, i + 1], new, chat, head, targets, b, tolerance)
     frame, own, child, miss, side = swivel.at(np.arange(len(b)), np.zeros(len(b)))
     # A target beyond the stretched rest is missed in every plane.
     far = np.linalg.norm(targets - head, axis=-1) >= chain.lengths[i] + chain.reach_after[i]
@@ -237,10 +237,14 @@ def _place(
     grid_miss = np.concatenate((miss[bad][None], m2.reshape(SWIVELS - 1, k)))
     grid_side = np.concatenate((side[bad][None], s2.reshape(SWIVELS - 1, k)))
     cols = np.arange(k)
-    # The first plane within rounding of the best: batch and single solves
-    # must not pick different planes over a last-bit difference.
+    # Of the planes within the tolerance of the best, the one least turned from the start's: near a
+    # straight chain every plane ties but for rounding, which would pick one far off (a spin per
+    # frame in a bake); and batch and single solves must not pick different planes over a last bit.
     eps = 1e-12 * chain.total_length
-    best = np.argmax(grid_miss <= grid_miss.min(axis=0) + eps, axis=0)
+    tie = 0.5 * tolerance
+    near = grid_miss <= grid_miss.min(axis=0) + tie
+    order = np.minimum(angles, 2.0 * math.pi - angles)
+    best = np.argmin(np.where(near, order[:, None], np.inf), axis=0)
     best_miss, best_phi = grid_miss[best, cols], angles[best]
     if swivel.hinge is not None and i + 2 == chain.n_bones:
         # Bracket: the neighbouring planes around the best with a sign change.
@@ -260,7 +264,7 @@ def _place(
             better = mi < best_miss[sub] - eps
             take = sub[better]
             best_miss[take], best_phi[take] = mi[better], phi[better]
-    wins = best_miss < miss[bad] - eps
+    wins = best_miss < miss[bad] - np.maximum(eps, tie)
     rows = bad[wins]
     if rows.size:
         fr, ow, ch, _, _ = swivel.at(rows, best_phi[wins])
@@ -319,8 +323,12 @@ class _Swivel:
         head: np.ndarray,
         targets: np.ndarray,
         b: np.ndarray,
+        tolerance: float,
     ) -> None:
         self.chain, self.i = chain, i
+        # A twist that moves the rest's end by less than the tolerance gains nothing (twist.align_child's
+        # `still`): a straight chain keeps the start's twist instead of one rounding picks.
+        self.still = tolerance / np.maximum(b, 1e-12 * chain.total_length)
         self.parent = np.broadcast_to(parent, own.shape)
         self.own, self.child_local, self.new, self.chat = own, child_local, new, chat
         self.head, self.targets, self.b = head, targets, b
@@ -335,7 +343,7 @@ class _Swivel:
         c, s = np.cos(phi)[:, None], np.sin(phi)[:, None]
         turned = c * v + s * quat.cross(u, v) + (1.0 - c) * np.sum(u * v, axis=-1, keepdims=True) * u
         head, targets = self.head[rows], self.targets[rows]
-        frame, own = _candidate(chain, i, self.parent[rows], self.own[rows], turned, head, targets)
+        frame, own = _candidate(chain, i, self.parent[rows], self.own[rows], turned, head, targets, self.still[rows])
         tail = head + chain.lengths[i] * quat.rotate(frame, chain.link_local[i])
         ahead = targets - tail
         child = constrained.aim(chain, i + 1, frame, self.child_local[rows], ahead)
@@ -348,10 +356,17 @@ class _Swivel:
 
 
 def _candidate(
-    chain: Chain, i: int, parent: np.ndarray, local: np.ndarray, new: np.ndarray, head: np.ndarray, targets: np.ndarray
+    chain: Chain,
+    i: int,
+    parent: np.ndarray,
+    local: np.ndarray,
+    new: np.ndarray,
+    head: np.ndarray,
+    targets: np.ndarray,
+    still: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bone i aimed along `new` within its limits, then twisted so a hinge
-    child's plane holds the target (twist.align_child): (frame, local)."""
+    child's plane holds the target (twist.align_child, gaining at least `still`): (frame, local)."""
     frame, own = constrained.aim(chain, i, parent, local, new)
     ahead = targets - (head + chain.lengths[i] * quat.rotate(frame, chain.link_local[i]))
-    return twist.align_child(chain, i, frame, own, ahead)
+    return twist.align_child(chain, i, frame, own, ahead, still)
