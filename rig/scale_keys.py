@@ -16,16 +16,24 @@ SHOWN = 6
 
 
 def note(pbone) -> str:
-    """'' or, for the nearest parents of `pbone` (an evaluated or original pose bone) whose scale is
-    non-uniform and keyed: '; that scale comes from keys: 'upper_arm.L' Y Scale (scale[1]) keyed on frames
+    """'' or, for the parents `pbone` (an evaluated or original pose bone) inherits scale from (up
+    to one that inherits none) whose scale is non-uniform, its keyed axes off the other two's
+    middle value: '; that scale comes from keys: 'upper_arm.L' Y Scale (scale[1]) keyed on frames
     1-40 (...how to clear them)'."""
     obj = getattr(pbone.id_data, "original", None) or pbone.id_data
     found = []
+    child = pbone
     for parent in pbone.parent_recursive:
+        if child.bone.inherit_scale in ("NONE", "NONE_LEGACY"):
+            break  # nothing above reaches the bone's scale
+        child = parent
         lo, hi = min(parent.scale), max(parent.scale)
         if hi - lo <= 1e-6 * max(abs(hi), abs(lo)):
             continue  # uniform here: not what shears the bone
+        middle = sorted(parent.scale)[1]
         for index, axis in enumerate(AXES):
+            if abs(parent.scale[index] - middle) <= 1e-6 * max(abs(hi), abs(lo)):
+                continue  # keyed perhaps, but not the odd one out
             fc = keys.assigned_fcurve(obj, keys.data_path(parent.name, "scale"), index)
             if fc is not None and len(fc.keyframe_points):
                 frames = [k.co[0] for k in fc.keyframe_points]

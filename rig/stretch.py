@@ -76,14 +76,10 @@ def check_followed(bones, links, world, bent: bool = False) -> None:
         # noise (connected bones read ~1e-6 off), not a gap sideways of the bone.
         s = world[i - 1]
         angle = plan_stretch.off_axis(links[i - 1], s) + plan_stretch.off_axis(links[i], world[i])
-        straight = not bent and plan_stretch.inherited_shear(angle, s) <= read.RIGID_TOLERANCE
+        straight = not bent and _unsheared(angle, s)
         if mode == "FULL" and straight:
             continue
-        if (
-            mode == "FIX_SHEAR"
-            and straight
-            and plan_stretch.inherited_shear(_rest_angle(bone), s) <= read.RIGID_TOLERANCE
-        ):
+        if mode == "FIX_SHEAR" and straight and _unsheared(_rest_angle(bone), s):
             continue
         why = {
             "AVERAGE": "scales it uniformly",
@@ -97,6 +93,14 @@ def check_followed(bones, links, world, bent: bool = False) -> None:
             f"'{mode}', which {reason}; "
             f"set its Inherit Scale to Aligned or None, or IK Stretch to 0 above it"
         )
+
+
+def _unsheared(angle: float, s: float) -> bool:
+    """Whether a bone `angle` (an upper bound) off its parent's Y axis, inheriting a Y stretch `s`,
+    keeps its shape within read.RIGID_TOLERANCE. The shear grows with the angle only up to 45
+    degrees (it is 0 again at 90, where Blender stretches the bone across instead): a bound beyond
+    that says nothing, so it refuses (review11b)."""
+    return angle <= math.pi / 4 and plan_stretch.inherited_shear(angle, s) <= read.RIGID_TOLERANCE
 
 
 def _rest_angle(bone) -> float:

@@ -103,6 +103,13 @@ class ContactSettings:
         return self
 
 
+def checked_settings(settings: object) -> ContactSettings:
+    """`settings` checked (ContactSettings.checked), or ValueError if it is not ContactSettings."""
+    if not isinstance(settings, ContactSettings):
+        raise ValueError(f"settings must be ContactSettings, got {type(settings).__name__}")
+    return settings.checked()
+
+
 def window_frames(fps: float, seconds: float = SPEED_WINDOW) -> int:
     """Frames spanning `seconds` at `fps` (at least 1)."""
     return max(1, int(round(seconds * fps)))
@@ -224,9 +231,7 @@ def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=Non
     if len(heel) != len(toe):
         raise ValueError(f"heel and toe positions must have the same frames, got {len(heel)} and {len(toe)}")
     fps = check_fps(fps)
-    if not isinstance(settings, ContactSettings):
-        raise ValueError(f"settings must be ContactSettings, got {type(settings).__name__}")
-    settings.checked()
+    settings = checked_settings(settings)
     ends = np.stack((heel, toe), axis=1)  # (m, 2, 3)
     heights = ends[..., 2] - ground_heights(ground, len(heel))
     above = heights - _floors(heights, fps, settings)

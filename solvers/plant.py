@@ -73,6 +73,7 @@ from .contacts import (
     ContactSettings,
     check_fps,
     check_points,
+    checked_settings,
     contact_runs,
     ground_heights,
     window_speed,
@@ -230,9 +231,7 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -
     tip = check_points(tip, "planted points")
     flags = _check_planted(planted, len(tip))
     fps = check_fps(fps)
-    if not isinstance(settings, ContactSettings):
-        raise ValueError(f"settings must be ContactSettings, got {type(settings).__name__}")
-    settings.checked()
+    settings = checked_settings(settings)
     heights = tip[:, 2] - ground_heights(ground, len(tip), 1)[:, 0]
     slow = window_speed(tip, fps, settings.window) <= settings.speed
     down = np.zeros(len(tip), dtype=bool)
@@ -256,9 +255,7 @@ def pivot_flags(
     heel, tip = check_points(heel, "heel positions"), check_points(tip, "planted points")
     flags, down = _check_planted(planted, len(heel)), _check_planted(down, len(heel))
     fps = check_fps(fps)
-    if not isinstance(settings, ContactSettings):
-        raise ValueError(f"settings must be ContactSettings, got {type(settings).__name__}")
-    settings.checked()
+    settings = checked_settings(settings)
     heights = heel[:, 2] - ground_heights(ground, len(heel), 1)[:, 0]
     slow = window_speed(heel, fps, settings.window) <= settings.speed_leave
     grace = int(math.ceil(settings.min_duration * fps))
@@ -339,7 +336,11 @@ def heel_first(tip, heel, rotations, planted, down, heel_on=None, tip_slow=None)
         if not len(landed):
             continue
         first = start + landed[0]
-        left = np.flatnonzero(~heel_on[start:first])
+        # Frames before the heel first comes down (a contact keyed a frame or two early) are not
+        # the heel leaving: only those after it are (review11b).
+        on = np.flatnonzero(heel_on[start:first])
+        arrived = int(on[0]) if len(on) else 0
+        left = np.flatnonzero(~heel_on[start + arrived : first]) + arrived
         if len(left):  # the heel leaves before the tip lands: no heel strike all the way
             if not tip_slow[start + left[0]]:  # held from where the tip lands
                 held[first:end] = True

@@ -112,7 +112,7 @@ def off_axis(link: Link, factor: float = 1.0) -> float:
 def inherited_shear(angle: float, factor: float) -> float:
     """The cosine between a bone's axes once it inherits its parent's Y scale `factor` at `angle`
     (radians) from the parent's Y axis, as Inherit Scale Full applies it: the columns of
-    diag(1, s, 1) R, R a turn by `angle`; 0 along the parent's axis, ~(s^2 - 1) x angle near it."""
+    diag(1, s, 1) R, R a turn by `angle`; 0 along the parent's axis, ~(s^2 - 1) x angle / s near it."""
     c, s = math.cos(angle), math.sin(angle)
     f2 = factor * factor
     return abs((f2 - 1.0) * s * c) / math.sqrt((c * c + f2 * s * s) * (s * s + f2 * c * c))

@@ -127,3 +127,15 @@ def test_stretch_off_rebake_names_the_scale_keys_a_stretch_bake_left(scene, rigi
     assert _bake() == {"FINISHED"}
     shear, _, y = _played(obj, goal)
     assert shear < 1e-5 and y == 1.0
+
+
+def test_an_angle_bound_past_45_degrees_is_refused():
+    """The shear Blender gives a bone inheriting a stretch grows with its angle off the parent's axis
+    only up to 45 degrees (0 again at 90, where it stretches the bone across instead): a bound
+    beyond that is refused, not read as no shear (review11b)."""
+    from chain_ik.rig import stretch as rig_stretch
+
+    assert rig_stretch._unsheared(1e-6, 1.5)  # float32 noise on connected bones
+    assert not rig_stretch._unsheared(0.01, 1.5)  # a real gap: sheared beyond the tolerance
+    for angle in (math.pi / 2, math.pi, 2.0):
+        assert not rig_stretch._unsheared(angle, 1.5)

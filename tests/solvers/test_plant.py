@@ -260,10 +260,13 @@ def test_heel_first_pivots_only_while_the_heel_is_down():
     assert np.allclose(held[10:70], tip[10:70], atol=1e-9)
 
 
-def test_heel_first_keeps_a_heel_strike():
-    """A heel strike (the heel down until the tip lands, or rising within min_duration before it):
-    the pivot flags change nothing."""
+@pytest.mark.parametrize("early", [0, 1, 2, 3])
+def test_heel_first_keeps_a_heel_strike(early):
+    """A heel strike (the heel down until the tip lands, or rising within min_duration before it),
+    its contact keyed on time or a few frames before the heel arrives (the heel not yet down is not
+    the heel leaving): the pivot flags change nothing."""
     heel, tip, planted, _ = heel_strike()
+    planted[10 - early : 10] = True
     pitch = np.arctan2(tip[:, 2] - heel[:, 2] + 0.04, tip[:, 0] - heel[:, 0])
     turns = pitch_turns(-pitch)
     settings = ContactSettings.for_leg(0.9)
