@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from builders import add_empty, set_selected
+from builders import add_empty, metarig, set_selected
 from mathutils import Vector
 
 NAMES = ("upper_arm.L", "forearm.L", "hand.L")
 
 
 def _hinged_arm():
-    bpy.ops.wm.read_homefile(use_empty=True)
-    bpy.ops.object.armature_human_metarig_add()
-    obj = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = metarig(location=(0.0, 0.0, 0.0), turn=0.0, scale=1.0)  # at the origin, as the user's
     for pb in obj.pose.bones:
         set_selected(pb, False)
     obj.pose.bones["forearm.L"].lock_ik_y = True
