@@ -92,17 +92,6 @@ def plan(
 
 Rows = Sequence[Sequence[float]]
 
-# A link counts as along its bone's Y axis when its sideways part is at most this share of it
-# (float32 pose noise is ~1e-7; a bone inheriting a stretch at an angle a is sheared by ~(s-1) a).
-ALONG_Y = 1e-6
-
-
-def along_y(link: Link) -> bool:
-    """The link runs along its bone's Y axis (no gap sideways of the bone)."""
-    x, y, z = link
-    return math.hypot(x, z) <= ALONG_Y * math.hypot(x, y, z)
-
-
 def off_axis(link: Link, factor: float = 1.0) -> float:
     """The angle (radians) between a bone's Y axis and its link stretched by `factor` along it."""
     x, y, z = link

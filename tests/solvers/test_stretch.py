@@ -116,7 +116,7 @@ def test_property_stretched_chain_is_straight_at_full_reach(seed, bones, beyond)
     rng = np.random.default_rng(seed)
     n = len(bones)
     weights, inherit = [w for w, _ in bones], [i for _, i in bones]
-    if not any(w * w > 0.0 for w in weights):
+    if not any(w >= stretch.MIN_STRETCH for w in weights):  # a tinier weight cannot stretch
         weights[0] = 1.0
     frames = [_frame(rng) for _ in range(n)]
     points = [(0.0, 0.0, 0.0)]
@@ -131,7 +131,7 @@ def test_property_stretched_chain_is_straight_at_full_reach(seed, bones, beyond)
     lengths = [math.dist(a, b) for a, b in zip(stretched, stretched[1:], strict=False)]
     distance = math.dist(target, stretched[0])
     assert math.fsum(lengths) == pytest.approx(distance, rel=1e-12)
-    assert all(stretch.along_y(link) for link in links)
+    assert all(stretch.off_axis(link) <= 1e-6 for link in links)  # float32 noise only: no sideways gap
     assert stretch.current_factors(own, inherit) == pytest.approx(world, rel=1e-12)
     chain = solvers.Chain(stretched)
     for method in solvers.METHODS:
@@ -151,11 +151,6 @@ def test_why_float64_a_hair_inside_full_reach_bends_triangulation():
     assert _bend(bent) > 1e-4
     exact = solvers.solve(chain, (reach, 0.0, 0.0), method="triangulation").points
     assert _bend(exact) < 1e-6
-
-
-def test_along_y():
-    assert stretch.along_y((0.0, 1.0, 0.0)) and stretch.along_y((1e-8, 1.0, -1e-8))
-    assert not stretch.along_y((0.05, 1.0, 0.05)) and not stretch.along_y((1.0, 0.0, 0.0))
 
 
 def test_inherited_shear_against_the_matrix():
