@@ -122,14 +122,19 @@ def hips_to_lower(obj, specs: list[ChainSpec]) -> list[str]:
 
 
 def check_alone(obj, specs: list[ChainSpec]) -> None:
-    """Refuse a chain with contacts sharing bones with another chain of the bake (it is solved alone)."""
+    """Refuse a chain with contacts sharing bones with another chain of the bake (it is solved
+    alone), or another chain turning a bone a planted leg hangs from: the legs are planted on the
+    input pose of the bones above them, so turning those after would slide the held feet."""
     if not any(spec.contacts for spec in specs):
         return
-    owner = {}
+    owner, above = {}, {}
     for spec in specs:
         if spec.contacts:
-            for name in leg_bones(obj, spec):
+            legs = leg_bones(obj, spec)
+            for name in legs:
                 owner[name] = spec.label
+            for bone in obj.pose.bones[legs[0]].parent_recursive:
+                above.setdefault(bone.name, spec.label)
     for spec in specs:
         if spec.contacts:
             continue
@@ -139,6 +144,12 @@ def check_alone(obj, specs: list[ChainSpec]) -> None:
                 raise ValueError(
                     f"chain '{spec.label}' shares bone '{bone.name}' with chain '{owner[bone.name]}', which has"
                     " contacts (a planted leg is baked alone); nothing was keyed"
+                )
+            if bone.name in above:
+                raise ValueError(
+                    f"chain '{spec.label}' turns bone '{bone.name}', which chain '{above[bone.name]}' (with"
+                    " contacts) hangs from: its planted foot would slide. Bake that chain first, then the"
+                    " legs (they plant on the baked pose), or shorten it to start below; nothing was keyed"
                 )
 
 

@@ -267,7 +267,9 @@ def test_contact_keys_survive_save_reload_and_a_rebake_uses_their_edits(scene, t
     assert np.max(np.linalg.norm(held - held[0], axis=1)) < 1e-4
 
 
-@pytest.mark.parametrize("case", ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked"])
+@pytest.mark.parametrize(
+    "case", ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked", "turns the hips"]
+)
 def test_bad_input_is_refused_and_changes_nothing(scene, case):
     obj = built_walk()
     item = obj.chain_ik.chains[0]
@@ -278,6 +280,7 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
         "ground not a mesh": "is not a mesh",
         "not a leg": "leg of three bones",
         "hips locked": "locked F-Curves",
+        "turns the hips": "turns bone 'hips', which chain 'Foot' \\(with contacts\\) hangs from",
     }[case]
     if case == "no frames":
         arguments["frame_end"] = FIRST - 1
@@ -293,6 +296,10 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
         for fc in keys.assigned_fcurves(obj):
             if fc.data_path.endswith('"hips"].location'):
                 fc.lock = True
+    elif case == "turns the hips":  # a spine chain down to the hips would slide the planted foot
+        spine = obj.chain_ik.chains.add()
+        spine.name, spine.tip, spine.chain_length, spine.target = "Spine", "spine", 2, add_empty("Aim")
+        bpy.context.view_layer.objects.active = obj
     else:
         item.chain_length = 2
     state = fcurve_state(obj)
@@ -301,7 +308,7 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
 
     options = baking.BakeOptions(arguments["frame_start"], arguments["frame_end"])
     with pytest.raises(ValueError, match=match):
-        baking.bake(bpy.context, obj, [spec_from_item(item)], options)
+        baking.bake(bpy.context, obj, [spec_from_item(i) for i in obj.chain_ik.chains], options)
     with pytest.raises(RuntimeError, match=match):  # the operator: an ERROR report, CANCELLED
         bpy.ops.chain_ik.bake(**arguments)
     after = fcurve_state(obj)
