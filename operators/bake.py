@@ -8,6 +8,7 @@ from bpy.props import BoolProperty, IntProperty
 from .. import rig
 from ..app import bake as baking
 from ..app.bake import bake_job, bake_report
+from ..app.bake.contact_figures import stray_note
 from ..app.spec import groups
 from ..properties import ChainIKBake
 from .chain_args import SCRIPT_ONLY, ChainArguments, script_argument
@@ -165,11 +166,7 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
                 if item is not None:
                     item.contact_figures = bake_report.contact_line(chain.contacts)
                 if chain.contacts.get("strayed"):  # app.bake.contact_figures.STRAY_SHARE
-                    self.report(
-                        {"WARNING"},
-                        f"chain '{chain.name}': a held foot is up to {1000 * chain.contacts['strayed']:.0f} mm from"
-                        " where the input has it: a contact may join several placements (check its Contact keys)",
-                    )
+                    self.report({"WARNING"}, f"chain '{chain.name}': {stray_note(chain.contacts['strayed'])}")
         for name, moved in result.root_moved.items():
             self.report(
                 {"INFO"}, f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"

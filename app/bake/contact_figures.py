@@ -58,10 +58,7 @@ class ContactFigures:
         if self.float_largest is not None and self.float_largest > 1e-4:
             miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (beyond the leg's reach)"
         if self.strayed:
-            miss += (
-                f", held up to {1000 * self.strayed:.0f} mm from the input's tip (a contact may join several"
-                " placements: check its keys)"
-            )
+            miss += f", {stray_note(self.strayed)}"
         return (
             f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
             f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
@@ -110,6 +107,15 @@ def figures(
 # shuffle before a crouch (start_walk_stop's left foot, 2.5 s) 0.18-0.39 (a user trial: the pin
 # held, the foot 20 cm from the capture's, and the report said nothing).
 STRAY_SHARE = 0.15
+
+
+def stray_note(strayed: float) -> str:
+    """What a hold `strayed` (world units) from the input's tip means: the figure line and the
+    operator's warning say it alike."""
+    return (
+        f"held up to {1000 * strayed:.0f} mm from the input's tip (a contact may join several placements:"
+        " check its Contact keys)"
+    )
 
 
 def _strayed(chain: PlantedChain) -> float:

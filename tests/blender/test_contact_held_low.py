@@ -27,7 +27,7 @@ def _feet(obj, frames):
 
 
 @pytest.mark.parametrize("ground", [False, True])
-def test_the_raw_clip_keeps_its_planted_feet_where_the_capture_has_them(scene, ground):
+def test_the_raw_clip_keeps_its_planted_feet_where_the_capture_has_them(scene, ground, capfd):
     from chain_ik.rig import contacts as rig_contacts
 
     clip = mocap_rigs.CLIPS["start_walk_stop"]
@@ -48,6 +48,9 @@ def test_the_raw_clip_keeps_its_planted_feet_where_the_capture_has_them(scene, g
     left, right = (item.contact_figures for item in obj.chain_ik.chains)
     assert "from the input's tip (a contact may join several placements" in left
     assert "from the input's tip" not in right
+    out = capfd.readouterr().out.splitlines()  # the figures (Info) and a warning, the left foot's only
+    warned = [line for line in out if "from the input's tip" in line and line.startswith("Warning")]
+    assert len(warned) == 1 and f"chain '{obj.chain_ik.chains[0].name}'" in warned[0]
     after = _feet(obj, frames)
     for item, was, now, down in zip(obj.chain_ik.chains, before, after, planted, strict=True):
         lowest = min(was.heel[:, 2].min(), was.toe[:, 2].min())
