@@ -88,7 +88,10 @@ def bake_frames(options: BakeOptions) -> np.ndarray:
     if options.reduce:
         reduce.check_tolerance(options.reduce_mode, reduce_tolerance(options))
     check_frames(options.frame_start, options.frame_end)
-    return np.arange(options.frame_start, options.frame_end + 1, options.step)
+    frames = np.arange(options.frame_start, options.frame_end + 1, options.step)
+    if frames[-1] != options.frame_end:  # the range's last frame keyed too: past the last step's
+        frames = np.append(frames, options.frame_end)  # key the curve would ease toward a later old key
+    return frames
 
 
 def reduce_tolerance(options: BakeOptions) -> float:

@@ -55,7 +55,7 @@ def test_cli_bakes_and_saves(blend, tmp_path):
 def test_cli_blend_option_and_panel_chains(blend):
     run = _cli("--blend", blend, "--", "--armature", "Rig", "--chain", "b1:2", "--target", "Goal", "--step", "4")
     assert run.returncode == 0, run.stderr
-    assert "10 frames (1-40 step 4)" in run.stdout
+    assert "11 frames (1-40 step 4)" in run.stdout  # 1, 5, ..., 37 and the last, 40
 
 
 @pytest.mark.parametrize(
