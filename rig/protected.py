@@ -63,6 +63,32 @@ def keying_refusal(obj, bones, paths: set[str] | None = None) -> str:
     return ""
 
 
+def nla_override_refusal(obj, bones, paths: set[str] | None = None, frames: tuple[int, int] = (0, 0)) -> str:
+    """Why a bake over `frames` (first, last) cannot key `bones`' rotations (or `paths`) on `obj`
+    ('' when it can): `obj` has no active action and an NLA strip animates those channels. The
+    new action would replace the strips' values on every frame, not only the baked ones (its
+    F-Curves hold their end keys beyond the range), changing playback the user did not ask for."""
+    ad = obj.animation_data
+    if ad is None or ad.action is not None or ad.use_tweak_mode:
+        return ""
+    wanted = paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+    for track in ad.nla_tracks:
+        if track.mute:
+            continue
+        for strip in track.strips:
+            if strip.mute or strip.action is None:
+                continue
+            hit = next((fc.data_path for fc in _slot_fcurves(strip.action, _slot(strip)) if fc.data_path in wanted), "")
+            if hit:
+                return (
+                    f"'{obj.name}' has no active action and its NLA strip '{strip.name}' animates {hit}: a new"
+                    f" action would override the strips on every frame, not only {frames[0]}-{frames[1]} (its keys"
+                    " hold beyond the range). Bake into the strip (NLA editor: select it, Tab for tweak mode), or"
+                    " assign an action to bake over the strips"
+                )
+    return ""
+
+
 def _slot(ad):
     return getattr(ad, "action_slot", None)  # 4.4+; None before (one animation per action)
 

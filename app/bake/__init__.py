@@ -213,7 +213,9 @@ def bake_steps(
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
         paths |= {keys.data_path(n, "scale") for n in stretched}
         paths |= {keys.data_path(n, "location") for n in roots}
-    refusal = protected.keying_refusal(obj, names, paths)
+    refusal = protected.keying_refusal(obj, names, paths) or protected.nla_override_refusal(
+        obj, names, paths, (options.frame_start, options.frame_end)
+    )
     if refusal:
         raise ValueError(refusal)
     scene = context.scene

@@ -253,7 +253,9 @@ def bake_fk(
     if refusal:
         raise ValueError(refusal)
     plan = fk_follow.make_plan(obj, pairs)
-    refusal = protected.keying_refusal(obj, plan.fk_names)
+    refusal = protected.keying_refusal(obj, plan.fk_names) or protected.nla_override_refusal(
+        obj, plan.fk_names, None, (options.frame_start, options.frame_end)
+    )
     if refusal:
         raise ValueError(refusal)
     leaders = live_leaders(obj, plan)

@@ -175,6 +175,33 @@ def test_bake_warns_when_the_action_blends_over_nla_strips(scene, capsys):
     assert "the action blends (combine" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("animated", ["b1", "b0_location"])
+def test_bake_over_nla_strips_without_an_action(scene, animated):
+    """No active action, an NLA strip playing the chain's rotations: a new action would override
+    the strip on every frame (beyond the range too), so the bake refuses and creates nothing. A
+    strip animating other channels only is no reason: the bake makes its action as usual."""
+    obj = straight_chain(3)
+    if animated == "b1":
+        _key_rotation(obj.pose.bones["b1"], 1, (0.9, 0.4, 0.0, 0.0))
+    else:
+        obj.pose.bones["b0"].location = (0.0, 0.1, 0.0)
+        obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+    ad = obj.animation_data
+    ad.nla_tracks.new().strips.new("below", 1, ad.action)
+    ad.action = None
+    actions = set(bpy.data.actions)
+    add_empty("T", (1.0, 0.0, 2.0))
+    bpy.context.view_layer.objects.active = obj
+    arguments = {"tip": "b2", "chain_length": 3, "target": "T", "frame_start": 1, "frame_end": 5}
+    if animated == "b1":
+        with pytest.raises(RuntimeError, match=r"NLA strip 'below' animates pose.bones\[.b1.\].*not only 1-5"):
+            bpy.ops.chain_ik.bake(**arguments)
+        assert set(bpy.data.actions) == actions and ad.action is None
+    else:
+        assert bpy.ops.chain_ik.bake(**arguments) == {"FINISHED"}
+        assert ad.action is not None
+
+
 def test_bake_refuses_a_scale_that_turns_non_uniform_part_way(scene):
     """Checked on every frame, not only the first: a parent scaled unevenly at frame 10 would
     shear the chain, so the bake stops there and keys nothing."""
