@@ -127,5 +127,20 @@ def group_notes(obj, specs: list[ChainSpec], names, solver_reason: str) -> str:
 
 
 def named_bones(text: str, names) -> str:
-    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names."""
+    """The core's words with its bone indices ('bone 3', the tree's order) given the bones' names.
+    A zero-length link inside a chain is a bone whose child starts at its head (as Rigify's MCH-ROT
+    bones): the bone itself has length, so the message names the child and what to do."""
+
+    def zero(m: re.Match) -> str:
+        k = int(m.group(1))
+        if k + 1 >= len(names):
+            return m.group(0).replace(f"bone {k}", f"bone '{names[k]}'")
+        a, b = names[k], names[k + 1]
+        return (
+            f"bone '{b}' starts at the head of its parent '{a}', so '{a}' adds no length to the chain (its turn"
+            f" only turns '{b}' about that point) and the solver cannot place it: start the chain at '{b}'"
+            " (a shorter Chain Length)"
+        )
+
+    text = re.sub(r"\bbone (\d+) has zero length \(its two ends coincide\)", zero, text)
     return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)

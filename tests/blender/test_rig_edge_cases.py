@@ -278,3 +278,21 @@ def test_a_target_turned_by_the_chain_is_refused_when_its_rotation_is_used(scene
     item.tip, item.chain_length, item.target, item.use_rotation = "b3", 2, target, True
     with pytest.raises(RuntimeError, match="moves with the chain"):
         bpy.ops.chain_ik.solve()
+
+
+def test_a_child_starting_at_its_parents_head_inside_a_chain_is_named(scene):
+    """As Rigify's MCH-ROT-head under the head: the parent has length, the link to its child has
+    none; the message names both and what to do (it named the parent 'zero length')."""
+    obj = make_armature(
+        [
+            ("neck", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("rot", (0, 0, 1), (0, 0.2, 1), "neck", True, 0.0),
+            ("head", (0, 0, 1), (0, 0, 1.5), "rot", False, 0.0),
+        ]
+    )
+    bpy.ops.object.mode_set(mode="OBJECT")
+    add_empty("T", (0.5, 0.0, 1.2))
+    bpy.context.view_layer.objects.active = obj
+    match = r"bone 'head' starts at the head of its parent 'rot'.*start the chain at 'head'"
+    with pytest.raises(RuntimeError, match=match):
+        bpy.ops.chain_ik.solve(tip="head", chain_length=3, target="T")
