@@ -106,7 +106,9 @@ def run(args: argparse.Namespace, checked, package) -> dict:
     if obj is None:
         raise CliError(f"no object named '{args.armature}' in {bpy.data.filepath or 'the file'}")
     if obj.type != "ARMATURE":
-        raise CliError(f"object '{args.armature}' is a {obj.type.lower()}, not an armature")
+        kind = obj.type.lower().replace("_", " ")
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise CliError(f"object '{args.armature}' is {article} {kind}, not an armature")
     context = bpy.context
     scene = context.scene
     if obj.name not in context.view_layer.objects:

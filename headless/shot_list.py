@@ -79,10 +79,14 @@ def load(path: str | Path, writes: Writes = None, also: dict[str, Path] | None =
     shots = [entry_shot(i, {**defaults, **entry}, path.parent, problems, files) for i, entry in enumerate(entries, 1)]
     valid = [shot for shot in shots if shot is not None]
     seen_names: dict[str, str] = {}
-    for shot in valid:
-        if shot.name in seen_names:
-            problems.append(f"{shot.label}: the name is already used by {seen_names[shot.name]}")
-        seen_names.setdefault(shot.name, shot.label.partition(" (")[0])
+    for i, entry in enumerate(entries, 1):  # every shot's name, a shot with other problems too
+        values = {**defaults, **entry}
+        name = values.get("name") or (Path(values["blend"]).stem if isinstance(values.get("blend"), str) else None)
+        if not isinstance(name, str):  # a wrong name's own problem is reported by entry_shot
+            continue
+        if name in seen_names:
+            problems.append(f"shot {i} ('{name}'): the name is already used by {seen_names[name]}")
+        seen_names.setdefault(name, f"shot {i}")
     reads = [ListedFile("", "the shot list", path)] + [f for f in files if f.what == "blend"]
     outputs = [f for f in files if f.what == "output"]
     problems += clashes(reads, outputs + _route_files(valid, writes, also))

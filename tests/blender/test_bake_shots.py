@@ -288,9 +288,12 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
     dup = [
         {"name": "x", "blend": "sh0.blend", "output": "o.blend"},
         {"name": "x", "blend": "sh1.blend", "output": "o.blend"},
+        {"name": "x", "blend": "sh1.blend", "output": "p.blend", "step": 0},  # named with its other problem
     ]
     run = _bake_shots(_write_list(shots_dir / "dup.toml", dup, {"armature": "Rig"}), "--check")
-    assert run.returncode == 2 and "name is already used by shot 1" in run.stderr
+    assert run.returncode == 2 and "shot 2 ('x'): the name is already used by shot 1" in run.stderr
+    assert "shot 3 ('x'): the name is already used by shot 1" in run.stderr
+    assert "'step' must be at least 1" in run.stderr
     assert "output " + str(shots_dir / "o.blend") + " is also shot 1 ('x')'s output" in run.stderr
 
 

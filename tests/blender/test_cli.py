@@ -62,7 +62,7 @@ def test_cli_blend_option_and_panel_chains(blend):
     ("args", "message"),
     [
         (["--armature", "Nope", "--chain", "b2:3", "--target", "Goal"], "no object named 'Nope'"),
-        (["--armature", "Goal", "--chain", "b2:3", "--target", "Goal"], "not an armature"),
+        (["--armature", "Goal", "--chain", "b2:3", "--target", "Goal"], "'Goal' is an empty, not an armature"),
         (["--armature", "Rig", "--chain", "b2", "--target", "Goal"], "TIP:LENGTH"),
         (["--armature", "Rig", "--chain", "b2:3", "--target", "Missing"], "no object named 'Missing'"),
         (["--armature", "Rig", "--chain", "b2:9", "--target", "Goal"], "longer than the hierarchy"),
