@@ -264,12 +264,13 @@ def test_a_bad_shot_list_names_every_problem_before_any_work(shots_dir):
         "shot 3 ('a'), chain 2: 'target' is required",
         "shot 4: 'output' is required",
         "shot 3 ('a'): output {d}/v/a.blend is also shot 1 ('a')'s output",  # named though shot 3 has other problems
+        "shot 3 ('a'): the name is already used by shot 1",  # so is its name
     ]
     lines = run.stderr.splitlines()
     for text in expected:
         text = text.format(d=shots_dir)
         assert sum(text in line for line in lines) == 1, (text, run.stderr)
-    assert "9 problem(s)" in run.stderr
+    assert "10 problem(s)" in run.stderr
     assert not (shots_dir / "bad.logs").exists() and not (shots_dir / "v").exists()
     good = _write_list(shots_dir / "good.toml", _shot_entries("never"), {"armature": "Rig"})
     check = _bake_shots(good, "--check")
