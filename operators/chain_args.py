@@ -90,6 +90,18 @@ class ChainArguments:
         " never clamped",
         clamp=False,
     )
+    use_limits: script_argument(
+        ChainIKChain, "use_limits", "The bones' own IK limits apply (unset: each chain's own, or on with a Tip Bone)"
+    )
+    use_locks: script_argument(
+        ChainIKChain,
+        "use_locks",
+        "Keep locked rotation channels (unset: each chain's own, or on with a Tip Bone; off: turn through them, as"
+        " Blender's IK constraint does)",
+    )
+    use_stretch: script_argument(
+        ChainIKChain, "use_stretch", "Bones with IK Stretch lengthen (unset: each chain's own, or on with a Tip Bone)"
+    )
 
     def chain_specs(self, obj) -> list[tuple[object, spec.ChainSpec]]:
         """(panel item or None, ChainSpec) per chain to work on: these arguments over the panel.
@@ -103,6 +115,8 @@ class ChainArguments:
         aim_spread = props.aim_spread if props.is_property_set("aim_spread") else None
         move_root = props.move_root if props.is_property_set("move_root") else None
         root_stiffness = props.root_stiffness if props.is_property_set("root_stiffness") else None
+        switches = ("use_limits", "use_locks", "use_stretch")
+        switches = {k: getattr(props, k) for k in switches if props.is_property_set(k)}
         return spec.specs_from_arguments(
             obj,
             props.tip,
@@ -119,4 +133,5 @@ class ChainArguments:
             aim_spread=aim_spread,
             move_root=move_root,
             root_stiffness=root_stiffness,
+            **switches,
         )

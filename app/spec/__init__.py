@@ -122,6 +122,9 @@ def specs_from_arguments(
     aim_spread: float | None = None,
     move_root: bool | None = None,
     root_stiffness: float | None = None,
+    use_limits: bool | None = None,
+    use_locks: bool | None = None,
+    use_stretch: bool | None = None,
 ) -> list[tuple[object, ChainSpec]]:
     """(chain item or None, spec) pairs for an operator's script arguments (Solve, Bake).
 
@@ -135,12 +138,14 @@ def specs_from_arguments(
       solver when given.
     `softness` goes with whichever chains these are (like `method`: alone, over every chain's).
     `pole_angle`, `softness` None: not given (the panel's, or 0). `aim_axis`, `aim_spread`,
-    `move_root` and `root_stiffness` as `softness` (None: the panel's; or no aim, Move Root off
-    and stiffness 0.5 with `tip`)."""
+    `move_root`, `root_stiffness`, `use_limits`, `use_locks` and `use_stretch` as `softness`
+    (None: the panel's; or no aim, Move Root off, stiffness 0.5, limits, locks and stretch on
+    with `tip`)."""
     settings = obj.chain_ik
     overrides = _overrides(target, target_bone, pole, pole_bone, pole_angle)
     per_chain = {"softness": softness, "aim_axis": aim_axis, "aim_spread": aim_spread}
     per_chain.update(move_root=move_root, root_stiffness=root_stiffness)
+    per_chain.update(use_limits=use_limits, use_locks=use_locks, use_stretch=use_stretch)
     overrides.update(per_chain)
     if tip:
         if not target:

@@ -45,3 +45,17 @@ def test_bake(scene, use_locks):
         bpy.context.scene.frame_set(frame)
         misses.append(float(np.linalg.norm(world_point(obj, "b2") - np.array(target.location[:]))))
     assert (max(misses) < 1e-4) is (not use_locks)
+
+
+@pytest.mark.parametrize("use_locks", [True, False])
+def test_script_argument(scene, use_locks):
+    """`use_locks=` from a script: a Tip Bone call keeps locks by default and can turn through them;
+    over the panel's chain it overrides the chain's setting (which stays as it was)."""
+    obj, target = _chain(True)
+    assert bpy.ops.chain_ik.solve(tip="b2", chain_length=3, target=target.name, use_locks=use_locks) == {"FINISHED"}
+    miss = float(np.linalg.norm(world_point(obj, "b2") - np.array(GOAL)))
+    assert (miss < 1e-4) is (not use_locks)
+    obj.pose.bones["b0"].rotation_euler = (0.0, 0.0, 0.0)
+    assert bpy.ops.chain_ik.solve(use_locks=use_locks) == {"FINISHED"}
+    miss = float(np.linalg.norm(world_point(obj, "b2") - np.array(GOAL)))
+    assert (miss < 1e-4) is (not use_locks) and obj.chain_ik.chains[0].use_locks
