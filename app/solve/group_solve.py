@@ -131,16 +131,21 @@ def named_bones(text: str, names) -> str:
     A zero-length link inside a chain is a bone whose child starts at its head (as Rigify's MCH-ROT
     bones): the bone itself has length, so the message names the child and what to do."""
 
-    def zero(m: re.Match) -> str:
-        k = int(m.group(1))
-        if k + 1 >= len(names):
-            return m.group(0).replace(f"bone {k}", f"bone '{names[k]}'")
-        a, b = names[k], names[k + 1]
+    def zero(a: str, b: str) -> str:
         return (
             f"bone '{b}' starts at the head of its parent '{a}', so '{a}' adds no length to the chain (its turn"
             f" only turns '{b}' about that point) and the solver cannot place it: start the chain at '{b}'"
             " (a shorter Chain Length)"
         )
 
-    text = re.sub(r"\bbone (\d+) has zero length \(its two ends coincide\)", zero, text)
+    def in_chain(m: re.Match) -> str:  # a chain's own message: its bones in order, the next its child
+        k = int(m.group(1))
+        if k + 1 >= len(names):
+            return m.group(0).replace(f"bone {k}", f"bone '{names[k]}'")
+        return zero(names[k], names[k + 1])
+
+    # A tree's segment names the child (solvers.triangulation.tree: the bones' order is no chain's).
+    text = re.sub(r"\bbone (\d+) has zero length \(bone (\d+) starts at its head\)",
+                  lambda m: zero(names[int(m.group(1))], names[int(m.group(2))]), text)  # fmt: skip
+    text = re.sub(r"\bbone (\d+) has zero length \(its two ends coincide\)", in_chain, text)
     return re.sub(r"\bbone (\d+)\b", lambda m: f"bone '{names[int(m.group(1))]}'", text)

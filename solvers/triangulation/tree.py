@@ -44,7 +44,10 @@ the trunk, each branch reaching toward its goal.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -121,11 +124,13 @@ def solve_tree(
                         # its point alone: the same pass without a Chain (tree_segment)
                         joints = [heads[b] for b in bones]
                         joints.append(end)
-                        turns, start = segment_pass(joints, [frames[b] for b in bones], goal, plain)
+                        with _tree_indices(bones):
+                            turns, start = segment_pass(joints, [frames[b] for b in bones], goal, plain)
                         _set_locals(skeleton, current, bones, parent, frames, turns, start)
                         frames, heads = forward(skeleton, current, moves, frames, heads)
                         continue
-                chain = _chain(skeleton, bones, frames, heads)
+                with _tree_indices(bones):
+                    chain = _chain(skeleton, bones, frames, heads)
                 goals = {"pole": effector.pole, "pole_angle": effector.pole_angle}
                 if turned:
                     goals.update(target_rotation=effector.orientation, rotation_weight=effector.rotation_weight)
@@ -138,7 +143,8 @@ def solve_tree(
                 frame = sub_base_frame(skeleton, bones, frames, heads, branches, short, weight, start)
                 if frame is None:
                     continue  # the frame as it is: the segment would stay
-                chain = _chain(skeleton, bones, frames, heads)
+                with _tree_indices(bones):
+                    chain = _chain(skeleton, bones, frames, heads)
                 sol = _triangulate(chain, frame[0], tolerance, options, target_rotation=frame[1])
             _set_locals(skeleton, current, bones, parent, frames, sol.rows()[1], chain.frames.tolist())
             frames, heads = forward(skeleton, current, moves, frames, heads)
@@ -202,6 +208,25 @@ def _ranked(effectors: list[Effector], groups: list[list[int]], miss: list[float
         met = max(miss[k] for k in group) <= tolerance
         out.append(0.0 if met else sum(effectors[k].weight * miss[k] * miss[k] for k in group))
     return out
+
+
+_ZERO = re.compile(r"\bbone (\d+) has zero length \(its two ends coincide\)")
+
+
+@contextlib.contextmanager
+def _tree_indices(bones: list[int]) -> Iterator[None]:
+    """A segment's zero-length bone named by its skeleton index, with what coincides: the
+    segment's own index would name another bone of the tree (the caller names bones by the
+    skeleton's order)."""
+    try:
+        yield
+    except ValueError as exc:
+        found = _ZERO.search(str(exc))
+        if found is None:
+            raise
+        k = int(found.group(1))
+        what = f"bone {bones[k + 1]} starts at its head" if k + 1 < len(bones) else "its end is at its head"
+        raise ValueError(f"bone {bones[k]} has zero length ({what})") from None
 
 
 def _chain(skeleton: Skeleton, bones: list[int], frames: list, heads: list) -> Chain:

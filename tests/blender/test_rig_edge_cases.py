@@ -296,3 +296,27 @@ def test_a_child_starting_at_its_parents_head_inside_a_chain_is_named(scene):
     match = r"bone 'head' starts at the head of its parent 'rot'.*start the chain at 'head'"
     with pytest.raises(RuntimeError, match=match):
         bpy.ops.chain_ik.solve(tip="head", chain_length=3, target="T")
+
+
+def test_a_child_starting_at_its_parents_head_inside_a_group_is_named(scene):
+    """The same in a group solved by triangulation's tree pass: its segment's own bone numbers once
+    named other bones of the tree ('neck' starts at 'chest')."""
+    obj = make_armature(
+        [
+            ("spine", (0, 0, 0), (0, 0, 1), None, False, 0.0),
+            ("chest", (0, 0, 1), (0, 0, 2), "spine", True, 0.0),
+            ("neck", (0, 0, 2), (0, 0, 2.3), "chest", True, 0.0),
+            ("rot", (0, 0, 2.3), (0, 0.2, 2.3), "neck", True, 0.0),
+            ("head", (0, 0, 2.3), (0, 0, 2.8), "rot", False, 0.0),
+            ("arm", (0, 0, 2), (1, 0, 2), "chest", False, 0.0),
+            ("hand", (1, 0, 2), (1.5, 0, 2), "arm", True, 0.0),
+        ]
+    )
+    bpy.ops.object.mode_set(mode="OBJECT")
+    chains = obj.chain_ik.chains
+    for name, tip, length, at in (("Head", "head", 5, (0.5, 0, 2.6)), ("Arm", "hand", 4, (1.2, 0.3, 1.8))):
+        item = chains.add()
+        item.name, item.tip, item.chain_length, item.target = name, tip, length, add_empty(name, at)
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match=r"bone 'head' starts at the head of its parent 'rot'"):
+        bpy.ops.chain_ik.solve()
