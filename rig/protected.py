@@ -65,28 +65,53 @@ def keying_refusal(obj, bones, paths: set[str] | None = None) -> str:
 
 def nla_override_refusal(obj, bones, paths: set[str] | None = None, frames: tuple[int, int] = (0, 0)) -> str:
     """Why a bake over `frames` (first, last) cannot key `bones`' rotations (or `paths`) on `obj`
-    ('' when it can): `obj` has no active action and an NLA strip animates those channels. The
-    new action would replace the strips' values on every frame, not only the baked ones (its
-    F-Curves hold their end keys beyond the range), changing playback the user did not ask for."""
+    ('' when it can): an NLA strip that plays plays one of those channels and the active action
+    (its slot) has no F-Curve for it yet. The bake's new F-Curve would replace the strip's values
+    on every frame, not only the baked ones (it holds its end keys beyond the range), changing
+    playback the user did not ask for. A channel the active action keys already overrides the
+    strips, and keeps doing so."""
     ad = obj.animation_data
-    if ad is None or ad.action is not None or ad.use_tweak_mode:
+    if ad is None or ad.use_tweak_mode or not ad.use_nla or not len(ad.nla_tracks):
         return ""
     wanted = paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
-    for track in ad.nla_tracks:
-        if track.mute:
+    own = set()
+    if ad.action is not None:
+        own = {(fc.data_path, fc.array_index) for fc in _slot_fcurves(ad.action, _slot(ad))}
+    solo = [track for track in ad.nla_tracks if track.is_solo]
+    for track in solo or ad.nla_tracks:
+        if track.mute and not track.is_solo:
             continue
-        for strip in track.strips:
-            if strip.mute or strip.action is None:
-                continue
-            hit = next((fc.data_path for fc in _slot_fcurves(strip.action, _slot(strip)) if fc.data_path in wanted), "")
-            if hit:
+        for strip in _playing_strips(track.strips):
+            channel = next(
+                (
+                    (fc.data_path, fc.array_index)
+                    for fc in _slot_fcurves(strip.action, _slot(strip))
+                    if fc.data_path in wanted and (fc.data_path, fc.array_index) not in own
+                ),
+                None,
+            )
+            if channel is not None:
+                who = f"'{obj.name}' has no active action"
+                if ad.action is not None:
+                    who = f"the active action '{ad.action.name}' does not key it"
                 return (
-                    f"'{obj.name}' has no active action and its NLA strip '{strip.name}' animates {hit}: a new"
-                    f" action would override the strips on every frame, not only {frames[0]}-{frames[1]} (its keys"
-                    " hold beyond the range). Bake into the strip (NLA editor: select it, Tab for tweak mode), or"
-                    " assign an action to bake over the strips"
+                    f"the NLA strip '{strip.name}' plays {channel[0]}[{channel[1]}] and {who}: the"
+                    f" baked keys would override the strip on every frame, not only {frames[0]}-{frames[1]} (they"
+                    " hold beyond the range). Bake into the strip instead (NLA editor: select it, Tab for tweak"
+                    " mode), or key that channel in the active action first"
                 )
     return ""
+
+
+def _playing_strips(strips):
+    """The unmuted strips with an action, those inside meta strips too."""
+    for strip in strips:
+        if strip.mute:
+            continue
+        if strip.type == "META":
+            yield from _playing_strips(strip.strips)
+        elif strip.action is not None:
+            yield strip
 
 
 def _slot(ad):

@@ -169,37 +169,56 @@ def test_bake_warns_when_the_action_blends_over_nla_strips(scene, capsys):
     ad.nla_tracks.new().strips.new("below", 1, ad.action)
     ad.action = bpy.data.actions.new("Top")
     ad.action_blend_type = "COMBINE"
+    _key_rotation(obj.pose.bones["b1"], 1, (1.0, 0.0, 0.0, 0.0))  # keyed on top (else refused: it would override)
     add_empty("T", (1.0, 0.0, 2.0))
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5) == {"FINISHED"}
     assert "the action blends (combine" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("animated", ["b1", "b0_location"])
-def test_bake_over_nla_strips_without_an_action(scene, animated):
-    """No active action, an NLA strip playing the chain's rotations: a new action would override
-    the strip on every frame (beyond the range too), so the bake refuses and creates nothing. A
-    strip animating other channels only is no reason: the bake makes its action as usual."""
+@pytest.mark.parametrize(
+    "case", ["no action", "other channels", "keyed on top", "strip elsewhere", "nla off", "strip muted", "fk bake"]
+)
+def test_bake_over_nla_strips(scene, case):
+    """An NLA strip playing the chain's rotations and no F-Curve of the active action for them (no
+    action, or one keying other channels): the bake's new F-Curves would override the strip on
+    every frame, beyond the range too, so the bake (and IK to FK) refuses and changes nothing. A
+    channel the active action keys already overrides the strip; a strip that plays other channels,
+    or does not play (NLA off, muted), is no reason."""
+    from chain_ik.rig.keys import action_fcurves
+
     obj = straight_chain(3)
-    if animated == "b1":
-        _key_rotation(obj.pose.bones["b1"], 1, (0.9, 0.4, 0.0, 0.0))
+    pose = obj.pose.bones
+    if case == "strip elsewhere":
+        pose["b0"].location = (0.0, 0.1, 0.0)
+        pose["b0"].keyframe_insert("location", frame=1)
     else:
-        obj.pose.bones["b0"].location = (0.0, 0.1, 0.0)
-        obj.pose.bones["b0"].keyframe_insert("location", frame=1)
+        _key_rotation(pose["b1"], 1, (0.9, 0.4, 0.0, 0.0))
     ad = obj.animation_data
-    ad.nla_tracks.new().strips.new("below", 1, ad.action)
+    strip = ad.nla_tracks.new().strips.new("below", 1, ad.action)
     ad.action = None
-    actions = set(bpy.data.actions)
+    if case in ("other channels", "keyed on top"):
+        pose["b2"].location = (0.0, 0.1, 0.0)
+        pose["b2"].keyframe_insert("location", frame=1)  # a new active action, keying b2's location
+        if case == "keyed on top":
+            _key_rotation(pose["b1"], 1, (1.0, 0.0, 0.0, 0.0))
+    ad.use_nla = case != "nla off"
+    strip.mute = case == "strip muted"
+    action = ad.action
+    keys_before = {fc.data_path for fc in action_fcurves(action)} if action else set()
     add_empty("T", (1.0, 0.0, 2.0))
     bpy.context.view_layer.objects.active = obj
-    arguments = {"tip": "b2", "chain_length": 3, "target": "T", "frame_start": 1, "frame_end": 5}
-    if animated == "b1":
-        with pytest.raises(RuntimeError, match=r"NLA strip 'below' animates pose.bones\[.b1.\].*not only 1-5"):
-            bpy.ops.chain_ik.bake(**arguments)
-        assert set(bpy.data.actions) == actions and ad.action is None
+    if case == "fk bake":  # b1 keyed to follow b0 (only the refusal matters here)
+        call = lambda: bpy.ops.chain_ik.bake_fk(pairs="b1:b0", frame_start=1, frame_end=5)  # noqa: E731
     else:
-        assert bpy.ops.chain_ik.bake(**arguments) == {"FINISHED"}
-        assert ad.action is not None
+        call = lambda: bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="T", frame_start=1, frame_end=5)  # noqa: E731
+    if case in ("no action", "other channels", "fk bake"):
+        with pytest.raises(RuntimeError, match=r"NLA strip 'below' plays pose.bones\[.b1.\].*not only 1-5"):
+            call()
+        assert ad.action is action
+        assert ({fc.data_path for fc in action_fcurves(action)} if action else set()) == keys_before
+    else:
+        assert call() == {"FINISHED"}
 
 
 def test_bake_refuses_a_scale_that_turns_non_uniform_part_way(scene):
