@@ -188,6 +188,12 @@ def bake_steps(
     if not specs:
         raise ValueError("no chains to bake")
     specs = contact_targets.as_planted(specs)  # a chain with contacts needs no target (issue 21)
+    if options.step > 1 and any(spec.contacts for spec in specs):
+        planted = next(spec.label for spec in specs if spec.contacts)
+        raise ValueError(
+            f"chain '{planted}' has contacts and the step is {options.step}: a planted foot is held, eased and"
+            " measured frame by frame (keys every few frames would let it slide between them); bake with step 1"
+        )
     refusal = keys.tweak_refusal(obj)
     if refusal:
         raise ValueError(refusal)
