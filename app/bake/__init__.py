@@ -214,7 +214,9 @@ def bake_steps(
     specs = groups.effective(obj, specs, units)  # a group's chains with its first chain's solver settings
     paths = None  # the rotation channels; with IK stretch, the stretched bones' scale too
     roots = movable_roots(obj, specs, units)  # Move Root: the top bone's location may be keyed
-    roots += contact_targets.hips_to_lower(obj, specs)  # Move Root on planted legs: their hips
+    hips = contact_targets.hips_to_lower(obj, specs)  # Move Root on planted legs: their hips
+    contact_targets.check_under_hips(obj, specs, hips)
+    roots += hips
     if stretched or roots:
         paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])) for n in names}
         paths |= {keys.data_path(n, "scale") for n in stretched}

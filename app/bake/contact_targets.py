@@ -153,6 +153,23 @@ def check_alone(obj, specs: list[ChainSpec]) -> None:
                 )
 
 
+def check_under_hips(obj, specs: list[ChainSpec], hips: list[str]) -> None:
+    """Refuse another chain hanging from the hips that Move Root on planted legs may lower: it is
+    solved on the hips as they were, so lowered hips would carry it off its target on playback."""
+    if not hips:
+        return
+    for spec in specs:
+        if spec.contacts:
+            continue
+        bones, _ = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
+        if any(parent.name == hips[0] for parent in bones[0].parent_recursive):
+            raise ValueError(
+                f"chain '{spec.label}' hangs from bone '{hips[0]}', which Move Root on the chains with contacts"
+                " may lower: it would miss its target by that much on playback. Bake the legs first, then that"
+                " chain (it follows the lowered hips), or turn Move Root off; nothing was keyed"
+            )
+
+
 def blend_frames(obj, fps: float) -> float:
     blend = obj.chain_ik.contact_blend
     return float(plant.default_blend(fps)) if blend < 0 else float(blend)

@@ -268,7 +268,9 @@ def test_contact_keys_survive_save_reload_and_a_rebake_uses_their_edits(scene, t
 
 
 @pytest.mark.parametrize(
-    "case", ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked", "turns the hips", "step"]
+    "case",
+    ["no frames", "no tip", "ground not a mesh", "not a leg", "hips locked", "turns the hips", "under lowered hips"]
+    + ["step"],
 )
 def test_bad_input_is_refused_and_changes_nothing(scene, case):
     obj = built_walk()
@@ -282,9 +284,15 @@ def test_bad_input_is_refused_and_changes_nothing(scene, case):
         "hips locked": "locked F-Curves",
         "turns the hips": "turns bone 'hips', which chain 'Foot' \\(with contacts\\) hangs from",
         "step": "has contacts and the step is 3",
+        "under lowered hips": "chain 'Spine' hangs from bone 'hips', which Move Root",
     }[case]
     if case == "no frames":
         arguments["frame_end"] = FIRST - 1
+    elif case == "under lowered hips":  # solved on the input hips: lowered, they carry it off its target
+        item.move_root = True
+        spine = obj.chain_ik.chains.add()
+        spine.name, spine.tip, spine.chain_length, spine.target = "Spine", "spine", 1, add_empty("Aim")
+        bpy.context.view_layer.objects.active = obj
     elif case == "step":  # steps 3 and 5 once failed deep in the eases (zip lengths), step 2 slid
         arguments["step"] = 3
     elif case == "no tip":
