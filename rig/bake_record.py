@@ -34,6 +34,8 @@ class Entry:
     frames: np.ndarray  # (n,) float32 action frames the bake keyed
     values: np.ndarray  # (n,) float32 the values it keyed there
     removed: dict[str, np.ndarray] = field(default_factory=dict)  # attribute -> (m, width) the keys it removed
+    # Where the bake made the curve: the channel's value it read (the pose's, unkeyed); else NaN.
+    static: float = float("nan")
 
     @property
     def removed_frames(self) -> np.ndarray:
@@ -59,7 +61,7 @@ def load(action) -> list[Entry]:
             stored = item.get(name)
             if stored is None:
                 continue
-            row = np.asarray(stored, dtype=dtype)
+            row = np.array(stored, dtype=dtype)  # a copy: the property's buffer dies with the file
             # One row of `width`: every removed key had it (stored once).
             removed[name] = np.tile(row, (count, 1)) if len(row) == width else row.reshape(count, width)
         if "co" not in removed:
@@ -72,6 +74,7 @@ def load(action) -> list[Entry]:
                 np.asarray(item["frames"], dtype=np.float32).copy(),
                 np.asarray(item["values"], dtype=np.float32).copy(),
                 removed,
+                float(item.get("static", float("nan"))),
             )
         )
     return out
@@ -86,6 +89,8 @@ def store(action, entries: list[Entry]) -> None:
     items = []
     for e in entries:
         item = {"slot": e.slot, "path": e.path, "index": e.index, "frames": e.frames, "values": e.values}
+        if np.isfinite(e.static):
+            item["static"] = e.static
         count = len(e.removed_frames)
         item["removed"] = count
         for name, rows in e.removed.items() if count else ():
@@ -158,3 +163,21 @@ def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:
             kp.foreach_set("handle_left", snapshot["co"].ravel())
             kp.foreach_set("handle_right", snapshot["co"].ravel())
     fc.update()
+
+
+def channel_value(obj, path: str, index: int) -> float:
+    """The property's value on `obj` (the pose's, where no curve sets it)."""
+    return float(obj.path_resolve(path)[index])
+
+
+def set_channel(obj, path: str, index: int, value: float) -> None:
+    obj.path_resolve(path)[index] = value
+
+
+def remove_curve(obj, fc) -> str:
+    """Remove `fc` from the action animating `obj`; its group's name ('' without one)."""
+    from .keys import _assigned_collection
+
+    group = fc.group.name if fc.group is not None else ""
+    _assigned_collection(obj).remove(fc)
+    return group

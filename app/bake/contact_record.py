@@ -39,12 +39,18 @@ class TakenBack:
     kept: int = 0  # keys the last bake wrote that were edited, moved or deleted since: kept as the motion
     curves: int = 0
     recorded: bool = False  # the action had a record (it is written again after the bake)
-    snapshots: list = field(default_factory=list)  # (F-Curve, its keys before) to put back on failure
+    # (F-Curve, or (path, index, group) where it was removed, its keys before) to put back on failure
+    snapshots: list = field(default_factory=list)
+    obj: object = None
 
     def put_back(self) -> None:
         """The curves as they were before `take_back` (the bake failed or was cancelled)."""
         for fc, snapshot in self.snapshots:
+            if isinstance(fc, tuple):  # removed (the bake had made it): made again
+                fc = keys.FCurves(self.obj).ensure(*fc)
             bake_record.put_back(fc, snapshot)
+        if self.snapshots:
+            self.obj.animation_data.action.update_tag()
         self.snapshots = []
 
     def sentence(self) -> str:
@@ -79,7 +85,8 @@ def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
 
     def part(written, removed) -> Entry:
         taken = {name: value[removed] for name, value in entry.removed.items()}
-        return Entry(entry.slot, entry.path, entry.index, entry.frames[written], entry.values[written], taken)
+        frames, values = entry.frames[written], entry.values[written]
+        return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static)
 
     return part(inside, gone), part(~inside, ~gone)
 
@@ -122,7 +129,7 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     changed) where such a curve is locked."""
     ad = obj.animation_data
     entries = bake_record.load(ad.action if ad is not None else None)
-    out = TakenBack(remainder=entries, recorded=bool(entries))
+    out = TakenBack(remainder=entries, recorded=bool(entries), obj=obj)
     if not entries or not any(s.contacts for s in specs):
         return out
     scope = _scope(obj, specs)
@@ -150,11 +157,19 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
                     f"the F-Curve {entry.path}[{entry.index}] is locked: the last planted bake's keys on it"
                     " cannot be taken back to the motion for a re-bake; unlock it; nothing was keyed"
                 )
-            plans.append((fc, keep, added))
+            plans.append((fc, keep, added, inside))
             out.restored += restored
-    for fc, keep, added in plans:
-        out.snapshots.append((fc, bake_record.keys_of(fc)))
+    for fc, keep, added, entry in plans:
+        snapshot = bake_record.keys_of(fc)
         bake_record.rebuild(fc, keep, added)
+        if not len(fc.keyframe_points) and np.isfinite(entry.static):
+            # The bake made the curve: gone again, the channel holds the value the bake read.
+            group = bake_record.remove_curve(obj, fc)
+            bake_record.set_channel(obj, entry.path, entry.index, entry.static)
+            fc = (entry.path, entry.index, group)
+        out.snapshots.append((fc, snapshot))
+    if plans:  # the evaluated pose follows the curves taken back (the bake checks its reading against it)
+        ad.action.update_tag()
     out.curves = len(plans)
     out.remainder = remainder
     return out
@@ -180,8 +195,10 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
     for path, index, keyed, values in jobs:
         runs = plant_keys.spans(action_frames, keyed)
         fc = keys.assigned_fcurve(obj, path, index)
-        removed = {}
-        if fc is not None and len(fc.keyframe_points):
+        removed, static = {}, float("nan")
+        if fc is None:  # the bake makes it: the value it read is the channel's, as posed
+            static = bake_record.channel_value(obj, path, index)
+        elif len(fc.keyframe_points):
             co = plants.curve_keys.get((path, index))
             count = len(fc.keyframe_points)
             if co is None or len(co) != 2 * count:
@@ -194,7 +211,7 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
                 rows = seen[key] = (~keys._outside(t, runs)).nonzero()[0]
             removed = bake_record.read_rows(fc, rows, co)
         frames_at = action_frames[keyed].astype(np.float32)
-        curves.append(Entry(slot, path, index, frames_at, values[keyed].astype(np.float32), removed))
+        curves.append(Entry(slot, path, index, frames_at, values[keyed].astype(np.float32), removed, static))
     per_bone = contact_targets.write(obj, plants, frames, interpolation)
     bake_record.store(obj.animation_data.action, taken.remainder + curves)
     return per_bone
