@@ -20,8 +20,21 @@ RECORD = "chain_ik_planted_bake"
 # Handle types whose handles FCurve.update() places from the keys alone (AUTO, AUTO_CLAMPED,
 # VECTOR): a removed key of these types needs no stored handles.
 _PLACED = (1, 3, 4)  # the enum values, the same on 4.2 and 5.0 (FREE 0, VECTOR 1, ALIGNED 2, AUTO 3, AUTO_CLAMPED 4)
-_WIDTH = {name: width for name, width, _ in KEY_ATTRIBUTES}
-_DTYPE = {name: dtype for name, _, dtype in KEY_ATTRIBUTES}
+_PLACED_TYPES = np.isin(np.arange(256), _PLACED)  # by enum value (np.isin itself costs ~0.1 ms a call)
+_HANDLES = ("handle_left", "handle_right")
+# Each attribute in the type Blender stores it in, which foreach_get copies in one pass (as int32,
+# every enum key is converted on its own: ~5x slower; rig.keys._overwrite reads them so too).
+NATIVE = tuple(
+    (name, width, np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else dtype)
+    for name, width, dtype in KEY_ATTRIBUTES
+)
+# The attributes recorded besides co and the handles, one value per key, each kept as one row
+# where every removed key shares it (a capture's keys mostly all do). The selection is not
+# recorded (a bool read costs as much as the rest together): a key put back is selected, as the
+# bake's new keys are.
+_SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
+_SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
+_SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
 
 
 @dataclass
@@ -33,7 +46,9 @@ class Entry:
     index: int
     frames: np.ndarray  # (n,) float32 action frames the bake keyed
     values: np.ndarray  # (n,) float32 the values it keyed there
-    removed: dict[str, np.ndarray] = field(default_factory=dict)  # attribute -> (m, width) the keys it removed
+    # attribute -> (m, width) the keys it removed (NATIVE types), or (1, width): a row all share;
+    # the handles left out where update() places them (auto and vector handles)
+    removed: dict[str, np.ndarray] = field(default_factory=dict)
     # Where the bake made the curve: the channel's value it read (the pose's, unkeyed); else NaN.
     static: float = float("nan")
 
@@ -43,106 +58,187 @@ class Entry:
         return np.zeros(0, dtype=np.float32) if co is None else co[:, 0]
 
 
+def subset(removed: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The removed keys `mask` (m,) picks (a shared row stays shared)."""
+    if not removed:
+        return {}
+    m = len(removed["co"])
+    return {name: rows[mask] if len(rows) == m or m == 1 else rows for name, rows in removed.items()}
+
+
+def _full(rows: np.ndarray, m: int) -> np.ndarray:
+    return rows if len(rows) == m else np.repeat(rows, m, axis=0)
+
+
 def slot_identifier(obj) -> str:
     ad = obj.animation_data
     slot = getattr(ad, "action_slot", None) if ad is not None else None
     return "" if slot is None else slot.identifier
 
 
+def _split(array: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    return np.split(array, np.cumsum(counts)[:-1]) if len(counts) else []
+
+
 def load(action) -> list[Entry]:
-    """The action's record (empty without one)."""
+    """The action's record (empty without one); every array a copy (the property's buffer dies
+    with the file)."""
     if action is None or RECORD not in action:
         return []
+    group = action[RECORD]
+    names = [line.split(_FIELD) for line in str(group["curves"]).split(_SEP)]
+    written = np.array(group["written"], dtype=np.int64)
+    removed = np.array(group["removed"], dtype=np.int64)
+    frames = _split(np.array(group["frames"], dtype=np.float32), written)
+    values = _split(np.array(group["values"], dtype=np.float32), written)
+    co = _split(np.array(group["co"], dtype=np.float32).reshape(-1, 2), removed)
+    static = np.array(group["static"], dtype=float)
+    handles = np.array(group["handles"], dtype=bool)
+    handle_rows = _split(np.array(group.get("rows_handles", ()), dtype=np.float32).reshape(-1, 4), removed * handles)
+    stored = {name: np.array(group[name]) for name in group.keys() if name.startswith(("same_", "rows_"))}
+    rows_at = dict.fromkeys(stored, 0)
     out = []
-    for item in action[RECORD].get("curves", ()):
-        removed = {}
-        count = int(item.get("removed", 0))
-        for name, width, dtype in KEY_ATTRIBUTES:
-            stored = item.get(name)
-            if stored is None:
-                continue
-            row = np.array(stored, dtype=dtype)  # a copy: the property's buffer dies with the file
-            # One row of `width`: every removed key had it (stored once).
-            removed[name] = np.tile(row, (count, 1)) if len(row) == width else row.reshape(count, width)
-        if "co" not in removed:
-            removed = {}
-        out.append(
-            Entry(
-                str(item["slot"]),
-                str(item["path"]),
-                int(item["index"]),
-                np.asarray(item["frames"], dtype=np.float32).copy(),
-                np.asarray(item["values"], dtype=np.float32).copy(),
-                removed,
-                float(item.get("static", float("nan"))),
-            )
-        )
+    for i, (slot, path, index) in enumerate(names):
+        m = int(removed[i])
+        taken = {}
+        if m:
+            taken["co"] = co[i]
+            for name, dtype in _SHARED:
+                same = stored[f"same_{name}"][i]
+                if np.isfinite(same):
+                    taken[name] = np.array([[same]], dtype=dtype)
+                else:
+                    at = rows_at[f"rows_{name}"]
+                    taken[name] = stored[f"rows_{name}"][at : at + m].astype(dtype).reshape(m, 1)
+                    rows_at[f"rows_{name}"] = at + m
+            if handles[i]:
+                taken["handle_left"], taken["handle_right"] = handle_rows[i][:, :2], handle_rows[i][:, 2:]
+        out.append(Entry(slot, path, int(index), frames[i], values[i], taken, float(static[i])))
     return out
 
 
 def store(action, entries: list[Entry]) -> None:
-    """Replace the action's record by `entries` (none: the record removed)."""
+    """Replace the action's record by `entries` (none: the record removed). A few arrays for the
+    whole record, the curves' one after another (an ID property per curve and attribute would
+    cost more than the bake's keys)."""
     if not entries:
         if RECORD in action:
             del action[RECORD]
         return
-    items = []
-    for e in entries:
-        item = {"slot": e.slot, "path": e.path, "index": e.index, "frames": e.frames, "values": e.values}
-        if np.isfinite(e.static):
-            item["static"] = e.static
-        count = len(e.removed_frames)
-        item["removed"] = count
-        for name, rows in e.removed.items() if count else ():
-            same = bool((rows == rows[0]).all())
-            item[name] = np.ascontiguousarray(rows[0] if same else rows.ravel(), dtype=_DTYPE[name])
-        items.append(item)
-    action[RECORD] = {"curves": items}
+    removed = [len(e.removed_frames) for e in entries]
+    co = [e.removed["co"] for e in entries if "co" in e.removed]
+    handles = [m > 0 and "handle_left" in e.removed for e, m in zip(entries, removed, strict=True)]
+    group = {
+        "curves": _SEP.join(_FIELD.join((e.slot, e.path, str(e.index))) for e in entries),
+        "written": np.array([len(e.frames) for e in entries], dtype=np.int32),
+        "frames": np.concatenate([e.frames for e in entries]).astype(np.float32),
+        "values": np.concatenate([e.values for e in entries]).astype(np.float32),
+        "removed": np.array(removed, dtype=np.int32),
+        "static": np.array([e.static for e in entries], dtype=float),
+        "co": np.concatenate([np.zeros((0, 2), np.float32), *co]).astype(np.float32).ravel(),
+        "handles": np.array(handles, dtype=np.int32),
+    }
+    pairs = [np.hstack([e.removed[n] for n in _HANDLES]) for e, h in zip(entries, handles, strict=True) if h]
+    if pairs:
+        group["rows_handles"] = np.concatenate(pairs).astype(np.float32).ravel()
+    for name, _ in _SHARED:
+        columns = [e.removed[name] if m else None for e, m in zip(entries, removed, strict=True)]
+        shared = [c is not None and (len(c) == 1 or bool((c == c[0]).all())) for c in columns]
+        group[f"same_{name}"] = np.array(
+            [float(c[0, 0]) if s else np.nan for c, s in zip(columns, shared, strict=True)]
+        )
+        rows = [c.ravel().astype(np.float32) for c, s in zip(columns, shared, strict=True) if c is not None and not s]
+        if rows:
+            group[f"rows_{name}"] = np.concatenate(rows)
+    action[RECORD] = group
 
 
 def read_rows(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Every attribute of `fc`'s keys `rows` (m,) as (m, width) arrays; `co`: the curve's keys' co
-    as already read (nothing written since), not read again. Handles are left out where every
-    row's handles are placed by FCurve.update() (auto and vector handles)."""
+    """The attributes of `fc`'s keys `rows` (m,) as (m, width) arrays (NATIVE types), (1, width)
+    where every key shares it; `co`: the curve's keys' co as already read (nothing written since),
+    not read again. The handles are left out where update() places them, the selection always."""
     kp = fc.keyframe_points
     count = len(kp)
-    out = {}
-    if not len(rows):
-        return out
-    for name, width, dtype in KEY_ATTRIBUTES:
-        if name == "co" and co is not None and len(co) == 2 * count:
-            column = co
+    m = len(rows)
+    if not m:
+        return {}
+    if co is None or len(co) != 2 * count:
+        co = np.empty(2 * count, dtype=np.float32)
+        kp.foreach_get("co", co)
+    out = {"co": co.reshape(count, 2)[rows]}
+    for name, dtype in _SHARED:
+        column = _buffer(dtype, count)  # reused: only copies of it are kept
+        kp.foreach_get(name, column)
+        if column.tobytes() == _filled(column[:1].tobytes(), count):  # mostly: no numpy call
+            out[name] = column[:1].reshape(1, 1).copy()
         else:
-            column = np.empty(width * count, dtype=dtype)
+            out[name] = column[rows].reshape(m, 1)
+    if not (_PLACED_TYPES[out["handle_left_type"]].all() and _PLACED_TYPES[out["handle_right_type"]].all()):
+        for name in _HANDLES:
+            column = np.empty(2 * count, dtype=np.float32)
             kp.foreach_get(name, column)
-        out[name] = column.reshape(count, width)[rows].copy()
-    placed = np.isin(out["handle_left_type"], _PLACED).all() and np.isin(out["handle_right_type"], _PLACED).all()
-    if placed:
-        del out["handle_left"], out["handle_right"]
+            out[name] = column.reshape(count, 2)[rows]
     return out
 
 
+def _filled(value: bytes, count: int) -> bytes:
+    key = (value, count)
+    found = _FILLED.get(key)
+    if found is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        found = _FILLED[key] = value * count
+    return found
+
+
+_FILLED: dict = {}
+
+
+def _buffer(dtype, count: int) -> np.ndarray:
+    key = (dtype, count)
+    found = _BUFFERS.get(key)
+    if found is None:
+        if len(_BUFFERS) > 64:
+            _BUFFERS.clear()
+        found = _BUFFERS[key] = np.empty(count, dtype=dtype)
+    return found
+
+
+_BUFFERS: dict = {}
+
+
 def keys_of(fc) -> dict[str, np.ndarray]:
-    """Every attribute of every key of `fc` (n, width)."""
-    return read_rows(fc, np.arange(len(fc.keyframe_points)))
+    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back)."""
+    kp = fc.keyframe_points
+    count = len(kp)
+    out = read_rows(fc, np.arange(count))
+    for name in _SELECTED if count else ():
+        column = np.empty(count, dtype=np.bool_)
+        kp.foreach_get(name, column)
+        out[name] = column.reshape(count, 1)
+    return out
 
 
 def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
-    """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width); handles
-    may be left out where update() places them), every attribute as given; then update()."""
+    """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width) or a shared
+    (1, width) row; the handles may be left out where update() places them, the selection is
+    set), every attribute as given; then update()."""
     current = keys_of(fc) if len(fc.keyframe_points) else {}
-    kp = fc.keyframe_points
-    kept = {name: rows[keep] for name, rows in current.items()}
+    kept = subset(current, keep)
     sources = [source for source in (kept, added) if source and len(source["co"])]
+    kp = fc.keyframe_points
     kp.clear()
     kp.add(sum(len(source["co"]) for source in sources))
-    for name, _, dtype in KEY_ATTRIBUTES:
+    for name, _, dtype in NATIVE:
         parts = []
         for source in sources:
+            m = len(source["co"])
             if name in source:
-                parts.append(source[name])
-            elif name in ("handle_left", "handle_right"):  # placed by update(): started on the key
+                parts.append(_full(source[name], m))
+            elif name in _HANDLES:  # placed by update(): started on the key
                 parts.append(source["co"])
+            elif name in _SELECTED:
+                parts.append(np.ones((m, 1), dtype=np.bool_))
             else:
                 raise ValueError(f"the bake record of {fc.data_path}[{fc.array_index}] lacks '{name}'")
         if parts:
@@ -158,11 +254,18 @@ def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:
         count = len(snapshot["co"])
         kp.add(count)
         for name, rows in snapshot.items():
-            kp.foreach_set(name, rows.ravel())
+            kp.foreach_set(name, _full(rows, count).ravel())
         if "handle_left" not in snapshot:
-            kp.foreach_set("handle_left", snapshot["co"].ravel())
-            kp.foreach_set("handle_right", snapshot["co"].ravel())
+            for name in _HANDLES:
+                kp.foreach_set(name, snapshot["co"].ravel())
     fc.update()
+
+
+def curves_of(obj):
+    """The F-Curve collection animating `obj` (rig.keys'), to look curves up by path and index."""
+    from .keys import _assigned_collection
+
+    return _assigned_collection(obj)
 
 
 def channel_value(obj, path: str, index: int) -> float:
@@ -176,8 +279,6 @@ def set_channel(obj, path: str, index: int, value: float) -> None:
 
 def remove_curve(obj, fc) -> str:
     """Remove `fc` from the action animating `obj`; its group's name ('' without one)."""
-    from .keys import _assigned_collection
-
     group = fc.group.name if fc.group is not None else ""
-    _assigned_collection(obj).remove(fc)
+    curves_of(obj).remove(fc)
     return group

@@ -84,7 +84,7 @@ def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
     gone = (rows >= low) & (rows <= high)
 
     def part(written, removed) -> Entry:
-        taken = {name: value[removed] for name, value in entry.removed.items()}
+        taken = bake_record.subset(entry.removed, removed)
         frames, values = entry.frames[written], entry.values[written]
         return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static)
 
@@ -119,7 +119,7 @@ def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int]:
         remaining = t[keep]
         free = ~np.isin(rows, remaining)
         back = np.where(on, ok[np.minimum(j, len(frames) - 1)], after & before & free)
-    added = {name: value[back] for name, value in entry.removed.items()}
+    added = bake_record.subset(entry.removed, back)
     return keep, added, int(np.count_nonzero(intact)), int(len(entry.frames) - np.count_nonzero(intact))
 
 
@@ -192,9 +192,13 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
         path = keys.data_path(plants.hips, "location")
         jobs += [(path, i, plants.hips_keyed, plants.hips_values[:, i]) for i in range(3)]
     seen: dict = {}
+    spans: dict = {}  # by keyed frames (a chain's curves share them)
+    found = bake_record.curves_of(obj)
     for path, index, keyed, values in jobs:
-        runs = plant_keys.spans(action_frames, keyed)
-        fc = keys.assigned_fcurve(obj, path, index)
+        runs = spans.get(keyed.tobytes())
+        if runs is None:
+            runs = spans[keyed.tobytes()] = plant_keys.spans(action_frames, keyed)
+        fc = found.find(path, index=index) if found is not None else None
         removed, static = {}, float("nan")
         if fc is None:  # the bake makes it: the value it read is the channel's, as posed
             static = bake_record.channel_value(obj, path, index)

@@ -15,7 +15,37 @@ from test_contact_bake import FIRST, LAST, built_walk
 VARIANTS = {  # the capture: the hips alone keyed (the legs' curves made by the bake), or the shin too
     "hips-keyed": dict(rise=0.3),
     "knee-keyed": dict(rise=0.3, knee=0.4),
+    "mixed-keys": dict(rise=0.3, knee=0.4),  # the shin's keys of several kinds (mixed_keys)
 }
+
+
+def mixed_keys(obj) -> None:
+    """The shin's W keys of every kind a capture may hold: LINEAR and CONSTANT interpolation, a
+    breakdown, an ELASTIC key with its own settings, FREE and ALIGNED handles moved by hand."""
+    from chain_ik.rig import keys
+
+    fc = keys.assigned_fcurve(obj, 'pose.bones["shin"].rotation_quaternion', 0)
+    for i, key in enumerate(fc.keyframe_points):
+        if i % 3 == 1:
+            key.interpolation = "LINEAR"
+        if i % 7 == 2:
+            key.interpolation = "CONSTANT"
+        if i % 5 == 0:
+            key.type = "BREAKDOWN"
+        if i == 12:
+            key.interpolation, key.easing, key.amplitude, key.period = "ELASTIC", "EASE_OUT", 0.3, 2.0
+        if i in (9, 15):
+            key.handle_left_type = key.handle_right_type = "FREE" if i == 9 else "ALIGNED"
+            key.handle_left = (key.co[0] - 0.4, key.co[1] + 0.05)
+            key.handle_right = (key.co[0] + 0.4, key.co[1] - 0.05)
+    fc.update()
+
+
+def walk(variant: str):
+    obj = built_walk(**VARIANTS[variant])
+    if variant == "mixed-keys":
+        mixed_keys(obj)
+    return obj
 
 
 def every_key(obj) -> dict:
@@ -66,7 +96,7 @@ def bake(move_root: bool) -> None:
 @pytest.mark.parametrize("move_root", [True, False])
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_a_rebake_after_editing_the_contacts_is_a_bake_of_the_capture_with_the_edits(scene, variant, move_root):
-    obj = built_walk(**VARIANTS[variant])
+    obj = walk(variant)
     capture = obj.animation_data.action.copy()
     bake(move_root)
     once = every_key(obj)
@@ -84,7 +114,7 @@ def test_a_rebake_after_editing_the_contacts_is_a_bake_of_the_capture_with_the_e
 def test_the_record_survives_save_and_reload_and_follows_a_copy(scene, tmp_path):
     from chain_ik.rig import bake_record
 
-    obj = built_walk(**VARIANTS["knee-keyed"])
+    obj = walk("mixed-keys")
     bake(True)
     once = every_key(obj)
     record = bake_record.load(obj.animation_data.action)
