@@ -38,7 +38,6 @@ class TakenBack:
     restored: int = 0  # keys put back as the capture had them (or removed, where it had none)
     kept: int = 0  # keys the last bake wrote that were edited, moved or deleted since: kept as the motion
     curves: int = 0
-    recorded: bool = False  # the action had a record (it is written again after the bake)
     # (F-Curve, or (path, index, group) where it was removed, its keys before) to put back on failure
     snapshots: list = field(default_factory=list)
     obj: object = None
@@ -128,9 +127,11 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     `frames` (see the module's text); call before the bake reads the motion. ValueError (nothing
     changed) where such a curve is locked."""
     ad = obj.animation_data
-    entries = bake_record.load(ad.action if ad is not None else None)
-    out = TakenBack(remainder=entries, recorded=bool(entries), obj=obj)
-    if not entries or not any(s.contacts for s in specs):
+    if ad is None or ad.action is None or bake_record.RECORD not in ad.action:
+        return TakenBack(obj=obj)
+    entries = bake_record.load(ad.action)
+    out = TakenBack(remainder=entries, obj=obj)
+    if not any(s.contacts for s in specs):  # (a bake without contacts: the record stays as it is)
         return out
     scope = _scope(obj, specs)
     slot = bake_record.slot_identifier(obj)
