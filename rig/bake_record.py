@@ -33,6 +33,7 @@ NATIVE = tuple(
 # recorded (a bool read costs as much as the rest together): a key put back is selected, as the
 # bake's new keys are.
 _SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
+_SHARED_NAMES = frozenset(name for name, _ in _SHARED)
 _SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
 _SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
 
@@ -179,6 +180,39 @@ def read_rows(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, n
             kp.foreach_get(name, column)
             out[name] = column.reshape(count, 2)[rows]
     return out
+
+
+class Removed:
+    """rig.keys.write_keys_in's `removed`: the attributes of `fc`'s keys `rows` (m,) that it replaces,
+    kept as it reads them to rewrite the curve (no read of its own but the handles, and those only
+    where update() would not place them); `keys` as `read_rows` gives them. `co`: the curve's keys'
+    co, read before."""
+
+    def __init__(self, fc, rows: np.ndarray, co: np.ndarray) -> None:
+        self.fc, self.rows = fc, rows
+        self.keys = {"co": co.reshape(-1, 2)[rows].copy()}
+
+    def __call__(self, name: str, column: np.ndarray) -> None:
+        rows = self.rows
+        if name in _HANDLES:
+            self.keys[name] = column.reshape(-1, 2)[rows]
+        elif name in _SHARED_NAMES:
+            count = len(column)
+            if column.tobytes() == _filled(column[:1].tobytes(), count):
+                self.keys[name] = column[:1].reshape(1, 1).copy()
+            else:
+                self.keys[name] = column[rows].reshape(-1, 1)
+        if name == "handle_right_type":  # both types read: the handles too where update() would move them
+            placed = _PLACED_TYPES[self.keys["handle_left_type"]].all() and _PLACED_TYPES[self.keys[name]].all()
+            if placed:
+                for handle in _HANDLES:
+                    self.keys.pop(handle, None)
+            elif "handle_left" not in self.keys:  # (rewritten in place: read before update() places them)
+                count = len(self.fc.keyframe_points)
+                for handle in _HANDLES:
+                    column = np.empty(2 * count, dtype=np.float32)
+                    self.fc.keyframe_points.foreach_get(handle, column)
+                    self.keys[handle] = column.reshape(count, 2)[rows]
 
 
 def _filled(value: bytes, count: int) -> bytes:

@@ -160,15 +160,19 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
                 )
             plans.append((fc, keep, added, inside))
             out.restored += restored
-    for fc, keep, added, entry in plans:
-        snapshot = bake_record.keys_of(fc)
-        bake_record.rebuild(fc, keep, added)
-        if not len(fc.keyframe_points) and np.isfinite(entry.static):
-            # The bake made the curve: gone again, the channel holds the value the bake read.
-            group = bake_record.remove_curve(obj, fc)
-            bake_record.set_channel(obj, entry.path, entry.index, entry.static)
-            fc = (entry.path, entry.index, group)
-        out.snapshots.append((fc, snapshot))
+    try:
+        for fc, keep, added, entry in plans:
+            snapshot = bake_record.keys_of(fc)
+            out.snapshots.append((fc, snapshot))
+            bake_record.rebuild(fc, keep, added)
+            if not len(fc.keyframe_points) and np.isfinite(entry.static):
+                # The bake made the curve: gone again, the channel holds the value the bake read.
+                group = bake_record.remove_curve(obj, fc)
+                bake_record.set_channel(obj, entry.path, entry.index, entry.static)
+                out.snapshots[-1] = ((entry.path, entry.index, group), snapshot)
+    except BaseException:
+        out.put_back()
+        raise
     if plans:  # the evaluated pose follows the curves taken back (the bake checks its reading against it)
         ad.action.update_tag()
     out.curves = len(plans)
@@ -194,6 +198,7 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
         jobs += [(path, i, plants.hips_keyed, plants.hips_values[:, i]) for i in range(3)]
     seen: dict = {}
     spans: dict = {}  # by keyed frames (a chain's curves share them)
+    hooks: dict = {}  # (path, index) -> bake_record.Removed: the keys replaced, as the write reads them
     found = bake_record.curves_of(obj)
     for path, index, keyed, values in jobs:
         runs = spans.get(keyed.tobytes())
@@ -214,9 +219,16 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
             rows = seen.get(key)
             if rows is None:
                 rows = seen[key] = (~keys._outside(t, runs)).nonzero()[0]
-            removed = bake_record.read_rows(fc, rows, co)
+            if len(rows) == count:  # every key replaced: the write reads none of them, so they are read here
+                removed = bake_record.read_rows(fc, rows, co)
+            elif len(rows):
+                hooks[path, index] = bake_record.Removed(fc, rows, co.copy())
         frames_at = action_frames[keyed].astype(np.float32)
         curves.append(Entry(slot, path, index, frames_at, values[keyed].astype(np.float32), removed, static))
-    per_bone = contact_targets.write(obj, plants, frames, interpolation)
+    per_bone = contact_targets.write(obj, plants, frames, interpolation, hooks)
+    for entry in curves:
+        hook = hooks.get((entry.path, entry.index))
+        if hook is not None:
+            entry.removed = hook.keys
     bake_record.store(obj.animation_data.action, taken.remainder + curves)
     return per_bone
