@@ -34,6 +34,7 @@ NATIVE = tuple(
 # bake's new keys are.
 _SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
 _SHARED_NAMES = frozenset(name for name, _ in _SHARED)
+_KIND = {**dict.fromkeys(_SHARED_NAMES, 1), **dict.fromkeys(_HANDLES, 2)}  # Removed: how each is kept
 _SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
 _SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
 
@@ -190,29 +191,34 @@ class Removed:
 
     def __init__(self, fc, rows: np.ndarray, co: np.ndarray) -> None:
         self.fc, self.rows = fc, rows
-        self.keys = {"co": co.reshape(-1, 2)[rows].copy()}
+        self.keys = {"co": co.reshape(-1, 2)[rows]}  # a copy (the write then writes over `co`)
 
     def __call__(self, name: str, column: np.ndarray) -> None:
-        rows = self.rows
-        if name in _HANDLES:
-            self.keys[name] = column.reshape(-1, 2)[rows]
-        elif name in _SHARED_NAMES:
-            count = len(column)
-            if column.tobytes() == _filled(column[:1].tobytes(), count):
-                self.keys[name] = column[:1].reshape(1, 1).copy()
-            else:
-                self.keys[name] = column[rows].reshape(-1, 1)
+        kind = _KIND.get(name)  # (the selection: not recorded)
+        if kind is None:
+            return
+        if kind == 2:
+            self.keys[name] = column.reshape(-1, 2)[self.rows]
+            return
+        first = column[:1]
+        if column.tobytes() == first.tobytes() * len(column):  # every key alike (mostly): no numpy call
+            self.keys[name] = first.reshape(1, 1).copy()
+        else:
+            self.keys[name] = column[self.rows].reshape(-1, 1)
         if name == "handle_right_type":  # both types read: the handles too where update() would move them
-            placed = _PLACED_TYPES[self.keys["handle_left_type"]].all() and _PLACED_TYPES[self.keys[name]].all()
-            if placed:
-                for handle in _HANDLES:
-                    self.keys.pop(handle, None)
-            elif "handle_left" not in self.keys:  # (rewritten in place: read before update() places them)
-                count = len(self.fc.keyframe_points)
-                for handle in _HANDLES:
-                    column = np.empty(2 * count, dtype=np.float32)
-                    self.fc.keyframe_points.foreach_get(handle, column)
-                    self.keys[handle] = column.reshape(count, 2)[rows]
+            self._handles()
+
+    def _handles(self) -> None:
+        left, right = self.keys["handle_left_type"], self.keys["handle_right_type"]
+        if _PLACED_TYPES[left].all() and _PLACED_TYPES[right].all():
+            for handle in _HANDLES:
+                self.keys.pop(handle, None)
+        elif "handle_left" not in self.keys:  # (rewritten in place: read before update() places them)
+            count = len(self.fc.keyframe_points)
+            for handle in _HANDLES:
+                column = np.empty(2 * count, dtype=np.float32)
+                self.fc.keyframe_points.foreach_get(handle, column)
+                self.keys[handle] = column.reshape(count, 2)[self.rows]
 
 
 def _filled(value: bytes, count: int) -> bytes:

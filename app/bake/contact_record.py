@@ -192,18 +192,21 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
     for chain in plants.chains:
         for name, table in zip(chain.leg.names, chain.values, strict=True):
             path = plant_read.rotation_path(obj, name)
-            jobs += [(path, i, chain.keyed, table[:, i]) for i in range(table.shape[1])]
+            written = table[chain.keyed].astype(np.float32)  # as write_keys_in keys them
+            jobs += [(path, i, chain.keyed, written[:, i]) for i in range(table.shape[1])]
     if plants.hips and plants.hips_keyed is not None and np.any(plants.hips_keyed):
         path = keys.data_path(plants.hips, "location")
-        jobs += [(path, i, plants.hips_keyed, plants.hips_values[:, i]) for i in range(3)]
+        written = plants.hips_values[plants.hips_keyed].astype(np.float32)
+        jobs += [(path, i, plants.hips_keyed, written[:, i]) for i in range(3)]
     seen: dict = {}
     spans: dict = {}  # by keyed frames (a chain's curves share them)
     hooks: dict = {}  # (path, index) -> bake_record.Removed: the keys replaced, as the write reads them
     found = bake_record.curves_of(obj)
     for path, index, keyed, values in jobs:
-        runs = spans.get(keyed.tobytes())
-        if runs is None:
-            runs = spans[keyed.tobytes()] = plant_keys.spans(action_frames, keyed)
+        key = keyed.tobytes()
+        if key not in spans:
+            spans[key] = plant_keys.spans(action_frames, keyed), action_frames[keyed].astype(np.float32)
+        runs, frames_at = spans[key]
         fc = found.find(path, index=index) if found is not None else None
         removed, static = {}, float("nan")
         if fc is None:  # the bake makes it: the value it read is the channel's, as posed
@@ -215,16 +218,15 @@ def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation
                 co = np.empty(2 * count, dtype=np.float32)
                 fc.keyframe_points.foreach_get("co", co)
             t = co[0::2]
-            key = (t.tobytes(), keyed.tobytes())
+            key = (t.tobytes(), key)
             rows = seen.get(key)
             if rows is None:
                 rows = seen[key] = (~keys._outside(t, runs)).nonzero()[0]
             if len(rows) == count:  # every key replaced: the write reads none of them, so they are read here
                 removed = bake_record.read_rows(fc, rows, co)
             elif len(rows):
-                hooks[path, index] = bake_record.Removed(fc, rows, co.copy())
-        frames_at = action_frames[keyed].astype(np.float32)
-        curves.append(Entry(slot, path, index, frames_at, values[keyed].astype(np.float32), removed, static))
+                hooks[path, index] = bake_record.Removed(fc, rows, co)
+        curves.append(Entry(slot, path, index, frames_at, values, removed, static))
     per_bone = contact_targets.write(obj, plants, frames, interpolation, hooks)
     for entry in curves:
         hook = hooks.get((entry.path, entry.index))
