@@ -16,7 +16,22 @@ VARIANTS = {  # the capture: the hips alone keyed (the legs' curves made by the 
     "hips-keyed": dict(rise=0.3),
     "knee-keyed": dict(rise=0.3, knee=0.4),
     "mixed-keys": dict(rise=0.3, knee=0.4),  # the shin's keys of several kinds (mixed_keys)
+    "sparse-keys": dict(rise=0.3, knee=0.4),  # the shin keyed every third frame and between frames (sparse_keys)
 }
+
+
+def sparse_keys(obj) -> None:
+    """The shin's keys on every third frame only, and one between frames (12.5): a bake's spans
+    replace keys that are not on its frames (the curve rebuilt, not rewritten in place)."""
+    from chain_ik.rig import keys
+
+    for index in range(4):
+        fc = keys.assigned_fcurve(obj, 'pose.bones["shin"].rotation_quaternion', index)
+        for key in reversed(list(fc.keyframe_points)):
+            if int(key.co[0]) % 3:
+                fc.keyframe_points.remove(key)
+        fc.keyframe_points.insert(12.5, fc.evaluate(12.5))
+        fc.update()
 
 
 def mixed_keys(obj) -> None:
@@ -45,6 +60,8 @@ def walk(variant: str):
     obj = built_walk(**VARIANTS[variant])
     if variant == "mixed-keys":
         mixed_keys(obj)
+    if variant == "sparse-keys":
+        sparse_keys(obj)
     return obj
 
 
@@ -100,6 +117,11 @@ def test_a_rebake_after_editing_the_contacts_is_a_bake_of_the_capture_with_the_e
     capture = obj.animation_data.action.copy()
     bake(move_root)
     once = every_key(obj)
+    if variant == "sparse-keys":  # the key between frames was replaced, and is in the record
+        from chain_ik.rig import bake_record
+
+        shin = [e for e in bake_record.load(obj.animation_data.action) if e.path.startswith('pose.bones["shin"]')]
+        assert shin and all(12.5 in e.removed_frames and 12.5 not in e.frames for e in shin)
     bake(move_root)  # bake twice: the keys of bake once, every attribute
     assert_same_keys(every_key(obj), once)
     drop_second_contact(obj)
