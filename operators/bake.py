@@ -167,6 +167,8 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
                     item.contact_figures = bake_report.contact_line(chain.contacts)
                 if chain.contacts.get("strayed"):  # app.bake.contact_figures.STRAY_SHARE
                     self.report({"WARNING"}, f"chain '{chain.name}': {stray_note(chain.contacts['strayed'])}")
+        if result.taken_back:
+            self.report({"INFO"}, result.taken_back)
         for name, moved in result.root_moved.items():
             self.report(
                 {"INFO"}, f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"

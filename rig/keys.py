@@ -265,6 +265,7 @@ def write_keys_in(
     handles: tuple[np.ndarray, np.ndarray] | None = None,
     seen: dict | None = None,
     co: np.ndarray | None = None,
+    removed=None,
 ) -> int:
     """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
     a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
@@ -272,7 +273,9 @@ def write_keys_in(
     in one rebuild of the F-Curve. `seen` (a dict, one per `frames` and `frame_ranges`): which keys
     lie inside the ranges, by the curves' key times already looked at (a bone's curves mostly
     share them). `co`: the curve's keys' co (float32, 2 per key) as the caller read them with nothing
-    written since (rig.sampling.curve_values' `read`), not read again; it is written over."""
+    written since (rig.sampling.curve_values' `read`), not read again; it is written over.
+    `removed(name, column)`: called with each key attribute read before the keys are replaced, as
+    read (rig.bake_record.Removed keeps the replaced keys')."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.isfinite(values).all():
@@ -299,7 +302,7 @@ def write_keys_in(
         if in_place and handles is None:
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
-            return _overwrite(fc, co, rows, values, interpolation)
+            return _overwrite(fc, co, rows, values, interpolation, removed)
         if rebuild and not keep.any():
             # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
             kp.clear()
@@ -309,6 +312,8 @@ def write_keys_in(
                 a = np.empty(width * old, dtype=dtype)
                 kp.foreach_get(name, a)
                 kept[name] = a.reshape(old, width)[keep].ravel()
+                if removed is not None:
+                    removed(name, a)
             old = int(np.count_nonzero(keep))
             kp.clear()
             kp.add(old)
@@ -361,7 +366,7 @@ def _same_frames(old: np.ndarray, new: np.ndarray) -> bool:
     return len(old) == len(new) and bool((old == new).all()) and bool((new[1:] > new[:-1]).all())
 
 
-def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str) -> int:
+def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str, removed=None) -> int:
     """write_keys_in where the keys replaced are at the new frames (`rows` of the curve's keys,
     `co` its keys' co): their values set and every other attribute as a new key's, the same curve
     the rebuild gives; one read and at most one write per attribute."""
@@ -377,6 +382,8 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     for name, wanted, dtype in (("interpolation", INTERPOLATIONS.index(interpolation), np.uint8), *_NEW_ATTRIBUTES):
         column = np.empty(count, dtype=dtype)
         kp.foreach_get(name, column)
+        if removed is not None:
+            removed(name, column)
         if column.tobytes() == _filled(wanted, dtype, count):
             continue
         if (column[rows] != wanted).any():

@@ -28,7 +28,7 @@ from ..checks import changed_mid_bake
 from ..live import live_above
 from ..solve.group_solve import group_rig
 from ..spec import ChainSpec, groups
-from . import bake_report, bake_solve, contact_targets
+from . import bake_report, bake_solve, contact_record, contact_targets
 from .bake_frames import Solved
 
 
@@ -70,6 +70,7 @@ class BakeResult:
     reasons: dict[str, str] = field(default_factory=dict)
     # Move Root: each keyed root bone -> the largest distance its head played back from where it was (world).
     root_moved: dict[str, float] = field(default_factory=dict)
+    taken_back: str = ""  # a re-bake with contacts: what it took back to the motion (app.bake.contact_record)
 
 
 def bake_frames(options: BakeOptions) -> np.ndarray:
@@ -226,11 +227,13 @@ def bake_steps(
     )
     if refusal:
         raise ValueError(refusal)
+    taken = contact_record.take_back(obj, specs, frames)  # a re-bake reads the motion, not the last bake
     scene = context.scene
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     was_busy = live.is_busy()
     live.set_busy(True)  # frame_set runs the Live handler: it must not pose the rig mid-bake
     solving = False  # the other chains' solve poses the rig: the frame is then always set back
+    solved_all = False
     try:
         plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
         others = [s for s in specs if not s.contacts]
@@ -242,10 +245,13 @@ def bake_steps(
             solved = yield from bake_solve.solve_frames(context, obj, others, frames, progress, stepwise, known)
             plants.curve_keys.clear()  # keys read before the others' solve (frame handlers) may be stale
             solving = solved.posed  # a solve that posed nothing needs the frame set again only if it moved
+        solved_all = True
     except (ReferenceError, KeyError) as exc:
         # A frame handler (or a driver's script) removed or renamed what the bake reads.
         raise ValueError(f"{changed_mid_bake(obj, specs, names, exc)}; nothing was keyed") from None
     finally:
+        if not solved_all:  # failed or cancelled: the curves taken back are put back
+            taken.put_back()
         # Planted legs alone, or units carried, read the curves (or frames, put back by
         # rig.pose_frames): no pose written, and a frame_set evaluates the whole scene, so it is
         # skipped where nothing moved.
@@ -263,7 +269,7 @@ def bake_steps(
     curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
     bone_keys = write_curves(obj, curves, options)
     # Chains with contacts: their changed frames only (app.bake.contact_targets).
-    planted_keys = contact_targets.write(obj, plants, frames, options.interpolation)
+    planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken)
     bone_keys.update(planted_keys)
     for planted in plants.chains:
         label, tip = planted.spec.label, planted.spec.tip
@@ -318,6 +324,7 @@ def bake_steps(
         reduced=options.reduce,
         reasons=reasons,
         root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
+        taken_back=taken.sentence(),
     )
 
 

@@ -356,8 +356,10 @@ def _hips_locations(
     return values, keyed
 
 
-def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[str, int]:
-    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone."""
+def write(obj, plants: Plants, frames: np.ndarray, interpolation: str, removed=None) -> dict[str, int]:
+    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone. `removed`:
+    (data path, index) -> rig.keys.write_keys_in's `removed` (app.bake.contact_record)."""
+    removed = removed or {}
     action_frames = keys.action_frames(obj, frames)
     fcurves = keys.FCurves(obj)
     per_bone = {}
@@ -372,7 +374,8 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
                 fc = fcurves.ensure(path, index, name)
                 co = plants.curve_keys.pop((path, index), None)  # its keys as the solve read them
                 values = table[chain.keyed, index]
-                written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, co=co)
+                hook = removed.get((path, index))
+                written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, co=co, removed=hook)
             per_bone[name] = written
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
     if plants.hips and np.any(plants.hips_keyed):
@@ -384,7 +387,8 @@ def write(obj, plants: Plants, frames: np.ndarray, interpolation: str) -> dict[s
         for index in range(3):
             fc = fcurves.ensure(path, index, plants.hips)
             values = plants.hips_values[plants.hips_keyed, index]
-            written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen)
+            hook = removed.get((path, index))
+            written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, removed=hook)
         per_bone[plants.hips] = per_bone.get(plants.hips, 0) + written
     return per_bone
 

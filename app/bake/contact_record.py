@@ -1,0 +1,236 @@
+"""A re-bake with contacts bakes from the capture, not from the last planted bake's keys (issue 21
+item 2: "a re-bake after editing the Contact keys uses the edits").
+
+A planted bake writes its keys into the action it reads, so a second bake would take the first
+one's held feet, lowered hips and eases as its motion: a contact deleted since stays planted, and
+every re-bake turns the joints faster. So each planted bake leaves a record in the action
+(rig.bake_record: per F-Curve it changed, the keys it wrote and the keys it removed to write them),
+and the next planted bake of the same legs first takes those curves back (`take_back`) on the
+frames where the keys are still exactly what the last bake wrote; a key edited since, or deleted or
+moved, is the user's: it stays, and is the motion the bake reads. Then it bakes as usual and
+records afresh (`write`). Bake twice equals bake once; detect, bake, edit the contacts, bake
+equals a bake of the capture with the edited contacts.
+
+Taken back: the planted legs' rotation curves and the location curves of the bones above them
+(the hips Move Root lowers, whether or not Move Root is on now), over the bake's frames only; the
+record's other entries stay. A bake that fails or is cancelled puts the curves back as they were.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...rig import bake_record, keys, plant_keys, plant_read
+from ...rig.bake_record import Entry
+from ..spec import ChainSpec
+from . import contact_targets
+
+_ROTATIONS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+
+
+@dataclass
+class TakenBack:
+    """What `take_back` did: the keys restored, the user's kept, the record's entries left."""
+
+    remainder: list[Entry] = field(default_factory=list)  # the record's entries not taken back
+    restored: int = 0  # keys put back as the capture had them (or removed, where it had none)
+    kept: int = 0  # keys the last bake wrote that were edited, moved or deleted since: kept as the motion
+    curves: int = 0
+    # (F-Curve, or (path, index, group) where it was removed, its keys before) to put back on failure
+    snapshots: list = field(default_factory=list)
+    obj: object = None
+
+    def put_back(self) -> None:
+        """The curves as they were before `take_back` (the bake failed or was cancelled)."""
+        for fc, snapshot in self.snapshots:
+            if isinstance(fc, tuple):  # removed (the bake had made it): made again
+                fc = keys.FCurves(self.obj).ensure(*fc)
+            bake_record.put_back(fc, snapshot)
+        if self.snapshots:
+            self.obj.animation_data.action.update_tag()
+        self.snapshots = []
+
+    def sentence(self) -> str:
+        """The report's line ('' when nothing was taken back or kept)."""
+        if not self.restored and not self.kept:
+            return ""
+        kept = f"; kept {self.kept} key(s) edited, moved or deleted since, as the motion" if self.kept else ""
+        return (
+            f"re-bake: the last planted bake's keys taken back to the motion it read on {self.curves}"
+            f" F-Curve(s) ({self.restored} keys) before baking{kept}"
+        )
+
+
+def _scope(obj, specs: list[ChainSpec]) -> set[str]:
+    """The data paths a planted bake of `specs` takes back: its legs' rotations, the location of
+    every bone above them."""
+    paths = set()
+    for spec in specs:
+        if not spec.contacts:
+            continue
+        legs = contact_targets.leg_bones(obj, spec)
+        paths |= {keys.data_path(n, prop) for n in legs for prop in _ROTATIONS}
+        paths |= {keys.data_path(b.name, "location") for b in obj.pose.bones[legs[0]].parent_recursive}
+    return paths
+
+
+def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
+    """(the part of `entry` within [low, high], the part outside)."""
+    inside = (entry.frames >= low) & (entry.frames <= high)
+    rows = entry.removed_frames
+    gone = (rows >= low) & (rows <= high)
+
+    def part(written, removed) -> Entry:
+        taken = bake_record.subset(entry.removed, removed)
+        frames, values = entry.frames[written], entry.values[written]
+        return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static)
+
+    return part(inside, gone), part(~inside, ~gone)
+
+
+def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int]:
+    """(the curve's keys to keep (mask), the removed keys to add back, keys restored, keys kept)."""
+    count = len(fc.keyframe_points)
+    co = np.empty(2 * count, dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", co)
+    t, v = co[0::2], co[1::2]
+    order = np.argsort(t, kind="stable")
+    where = np.searchsorted(t[order], entry.frames)
+    where = np.minimum(where, max(count - 1, 0))
+    at = order[where] if count else np.zeros(len(entry.frames), dtype=int)
+    present = (t[at] == entry.frames) if count else np.zeros(len(entry.frames), dtype=bool)
+    intact = present & (v[at] == entry.values) if count else present
+    keep = np.ones(count, dtype=bool)
+    keep[at[intact]] = False
+    # A removed key comes back where the bake's key on its frame is intact, or, between the bake's
+    # keys, where both neighbours are intact and no key sits on its frame now.
+    rows = entry.removed_frames
+    back = np.zeros(len(rows), dtype=bool)
+    if len(rows) and len(entry.frames):
+        sort = np.argsort(entry.frames, kind="stable")
+        frames, ok = entry.frames[sort], intact[sort]
+        j = np.searchsorted(frames, rows)
+        on = (j < len(frames)) & (frames[np.minimum(j, len(frames) - 1)] == rows)
+        after = ok[np.minimum(j, len(frames) - 1)] | (j >= len(frames))
+        before = ok[np.maximum(j - 1, 0)] | (j == 0)
+        remaining = t[keep]
+        free = ~np.isin(rows, remaining)
+        back = np.where(on, ok[np.minimum(j, len(frames) - 1)], after & before & free)
+    added = bake_record.subset(entry.removed, back)
+    return keep, added, int(np.count_nonzero(intact)), int(len(entry.frames) - np.count_nonzero(intact))
+
+
+def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
+    """Take the last planted bake's keys on the legs of `specs` back to what that bake read, over
+    `frames` (see the module's text); call before the bake reads the motion. ValueError (nothing
+    changed) where such a curve is locked."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None or bake_record.RECORD not in ad.action:
+        return TakenBack(obj=obj)
+    entries = bake_record.load(ad.action)
+    out = TakenBack(remainder=entries, obj=obj)
+    if not any(s.contacts for s in specs):  # (a bake without contacts: the record stays as it is)
+        return out
+    scope = _scope(obj, specs)
+    slot = bake_record.slot_identifier(obj)
+    at = keys.action_frames(obj, frames)
+    low = np.float32(at.min() - keys.FRAME_EPSILON)
+    high = np.float32(at.max() + keys.FRAME_EPSILON)
+    plans, remainder = [], []
+    for entry in entries:
+        if entry.slot != slot or entry.path not in scope:
+            remainder.append(entry)
+            continue
+        inside, outside = _split(entry, low, high)
+        if len(outside.frames) or len(outside.removed_frames):
+            remainder.append(outside)
+        fc = keys.assigned_fcurve(obj, entry.path, entry.index)
+        if fc is None:  # the curve deleted since: the user's
+            out.kept += len(inside.frames)
+            continue
+        keep, added, restored, kept = _plan(fc, inside)
+        out.kept += kept
+        if restored or len(added.get("co", ())):
+            if fc.lock:
+                raise ValueError(
+                    f"the F-Curve {entry.path}[{entry.index}] is locked: the last planted bake's keys on it"
+                    " cannot be taken back to the motion for a re-bake; unlock it; nothing was keyed"
+                )
+            plans.append((fc, keep, added, inside))
+            out.restored += restored
+    try:
+        for fc, keep, added, entry in plans:
+            snapshot = bake_record.keys_of(fc)
+            out.snapshots.append((fc, snapshot))
+            bake_record.rebuild(fc, keep, added)
+            if not len(fc.keyframe_points) and np.isfinite(entry.static):
+                # The bake made the curve: gone again, the channel holds the value the bake read.
+                group = bake_record.remove_curve(obj, fc)
+                bake_record.set_channel(obj, entry.path, entry.index, entry.static)
+                out.snapshots[-1] = ((entry.path, entry.index, group), snapshot)
+    except BaseException:
+        out.put_back()
+        raise
+    if plans:  # the evaluated pose follows the curves taken back (the bake checks its reading against it)
+        ad.action.update_tag()
+    out.curves = len(plans)
+    out.remainder = remainder
+    return out
+
+
+def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation: str, taken: TakenBack) -> dict:
+    """contact_targets.write, with the record of what it wrote and removed (the record's other
+    entries kept); keys written per bone."""
+    if not plants.chains:
+        return contact_targets.write(obj, plants, frames, interpolation)
+    action_frames = keys.action_frames(obj, frames)
+    slot = bake_record.slot_identifier(obj)
+    curves = []  # (path, index, keyed frames, values, removed keys)
+    jobs = []
+    for chain in plants.chains:
+        for name, table in zip(chain.leg.names, chain.values, strict=True):
+            path = plant_read.rotation_path(obj, name)
+            written = table[chain.keyed].astype(np.float32)  # as write_keys_in keys them
+            jobs += [(path, i, chain.keyed, written[:, i]) for i in range(table.shape[1])]
+    if plants.hips and plants.hips_keyed is not None and np.any(plants.hips_keyed):
+        path = keys.data_path(plants.hips, "location")
+        written = plants.hips_values[plants.hips_keyed].astype(np.float32)
+        jobs += [(path, i, plants.hips_keyed, written[:, i]) for i in range(3)]
+    seen: dict = {}
+    spans: dict = {}  # by keyed frames (a chain's curves share them)
+    hooks: dict = {}  # (path, index) -> bake_record.Removed: the keys replaced, as the write reads them
+    found = bake_record.curves_of(obj)
+    for path, index, keyed, values in jobs:
+        key = keyed.tobytes()
+        if key not in spans:
+            spans[key] = plant_keys.spans(action_frames, keyed), action_frames[keyed].astype(np.float32)
+        runs, frames_at = spans[key]
+        fc = found.find(path, index=index) if found is not None else None
+        removed, static = {}, float("nan")
+        if fc is None:  # the bake makes it: the value it read is the channel's, as posed
+            static = bake_record.channel_value(obj, path, index)
+        elif len(fc.keyframe_points):
+            co = plants.curve_keys.get((path, index))
+            count = len(fc.keyframe_points)
+            if co is None or len(co) != 2 * count:
+                co = np.empty(2 * count, dtype=np.float32)
+                fc.keyframe_points.foreach_get("co", co)
+            t = co[0::2]
+            key = (t.tobytes(), key)
+            rows = seen.get(key)
+            if rows is None:
+                rows = seen[key] = (~keys._outside(t, runs)).nonzero()[0]
+            if len(rows) == count:  # every key replaced: the write reads none of them, so they are read here
+                removed = bake_record.read_rows(fc, rows, co)
+            elif len(rows):
+                hooks[path, index] = bake_record.Removed(fc, rows, co)
+        curves.append(Entry(slot, path, index, frames_at, values, removed, static))
+    per_bone = contact_targets.write(obj, plants, frames, interpolation, hooks)
+    for entry in curves:
+        hook = hooks.get((entry.path, entry.index))
+        if hook is not None:
+            entry.removed = hook.keys
+    bake_record.store(obj.animation_data.action, taken.remainder + curves)
+    return per_bone

@@ -1,0 +1,324 @@
+"""What a planted bake wrote, kept in the action it wrote into (issue 21: a re-bake after editing
+the Contact keys bakes from the capture, not from the last bake's keys).
+
+The record is an ID property of the action (`RECORD`), so it is saved with the file, undone with
+the keys, and copied with the action. It holds one entry per F-Curve the bake changed (per slot on
+4.4+'s layered actions): the keys it wrote (frame, value) and the keys it removed to write them
+(every attribute, as rig.keys.KEY_ATTRIBUTES: the capture's keys, put back exactly). The logic of
+what to take back lives in app.bake.contact_record; here, the bpy reads and writes only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .keys import KEY_ATTRIBUTES
+
+RECORD = "chain_ik_planted_bake"
+# Handle types whose handles FCurve.update() places from the keys alone (AUTO, AUTO_CLAMPED,
+# VECTOR): a removed key of these types needs no stored handles.
+_PLACED = (1, 3, 4)  # the enum values, the same on 4.2 and 5.0 (FREE 0, VECTOR 1, ALIGNED 2, AUTO 3, AUTO_CLAMPED 4)
+_PLACED_TYPES = np.isin(np.arange(256), _PLACED)  # by enum value (np.isin itself costs ~0.1 ms a call)
+_HANDLES = ("handle_left", "handle_right")
+# Each attribute in the type Blender stores it in, which foreach_get copies in one pass (as int32,
+# every enum key is converted on its own: ~5x slower; rig.keys._overwrite reads them so too).
+NATIVE = tuple(
+    (name, width, np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else dtype)
+    for name, width, dtype in KEY_ATTRIBUTES
+)
+# The attributes recorded besides co and the handles, one value per key, each kept as one row
+# where every removed key shares it (a capture's keys mostly all do). The selection is not
+# recorded (a bool read costs as much as the rest together): a key put back is selected, as the
+# bake's new keys are.
+_SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
+_SHARED_NAMES = frozenset(name for name, _ in _SHARED)
+_KIND = {**dict.fromkeys(_SHARED_NAMES, 1), **dict.fromkeys(_HANDLES, 2)}  # Removed: how each is kept
+_SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
+_SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
+
+
+@dataclass
+class Entry:
+    """One F-Curve's part of the record."""
+
+    slot: str  # the slot's identifier (4.4+), '' on 4.2's actions
+    path: str
+    index: int
+    frames: np.ndarray  # (n,) float32 action frames the bake keyed
+    values: np.ndarray  # (n,) float32 the values it keyed there
+    # attribute -> (m, width) the keys it removed (NATIVE types), or (1, width): a row all share;
+    # the handles left out where update() places them (auto and vector handles)
+    removed: dict[str, np.ndarray] = field(default_factory=dict)
+    # Where the bake made the curve: the channel's value it read (the pose's, unkeyed); else NaN.
+    static: float = float("nan")
+
+    @property
+    def removed_frames(self) -> np.ndarray:
+        co = self.removed.get("co")
+        return np.zeros(0, dtype=np.float32) if co is None else co[:, 0]
+
+
+def subset(removed: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+    """The removed keys `mask` (m,) picks (a shared row stays shared)."""
+    if not removed:
+        return {}
+    m = len(removed["co"])
+    return {name: rows[mask] if len(rows) == m or m == 1 else rows for name, rows in removed.items()}
+
+
+def _full(rows: np.ndarray, m: int) -> np.ndarray:
+    return rows if len(rows) == m else np.repeat(rows, m, axis=0)
+
+
+def slot_identifier(obj) -> str:
+    ad = obj.animation_data
+    slot = getattr(ad, "action_slot", None) if ad is not None else None
+    return "" if slot is None else slot.identifier
+
+
+def _split(array: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    return np.split(array, np.cumsum(counts)[:-1]) if len(counts) else []
+
+
+def load(action) -> list[Entry]:
+    """The action's record (empty without one); every array a copy (the property's buffer dies
+    with the file)."""
+    if action is None or RECORD not in action:
+        return []
+    group = action[RECORD]
+    names = [line.split(_FIELD) for line in str(group["curves"]).split(_SEP)]
+    written = np.array(group["written"], dtype=np.int64)
+    removed = np.array(group["removed"], dtype=np.int64)
+    frames = _split(np.array(group["frames"], dtype=np.float32), written)
+    values = _split(np.array(group["values"], dtype=np.float32), written)
+    co = _split(np.array(group["co"], dtype=np.float32).reshape(-1, 2), removed)
+    static = np.array(group["static"], dtype=float)
+    handles = np.array(group["handles"], dtype=bool)
+    handle_rows = _split(np.array(group.get("rows_handles", ()), dtype=np.float32).reshape(-1, 4), removed * handles)
+    stored = {name: np.array(group[name]) for name in group.keys() if name.startswith(("same_", "rows_"))}
+    rows_at = dict.fromkeys(stored, 0)
+    out = []
+    for i, (slot, path, index) in enumerate(names):
+        m = int(removed[i])
+        taken = {}
+        if m:
+            taken["co"] = co[i]
+            for name, dtype in _SHARED:
+                same = stored[f"same_{name}"][i]
+                if np.isfinite(same):
+                    taken[name] = np.array([[same]], dtype=dtype)
+                else:
+                    at = rows_at[f"rows_{name}"]
+                    taken[name] = stored[f"rows_{name}"][at : at + m].astype(dtype).reshape(m, 1)
+                    rows_at[f"rows_{name}"] = at + m
+            if handles[i]:
+                taken["handle_left"], taken["handle_right"] = handle_rows[i][:, :2], handle_rows[i][:, 2:]
+        out.append(Entry(slot, path, int(index), frames[i], values[i], taken, float(static[i])))
+    return out
+
+
+def store(action, entries: list[Entry]) -> None:
+    """Replace the action's record by `entries` (none: the record removed). A few arrays for the
+    whole record, the curves' one after another (an ID property per curve and attribute would
+    cost more than the bake's keys)."""
+    if not entries:
+        if RECORD in action:
+            del action[RECORD]
+        return
+    removed = [len(e.removed_frames) for e in entries]
+    co = [e.removed["co"] for e in entries if "co" in e.removed]
+    handles = [m > 0 and "handle_left" in e.removed for e, m in zip(entries, removed, strict=True)]
+    group = {
+        "curves": _SEP.join(_FIELD.join((e.slot, e.path, str(e.index))) for e in entries),
+        "written": np.array([len(e.frames) for e in entries], dtype=np.int32),
+        "frames": np.concatenate([e.frames for e in entries]).astype(np.float32),
+        "values": np.concatenate([e.values for e in entries]).astype(np.float32),
+        "removed": np.array(removed, dtype=np.int32),
+        "static": np.array([e.static for e in entries], dtype=float),
+        "co": np.concatenate([np.zeros((0, 2), np.float32), *co]).astype(np.float32).ravel(),
+        "handles": np.array(handles, dtype=np.int32),
+    }
+    pairs = [np.hstack([e.removed[n] for n in _HANDLES]) for e, h in zip(entries, handles, strict=True) if h]
+    if pairs:
+        group["rows_handles"] = np.concatenate(pairs).astype(np.float32).ravel()
+    for name, _ in _SHARED:
+        columns = [e.removed[name] if m else None for e, m in zip(entries, removed, strict=True)]
+        shared = [c is not None and (len(c) == 1 or bool((c == c[0]).all())) for c in columns]
+        group[f"same_{name}"] = np.array(
+            [float(c[0, 0]) if s else np.nan for c, s in zip(columns, shared, strict=True)]
+        )
+        rows = [c.ravel().astype(np.float32) for c, s in zip(columns, shared, strict=True) if c is not None and not s]
+        if rows:
+            group[f"rows_{name}"] = np.concatenate(rows)
+    action[RECORD] = group
+
+
+def read_rows(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The attributes of `fc`'s keys `rows` (m,) as (m, width) arrays (NATIVE types), (1, width)
+    where every key shares it; `co`: the curve's keys' co as already read (nothing written since),
+    not read again. The handles are left out where update() places them, the selection always."""
+    kp = fc.keyframe_points
+    count = len(kp)
+    m = len(rows)
+    if not m:
+        return {}
+    if co is None or len(co) != 2 * count:
+        co = np.empty(2 * count, dtype=np.float32)
+        kp.foreach_get("co", co)
+    out = {"co": co.reshape(count, 2)[rows]}
+    for name, dtype in _SHARED:
+        column = _buffer(dtype, count)  # reused: only copies of it are kept
+        kp.foreach_get(name, column)
+        if column.tobytes() == _filled(column[:1].tobytes(), count):  # mostly: no numpy call
+            out[name] = column[:1].reshape(1, 1).copy()
+        else:
+            out[name] = column[rows].reshape(m, 1)
+    if not (_PLACED_TYPES[out["handle_left_type"]].all() and _PLACED_TYPES[out["handle_right_type"]].all()):
+        for name in _HANDLES:
+            column = np.empty(2 * count, dtype=np.float32)
+            kp.foreach_get(name, column)
+            out[name] = column.reshape(count, 2)[rows]
+    return out
+
+
+class Removed:
+    """rig.keys.write_keys_in's `removed`: the attributes of `fc`'s keys `rows` (m,) that it replaces,
+    kept as it reads them to rewrite the curve (no read of its own but the handles, and those only
+    where update() would not place them); `keys` as `read_rows` gives them. `co`: the curve's keys'
+    co, read before."""
+
+    def __init__(self, fc, rows: np.ndarray, co: np.ndarray) -> None:
+        self.fc, self.rows = fc, rows
+        self.keys = {"co": co.reshape(-1, 2)[rows]}  # a copy (the write then writes over `co`)
+
+    def __call__(self, name: str, column: np.ndarray) -> None:
+        kind = _KIND.get(name)  # (the selection: not recorded)
+        if kind is None:
+            return
+        if kind == 2:
+            self.keys[name] = column.reshape(-1, 2)[self.rows]
+            return
+        first = column[:1]
+        if column.tobytes() == first.tobytes() * len(column):  # every key alike (mostly): no numpy call
+            self.keys[name] = first.reshape(1, 1).copy()
+        else:
+            self.keys[name] = column[self.rows].reshape(-1, 1)
+        if name == "handle_right_type":  # both types read: the handles too where update() would move them
+            self._handles()
+
+    def _handles(self) -> None:
+        left, right = self.keys["handle_left_type"], self.keys["handle_right_type"]
+        if _PLACED_TYPES[left].all() and _PLACED_TYPES[right].all():
+            for handle in _HANDLES:
+                self.keys.pop(handle, None)
+        elif "handle_left" not in self.keys:  # (rewritten in place: read before update() places them)
+            count = len(self.fc.keyframe_points)
+            for handle in _HANDLES:
+                column = np.empty(2 * count, dtype=np.float32)
+                self.fc.keyframe_points.foreach_get(handle, column)
+                self.keys[handle] = column.reshape(count, 2)[self.rows]
+
+
+def _filled(value: bytes, count: int) -> bytes:
+    key = (value, count)
+    found = _FILLED.get(key)
+    if found is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        found = _FILLED[key] = value * count
+    return found
+
+
+_FILLED: dict = {}
+
+
+def _buffer(dtype, count: int) -> np.ndarray:
+    key = (dtype, count)
+    found = _BUFFERS.get(key)
+    if found is None:
+        if len(_BUFFERS) > 64:
+            _BUFFERS.clear()
+        found = _BUFFERS[key] = np.empty(count, dtype=dtype)
+    return found
+
+
+_BUFFERS: dict = {}
+
+
+def keys_of(fc) -> dict[str, np.ndarray]:
+    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back)."""
+    kp = fc.keyframe_points
+    count = len(kp)
+    out = read_rows(fc, np.arange(count))
+    for name in _SELECTED if count else ():
+        column = np.empty(count, dtype=np.bool_)
+        kp.foreach_get(name, column)
+        out[name] = column.reshape(count, 1)
+    return out
+
+
+def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
+    """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width) or a shared
+    (1, width) row; the handles may be left out where update() places them, the selection is
+    set), every attribute as given; then update()."""
+    current = keys_of(fc) if len(fc.keyframe_points) else {}
+    kept = subset(current, keep)
+    sources = [source for source in (kept, added) if source and len(source["co"])]
+    kp = fc.keyframe_points
+    kp.clear()
+    kp.add(sum(len(source["co"]) for source in sources))
+    for name, _, dtype in NATIVE:
+        parts = []
+        for source in sources:
+            m = len(source["co"])
+            if name in source:
+                parts.append(_full(source[name], m))
+            elif name in _HANDLES:  # placed by update(): started on the key
+                parts.append(source["co"])
+            elif name in _SELECTED:
+                parts.append(np.ones((m, 1), dtype=np.bool_))
+            else:
+                raise ValueError(f"the bake record of {fc.data_path}[{fc.array_index}] lacks '{name}'")
+        if parts:
+            kp.foreach_set(name, np.concatenate(parts).astype(dtype).ravel())
+    fc.update()
+
+
+def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:
+    """`fc` as `keys_of` read it."""
+    kp = fc.keyframe_points
+    kp.clear()
+    if snapshot:
+        count = len(snapshot["co"])
+        kp.add(count)
+        for name, rows in snapshot.items():
+            kp.foreach_set(name, _full(rows, count).ravel())
+        if "handle_left" not in snapshot:
+            for name in _HANDLES:
+                kp.foreach_set(name, snapshot["co"].ravel())
+    fc.update()
+
+
+def curves_of(obj):
+    """The F-Curve collection animating `obj` (rig.keys'), to look curves up by path and index."""
+    from .keys import _assigned_collection
+
+    return _assigned_collection(obj)
+
+
+def channel_value(obj, path: str, index: int) -> float:
+    """The property's value on `obj` (the pose's, where no curve sets it)."""
+    return float(obj.path_resolve(path)[index])
+
+
+def set_channel(obj, path: str, index: int, value: float) -> None:
+    obj.path_resolve(path)[index] = value
+
+
+def remove_curve(obj, fc) -> str:
+    """Remove `fc` from the action animating `obj`; its group's name ('' without one)."""
+    group = fc.group.name if fc.group is not None else ""
+    curves_of(obj).remove(fc)
+    return group
