@@ -411,5 +411,9 @@ def finish(
         frames, heads = forward(skeleton, rows(local))
         ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
         error = np.array([math.dist(end, e.position.tolist()) for end, e in zip(ends, effectors, strict=True)])
-    reached = all(e <= tolerance for e in error.tolist())  # (numpy's all() costs more on a few)
+    reached = True  # every error within the tolerance (NaN is not): a loop, numpy's all() costs more on a few
+    for e in error.tolist():
+        if not e <= tolerance:
+            reached = False
+            break
     return SkeletonSolution(local, error, reached, iterations, method, reason)
