@@ -156,9 +156,10 @@ class Skeleton:
 
 
 _GEOMETRY = ("offsets", "links", "lengths", "reference", "base_frame")  # Skeleton.read_lazily's rows
+_FLOAT = np.dtype(float)  # (a float64 array is its own as_point)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Effector:
     """A goal on one bone's end point: `position`, and optionally a `pole` (with `pole_angle`, as
     Blender's IK pole) and an `orientation` (w, x, y, z, the bone's wanted world frame) with its
@@ -201,7 +202,60 @@ class Effector:
     aim_axis: str = ""
     aim_spread: float = DEFAULT_SPREAD
 
+    def __init__(
+        self,
+        bone: int,
+        position: np.ndarray | None = None,
+        pole: np.ndarray | None = None,
+        pole_angle: float = 0.0,
+        orientation: np.ndarray | None = None,
+        rotation_weight: float = 1.0,
+        weight: float = 1.0,
+        priority: int = 0,
+        pin: bool = False,
+        softness: float = 0.0,
+        aim_axis: str = "",
+        aim_spread: float = DEFAULT_SPREAD,
+    ) -> None:
+        # The dataclass's own __init__ with its fields stored straight into the instance's dict:
+        # its frozen object.__setattr__ per field cost 2 µs an effector, and a Solve builds its
+        # effectors per call (tests/solvers/test_skeleton.py checks it matches the fields).
+        d = self.__dict__
+        d["bone"], d["position"], d["pole"] = bone, position, pole
+        d["pole_angle"], d["orientation"], d["rotation_weight"] = pole_angle, orientation, rotation_weight
+        d["weight"], d["priority"], d["pin"] = weight, priority, pin
+        d["softness"], d["aim_axis"], d["aim_spread"] = softness, aim_axis, aim_spread
+        self.__post_init__()
+
     def __post_init__(self) -> None:
+        # A position goal with the default options, as a Solve builds its effectors per call: its
+        # checks on plain values (the general checks below cost microseconds an effector); any
+        # other value takes them.
+        position, weight, turn, priority = self.position, self.weight, self.rotation_weight, self.priority
+        if (
+            type(position) is np.ndarray
+            and position.dtype == _FLOAT
+            and position.shape == (3,)
+            and self.pole is None
+            and self.orientation is None
+            and not self.aim_axis
+            and self.aim_spread == DEFAULT_SPREAD
+            and type(self.softness) is float
+            and self.softness == 0.0
+            and type(weight) is float
+            and 0.0 < weight < math.inf
+            and type(turn) is float
+            and 0.0 <= turn <= 1.0
+            and type(priority) is int
+            and priority >= 0
+        ):
+            x, y, z = position.tolist()
+            if math.isfinite(x) and math.isfinite(y) and math.isfinite(z):
+                return  # (as_point keeps a float64 array as it is)
+        self._check()
+
+    def _check(self) -> None:
+        """The effector's checks, every value converted as its field says (ValueError naming it)."""
         if self.aim_axis or self.aim_spread != DEFAULT_SPREAD:
             self._check_aim()
         if self.softness != 0.0 or type(self.softness) is not float:  # as solvers.common.soft.check_softness
@@ -273,7 +327,7 @@ def ranked_weights(effectors: list[Effector]) -> list[float]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SkeletonSolution:
     """Every bone's local rotation after a solve (bones no effector moves keep their input ones)."""
 
@@ -296,6 +350,26 @@ class SkeletonSolution:
     # writer applies to the frames as read, the bones of its branch); None from a tree kernel,
     # an aim or a movable root (their turns are not from the frames as read).
     branch: tuple | None = None
+
+    def __init__(
+        self,
+        local_rows: np.ndarray | Callable[[], np.ndarray],
+        error: np.ndarray,
+        reached: bool,
+        iterations: int,
+        method: str,
+        reason: str = "",
+        unheld: tuple[int, ...] = (),
+        angles: np.ndarray | None = None,
+        root_shift: np.ndarray | None = None,
+        branch: tuple | None = None,
+    ) -> None:
+        # The dataclass's own __init__, the fields stored straight into the dict (as Effector's:
+        # a tree solve makes one or two of these per call; test_skeleton.py checks the fields).
+        d = self.__dict__
+        d["local_rows"], d["error"], d["reached"] = local_rows, error, reached
+        d["iterations"], d["method"], d["reason"] = iterations, method, reason
+        d["unheld"], d["angles"], d["root_shift"], d["branch"] = unheld, angles, root_shift, branch
 
     @property
     def local(self) -> np.ndarray:
@@ -337,5 +411,9 @@ def finish(
         frames, heads = forward(skeleton, rows(local))
         ends = [end_point(skeleton, frames, heads, e.bone) for e in effectors]
         error = np.array([math.dist(end, e.position.tolist()) for end, e in zip(ends, effectors, strict=True)])
-    reached = all(e <= tolerance for e in error.tolist())  # (numpy's all() costs more on a few)
+    reached = True  # every error within the tolerance (NaN is not): a loop, numpy's all() costs more on a few
+    for e in error.tolist():
+        if not e <= tolerance:
+            reached = False
+            break
     return SkeletonSolution(local, error, reached, iterations, method, reason)

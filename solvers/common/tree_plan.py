@@ -45,10 +45,12 @@ _CACHE_SIZE = 8
 def make_plan(skeleton, effectors) -> Plan:
     """The plan for `effectors` on `skeleton` (shared with earlier calls of the same structure:
     its targets and orientations are this call's)."""
-    key = (id(skeleton),) + tuple(
-        (e.bone, float(e.weight), level(e), e.orientation is None, float(e.rotation_weight), e.pole is None)
-        for e in effectors
-    )
+    key, turned = [id(skeleton)], False  # (one loop: a solve looks its plan up per call)
+    for e in effectors:
+        unturned = e.orientation is None
+        key.append((e.bone, float(e.weight), level(e), unturned, float(e.rotation_weight), e.pole is None))
+        turned = turned or not unturned
+    key = tuple(key)
     cache = getattr(_CACHE, "plans", None)
     if cache is None:
         cache = _CACHE.plans = {}
@@ -56,8 +58,9 @@ def make_plan(skeleton, effectors) -> Plan:
     if hit is not None and hit[0]() is skeleton:
         plan = hit[1]
         plan.targets[:] = [tuple(e.position.tolist()) for e in effectors]
-        plan.orientation.clear()
-        plan.orientation.update(_orientation(effectors, plan.weights))
+        if turned:  # (none: the plan's is empty, as its key says)
+            plan.orientation.clear()
+            plan.orientation.update(_orientation(effectors, plan.weights))
         return plan
     plan = _make_plan(skeleton, effectors)
     if len(cache) >= _CACHE_SIZE:

@@ -173,14 +173,17 @@ def steps(skeleton: Skeleton, effectors: list[Effector], options: dict) -> Steps
 def _plain(held, effectors: list[Effector], variant: str, gain: float, by_mass: bool) -> bool:
     """Whether the solve is tree_plain's case (tree_plain.applies: the layout's terms kept on the
     structure, `plain`; here the options, equal weights (every row as it is) and no pole)."""
-    return (
-        held.plain
-        and variant == "dls"
-        and gain == 0.0
-        and not by_mass
-        and all(e.pole is None for e in effectors)
-        and len({float(e.weight) for e in effectors}) == 1
-    )
+    if not (held.plain and variant == "dls" and gain == 0.0 and not by_mass):
+        return False
+    weight = None  # (one pass, no set: a solve asks per call)
+    for e in effectors:
+        if e.pole is not None:
+            return False
+        if weight is None:
+            weight = float(e.weight)
+        elif float(e.weight) != weight:
+            return False
+    return weight is not None
 
 
 def _pole_segments(skeleton: Skeleton, tree: Tree, effectors: list[Effector]) -> list | str:

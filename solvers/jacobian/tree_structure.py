@@ -146,9 +146,12 @@ def _topology_key(skeleton: Skeleton) -> tuple:
 def kept(skeleton: Skeleton, effectors: list[Effector], frozen: frozenset = frozenset()) -> Structure:
     """The Structure of the effectors' layout on `skeleton`: the kept one (measured again for a new
     skeleton of the same topology), or a new one, kept."""
-    bones = tuple([e.bone for e in effectors])
-    priority = tuple([level(e) for e in effectors])  # pins above every target
-    turned = tuple([e.orientation is not None and e.rotation_weight > 0.0 for e in effectors])
+    bones, priority, turned = [], [], []  # (one pass: a solve looks its structure up per call)
+    for e in effectors:
+        bones.append(e.bone)
+        priority.append(level(e))  # pins above every target
+        turned.append(e.orientation is not None and e.rotation_weight > 0.0)
+    bones, priority, turned = tuple(bones), tuple(priority), tuple(turned)
     key = (_topology_key(skeleton), bones, priority, turned, frozen)
     held = _STRUCTURES.get(key)
     if held is None:

@@ -1,6 +1,8 @@
 """The skeleton model: a chain is a one-branch skeleton; one effector solves as `solve` does."""
 
+import dataclasses
 import importlib.util
+import inspect
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +10,7 @@ import pytest
 
 import solvers
 from solvers import quat
+from solvers.skeleton import Effector, SkeletonSolution
 from solvers.skeleton_effectors import resolve_pins
 
 _spec = importlib.util.spec_from_file_location("_goal_chains", Path(__file__).with_name("test_goals.py"))
@@ -142,3 +145,38 @@ def test_a_skeleton_read_lazily_builds_its_rows_once_on_first_use(limited):
     for f in names:
         np.testing.assert_array_equal(getattr(lazy, f), getattr(checked, f))
     assert calls == [1]
+
+
+@pytest.mark.parametrize("cls", [Effector, SkeletonSolution])
+def test_the_written_init_takes_the_dataclass_fields(cls):
+    """Effector's and SkeletonSolution's __init__ are written out (a solve makes them per call):
+    the same parameters as the fields, in order, with the same defaults, and every field set."""
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in dataclasses.fields(cls)]
+    for p, f in zip(params, dataclasses.fields(cls), strict=True):
+        assert p.default == (inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default)
+    if cls is SkeletonSolution:  # (Effector's values are checked: its own test below)
+        values = [object() for _ in params]
+        made = cls(*values)
+        assert [getattr(made, f.name) for f in dataclasses.fields(cls)] == values
+
+
+def test_an_effector_keeps_its_checks_and_its_position_array():
+    p = np.array([0.1, 0.2, 0.3])
+    e = Effector(2, position=p)
+    assert e.position is p and e == Effector(2, position=p) and dataclasses.replace(e, bone=3).bone == 3
+    for bad in (
+        {"position": np.array([np.nan, 0.0, 0.0])},
+        {"position": np.array([0.0, 0.0])},
+        {"position": p, "weight": 0.0},
+        {"position": p, "weight": np.inf},
+        {"position": p, "rotation_weight": 1.5},
+        {"position": p, "priority": -1},
+        {"position": p, "softness": 1.0},
+    ):
+        with pytest.raises(ValueError):
+            Effector(2, **bad)
+    assert Effector(2, position=[1, 2, 3]).position.dtype == float  # converted as before
+    assert Effector(2, position=p, weight=2).weight == 2
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.bone = 3
