@@ -233,8 +233,12 @@ def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=Non
     fps = check_fps(fps)
     settings = checked_settings(settings)
     ends = np.stack((heel, toe), axis=1)  # (m, 2, 3)
-    heights = ends[..., 2] - ground_heights(ground, len(heel))
+    under = ground_heights(ground, len(heel))
+    heights = ends[..., 2] - under
     above = heights - _floors(heights, fps, settings)
+    if np.ptp(under) > 0.0:  # a sloped or stepped ground: its heights and the motion's own are two measures
+        world = ends[..., 2]
+        above = np.minimum(above, world - _floors(world, fps, settings))
     speed = np.stack([window_speed(ends[:, e], fps, settings.window) for e in range(2)], axis=1)
     enter = ((above <= settings.height) & (speed <= settings.speed)).any(axis=1)
     stay = ((above <= settings.height_leave) & (speed <= settings.speed_leave)).any(axis=1)
