@@ -98,6 +98,8 @@ class CHAINIK_OT_detect_contacts(_ContactOperator, bpy.types.Operator):
             {"INFO"},
             f"contacts over frames {result.first}-{result.last}{where}: {found} ({result.seconds:.2f} s)",
         )
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
         return {"FINISHED"}
 
 

@@ -11,6 +11,14 @@ and toe roll are not sliding, so one still end is enough.
   more than `floor_rise` above its lowest height over all the frames: an ankle rests higher than
   the toe, a retarget's feet may float or sink all along, and captured floors drift by
   centimetres over a walk, while a foot held up in the air stays out.
+- **Ground**: over a sloped or stepped ground (heights under the ends that vary) an end is also
+  low when it is so by the same rule in the motion's own heights (world z): a motion that walks
+  on the ground rests on its surface, while a capture walked on a flat floor and laid over a
+  slope rests on its own floor, the ground's heights under its contacts drifting with the slope
+  (by more than `floor_rise` over a few metres: the contacts on the side where it floats above
+  the ground were lost). A foot at rest 5 cm above a slope it never touched is a contact: the
+  capture planted it there, and the bake holds it on the ground's surface (solvers.plant.plan).
+  Level ground (or none) is one measure, computed once.
 - **Slow**: its speed, measured over `window` seconds (1/30 s; never per frame: at 120 fps
   capture jitter dominates a per-frame figure), is below `speed`.
 - **Hysteresis**: a contact starts where an end is low and slow by the enter thresholds
@@ -233,8 +241,12 @@ def detect_contacts(heel, toe, fps: float, settings: ContactSettings, ground=Non
     fps = check_fps(fps)
     settings = checked_settings(settings)
     ends = np.stack((heel, toe), axis=1)  # (m, 2, 3)
-    heights = ends[..., 2] - ground_heights(ground, len(heel))
+    under = ground_heights(ground, len(heel))
+    heights = ends[..., 2] - under
     above = heights - _floors(heights, fps, settings)
+    if np.ptp(under) > 0.0:  # sloped or stepped: its heights and the motion's own are two measures (Ground)
+        world = ends[..., 2]
+        above = np.minimum(above, world - _floors(world, fps, settings))
     speed = np.stack([window_speed(ends[:, e], fps, settings.window) for e in range(2)], axis=1)
     enter = ((above <= settings.height) & (speed <= settings.speed)).any(axis=1)
     stay = ((above <= settings.height_leave) & (speed <= settings.speed_leave)).any(axis=1)

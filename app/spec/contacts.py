@@ -44,6 +44,31 @@ class DetectResult:
     def frames(self) -> int:
         return self.last - self.first + 1
 
+    @property
+    def warnings(self) -> list[str]:
+        """`sparse_warnings` of its chains."""
+        return sparse_warnings(self.chains)
+
+
+def sparse_warnings(chains: list[ChainContacts]) -> list[str]:
+    """A warning per chain that found no contact, or at most half as many as the chain with the most
+    (2 or more): a leg that walks with the other plants about as often (a clip may start or end in
+    a step), and a user trial lost half a foot's contacts without a word (a capture over a slope)."""
+    most = max(chains, key=lambda c: c.contacts, default=None)
+    out = []
+    for chain in chains:
+        if chain.contacts == 0:
+            found = "found no contact"
+        elif most.contacts >= 2 and 2 * chain.contacts <= most.contacts:
+            found = f"found {chain.contacts} contact(s), far fewer than '{most.name}' ({most.contacts})"
+        else:
+            continue
+        out.append(
+            f"'{chain.name}' {found}: if its foot does plant, raise Height or Speed (or check the ground"
+            " under it); the bake holds only the contacts keyed"
+        )
+    return out
+
 
 def detect_frames(first: int, last: int) -> np.ndarray:
     """Scene frames first..last, or ValueError (no frames, beyond Blender's limit)."""

@@ -124,6 +124,56 @@ def test_ground_heights_are_measured_from():
     )
 
 
+def sloped(points: np.ndarray, degrees: float, y0: float = 0.0) -> np.ndarray:
+    """(m,) the height of a slope rising `degrees` along -y (the walk's way), 0 at y = `y0`, under `points`."""
+    return (y0 - points[:, 1]) * math.tan(math.radians(degrees))
+
+
+@pytest.mark.parametrize("degrees", [-15.0, -4.0, 2.0, 4.0, 8.0, 15.0])
+def test_a_walk_up_or_down_a_slope_is_found_as_on_flat_ground(degrees):
+    """The built walk laid on a slope (every point raised by the slope's height under it, the ground
+    raycast under each end): the contacts of flat ground; downhill each ends a frame later (the
+    swing's first frames are slower along the slope than across the level)."""
+    heel, toe, built = walk(steps=6)
+    flat = detect_contacts(heel, toe, FPS, settings())
+    up = np.array([0, 0, 1.0])
+    ground = np.stack([sloped(heel, degrees), sloped(toe, degrees)], axis=1)
+    on_slope = detect_contacts(heel + ground[:, :1] * up, toe + ground[:, 1:] * up, FPS, settings(), ground=ground)
+    assert np.array_equal(flat, built)
+    assert_matches(on_slope, flat, slack=1)
+    if degrees > 0:
+        assert np.array_equal(on_slope, flat)
+
+
+@pytest.mark.parametrize("degrees", [-15.0, 2.0, 4.0, 8.0, 15.0])
+def test_a_flat_walk_over_a_sloped_ground_keeps_its_contacts(degrees):
+    """The walk as captured on a flat floor, a slope under it through its middle (a user trial: the
+    CMU walk over a 4 degree slope lost half its contacts, no warning): its feet float above the
+    ground at one end and sink into it at the other, and every contact is still found, as without
+    the ground (the bake then holds each on the ground)."""
+    heel, toe, built = walk(steps=6)
+    middle = float(heel[:, 1].mean())
+    ground = np.stack([sloped(heel, degrees, middle), sloped(toe, degrees, middle)], axis=1)
+    assert np.ptp(ground) > 2 * settings().floor_rise  # beyond the floor's reach above the lowest
+    assert_matches(detect_contacts(heel, toe, FPS, settings(), ground=ground), built, slack=2)
+
+
+def test_a_foot_held_in_the_air_over_a_slope_is_not_planted():
+    """Still, 30 cm above where it stood, over a slope or with the motion laid on it: not planted."""
+    heel, toe, _ = walk(steps=1)
+    lifted = np.concatenate([heel, np.tile(heel[-1] + [0, 0, 0.3], (120, 1))])
+    lifted_toe = np.concatenate([toe, np.tile(toe[-1] + [0, 0, 0.3], (120, 1))])
+    lifted_heel = lifted + [0, 0.5, 0]  # it drifts back over the slope as it is held: 0.5 m
+    lifted_heel[: len(heel)] = heel
+    lifted_toe[len(heel) :] += [0, 0.5, 0]
+    for degrees in (4.0, 15.0):
+        ground = np.stack([sloped(lifted_heel, degrees), sloped(lifted_toe, degrees)], axis=1)
+        up = np.array([0, 0, 1.0])
+        for h, t in ((lifted_heel, lifted_toe), (lifted_heel + ground[:, :1] * up, lifted_toe + ground[:, 1:] * up)):
+            found = detect_contacts(h, t, FPS, settings(), ground=ground)
+            assert found[: len(heel) - 2].all() and not found[len(heel) :].any()
+
+
 def test_thresholds_default_from_the_leg():
     s = ContactSettings.for_leg(2.0)
     assert (s.height, s.height_leave, s.speed, s.speed_leave) == pytest.approx((0.06, 0.1, 1.2, 2.0))
