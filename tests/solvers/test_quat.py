@@ -128,3 +128,45 @@ def test_property_dots_are_numpys_sums_to_the_bit(width, lead, exponent, fortran
     assert np.array_equal(quat.dots(*across), np.add.reduce(across[0] * across[1], axis=-1))
     assert np.array_equal(quat.norm(a), np.linalg.norm(a, axis=-1))
     assert np.array_equal(quat.norm(a, keepdims=True), np.linalg.norm(a, axis=-1, keepdims=True))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(3, 4),
+    st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    st.integers(-8, 8),
+    st.sampled_from(["C", "F", "strided"]),
+    st.sampled_from(["none", "zero", "nan"]),
+    st.integers(0, 2**32 - 1),
+)
+def test_property_normalize_and_conjugate_keep_the_masked_and_product_bits(width, lead, exponent, layout, odd, seed):
+    """normalize without the masked divide (no zero or NaN length) and conjugate as a negation: the
+    same bits, signed zeros included, and the same memory layout as the reference forms."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(*lead, width)) * 10.0**exponent
+    v[rng.random(v.shape) < 0.2] = 0.0
+    v[rng.random(v.shape) < 0.1] = -0.0
+    if odd == "zero":
+        v.reshape(-1, width)[-1] = 0.0
+    elif odd == "nan":
+        v.reshape(-1, width)[0, -1] = np.nan
+    if layout == "F":
+        v = np.asfortranarray(v)
+    elif layout == "strided":
+        v = np.repeat(v, 2, axis=-1)[..., ::2]
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        masked = np.divide(v, n, out=np.zeros(v.shape), where=n > 0.0)
+        got = quat.normalize(v)
+    assert got.tobytes() == masked.tobytes() and _layout(got) == _layout(masked)
+    if width == 4:
+        product = v * np.array([1.0, -1.0, -1.0, -1.0])
+        turned = quat.conjugate(v)
+        finite = np.isfinite(product)  # (a NaN's sign bit is not kept alike)
+        assert np.array_equal(np.signbit(turned)[finite], np.signbit(product)[finite])
+        assert np.array_equal(turned, product, equal_nan=True) and _layout(turned) == _layout(product)
+
+
+def _layout(a: np.ndarray) -> tuple:
+    """The strides that matter (an axis of length 1 may have any)."""
+    return tuple(s for s, n in zip(a.strides, a.shape, strict=True) if n > 1)
