@@ -49,14 +49,18 @@ def straight_start(extent: float, total: float, distance: float, tolerance: floa
     return extent >= total - tolerance and distance < total - tolerance
 
 
-def keep_own(previous: np.ndarray, continued: np.ndarray, continued_reached: bool, own: np.ndarray,
-             own_reached: bool) -> bool:  # fmt: skip
+def keep_own(previous: np.ndarray, continued: np.ndarray, continued_miss: tuple[bool, float], own: np.ndarray,
+             own_miss: tuple[bool, float], tolerance: float | None = None) -> bool:  # fmt: skip
     """Whether a step's own solve (from its input pose: rotations `own`) is kept over the continued
-    one (`continued`), both after the last step's `previous`: goals first (one that reaches beats
-    one that does not), then the own one unless it pops (turns a joint more than POP_RATIO times
-    as far from `previous` as the continued one, plus POP_MARGIN)."""
-    if own_reached != continued_reached:
-        return own_reached
+    one (`continued`), both after the last step's `previous`; `*_miss`: (reached, largest error).
+    Goals first: one that reaches beats one that does not, and of two that miss the nearer by more
+    than `tolerance` (CCD stuck straight misses by 11 mm, from the input pose by 0.03); then the own
+    one unless it pops (turns a joint more than POP_RATIO times as far from `previous` as the
+    continued one, plus POP_MARGIN)."""
+    if own_miss[0] != continued_miss[0]:
+        return own_miss[0]
+    if not own_miss[0] and abs(own_miss[1] - continued_miss[1]) > (tolerance or 0.0):
+        return own_miss[1] < continued_miss[1]
     return largest_turn(previous, own) <= POP_RATIO * largest_turn(previous, continued) + POP_MARGIN
 
 
@@ -183,7 +187,8 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress, extra)
         if k and extra is None and _restart(chain, current, target, sol, float(tols[k])):
             own = solve(chain, target, method=method, tolerance=float(tols[k]), max_iterations=iters, **options)
             if frames is None or keep_own(
-                current.frames, sol.frames(current), sol.reached, own.frames(chain), own.reached
+                current.frames, sol.frames(current), (sol.reached, sol.error),
+                own.frames(chain), (own.reached, own.error), float(tols[k]),
             ):  # fmt: skip
                 sol, solved_on = own, chain
         points[k], error[k], iterations[k] = sol.points, sol.error, sol.iterations

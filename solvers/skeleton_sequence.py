@@ -92,6 +92,11 @@ SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 KEPT_MARGIN = 2.0
 
 
+def _miss(solved: SkeletonSolution) -> tuple[bool, float]:
+    """(reached, largest error): chain_sequence.keep_own's measure of a frame's solve."""
+    return solved.reached, float(np.max(solved.error))
+
+
 def chain_restarts(skeleton: Skeleton, start: np.ndarray, effector: Effector, solved: SkeletonSolution,
                    tolerance: float | None) -> bool:  # fmt: skip
     """Whether a lone chain's frame `solved`, continued from `start` (the last frame's solution),
@@ -161,7 +166,7 @@ def _next_other(skeleton, local, effectors, previous, previous_input, settings, 
     if not chain_restarts(skeleton, previous, effectors[0], continued, settings["tolerance"]):
         return continued
     own = solve_skeleton(skeleton, local, effectors, **settings)
-    keep = keep_own(previous, continued.local, continued.reached, own.local, own.reached)
+    keep = keep_own(previous, continued.local, _miss(continued), own.local, _miss(own), settings["tolerance"])
     return own if keep else continued
 
 

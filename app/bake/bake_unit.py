@@ -183,7 +183,9 @@ class UnitFrames(Carried):
             # (solvers.skeleton_sequence.chain_restarts, solvers.chain_sequence.keep_own).
             again = read_alone(self.obj, obj_eval, space, spec, depsgraph, False, own)
             retry = self._solve_alone(again)
-            if keep_own(read.unit.local, solution.local, solution.reached, retry.local, retry.reached):
+            ours = (solution.reached, float(np.max(solution.error)))
+            theirs = (retry.reached, float(np.max(retry.error)))
+            if keep_own(read.unit.local, solution.local, ours, retry.local, theirs, read.tolerance):
                 read, solution = again, retry
         unit = read.unit
         for name, y in rig.stretch.blend(pose, read.stretched, spec.influence)[0].items():
