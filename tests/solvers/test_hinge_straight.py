@@ -84,7 +84,11 @@ def _back_into_reach(chain: solvers.Chain) -> np.ndarray:
     through the root and the input pose's tip (the trial's Rigify arm: its swing parent tracks the
     target, so in the chain's space the target moves along that line only)."""
     way = (np.asarray(chain.points[-1]) - chain.root) / np.linalg.norm(np.asarray(chain.points[-1]) - chain.root)
-    side = np.cross(way, [0.0, 0.0, 1.0])
+    # The offset along the hinge's axis: the plane through the arm and the target then stands square
+    # to the hinge's own plane.
+    axis = solvers.quat.rotate(np.asarray(FRAMES[0]), np.array([1.0, 0.0, 0.0]))
+    side = axis - (axis @ way) * way
+    side /= np.linalg.norm(side)
     return chain.root + chain.total_length * np.array([1.05 * way, 0.98 * way + 1.4e-7 * side])
 
 
