@@ -179,6 +179,9 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         missed = bake_report.missed_warning(result.chains)
         if missed:
             self.report({"WARNING"}, missed)
+        jump = bake_report.jump_warning(result.chains)
+        if jump:
+            self.report({"WARNING"}, jump)
         if result.live_off:
             names = ", ".join(f"'{n}'" for n in result.live_off)
             self.report({"WARNING"}, f"Live switched off on {names}: it would solve over the baked keys")

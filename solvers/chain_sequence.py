@@ -14,6 +14,7 @@ limits go through both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -28,6 +29,39 @@ from .model.result import SequenceSolution
 
 BATCH_REASON = "pole target: the steps are independent, solved as one batch"
 GOALS_REASON = "pole target or tip orientation: each step through solve"
+POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued one's turn pops
+POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
+
+
+def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest rotation angle (radians) between the rotations a and b (n, 4)."""
+    return float(np.max(quat.angles_between_cheaply(np.asarray(a), np.asarray(b))))
+
+
+def straight_start(extent: float, total: float, distance: float, tolerance: float) -> bool:
+    """Whether a step continued from a start whose tip lies `extent` from the chain's root (its
+    full length `total`) toward a target `distance` from the root is solved from its input pose
+    too: the start is straight (within the tolerance of full length: the last steps were at or
+    past reach), so neither the plane nor the sense of the bend follows from it (rounding picked
+    them: Rigify's arm bent backward, or twisted 56-113 degrees in one frame, or CCD, which cannot
+    bend a straight chain toward a target on its line, stayed straight and missed), and the
+    target is within reach, so the chain must bend. Blender's IK takes both from its input pose."""
+    return extent >= total - tolerance and distance < total - tolerance
+
+
+def keep_own(previous: np.ndarray, continued: np.ndarray, continued_miss: tuple[bool, float], own: np.ndarray,
+             own_miss: tuple[bool, float], tolerance: float | None = None) -> bool:  # fmt: skip
+    """Whether a step's own solve (from its input pose: rotations `own`) is kept over the continued
+    one (`continued`), both after the last step's `previous`; `*_miss`: (reached, largest error).
+    Goals first: one that reaches beats one that does not, and of two that miss the nearer by more
+    than `tolerance` (CCD stuck straight misses by 11 mm, from the input pose by 0.03); then the own
+    one unless it pops (turns a joint more than POP_RATIO times as far from `previous` as the
+    continued one, plus POP_MARGIN)."""
+    if own_miss[0] != continued_miss[0]:
+        return own_miss[0]
+    if not own_miss[0] and abs(own_miss[1] - continued_miss[1]) > (tolerance or 0.0):
+        return own_miss[1] < continued_miss[1]
+    return largest_turn(previous, own) <= POP_RATIO * largest_turn(previous, continued) + POP_MARGIN
 
 
 def _targets(targets: object) -> np.ndarray:
@@ -149,13 +183,31 @@ def _step_by_step(chain, targets, tols, method, iters, options, progress, extra)
             **_step_goals(extra, k),
             **options,
         )
+        solved_on = current
+        if k and extra is None and _restart(chain, current, target, sol, float(tols[k])):
+            own = solve(chain, target, method=method, tolerance=float(tols[k]), max_iterations=iters, **options)
+            if frames is None or keep_own(
+                current.frames, sol.frames(current), (sol.reached, sol.error),
+                own.frames(chain), (own.reached, own.error), float(tols[k]),
+            ):  # fmt: skip
+                sol, solved_on = own, chain
         points[k], error[k], iterations[k] = sol.points, sol.error, sol.iterations
         solved = None
         if frames is not None:
-            solved = sol.frames(current)
+            solved = sol.frames(solved_on)
             frames[k] = solved
         if extra is None or extra.pole is None:
             current = Chain(sol.points, solved, limits=chain.limits, radii=chain.radii, **keep)
         if progress is not None:
             progress(k)
     return SequenceSolution(points, points[:, -1].copy(), frames, error, iterations, error <= tols, method)
+
+
+def _restart(chain: Chain, current: Chain, target: np.ndarray, sol, tolerance: float) -> bool:
+    """Whether step `sol`, continued from the chain `current`, is solved from the input pose
+    (`chain`) too: it missed within reach, or its start was straight (straight_start)."""
+    distance = float(np.linalg.norm(target - chain.root))
+    if not sol.reached and distance < chain.total_length:
+        return True
+    extent = float(np.linalg.norm(np.asarray(current.points[-1]) - np.asarray(current.points[0])))
+    return straight_start(extent, chain.total_length, distance, tolerance)

@@ -56,8 +56,9 @@ import numpy as np
 from . import limits as joint_limits
 from . import quat, registry
 from .api import method_settings
-from .chain_sequence import solve_sequence
+from .chain_sequence import POP_MARGIN, POP_RATIO, keep_own, largest_turn, solve_sequence, straight_start
 from .common.aim_goals import after_reach, after_reach_frames, aiming
+from .common.chain_path import DEFAULT_RELATIVE_TOLERANCE
 from .common.frames import frame_effectors, frame_rows, previous_rows, solve_frames
 from .common.pins import orientation_arc
 from .common.root_move import DEFAULT_STIFFNESS, MOVING_ROOT
@@ -80,8 +81,6 @@ from .skeleton_solve import (
 
 PREDICT_STEPS = 3  # least-squares steps from the last frame's pose before the method solves
 PREDICT_WITHIN = START_WITHIN  # ... stopping once every tip is within this many tolerances (skeleton_solve's)
-POP_RATIO = 2.0  # an own solve turning a joint more than this x the continued one's turn pops
-POP_MARGIN = math.radians(1.0)  # ... plus this much (turns of a tolerance's size never pop)
 CHANGED = 1e-6  # radians: an input pose turning a bone further than this since the last frame changed
 SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 # A frame whose prediction measured a tip beyond this many tolerances is not looked at for keeping
@@ -93,9 +92,25 @@ SOME_POLES = "a pole on some frames only: the chain's frames solved one by one"
 KEPT_MARGIN = 2.0
 
 
-def largest_turn(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest rotation angle (radians) between the local rotations a and b (n, 4)."""
-    return float(np.max(quat.angles_between_cheaply(np.asarray(a), np.asarray(b))))
+def _miss(solved: SkeletonSolution) -> tuple[bool, float]:
+    """(reached, largest error): chain_sequence.keep_own's measure of a frame's solve."""
+    return solved.reached, float(np.max(solved.error))
+
+
+def chain_restarts(skeleton: Skeleton, start: np.ndarray, effector: Effector, solved: SkeletonSolution,
+                   tolerance: float | None) -> bool:  # fmt: skip
+    """Whether a lone chain's frame `solved`, continued from `start` (the last frame's solution),
+    is solved from the frame's input pose too (chain_sequence.straight_start, or a miss within
+    reach: CCD from a straight chain); `tolerance` None: the default share of the branch."""
+    bones = skeleton.branch(effector.bone)
+    total = float(np.sum(skeleton.lengths[bones]))
+    tol = DEFAULT_RELATIVE_TOLERANCE * total if tolerance is None else float(tolerance)
+    _, heads, ends = skeleton.forward(start)
+    root = heads[bones[0]]
+    distance = float(np.linalg.norm(np.asarray(effector.position) - root))
+    if not solved.reached and distance < total:
+        return True
+    return straight_start(float(np.linalg.norm(ends[effector.bone] - root)), total, distance, tol)
 
 
 def solve_skeleton_next(
@@ -145,8 +160,14 @@ def _next_other(skeleton, local, effectors, previous, previous_input, settings, 
             pose=pose if previous is None else None, **settings,
         )  # fmt: skip
     # a chain: from the last solution, with a pole from its input
-    start = local if previous is None or effectors[0].pole is not None else previous
-    return solve_skeleton(skeleton, start, effectors, pose=pose, **settings)
+    if previous is None or effectors[0].pole is not None:
+        return solve_skeleton(skeleton, local, effectors, pose=pose, **settings)
+    continued = solve_skeleton(skeleton, previous, effectors, pose=pose, **settings)
+    if not chain_restarts(skeleton, previous, effectors[0], continued, settings["tolerance"]):
+        return continued
+    own = solve_skeleton(skeleton, local, effectors, **settings)
+    keep = keep_own(previous, continued.local, _miss(continued), own.local, _miss(own), settings["tolerance"])
+    return own if keep else continued
 
 
 def _next(skeleton, local: np.ndarray, effectors, previous, previous_input, settings: dict, frames) -> SkeletonSolution:

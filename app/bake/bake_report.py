@@ -29,6 +29,16 @@ RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
 # playback exceeds it by no more is beyond it by float32 rounding alone: counted, not warned of.
 FLOAT32_ULPS = 16
 FLOAT32_EPS = float(np.finfo(np.float32).eps)
+# A jump: a frame whose largest turn (a chain bone against its parent) is more than JUMP_RATIO times
+# that of either neighbouring frame, and above JUMP_FLOOR. Why: along a smooth path the turn per
+# frame changes gradually (Blender's IK on Rigify's arm through and out of full reach: at most 1.2x
+# its larger neighbour, 20.8 degrees at its fastest, 7x its median, so a ratio to the chain's own
+# median or an absolute angle would flag a legitimate straightening), while a pop (a bend flipping
+# plane or sense) is one frame far above both (the same arm: 56-127 degrees after 0 and before 7,
+# 8x and more). The floor keeps small turns quiet. A turn sustained over many frames (a spin on
+# every frame) is no jump by this measure: the report line's largest jump shows it.
+JUMP_RATIO = 3.0
+JUMP_FLOOR = 10.0  # degrees
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,11 @@ class ChainReport:
     worst_frame: int
     largest_jump: float  # degrees: largest rotation of a chain bone, relative to its parent, between baked frames
     jump_frame: int  # the frame that jump arrives at
+    # The largest frame turn (degrees) that is a jump (JUMP_RATIO x either neighbouring frame's turn and
+    # above JUMP_FLOOR: jump_warning), its frame and that ratio; 0.0 when none is.
+    spike: float = 0.0
+    spike_frame: int = 0
+    spike_ratio: float = 0.0
     # Why the bake's fastest kernel did not serve this chain ('' when it did), e.g. "baked frame by
     # frame: bone 'x' has constraints" (bake_solve; BakeResult.reasons).
     path: str = ""
@@ -103,6 +118,7 @@ class _Track:
         self.slack: list[float] = []  # per frame: what Reduce Keys may add to the tip's distance
         self.previous: list | None = None
         self.jump, self.jump_frame = 0.0, 0
+        self.turns: list[float] = []  # per frame after the first: its largest turn (degrees)
         self.angles: list[float] = []  # an aiming chain's angle left per frame (degrees)
 
     def sample(self, obj_eval, target_world, frame: int) -> None:
@@ -128,6 +144,7 @@ class _Track:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
             # would read 0.04° where nothing turned).
             angle = math.degrees(float(np.max(quat.angle_between(self.previous, rotations))))
+            self.turns.append(angle)
             if angle > self.jump:
                 self.jump, self.jump_frame = angle, frame
         self.previous = rotations
@@ -191,10 +208,24 @@ class _Track:
             worst_frame=int(frames[worst]),
             largest_jump=float(self.jump),
             jump_frame=int(self.jump_frame),
+            **self._spike(frames),
             pinned=bool(self.spec.pin),
             **self._aim(frames),
             **self._classify(errors),
         )
+
+    def _spike(self, frames) -> dict:
+        """The largest jump among the frames' turns (see JUMP_RATIO), as ChainReport's spike fields."""
+        turns = np.array(self.turns)
+        if turns.size < 2:  # one turn has no neighbour to be told from
+            return {}
+        neighbour = np.maximum(np.concatenate(([0.0], turns[:-1])), np.concatenate((turns[1:], [0.0])))
+        jumps = (turns > JUMP_FLOOR) & (turns > JUMP_RATIO * neighbour)
+        if not np.any(jumps):
+            return {}
+        k = int(np.argmax(np.where(jumps, turns, -1.0)))
+        ratio = float(turns[k] / neighbour[k]) if neighbour[k] > 0.0 else math.inf
+        return {"spike": float(turns[k]), "spike_frame": int(frames[k + 1]), "spike_ratio": ratio}
 
     def _aim(self, frames) -> dict:
         if not self.angles:
@@ -327,3 +358,15 @@ def missed_warning(reports: list[ChainReport]) -> str:
             ]
             lines.append(f"{what} by more than the tolerance on frames of " + ", ".join(parts))
     return "; ".join(lines)
+
+
+def jump_warning(reports: list[ChainReport]) -> str:
+    """The WARNING line when a chain's frames hold a jump (ChainReport.spike, JUMP_RATIO), '' when none do."""
+    parts = []
+    for r in reports:
+        if r.spike:
+            times = "a still frame" if math.isinf(r.spike_ratio) else f"{r.spike_ratio:.1f}x its neighbours'"
+            parts.append(f"'{r.name}' {r.spike:.1f}° at frame {r.spike_frame} ({times})")
+    if not parts:
+        return ""
+    return "a bone jumps: turns far more in one frame than in the frames beside it (a pop) on " + ", ".join(parts)

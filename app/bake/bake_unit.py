@@ -26,10 +26,12 @@ from ... import rig, solvers
 from ...rig import modes, root_location, sequence, tree_write
 from ...rig.fk import PoseFK
 from ...solvers import quat
+from ...solvers.chain_sequence import keep_own
 from ...solvers.common import root_move
 from ...solvers.common.aim_goals import aim_miss
 from ...solvers.model.aim_axis import axis_vector
 from ...solvers.skeleton_effectors import resolve_pins
+from ...solvers.skeleton_sequence import chain_restarts
 from ..solve import read_alone
 from ..solve.goals import Goals, chain_goals
 from ..solve.group_solve import group_notes, group_rig, group_tolerance, named_bones
@@ -167,21 +169,27 @@ class UnitFrames(Carried):
         and written by `rig.tree_write.unit_pose`."""
         spec, pose = self.lead, obj_eval.pose.bones
         start = state.state_q
+        own = {n: q for n, q in start.items() if n not in self.names}  # the chain's bones as evaluated
         if spec.pole is not None:  # a pole chain starts every frame from its own bones as evaluated
-            start = {n: q for n, q in start.items() if n not in self.names}
+            start = own
         read = read_alone(self.obj, obj_eval, space, spec, depsgraph, False, start)
+        t0 = time.perf_counter()
+        solution = self._solve_alone(read)
+        if k and start is not own and chain_restarts(
+            read.skeleton, read.unit.local, read.effectors[0], solution, read.tolerance
+        ):  # fmt: skip
+            # The last frame's pose was straight (or the solve from it missed): this frame is also
+            # solved from its own input pose, as Solve would be, and that kept unless it pops
+            # (solvers.skeleton_sequence.chain_restarts, solvers.chain_sequence.keep_own).
+            again = read_alone(self.obj, obj_eval, space, spec, depsgraph, False, own)
+            retry = self._solve_alone(again)
+            ours = (solution.reached, float(np.max(solution.error)))
+            theirs = (retry.reached, float(np.max(retry.error)))
+            if keep_own(read.unit.local, solution.local, ours, retry.local, theirs, read.tolerance):
+                read, solution = again, retry
         unit = read.unit
         for name, y in rig.stretch.blend(pose, read.stretched, spec.influence)[0].items():
             state.solved.scales[name][k] = y
-        t0 = time.perf_counter()
-        try:
-            solution = solvers.solve_skeleton(
-                read.skeleton, unit.local, read.effectors, pose=read.pose,
-                **spec.solver_arguments(read.tolerance), **spec.root_arguments(),
-            )  # fmt: skip
-        except ValueError as exc:  # the core names bones by index
-            raise ValueError(named_bones(str(exc), unit.names)) from None
-        self._note(solution.reason, unit.names)
         # Influence blends from the rotations animated at this frame; continuity with the last frame.
         starts = [modes.current_quaternion(pose[n]) for n in unit.names] if spec.influence < 1.0 else None
         write = tree_write.unit_pose(self.obj, unit, solution, spec.influence, spec.use_locks, starts, state.state_v)
@@ -193,6 +201,19 @@ class UnitFrames(Carried):
             tip = read.skeleton.forward(solution.local)[2][read.effectors[0].bone]
         error = space.world_distance(tip, read.target_world)
         state.solved.worst[spec.tip] = max(state.solved.worst[spec.tip], float(error))
+
+    def _solve_alone(self, read):
+        """`_step_alone`'s solve of a reading (app.solve.read_alone)."""
+        spec = self.lead
+        try:
+            solution = solvers.solve_skeleton(
+                read.skeleton, read.unit.local, read.effectors, pose=read.pose,
+                **spec.solver_arguments(read.tolerance), **spec.root_arguments(),
+            )  # fmt: skip
+        except ValueError as exc:  # the core names bones by index
+            raise ValueError(named_bones(str(exc), read.unit.names)) from None
+        self._note(solution.reason, read.unit.names)
+        return solution
 
     def _root(self, k: int, obj_eval, location, moved: bool) -> None:
         """Frame k's location channel of a movable root (its input location where it stayed), and

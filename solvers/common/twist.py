@@ -21,6 +21,11 @@ from ..model.chain import Chain
 
 Y = np.array([0.0, 1.0, 0.0])
 ALONG_Y = 1e-5
+# What a twist must gain by default (radians of the child's direction): a few float32 ulps. A pose
+# read from Blender carries ~1e-7 of rounding, so a child's direction within this of bone i's axis
+# says nothing about which plane it bends in (a straight chain): rounding would pick one far off
+# (FABRIK from a straight bake frame: a 113 degree twist of Rigify's upper arm in one frame).
+STILL = 1e-6
 
 
 def _along_y(link: np.ndarray) -> bool:
@@ -67,7 +72,7 @@ def _miss(h: np.ndarray, g: np.ndarray, e: np.ndarray, lo: float, hi: float) -> 
 
 
 def align_child(
-    chain: Chain, i: int, frame: np.ndarray, local: np.ndarray, want: np.ndarray, still: np.ndarray | float = 1e-12
+    chain: Chain, i: int, frame: np.ndarray, local: np.ndarray, want: np.ndarray, still: np.ndarray | float = STILL
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bone i (world frame `frame` (m, 4), local rotation `local`) twisted
     about its own axis, within its twist limit, so that its hinge child can

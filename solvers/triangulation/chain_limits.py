@@ -226,6 +226,8 @@ def _place(
     frame, own, child, miss, side = swivel.at(np.arange(len(b)), np.zeros(len(b)))
     # A target beyond the stretched rest is missed in every plane.
     far = np.linalg.norm(targets - head, axis=-1) >= chain.lengths[i] + chain.reach_after[i]
+    if swivel.hinge is not None:
+        frame, own, child, miss, side = _hinge_plane(swivel, np.flatnonzero(~far), (frame, own, child, miss, side))
     bad = np.flatnonzero((miss > tolerance) & ~far)
     if bad.size == 0:
         return frame, own, child
@@ -273,6 +275,58 @@ def _place(
         frame[rows], own[rows] = fr, ow
         child[0][rows], child[1][rows] = ch
     return frame, own, child
+
+
+def _hinge_plane(swivel: _Swivel, rows: np.ndarray, got: tuple) -> tuple:
+    """`got` (the paper's plane, swivel.at's five arrays) where a plane turned about the target
+    line into the hinge child's own bend plane reaches as well and turns the joints less.
+
+    Why: the paper's plane holds bone i's current direction and the target; near a straight chain
+    that direction lies on the target line within rounding (a bake's frame after one past reach:
+    1.4e-7 rad on Rigify's arm), so the plane is rounding's, and twisting bone i until the hinge
+    bends in it turned the upper arm 56 degrees in one frame where Blender's IK turns 7. The
+    hinge's plane (its axis square to the target line, either sense) needs no twist. A candidate
+    must reach within the tolerance of the best; of those, the least joint turn from the start
+    (bone i's rotation plus the child's) wins, ties (within what moves the rest's end by the
+    tolerance) going to the child nearer its rest bend (as Blender's IK, from the rest each
+    evaluation): the paper's plane is kept unless another beats it so."""
+    phi = swivel.hinge_planes(rows)
+    rows = rows[np.isfinite(phi)]
+    if rows.size == 0:
+        return got
+    phi = phi[np.isfinite(phi)]
+    k = rows.size
+    frame, own, child, miss, side = got
+    chain, i = swivel.chain, swivel.i
+    cand = swivel.at(np.tile(rows, 2), np.concatenate((phi, phi + math.pi)))
+    miss3 = np.stack((miss[rows], cand[3][:k], cand[3][k:]))
+    own3 = np.stack((own[rows], cand[1][:k], cand[1][k:]))
+    child3 = np.stack((child[1][rows], cand[2][1][:k], cand[2][1][k:]))
+    turn = quat.angle_between(own3, swivel.own[rows][None]) + quat.angle_between(child3, swivel.child_local[rows][None])
+    rest = quat.angle(child3)
+    tie_miss = 0.5 * swivel.tolerance
+    tie_turn = swivel.tolerance / (chain.lengths[i] + swivel.b[rows])
+    reach = miss3 <= miss3.min(axis=0) + tie_miss
+    cost = np.where(reach, turn, np.inf)
+    least = cost <= cost.min(axis=0) + tie_turn
+    pick = np.argmin(np.where(least, rest, np.inf), axis=0)
+    cols = np.arange(k)
+    # The paper's plane stays unless the pick beats it: by a turn, or by its rest within a tied turn.
+    beats = reach[pick, cols] & (
+        (turn[pick, cols] < turn[0] - tie_turn)
+        | ((turn[pick, cols] <= turn[0] + tie_turn) & (rest[pick, cols] < rest[0] - tie_turn))
+        | ~reach[0]
+    )
+    take = np.flatnonzero(beats & (pick > 0))
+    if take.size == 0:
+        return got
+    src = np.where(pick[take] == 1, take, take + k)
+    at = rows[take]
+    frame, own, miss, side = frame.copy(), own.copy(), miss.copy(), side.copy()
+    child = (child[0].copy(), child[1].copy())
+    frame[at], own[at], miss[at], side[at] = cand[0][src], cand[1][src], cand[3][src], cand[4][src]
+    child[0][at], child[1][at] = cand[2][0][src], cand[2][1][src]
+    return frame, own, child, miss, side
 
 
 def _regula_falsi(
@@ -331,9 +385,25 @@ class _Swivel:
         self.still = tolerance / np.maximum(b, 1e-12 * chain.total_length)
         self.parent = np.broadcast_to(parent, own.shape)
         self.own, self.child_local, self.new, self.chat = own, child_local, new, chat
-        self.head, self.targets, self.b = head, targets, b
+        self.head, self.targets, self.b, self.tolerance = head, targets, b, tolerance
         hinge = twist.hinge(chain, i + 1)
         self.hinge = None if hinge is None else quat.rotate(chain.reference[i + 1], hinge[0])
+
+    def hinge_planes(self, rows: np.ndarray) -> np.ndarray:
+        """Per target of `rows`, the swivel (about the target line, from the paper's plane) onto the
+        plane square to the hinge child's axis as bone i starts (one sense; the other is + pi);
+        nan where that plane or the paper's is undefined (the axis or `new` on the target line)."""
+        chain, i = self.chain, self.i
+        u, v = self.chat[rows], self.new[rows]
+        inherited = quat.multiply(quat.multiply(self.parent[rows], chain.reference[i]), self.own[rows])
+        h = quat.rotate(inherited, np.broadcast_to(self.hinge, u.shape))
+        h = h - np.sum(h * u, axis=-1, keepdims=True) * u
+        p0 = v - np.sum(v * u, axis=-1, keepdims=True) * u
+        hn, pn = np.linalg.norm(h, axis=-1), np.linalg.norm(p0, axis=-1)
+        ok = (hn > 1e-6) & (pn > 1e-6)
+        p = quat.cross(u, h)  # a bend direction in the hinge's plane (the plane holds u and p)
+        phi = np.arctan2(np.sum(quat.cross(p0, p) * u, axis=-1), np.sum(p0 * p, axis=-1))
+        return np.where(ok, phi, np.nan)
 
     def at(self, rows: np.ndarray, phi: np.ndarray):
         """(frame, local, child (frame, local), miss, side) at planes phi for targets rows;

@@ -4,6 +4,8 @@ of the reach. Each step starts from the last (a bake). Near a straight chain eve
 arm ties but for rounding; the limited triangulation pass picked one per step (60-150 degree spins
 on every step past reach), where FABRIK, CCD and Blender's IK constraint turn ~0.1 degree a step."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -64,3 +66,56 @@ def test_triangulation_sweeps_through_reach_without_spins():
     steps = solvers.solve_sequence(chain, sweep(chain), method="triangulation")
     turns = np.sort(step_turns(steps.frames))
     assert turns[-2] <= 15.0, turns.round(1).tolist()
+
+
+
+def two_bone_arm() -> solvers.Chain:
+    """hinged_arm's upper arm and forearm as Rigify's IK arm chain has them: the forearm's rest bent
+    about its X axis only (the metarig's is also turned 5 degrees about Z, so its hinge is not square
+    to the upper arm and the arm never lies straight), its pose as the metarig's."""
+    limits = solvers.make_limits(2, lock=[[False, False, False], [False, True, True]])
+    bend = math.atan2(np.linalg.norm(REFERENCE[1][1:]), REFERENCE[1][0])
+    square = [math.cos(bend), math.sin(bend), 0.0, 0.0]
+    return solvers.Chain(POINTS[:3], FRAMES[:2], limits=limits, reference=[REFERENCE[0], square], base_frame=BASE)
+
+
+def _back_into_reach(chain: solvers.Chain) -> np.ndarray:
+    """Past reach, then back within it on the same line but for a rounding-sized offset, the line
+    through the root and the input pose's tip (the trial's Rigify arm: its swing parent tracks the
+    target, so in the chain's space the target moves along that line only)."""
+    way = (np.asarray(chain.points[-1]) - chain.root) / np.linalg.norm(np.asarray(chain.points[-1]) - chain.root)
+    # The offset along the hinge's axis: the plane through the arm and the target then stands square
+    # to the hinge's own plane.
+    axis = solvers.quat.rotate(np.asarray(FRAMES[0]), np.array([1.0, 0.0, 0.0]))
+    side = axis - (axis @ way) * way
+    side /= np.linalg.norm(side)
+    return chain.root + chain.total_length * np.array([1.05 * way, 0.98 * way + 1.4e-7 * side])
+
+
+def test_from_a_straight_arm_the_hinge_bends_in_its_own_plane():
+    """Solved from the straight arm (the bake's last frame past reach), the upper arm keeps its twist:
+    the plane through the arm and the target is rounding's there, and bending in it twisted the
+    upper arm 56 degrees, where the hinge's own plane needs ~10."""
+    method = "triangulation"
+    chain = two_bone_arm()
+    targets = _back_into_reach(chain)
+    past = solvers.solve(chain, targets[0], method=method)
+    straight = solvers.Chain(past.points, past.frames(chain), limits=chain.limits, reference=chain.reference,
+                             base_frame=chain.base_frame)  # fmt: skip
+    back = solvers.solve(straight, targets[1], method=method)
+    assert back.reached
+    turn = np.degrees(2.0 * np.arccos(np.abs(back.rotations[:, 0]).clip(0.0, 1.0)))
+    assert turn[0] < 15.0, turn.round(1).tolist()
+
+
+@pytest.mark.parametrize("method", ["triangulation", "fabrik", "ccd"])
+def test_back_into_reach_a_sequence_bends_as_a_solve_from_the_input_pose(method):
+    """The step after one past reach starts straight: neither the bend's plane nor its sense follows
+    from it (FABRIK bent the elbow backward, CCD stayed straight and missed), so it is solved from
+    the input pose too and that kept (it does not pop): the step is what `solve` gives there."""
+    chain = two_bone_arm()
+    targets = _back_into_reach(chain)
+    steps = solvers.solve_sequence(chain, targets, method=method)
+    alone = solvers.solve(chain, targets[1], method=method)
+    assert steps.error[1] <= alone.error and (alone.reached or method == "ccd")  # CCD: 2.6e-5, 100 sweeps
+    assert np.allclose(steps.points[1], alone.points, atol=1e-12), (steps.points[1], alone.points)
