@@ -100,16 +100,15 @@ def _miss(solved: SkeletonSolution) -> tuple[bool, float]:
 def chain_restarts(skeleton: Skeleton, start: np.ndarray, effector: Effector, solved: SkeletonSolution,
                    tolerance: float | None) -> bool:  # fmt: skip
     """Whether a lone chain's frame `solved`, continued from `start` (the last frame's solution),
-    is solved from the frame's input pose too (chain_sequence.straight_start, or a miss within
-    reach: CCD from a straight chain); `tolerance` None: the default share of the branch."""
+    is solved from the frame's input pose too (chain_sequence.straight_start: CCD stuck straight
+    included; not every miss within reach, see chain_sequence._restart); `tolerance` None: the
+    default share of the branch."""
     bones = skeleton.branch(effector.bone)
     total = float(np.sum(skeleton.lengths[bones]))
     tol = DEFAULT_RELATIVE_TOLERANCE * total if tolerance is None else float(tolerance)
     _, heads, ends = skeleton.forward(start)
     root = heads[bones[0]]
     distance = float(np.linalg.norm(np.asarray(effector.position) - root))
-    if not solved.reached and distance < total:
-        return True
     return straight_start(float(np.linalg.norm(ends[effector.bone] - root)), total, distance, tol)
 
 
