@@ -266,8 +266,12 @@ def bake_steps(
     if options.reduce:
         reduced, scaled = frozenset(values), frozenset(solved.scales)
         reduction = bake_report.Reduction(options.reduce_mode, reduce_tolerance(options), reduced, scaled)
-    curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
-    bone_keys = write_curves(obj, curves, options)
+    try:
+        curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
+        bone_keys = write_curves(obj, curves, options)
+    except BaseException:  # refused before a planted key is written: the curves taken back go back
+        taken.put_back()  # (review12b: a refusal here left the last bake taken back, nothing keyed)
+        raise
     # Chains with contacts: their changed frames only (app.bake.contact_targets).
     planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken)
     bone_keys.update(planted_keys)

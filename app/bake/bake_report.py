@@ -220,7 +220,9 @@ class _Track:
         if turns.size < 2:  # one turn has no neighbour to be told from
             return {}
         neighbour = np.maximum(np.concatenate(([0.0], turns[:-1])), np.concatenate((turns[1:], [0.0])))
-        jumps = (turns > JUMP_FLOOR) & (turns > JUMP_RATIO * neighbour)
+        # Beside frames that hardly turn no turn is a jump: stepped (blocking) keys turn 0, X, 0, ...
+        # (review12b: every key change warned). A pop happens while the chain moves.
+        jumps = (turns > JUMP_FLOOR) & (turns > JUMP_RATIO * neighbour) & (neighbour > 0.01 * JUMP_FLOOR)
         if not np.any(jumps):
             return {}
         k = int(np.argmax(np.where(jumps, turns, -1.0)))

@@ -127,3 +127,5 @@ def test_jump_warning_names_a_pop_not_a_fast_smooth_turn():
     popped = [56.3, 14.5, 10.8, 9.2] + smooth[4:]
     line = bake_report.jump_warning([_report(popped)])
     assert "'Arm' 56.3° at frame 1 (3.9x its neighbours')" in line, line
+    stepped = [0.0, 30.0, 0.0, 0.0, 0.0, 25.0, 0.0, 0.0]  # blocking keys (constant): each change is no jump
+    assert bake_report.jump_warning([_report(stepped)]) == ""
