@@ -73,7 +73,7 @@ def nla_override_refusal(obj, bones, paths: set[str] | None = None, frames: tupl
     ad = obj.animation_data
     if ad is None or ad.use_tweak_mode or not ad.use_nla or not len(ad.nla_tracks):
         return ""
-    wanted = paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+    wanted = _keyed_paths(obj, bones, paths)
     own = set()
     if ad.action is not None:
         own = {(fc.data_path, fc.array_index) for fc in _slot_fcurves(ad.action, _slot(ad))}
@@ -114,6 +114,11 @@ def _playing_strips(strips):
             yield strip
 
 
+def _keyed_paths(obj, bones, paths: set[str] | None) -> set[str]:
+    """The data paths a bake keys: `paths` when given, else `bones`' rotation channels."""
+    return paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+
+
 def _slot(ad):
     return getattr(ad, "action_slot", None)  # 4.4+; None before (one animation per action)
 
@@ -141,7 +146,7 @@ def _sharing_objects(obj, action):
 def locked_curves(obj, action, bones, paths: set[str] | None = None) -> list[str]:
     """'path[index]' of the locked F-Curves among `bones`' rotation channels (or the data `paths`
     given) in `obj`'s slot."""
-    wanted = paths if paths is not None else {data_path(n, rotation_property(obj.pose.bones[n])) for n in bones}
+    wanted = _keyed_paths(obj, bones, paths)
     mine = _slot(obj.animation_data)
     found = []
     for fc in _slot_fcurves(action, mine):
