@@ -10,18 +10,11 @@ playback afterwards (bake_report).
 
 from __future__ import annotations
 
-import numbers
-import sys
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
-
-import bpy
-import numpy as np
 
 from ... import rig
-from ...headless.frame_limit import check_frames
-from ...rig import keys, protected, reduce
+from ...rig import keys, protected
 from ...rig.steps import run_to_end
 from .. import live, solve
 from ..checks import changed_mid_bake
@@ -29,121 +22,27 @@ from ..live import live_above
 from ..solve.group_solve import group_rig
 from ..spec import ChainSpec, groups
 from . import bake_report, bake_solve, contact_record, contact_targets
+from .bake_curves import key_curves, write_curves
 from .bake_frames import Solved
+from .bake_options import BakeOptions, BakeResult, Progress, bake_frames, reduce_tolerance
+
+# What callers use of the bake (the operators, cli.py, the job runner, benchmarks and tests).
+__all__ = [
+    "BakeOptions",
+    "BakeResult",
+    "Progress",
+    "bake",
+    "bake_frames",
+    "bake_steps",
+    "blend_warning",
+    "key_curves",
+    "movable_roots",
+    "stretch_weights",
+    "write_curves",
+]
 
 
-@dataclass
-class BakeOptions:
-    frame_start: int
-    frame_end: int
-    step: int = 1
-    interpolation: str = "BEZIER"
-    reduce: bool = False
-    reduce_tolerance: float = 1e-3  # 'TIP': world distance at each chain's tip
-    reduce_mode: str = "TIP"  # or 'ANGLE': each joint within reduce_angle
-    reduce_angle: float = 0.0017453292519943296  # radians (0.1 degree)
-    measure: bool = True  # the per-chain report, played back at every baked frame (a second pass)
-
-
-@dataclass
-class BakeResult:
-    frames: int
-    seconds: float
-    keys: int
-    worst_error: float  # largest world-space tip distance of the solutions
-    bones: tuple[str, ...]
-    locked: tuple[str, ...] = ()
-    constrained: tuple[str, ...] = ()
-    driven: tuple[str, ...] = ()  # bones whose rotation a driver sets: it overrides the keys
-    per_chain_error: dict[str, float] = field(default_factory=dict)  # the solver's figure, by tip
-    chains: list[bake_report.ChainReport] = field(default_factory=list)  # measured on playback (options.measure)
-    live_off: tuple[str, ...] = ()  # chains whose Live was switched off (it would override the keys)
-    measure_seconds: float = 0.0  # the playback pass that measured `chains`
-    per_chain_keys: dict[str, int] = field(default_factory=dict)  # by tip: keys written on the chain's bones
-    per_chain_seconds: dict[str, float] = field(default_factory=dict)  # by tip: solver time (not scene evaluation)
-    # One key per baked frame on every channel written (a planted chain: its keys as written): the
-    # keys before any reduction.
-    keys_before: int = 0
-    reduced: bool = False  # key reduction was asked for (`keys` then counts what it kept)
-    # By chain label: why the fastest kernel did not serve it (bake_solve), e.g. "baked frame by
-    # frame: bone 'x' has constraints"; chains the fastest kernel served are not listed.
-    reasons: dict[str, str] = field(default_factory=dict)
-    # Move Root: each keyed root bone -> the largest distance its head played back from where it was (world).
-    root_moved: dict[str, float] = field(default_factory=dict)
-    taken_back: str = ""  # a re-bake with contacts: what it took back to the motion (app.bake.contact_record)
-
-
-def bake_frames(options: BakeOptions) -> np.ndarray:
-    """The frames to bake, once every option is checked: called first, so a bad option is refused
-    before anything is solved or created (no action, slot or animation data)."""
-    for name in ("frame_start", "frame_end", "step"):
-        value = getattr(options, name)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ValueError(f"{name.replace('_', ' ')} must be a whole number, got {value!r}")
-    if options.step < 1:
-        raise ValueError(f"step must be at least 1, got {options.step}")
-    if options.frame_end < options.frame_start:
-        raise ValueError(f"frame end {options.frame_end} is before frame start {options.frame_start}")
-    if options.interpolation not in keys.INTERPOLATIONS:
-        raise ValueError(f"unknown interpolation '{options.interpolation}'")
-    if options.reduce:
-        reduce.check_tolerance(options.reduce_mode, reduce_tolerance(options))
-    check_frames(options.frame_start, options.frame_end)
-    frames = np.arange(options.frame_start, options.frame_end + 1, options.step)
-    if frames[-1] != options.frame_end:  # the range's last frame keyed too: past the last step's
-        frames = np.append(frames, options.frame_end)  # key the curve would ease toward a later old key
-    return frames
-
-
-def reduce_tolerance(options: BakeOptions) -> float:
-    """The tolerance of the reduction mode asked for: a world distance ('TIP') or radians ('ANGLE')."""
-    return options.reduce_tolerance if options.reduce_mode == "TIP" else options.reduce_angle
-
-
-class Progress:
-    """Window-manager progress with a window; otherwise a console line every 10%, once the work has
-    lasted QUIET_SECONDS (a quick bake prints no progress, only its summary).
-
-    `update(fraction, frame)`: the share of the work done (0..1) and the frame being worked on."""
-
-    STEPS = 10
-    QUIET_SECONDS = 1.0
-
-    def __init__(self, context, stream=None) -> None:
-        self.stream = stream or sys.stdout
-        self.shown = 0
-        self.started = time.perf_counter()
-        # Background mode has no window to show progress in (the bpy wheel may still report one).
-        has_window = not bpy.app.background and getattr(context, "window", None) is not None
-        self.wm = context.window_manager if has_window else None
-        if self.wm is not None:
-            self.wm.progress_begin(0, 1000)
-
-    def update(self, fraction: float, frame: int) -> None:
-        step = int(fraction * self.STEPS + 1e-9)
-        if step <= self.shown:
-            return
-        self.shown = step
-        if self.wm is not None:
-            self.wm.progress_update(int(1000 * fraction))
-        elif time.perf_counter() - self.started >= self.QUIET_SECONDS:
-            print(f"Chain IK bake: {100 * step // self.STEPS:3d}% (frame {frame})", file=self.stream)
-            self.stream.flush()
-
-    def end(self) -> None:
-        if self.wm is not None:
-            self.wm.progress_end()
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.end()  # the window's progress bar never outlives the work, failed or not
-
-
-def bake(
-    context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None
-) -> BakeResult:
+def bake(context, obj, specs: list[ChainSpec], options: BakeOptions, progress: Callable | None = None) -> BakeResult:
     """Solve `specs` on `obj` (original armature) at every frame and key the chain bones' rotations."""
     return run_to_end(bake_steps(context, obj, specs, options, progress))
 
@@ -378,81 +277,3 @@ def blend_warning(obj) -> str:
             " playback adds their rotation to the baked keys"
         )
     return ""
-
-
-@dataclass
-class Curve:
-    """One channel's keys to write (frames on the action's time line)."""
-
-    bone: str
-    path: str
-    index: int
-    frames: np.ndarray
-    values: np.ndarray
-    handles: tuple[np.ndarray, np.ndarray] | None = None
-
-
-def key_curves(
-    obj,
-    frames: np.ndarray,
-    values: dict[str, np.ndarray],
-    options: BakeOptions,
-    chains: list[tuple[tuple[str, ...], bool, str]] | None = None,
-    scales: dict[str, np.ndarray] | None = None,
-    locations: dict[str, np.ndarray] | None = None,
-) -> list[Curve]:
-    """Every channel to key: the rotations `values` (bone -> (frames, channels)) and, for IK
-    stretch, the Y scales `scales` (bone -> (frames,)), reduced together when asked. Computed
-    before the action is touched, so a failure here leaves it as it was. `chains` (bone names
-    root first, use_tail, tip) set the reduction's tip distances; without them each bone is its
-    own chain."""
-    # In NLA tweak mode the keys belong to the tweaked strip's action, on its own time line.
-    frames = keys.action_frames(obj, frames)
-    scales = scales or {}
-    reduced = None
-    if options.reduce:
-        chains = chains if chains is not None else [((name,), True, name) for name in values]
-        reduced = reduce.reduce_values(
-            obj, frames, values, chains, options.reduce_mode, reduce_tolerance(options), options.interpolation, scales
-        )
-    curves = []
-    for name, table in values.items():
-        path = keys.data_path(name, keys.rotation_property(obj.pose.bones[name]))
-        for index in range(table.shape[1]):
-            kept, column, handles = reduced.rotations[name][index] if reduced else (frames, table[:, index], None)
-            curves.append(Curve(name, path, index, kept, column, handles))
-    for name, column in scales.items():  # scale[1] only: X and Z stay as they are
-        kept, column, handles = reduced.scales[name] if reduced else (frames, column, None)
-        curves.append(Curve(name, keys.data_path(name, "scale"), 1, kept, column, handles))
-    for name, table in (locations or {}).items():  # a moved root: keyed on every frame (not reduced)
-        for index in range(3):
-            curves.append(Curve(name, keys.data_path(name, "location"), index, frames, table[:, index]))
-    return curves
-
-
-def write_curves(obj, curves: list[Curve], options: BakeOptions) -> dict[str, int]:
-    """Key `curves` (all values were checked finite); per bone, the keys its written channels
-    then hold inside the baked range (inclusive, by write_keys' float32 test), counted on
-    the keys written (write_keys keeps only keys outside the range, by the same float32
-    test), with no read back per curve."""
-    fcurves = keys.FCurves(obj)
-    first, last = keys.action_frames(obj, np.array([options.frame_start, options.frame_end]))
-    frame_range = (float(min(first, last)), float(max(first, last)))
-    per_bone: dict[str, int] = {}
-    inside: dict[int, int] = {}  # by id of a curve's frames (most curves share one array): keys in range
-    for curve in curves:
-        fc = fcurves.ensure(curve.path, curve.index, curve.bone)
-        keys.write_keys(fc, curve.frames, curve.values, frame_range, options.interpolation, curve.handles)
-        count = inside.get(id(curve.frames))
-        if count is None:
-            count = inside[id(curve.frames)] = _keys_inside(curve.frames, frame_range)
-        per_bone[curve.bone] = per_bone.get(curve.bone, 0) + count
-    return per_bone
-
-
-def _keys_inside(frames: np.ndarray, frame_range: tuple[float, float]) -> int:
-    """How many of the keys at `frames` lie inside `frame_range` (inclusive): write_keys' test on
-    the frames as it stores them (float32)."""
-    t = np.asarray(frames, dtype=np.float32)
-    low, high = frame_range[0] - keys.FRAME_EPSILON, frame_range[1] + keys.FRAME_EPSILON
-    return int(np.count_nonzero((t >= low) & (t <= high)))
