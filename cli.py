@@ -194,6 +194,7 @@ def run(args: argparse.Namespace, checked, package) -> dict:
         "live_off": list(result.live_off),
         "detected": detected,  # --contacts: per chain, the contacts Detect Contacts keyed
         "root_moved": dict(result.root_moved),  # Move Root: keyed root bone -> largest head move on playback
+        "taken_back": result.taken_back,  # a re-bake with contacts: what it took back to the motion ('' if none)
         "status": "ok",
     }
     if args.max_error is not None and not playback <= args.max_error:
@@ -225,6 +226,8 @@ def print_summary(summary: dict, chain_line) -> None:
         print(f"Chain IK bake: {chain_line(chain)}")
     for name, moved in summary.get("root_moved", {}).items():
         print(f"Chain IK bake: Move Root keyed the location of bone '{name}', its head moved up to {moved:.3g}")
+    if summary.get("taken_back"):
+        print(f"Chain IK bake: {summary['taken_back']}")
     if summary["live_off"]:
         print(f"Chain IK bake: Live switched off on {', '.join(summary['live_off'])} (it would override the keys)")
     if "output" in summary:

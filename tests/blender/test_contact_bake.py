@@ -351,7 +351,13 @@ def test_cli_detects_then_bakes_with_contacts(scene, tmp_path):
     (chain,) = data["per_chain"]
     assert chain["contacts"]["contacts"] == data["detected"]["Foot"]["contacts"]
     assert chain["contacts"]["slide_after"]["mean"] <= chain["contacts"]["slide_before"]["mean"]
-    assert "contacts:" in run.stdout
+    assert "contacts:" in run.stdout and not data["taken_back"] and "re-bake" not in run.stdout
+    # Baked again from the saved bake: the CLI says what the re-bake took back to the motion.
+    again = [out, "--", "--armature", "Rig", "--json", summary]
+    rerun = subprocess.run([sys.executable, str(cli), *map(str, again)], capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    taken = json.loads(summary.read_text())["taken_back"]
+    assert taken.startswith("re-bake: the last planted bake's keys taken back") and taken in rerun.stdout
     both = [blend, "--", "--armature", "Rig", "--contacts", "--chain", "foot:3", "--target", "Rig"]
     refused = subprocess.run([sys.executable, str(cli), *map(str, both)], capture_output=True, text=True, timeout=300)
     assert refused.returncode == 1 and "leave --chain out" in refused.stderr
