@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...rig import keys, plant_curves, plant_keys, plant_read, pose_frames, root_location
+from ...rig import keys, leg_checks, plant_curves, plant_keys, plant_read, pose_frames, root_location
 from ...rig.contacts import played_contacts
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
@@ -111,6 +111,9 @@ def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
         plant_read.check_leg(obj, names)
     except ValueError as exc:
         raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
+    why = leg_checks.leg_refusal(obj, tuple(names), spec.use_locks, spec.use_limits)
+    if why:
+        raise ValueError(f"chain '{spec.label}' has contacts but {why}; nothing was keyed")
     return tuple(names)
 
 

@@ -1,0 +1,72 @@
+"""What a planted leg (a chain with contacts, app.bake.contact_targets) cannot honour, checked
+before the bake: its thigh and shin are turned freely by the two-bone leg solve and keyed, so a
+bone that is not really a thigh or a shin, whose pose a constraint sets over its keys, or whose
+rotation the user locked or limited would be keyed into a result that does not play as solved
+(user13: Rigify's generated rig baked "finished" with feet 89 mm below the ground and 114 degree
+pops)."""
+
+from __future__ import annotations
+
+# Constraints that leave a bone's pose to its keys: they change its scale only, or clamp it (a
+# knee's Limit Rotation mostly clamps nothing a walk does; where it does, the figures, measured
+# on playback, show the slide).
+KEYS_KEPT = frozenset({"COPY_SCALE", "LIMIT_SCALE", "MAINTAIN_VOLUME", "LIMIT_ROTATION", "LIMIT_LOCATION"})
+# Thigh and shin within this ratio of each other's length: a bone far shorter than the other
+# (a Rigify MCH bone between shin and foot) is not a leg segment the two-bone solve can bend.
+SEGMENT_RATIO = 0.2
+AXES = "XYZ"
+
+
+def leg_refusal(obj, names: tuple[str, str, str], use_locks: bool, use_limits: bool) -> str:
+    """Why the leg `names` (thigh, shin, foot) cannot be planted as solved ('' when it can);
+    `use_locks`, `use_limits`: the chain's Respect Locks and Limits (off: the user lets the bake
+    turn through them)."""
+    pose = obj.pose.bones
+    thigh, shin = pose[names[0]].bone.length, pose[names[1]].bone.length
+    if min(thigh, shin) < SEGMENT_RATIO * max(thigh, shin):
+        return (
+            f"'{names[0]}' ({thigh:.3g} long) and '{names[1]}' ({shin:.3g}) are not a thigh and a shin: a planted"
+            " leg is three bones, thigh, shin and foot, each the child of the one before (a rig's helper bone"
+            " between them, as Rigify's MCH-foot_fk, breaks that)"
+        )
+    for name in names:
+        pbone = pose[name]
+        moving = [c.name for c in pbone.constraints if c.enabled and c.influence > 0.0 and c.type not in KEYS_KEPT]
+        if moving:
+            listed = ", ".join(f"'{n}'" for n in moving)
+            return (
+                f"bone '{name}' has constraints ({listed}) that set its pose over its keys: the planted keys"
+                " would not play as solved (plant the bones they follow, or mute the constraints)"
+            )
+        locked = _locked_channels(pbone)
+        if use_locks and locked:
+            return (
+                f"bone '{name}' has its rotation locked ({locked}) and a planted leg turns its bones freely:"
+                " unlock it, or turn the chain's Respect Locks off to turn through the lock"
+            )
+        limited = [f"{kind} {a}" for kind, a in _ik_settings(pbone)]
+        if use_limits and limited:
+            return (
+                f"bone '{name}' has IK limits ({', '.join(limited)}) and a planted leg turns its bones freely:"
+                " clear them, or turn the chain's Limits off to turn through them"
+            )
+    return ""
+
+
+def _locked_channels(pbone) -> str:
+    """The bone's locked rotation channels as the user sees them ('' when none)."""
+    locked = [a for a, on in zip(AXES, pbone.lock_rotation, strict=True) if on]
+    if pbone.lock_rotations_4d and pbone.lock_rotation_w:
+        locked.insert(0, "W")
+    return ", ".join(locked)
+
+
+def _ik_settings(pbone) -> list[tuple[str, str]]:
+    """(kind, axis) of each IK lock or limit the bone sets (Bone > Inverse Kinematics)."""
+    out = []
+    for a in AXES:
+        if getattr(pbone, f"lock_ik_{a.lower()}"):
+            out.append(("lock", a))
+        if getattr(pbone, f"use_ik_limit_{a.lower()}"):
+            out.append(("limit", a))
+    return out

@@ -1,0 +1,73 @@
+"""A planted leg Chain IK cannot bake as solved is refused up front, changing nothing (user13):
+rotation locks and IK limits it would turn through (unless the chain's Respect Locks or Limits is
+off), constraints that set a leg bone's pose over its keys, and a 'leg' whose middle bone is a
+rig's helper (Rigify's generated rig: its FK foot hangs from MCH-foot_fk, not from the shin)."""
+
+from __future__ import annotations
+
+import bpy
+import pytest
+from test_contact_bake import FIRST, LAST, built_walk, fcurve_state
+
+
+def _bake(obj):
+    return bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST)
+
+
+def _refused(obj, words: str) -> None:
+    state = fcurve_state(obj)
+    with pytest.raises(RuntimeError, match=words):
+        _bake(obj)
+    after = fcurve_state(obj)
+    assert after.keys() == state.keys()
+    assert all((after[k] == state[k]).all() for k in state)
+
+
+def test_a_locked_knee_is_refused_unless_respect_locks_is_off(scene):
+    obj = built_walk()
+    obj.pose.bones["shin"].lock_rotation[0] = True
+    _refused(obj, r"bone 'shin' has its rotation locked \(X\).*Respect Locks off")
+    obj.chain_ik.chains[0].use_locks = False
+    assert _bake(obj) == {"FINISHED"}
+
+
+def test_ik_limits_are_refused_unless_limits_is_off(scene):
+    obj = built_walk()
+    shin = obj.pose.bones["shin"]
+    shin.use_ik_limit_x, shin.lock_ik_z = True, True
+    _refused(obj, r"bone 'shin' has IK limits \(limit X, lock Z\).*Limits off")
+    obj.chain_ik.chains[0].use_limits = False
+    assert _bake(obj) == {"FINISHED"}
+
+
+def test_a_constraint_setting_the_pose_is_refused_a_limit_is_not(scene):
+    obj = built_walk()
+    limit = obj.pose.bones["shin"].constraints.new("LIMIT_ROTATION")
+    limit.use_limit_x, limit.min_x, limit.max_x = True, -3.0, 3.0  # clamps nothing here
+    copy = obj.pose.bones["thigh"].constraints.new("COPY_ROTATION")
+    copy.target, copy.subtarget = obj, "spine"
+    _refused(obj, r"bone 'thigh' has constraints \('Copy Rotation'\) that set its pose over its keys")
+    copy.mute = True
+    assert _bake(obj) == {"FINISHED"}
+
+
+def test_rigify_generated_legs_are_refused_with_a_reason(rigify_file):
+    bpy.ops.wm.open_mainfile(filepath=rigify_file)
+    rig = bpy.data.objects["rig"]
+    bpy.context.view_layer.objects.active = rig
+    cases = {
+        "foot_fk.L": r"'shin_fk.L' \(0.454 long\) and 'MCH-foot_fk.L' \(0.0\d+\) are not a thigh and a shin",
+        "DEF-foot.L": r"bone 'DEF-shin.L' has constraints .* that set its pose over its keys",
+        "ORG-foot.L": r"bone 'ORG-thigh.L' has constraints .* that set its pose over its keys",
+    }
+    for tip, words in cases.items():
+        rig.chain_ik.chains.clear()
+        item = rig.chain_ik.chains.add()
+        item.name, item.tip, item.chain_length = "Leg", tip, 3
+        for frame, on in ((1, True), (10, False)):
+            item.contact = on
+            item.keyframe_insert("contact", frame=frame)
+        state = fcurve_state(rig)
+        with pytest.raises(RuntimeError, match=words):
+            bpy.ops.chain_ik.bake(frame_start=1, frame_end=20)
+        assert fcurve_state(rig).keys() == state.keys()
