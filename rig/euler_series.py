@@ -5,15 +5,16 @@ A planted bake keys thousands of frames: one mathutils call each (~1 us) was a g
 time. mathutils works in 32-bit floats: the quaternion normalised, its matrix figured in doubles and
 rounded, the C library's `atan2f` and `hypotf`, then the compatibility step (each angle wrapped
 near the frame before's) and the choice between the two Euler solutions. numpy's float32 arithmetic
-is the same IEEE arithmetic and its float32 `arctan2` and `hypot` are the C library's where numpy has
-no vector code of its own for them: `check` compares the two on this machine once (`REASON` says why
-the fast path does not serve where they differ; the callers then convert frame by frame).
+is the same IEEE arithmetic and its float32 `arctan2` and `hypot` call the C library's where numpy
+has no vector code of its own for them: `reason` compares the two on this machine once (the callers
+convert frame by frame where they differ).
 
-Each frame's angles depend on the frame before's: the series is the fixed point of that recurrence,
-reached from a guess (which solution each frame takes, and its turns, from the raw solutions) by
-whole-column passes until a pass changes no bit. A pass makes exact at least the first row it
-changed, so the fixed point is the frame-by-frame result; a series not settled after `PASSES` (a
-chaotic one) is left to the caller (None).
+Each frame's angles depend on the frame before's. A smooth series (every frame within a quarter
+turn of the one before, on one of the two solutions: a capture's legs) is its solution's angles
+unwrapped, proved by one pass of the compatibility step (`_smooth`); any other is the fixed point of
+the whole recurrence, reached from a guess by whole-column passes until a pass changes no bit (a
+pass makes exact at least the first row it changed, so the fixed point is the frame-by-frame
+result; `_settled`). A series not settled after `PASSES` (a chaotic one) is left to the caller.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _HYPOT_EPSILON = _F(0.0000375)  # EULER_HYPOT_EPSILON, compared as a float
 _SQRT2 = 2.0**0.5  # M_SQRT2
 
 
-def _solutions(mode: str, quats: np.ndarray) -> np.ndarray:
+def _solutions(mode: str, quats: np.ndarray, which: tuple[int, ...] = (0, 1)) -> np.ndarray:
     """(2, 3, n) float32: the two Euler solutions of each quaternion (normalize_qt_qt, quat_to_mat3,
     mat3_normalized_to_eulo2), every operation in Blender's order and precision. (Arrays here are
     component by row, frames along it: numpy is slow on short last axes.)"""
@@ -68,16 +69,19 @@ def _solutions(mode: str, quats: np.ndarray) -> np.ndarray:
     ii, ij, ik, jk, kk = entry(i, i), entry(i, j), entry(i, k), entry(j, k), entry(k, k)
     cy = np.hypot(ii, ij)
     ik = -ik  # (both solutions' middle angle is atan2f(-m[i][k], +-cy))
-    y = np.stack((jk, ik, ij, -jk, ik, -ij))
-    x = np.stack((kk, cy, ii))
-    angles = np.arctan2(y, np.concatenate((x, -x)))  # (6, n): angles i, j, k of each solution
+    y = np.stack([row for w in which for row in ((jk, ik, ij), (-jk, ik, -ij))[w]])
+    x = np.stack([row for w in which for row in ((kk, cy, ii), (-kk, -cy, -ii))[w]])
+    angles = np.arctan2(y, x)  # (3 per solution, n): angles i, j, k of each solution asked for
+    count = len(which)
     small = ~(cy > _HYPOT_EPSILON)
     if small.any():  # near gimbal lock: one solution, its last angle 0
         angles[0, small] = np.arctan2(-entry(k, j)[small], entry(j, j)[small])
+        angles[1, small] = np.arctan2(ik[small], cy[small])
         angles[2, small] = 0.0
-        angles[3:, small] = angles[:3, small]
-    out = np.empty((2, 3, len(dot)), _F)
-    out[:, (i, j, k)] = angles.reshape(2, 3, -1)
+        for w in range(3, 3 * count, 3):  # the second solution: the first's
+            angles[w : w + 3, small] = angles[:3, small]
+    out = np.empty((count, 3, len(dot)), _F)
+    out[:, (i, j, k)] = angles.reshape(count, 3, -1)
     if parity:
         np.negative(out, out=out)
     return out
@@ -142,6 +146,56 @@ def _guess(solutions: np.ndarray, firsts: np.ndarray, starts: np.ndarray, series
     return chosen - total.astype(_F) * _TWO_PI  # compatible_eul's own arithmetic: one wrap of n turns
 
 
+def _smooth(one: np.ndarray, first: np.ndarray, starts: np.ndarray, series_of: np.ndarray) -> np.ndarray | None:
+    """(3, n) float32 the series where every frame takes solution `one` (either), at most a quarter
+    turn (summed over its angles) from the frame before's: there the other solution is more than
+    three quarters of a turn away (it is each angle's half turn, or pi minus the middle one; near
+    gimbal lock the same figures) and no angle is flipped, so compatible_eul's wraps of `one` are
+    the whole answer. None where a frame is not such (the whole recurrence is then solved:
+    `_settled`)."""
+    wide = one.astype(float)
+    previous = np.empty_like(wide)
+    previous[:, 1:] = wide[:, :-1]
+    previous[:, starts] = first
+    turns = np.round((wide - previous) / (2.0 * np.pi))
+    total = np.cumsum(turns, axis=1)
+    total -= (total[:, starts] - turns[:, starts])[:, series_of]  # each series' own turns from its start
+    values = one - total.astype(_F) * _TWO_PI  # compatible_eul's own arithmetic: one wrap of n turns
+    # One pass of compatible_eul's wraps against the guess's frame before: the same bits, and each
+    # frame near it, prove the guess the frame-by-frame result.
+    old = np.empty_like(values)
+    old[:, 1:] = values[:, :-1]
+    old[:, starts] = first
+    eul = one
+    deul = eul - old
+    up, down = deul > _PI, deul < -_PI
+    if up.any() or down.any():
+        eul = eul.copy()
+        np.copyto(eul, eul - np.floor(deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=up)
+        np.copyto(eul, eul + np.floor(-deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=down)
+        deul = eul - old
+    gap = np.abs(deul)
+    near = (gap[0] + gap[1]) + gap[2] < _F(np.pi / 2)
+    if not near.all() or not np.array_equal(eul.view(np.int32), values.view(np.int32)):
+        return None
+    return values
+
+
+def _settled(mode: str, quats: np.ndarray, first: np.ndarray, starts: np.ndarray, series_of) -> np.ndarray | None:
+    """(3, n) float32 the series by the fixed point of the whole recurrence (both solutions)."""
+    solutions = _solutions(mode, quats)
+    values = _guess(solutions, first, starts, series_of)
+    old = np.empty_like(values)
+    for _ in range(PASSES):
+        old[:, 1:] = values[:, :-1]
+        old[:, starts] = first
+        new = _nearest(solutions, old)
+        if np.array_equal(new.view(np.int32), values.view(np.int32)):
+            return new
+        values = new
+    return None
+
+
 def series(mode: str, quats: np.ndarray, firsts: np.ndarray, starts: np.ndarray) -> np.ndarray | None:
     """(n, 3) float64 Euler values in `mode` of quaternions `quats` (n, 4), in series: the rows from
     each of `starts` (ascending, the first 0) to the next are one series, its first row compatible
@@ -151,20 +205,18 @@ def series(mode: str, quats: np.ndarray, firsts: np.ndarray, starts: np.ndarray)
     if not len(quats) or not np.all(np.isfinite(quats)):
         return None  # (NaN's figures left to mathutils)
     starts = np.asarray(starts)
-    solutions = _solutions(mode, quats)
     first = np.asarray(firsts, dtype=float).T.astype(_F)  # (3, s)
     head = np.zeros(len(quats), dtype=bool)
     head[starts] = True
-    values = _guess(solutions, first, starts, np.cumsum(head) - 1)
-    old = np.empty_like(values)
-    for _ in range(PASSES):
-        old[:, 1:] = values[:, :-1]
-        old[:, starts] = first
-        new = _nearest(solutions, old)
-        if np.array_equal(new.view(np.int32), values.view(np.int32)):
-            return new.T.astype(float)
-        values = new
-    return None
+    series_of = np.cumsum(head) - 1
+    values = None
+    for which in (0, 1):  # (a smooth series on either solution: its three arctangents alone)
+        values = _smooth(_solutions(mode, quats, (which,))[0], first, starts, series_of)
+        if values is not None:
+            break
+    if values is None:
+        values = _settled(mode, quats, first, starts, series_of)
+    return None if values is None else values.T.astype(float)
 
 
 _REASON: list[str] = []  # the machine's answer to `reason`, found once
