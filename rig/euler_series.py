@@ -40,8 +40,9 @@ _SQRT2 = 2.0**0.5  # M_SQRT2
 
 
 def _solutions(mode: str, quats: np.ndarray, which: tuple[int, ...] = (0, 1)) -> np.ndarray:
-    """(2, 3, n) float32: the two Euler solutions of each quaternion (normalize_qt_qt, quat_to_mat3,
-    mat3_normalized_to_eulo2), every operation in Blender's order and precision. (Arrays here are
+    """(len(which), 3, n) float32: the Euler solutions `which` (0 the first, 1 the second) of each
+    quaternion (normalize_qt_qt, quat_to_mat3, mat3_normalized_to_eulo2), every operation in
+    Blender's order and precision. (Arrays here are
     component by row, frames along it: numpy is slow on short last axes.)"""
     q = quats.T.astype(_F)  # (4, n)
     dot = q[0] * q[0]
