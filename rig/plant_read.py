@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solvers import quat
-from . import keys, modes, pose_frames
+from . import euler_series, keys, modes, pose_frames
 from .pose_frames import det3, inverse3
 from .steps import run_to_end
 
@@ -208,6 +208,41 @@ def channel_values(obj, leg: LegFrames, bone: int, quats: np.ndarray, first: np.
     continuous from the input's channel values `first` (the frame before them)."""
     pbone = obj.pose.bones[leg.names[bone]]
     return modes.series_values(leg.modes[bone], quats, tuple(first.tolist()), modes.locks(pbone))
+
+
+def run_rows(runs: list[tuple[int, int]]) -> np.ndarray:
+    """The frame indices of `runs` ((first, end) pairs), one run after the other."""
+    return np.concatenate([np.arange(first, end) for first, end in runs]) if runs else np.zeros(0, dtype=int)
+
+
+def channel_runs(obj, leg: LegFrames, quats: np.ndarray, runs: list[tuple[int, int]]) -> list[np.ndarray]:
+    """Per bone of `leg`: `channel_values` of its rotations `quats` (F, 3, 4) on each of `runs`
+    ((first, end) frame indices), one table of the runs one after the other, each run continuous
+    from the input's values on its first frame. Unlocked bones in one Euler order are converted
+    together (rig.euler_series: the same figures as mathutils frame by frame, in one pass over
+    every run); the others, and any where it does not serve, run by run."""
+    rows = run_rows(runs)
+    starts = np.cumsum([0] + [end - first for first, end in runs[:-1]])
+    out: list[np.ndarray | None] = [None] * len(leg.names)
+    together: dict[str, list[int]] = {}
+    fast = runs and not euler_series.reason()
+    for bone, (name, mode) in enumerate(zip(leg.names, leg.modes, strict=True)):
+        lock, _, lock_w = modes.locks(obj.pose.bones[name])
+        if fast and mode in euler_series.AXES and not (any(lock) or lock_w):  # (series_values' test)
+            together.setdefault(mode, []).append(bone)
+    for mode, bones in together.items():
+        firsts = np.concatenate([leg.values[b][[first for first, _ in runs]] for b in bones])
+        heads = np.concatenate([starts + j * len(rows) for j in range(len(bones))])
+        values = euler_series.series(mode, np.concatenate([quats[rows, b] for b in bones]), firsts, heads)
+        if values is not None:  # (None: not settled or not finite, converted run by run below)
+            out_of = np.split(values, len(bones))
+            for j, b in enumerate(bones):
+                out[b] = out_of[j]
+    for b, table in enumerate(out):
+        if table is None:
+            parts = [channel_values(obj, leg, b, quats[first:end, b], leg.values[b][first]) for first, end in runs]
+            out[b] = np.concatenate(parts) if parts else np.zeros((0, leg.values[b].shape[1]))
+    return out
 
 
 def rotation_path(obj, name: str) -> str:

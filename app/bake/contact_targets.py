@@ -315,14 +315,13 @@ def solve_steps(
         keyed[1:] |= changed[:-1]
         keyed[:-1] |= changed[1:]
         values = []
-        for b in range(3):
+        runs = contact_runs(keyed)  # each run's values continuous from the input's on its first frame
+        rows = plant_read.run_rows(runs)
+        keep = ~changed[rows]  # unchanged frames keep their input values exactly
+        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs)):
             table = leg.values[b].copy()
-            for first, end in contact_runs(keyed):
-                run = slice(first, end)
-                new = plant_read.channel_values(obj, leg, b, solved[run, b], leg.values[b][first])
-                keep = ~changed[run]  # unchanged frames keep their input values exactly
-                new[keep] = leg.values[b][run][keep]
-                table[run] = new
+            new[keep] = leg.values[b][rows][keep]
+            table[rows] = new
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
             values.append(table)
