@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...rig import bake_record, keys, plant_keys, plant_read
+from ...rig import bake_record, keys
 from ...rig.bake_record import Entry
 from ..spec import ChainSpec
 from . import contact_targets
@@ -181,56 +181,11 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
 
 
 def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation: str, taken: TakenBack) -> dict:
-    """contact_targets.write, with the record of what it wrote and removed (the record's other
+    """contact_targets.write, with the record of what it wrote and replaced (the record's other
     entries kept); keys written per bone."""
     if not plants.chains:
         return contact_targets.write(obj, plants, frames, interpolation)
-    action_frames = keys.action_frames(obj, frames)
-    slot = bake_record.slot_identifier(obj)
-    curves = []  # (path, index, keyed frames, values, removed keys)
-    jobs = []
-    for chain in plants.chains:
-        for name, table in zip(chain.leg.names, chain.values, strict=True):
-            path = plant_read.rotation_path(obj, name)
-            written = table[chain.keyed].astype(np.float32)  # as write_keys_in keys them
-            jobs += [(path, i, chain.keyed, written[:, i]) for i in range(table.shape[1])]
-    if plants.hips and plants.hips_keyed is not None and np.any(plants.hips_keyed):
-        path = keys.data_path(plants.hips, "location")
-        written = plants.hips_values[plants.hips_keyed].astype(np.float32)
-        jobs += [(path, i, plants.hips_keyed, written[:, i]) for i in range(3)]
-    seen: dict = {}
-    spans: dict = {}  # by keyed frames (a chain's curves share them)
-    hooks: dict = {}  # (path, index) -> bake_record.Removed: the keys replaced, as the write reads them
-    found = bake_record.curves_of(obj)
-    for path, index, keyed, values in jobs:
-        key = keyed.tobytes()
-        if key not in spans:
-            spans[key] = plant_keys.spans(action_frames, keyed), action_frames[keyed].astype(np.float32)
-        runs, frames_at = spans[key]
-        fc = found.find(path, index=index) if found is not None else None
-        removed, static = {}, float("nan")
-        if fc is None:  # the bake makes it: the value it read is the channel's, as posed
-            static = bake_record.channel_value(obj, path, index)
-        elif len(fc.keyframe_points):
-            co = plants.curve_keys.get((path, index))
-            count = len(fc.keyframe_points)
-            if co is None or len(co) != 2 * count:
-                co = np.empty(2 * count, dtype=np.float32)
-                fc.keyframe_points.foreach_get("co", co)
-            t = co[0::2]
-            key = (t.tobytes(), key)
-            rows = seen.get(key)
-            if rows is None:
-                rows = seen[key] = (~keys._outside(t, runs)).nonzero()[0]
-            if len(rows) == count:  # every key replaced: the write reads none of them, so they are read here
-                removed = bake_record.read_rows(fc, rows, co)
-            elif len(rows):
-                hooks[path, index] = bake_record.Removed(fc, rows, co)
-        curves.append(Entry(slot, path, index, frames_at, values, removed, static))
-    per_bone = contact_targets.write(obj, plants, frames, interpolation, hooks)
-    for entry in curves:
-        hook = hooks.get((entry.path, entry.index))
-        if hook is not None:
-            entry.removed = hook.keys
+    curves: list[Entry] = []
+    per_bone = contact_targets.write(obj, plants, frames, interpolation, curves)
     bake_record.store(obj.animation_data.action, taken.remainder + curves)
     return per_bone
