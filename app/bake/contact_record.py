@@ -127,12 +127,11 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     `frames` (see the module's text); call before the bake reads the motion. ValueError (nothing
     changed) where such a curve is locked."""
     ad = obj.animation_data
-    if ad is None or ad.action is None or bake_record.RECORD not in ad.action:
+    # (A bake without contacts leaves the record as it is: `write` stores none, so it is not read.)
+    if ad is None or ad.action is None or not any(s.contacts for s in specs) or bake_record.RECORD not in ad.action:
         return TakenBack(obj=obj)
     entries = bake_record.load(ad.action)
     out = TakenBack(remainder=entries, obj=obj)
-    if not any(s.contacts for s in specs):  # (a bake without contacts: the record stays as it is)
-        return out
     scope = _scope(obj, specs)
     slot = bake_record.slot_identifier(obj)
     at = keys.action_frames(obj, frames)
