@@ -31,6 +31,8 @@ NATIVE = tuple(
 # key put back is selected, as the bake's new keys are.
 _SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
 _SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
+# What keyframe_points.add() gives a key besides its co and handles (rig.keys).
+_ADDED = {"interpolation": keys.NEW_KEY_INTERPOLATION, **keys.NEW_KEY}
 _SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
 
 
@@ -158,11 +160,12 @@ def store(action, entries: list[Entry]) -> None:
     action[RECORD] = group
 
 
-def keys_of(fc) -> dict[str, np.ndarray]:
-    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back)."""
+def keys_of(fc, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back);
+    `co`: its keys' co as read, nothing written since (not read again)."""
     kp = fc.keyframe_points
     count = len(kp)
-    out = keys.read_keys(fc, np.arange(count))
+    out = keys.read_keys(fc, np.arange(count), co)
     for name in _SELECTED if count else ():
         column = np.empty(count, dtype=np.bool_)
         kp.foreach_get(name, column)
@@ -170,11 +173,13 @@ def keys_of(fc) -> dict[str, np.ndarray]:
     return out
 
 
-def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
+def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray], current: dict | None = None) -> None:
     """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width) or a shared
     (1, width) row; the handles may be left out where update() places them, the selection is
-    set), every attribute as given; then update()."""
-    current = keys_of(fc) if len(fc.keyframe_points) else {}
+    set), every attribute as given; then update(). `current`: `keys_of(fc)` as read, nothing
+    written since (not read again)."""
+    if current is None:
+        current = keys_of(fc) if len(fc.keyframe_points) else {}
     kept = subset(current, keep)
     sources = [source for source in (kept, added) if source and len(source["co"])]
     kp = fc.keyframe_points
@@ -192,9 +197,30 @@ def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
                 parts.append(np.ones((m, 1), dtype=np.bool_))
             else:
                 raise ValueError(f"the bake record of {fc.data_path}[{fc.array_index}] lacks '{name}'")
-        if parts:
-            kp.foreach_set(name, np.concatenate(parts).astype(dtype).ravel())
+        if not parts:
+            continue
+        column = np.concatenate(parts).astype(dtype).ravel()
+        # As keyframe_points.add() made them (mostly: the selection, a capture's handle types, easing
+        # and the like): not written again (a bool costs a call per key).
+        added_as = _ADDED.get(name)
+        if added_as is not None and column.tobytes() == _filled(added_as, dtype, len(column)):
+            continue
+        kp.foreach_set(name, column)
     fc.update()
+
+
+def _filled(value, dtype, count: int) -> bytes:
+    """The bytes of `count` keys all holding `value` (cached: a curve's few lengths)."""
+    key = (value, dtype, count)
+    found = _FILLED.get(key)
+    if found is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        found = _FILLED[key] = np.full(count, value, dtype=dtype).tobytes()
+    return found
+
+
+_FILLED: dict = {}
 
 
 def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:

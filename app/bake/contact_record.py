@@ -90,8 +90,9 @@ def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
     return part(inside, gone), part(~inside, ~gone)
 
 
-def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int]:
-    """(the curve's keys to keep (mask), the removed keys to add back, keys restored, keys kept)."""
+def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int, np.ndarray]:
+    """(the curve's keys to keep (mask), the removed keys to add back, keys restored, keys kept,
+    the curve's keys' co as read)."""
     count = len(fc.keyframe_points)
     co = np.empty(2 * count, dtype=np.float32)
     fc.keyframe_points.foreach_get("co", co)
@@ -119,7 +120,7 @@ def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int]:
         free = ~np.isin(rows, remaining)
         back = np.where(on, ok[np.minimum(j, len(frames) - 1)], after & before & free)
     added = bake_record.subset(entry.removed, back)
-    return keep, added, int(np.count_nonzero(intact)), int(len(entry.frames) - np.count_nonzero(intact))
+    return keep, added, int(np.count_nonzero(intact)), int(len(entry.frames) - np.count_nonzero(intact)), co
 
 
 def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
@@ -138,6 +139,7 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     low = np.float32(at.min() - keys.FRAME_EPSILON)
     high = np.float32(at.max() + keys.FRAME_EPSILON)
     plans, remainder = [], []
+    curves = bake_record.curves_of(obj)  # (looked up once: keys.assigned_fcurve would per curve)
     for entry in entries:
         if entry.slot != slot or entry.path not in scope:
             remainder.append(entry)
@@ -145,11 +147,11 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
         inside, outside = _split(entry, low, high)
         if len(outside.frames) or len(outside.removed_frames):
             remainder.append(outside)
-        fc = keys.assigned_fcurve(obj, entry.path, entry.index)
+        fc = curves.find(entry.path, index=entry.index) if curves is not None else None
         if fc is None:  # the curve deleted since: the user's
             out.kept += len(inside.frames)
             continue
-        keep, added, restored, kept = _plan(fc, inside)
+        keep, added, restored, kept, co = _plan(fc, inside)
         out.kept += kept
         if restored or len(added.get("co", ())):
             if fc.lock:
@@ -157,13 +159,13 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
                     f"the F-Curve {entry.path}[{entry.index}] is locked: the last planted bake's keys on it"
                     " cannot be taken back to the motion for a re-bake; unlock it; nothing was keyed"
                 )
-            plans.append((fc, keep, added, inside))
+            plans.append((fc, keep, added, inside, co))
             out.restored += restored
     try:
-        for fc, keep, added, entry in plans:
-            snapshot = bake_record.keys_of(fc)
+        for fc, keep, added, entry, co in plans:
+            snapshot = bake_record.keys_of(fc, co)  # (nothing written on `fc` since _plan read its co)
             out.snapshots.append((fc, snapshot))
-            bake_record.rebuild(fc, keep, added)
+            bake_record.rebuild(fc, keep, added, snapshot)
             if not len(fc.keyframe_points) and np.isfinite(entry.static):
                 # The bake made the curve: gone again, the channel holds the value the bake read.
                 group = bake_record.remove_curve(obj, fc)
