@@ -116,11 +116,17 @@ def _plan(fc, entry: Entry) -> tuple[np.ndarray, dict, int, int, np.ndarray]:
         on = (j < len(frames)) & (frames[np.minimum(j, len(frames) - 1)] == rows)
         after = ok[np.minimum(j, len(frames) - 1)] | (j >= len(frames))
         before = ok[np.maximum(j - 1, 0)] | (j == 0)
-        remaining = t[keep]
-        free = ~np.isin(rows, remaining)
+        free = ~_among(rows, np.sort(t[keep]))
         back = np.where(on, ok[np.minimum(j, len(frames) - 1)], after & before & free)
     added = bake_record.subset(entry.removed, back)
     return keep, added, int(np.count_nonzero(intact)), int(len(entry.frames) - np.count_nonzero(intact)), co
+
+
+def _among(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """np.isin(values, pool) for `pool` sorted, by a binary search (np.isin costs ~0.1 ms a call)."""
+    if not len(pool):
+        return np.zeros(len(values), dtype=bool)
+    return pool[np.minimum(np.searchsorted(pool, values), len(pool) - 1)] == values
 
 
 def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
