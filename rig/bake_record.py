@@ -14,28 +14,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import keys
 from .keys import KEY_ATTRIBUTES
 
 RECORD = "chain_ik_planted_bake"
-# Handle types whose handles FCurve.update() places from the keys alone (AUTO, AUTO_CLAMPED,
-# VECTOR): a removed key of these types needs no stored handles.
-_PLACED = (1, 3, 4)  # the enum values, the same on 4.2 and 5.0 (FREE 0, VECTOR 1, ALIGNED 2, AUTO 3, AUTO_CLAMPED 4)
-_PLACED_TYPES = np.isin(np.arange(256), _PLACED)  # by enum value (np.isin itself costs ~0.1 ms a call)
 _HANDLES = ("handle_left", "handle_right")
 # Each attribute in the type Blender stores it in, which foreach_get copies in one pass (as int32,
-# every enum key is converted on its own: ~5x slower; rig.keys._overwrite reads them so too).
+# every enum key is converted on its own: ~5x slower).
 NATIVE = tuple(
     (name, width, np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else dtype)
     for name, width, dtype in KEY_ATTRIBUTES
 )
 # The attributes recorded besides co and the handles, one value per key, each kept as one row
-# where every removed key shares it (a capture's keys mostly all do). The selection is not
-# recorded (a bool read costs as much as the rest together): a key put back is selected, as the
-# bake's new keys are.
+# where every removed key shares it (a capture's keys mostly all do): rig.keys.write_keys_in's
+# `replaced`. The selection is not recorded (a bool read costs as much as the rest together): a
+# key put back is selected, as the bake's new keys are.
 _SHARED = tuple((name, dtype) for name, width, dtype in NATIVE if width == 1 and not name.startswith("select_"))
-_SHARED_NAMES = frozenset(name for name, _ in _SHARED)
-_KIND = {**dict.fromkeys(_SHARED_NAMES, 1), **dict.fromkeys(_HANDLES, 2)}  # Removed: how each is kept
 _SELECTED = tuple(name for name, _, _ in NATIVE if name.startswith("select_"))
+# What keyframe_points.add() gives a key besides its co and handles (rig.keys).
+_ADDED = {"interpolation": keys.NEW_KEY_INTERPOLATION, **keys.NEW_KEY}
 _SEP, _FIELD = "\x1e", "\x1f"  # between curves, between a curve's slot, path and index
 
 
@@ -127,7 +124,7 @@ def store(action, entries: list[Entry]) -> None:
         if RECORD in action:
             del action[RECORD]
         return
-    removed = [len(e.removed_frames) for e in entries]
+    removed = [len(e.removed["co"]) if "co" in e.removed else 0 for e in entries]
     co = [e.removed["co"] for e in entries if "co" in e.removed]
     handles = [m > 0 and "handle_left" in e.removed for e, m in zip(entries, removed, strict=True)]
     group = {
@@ -143,115 +140,32 @@ def store(action, entries: list[Entry]) -> None:
     pairs = [np.hstack([e.removed[n] for n in _HANDLES]) for e, h in zip(entries, handles, strict=True) if h]
     if pairs:
         group["rows_handles"] = np.concatenate(pairs).astype(np.float32).ravel()
-    for name, _ in _SHARED:
-        columns = [e.removed[name] if m else None for e, m in zip(entries, removed, strict=True)]
-        shared = [c is not None and (len(c) == 1 or bool((c == c[0]).all())) for c in columns]
-        group[f"same_{name}"] = np.array(
-            [float(c[0, 0]) if s else np.nan for c, s in zip(columns, shared, strict=True)]
-        )
-        rows = [c.ravel().astype(np.float32) for c, s in zip(columns, shared, strict=True) if c is not None and not s]
-        if rows:
-            group[f"rows_{name}"] = np.concatenate(rows)
+    # Each attribute's value per curve where all its removed keys share it (NaN where they do not,
+    # or none was removed), else its rows; one pass over the curves (this runs after every bake).
+    same = [[np.nan] * len(entries) for _ in _SHARED]
+    rows: list[list] = [[] for _ in _SHARED]
+    for i, (e, m) in enumerate(zip(entries, removed, strict=True)):
+        if not m:
+            continue
+        for j, (name, _) in enumerate(_SHARED):
+            c = e.removed[name]
+            if len(c) == 1 or bool((c == c[0]).all()):
+                same[j][i] = float(c[0, 0])
+            else:
+                rows[j].append(c.ravel().astype(np.float32))
+    for j, (name, _) in enumerate(_SHARED):
+        group[f"same_{name}"] = np.array(same[j])
+        if rows[j]:
+            group[f"rows_{name}"] = np.concatenate(rows[j])
     action[RECORD] = group
 
 
-def read_rows(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The attributes of `fc`'s keys `rows` (m,) as (m, width) arrays (NATIVE types), (1, width)
-    where every key shares it; `co`: the curve's keys' co as already read (nothing written since),
-    not read again. The handles are left out where update() places them, the selection always."""
+def keys_of(fc, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back);
+    `co`: its keys' co as read, nothing written since (not read again)."""
     kp = fc.keyframe_points
     count = len(kp)
-    m = len(rows)
-    if not m:
-        return {}
-    if co is None or len(co) != 2 * count:
-        co = np.empty(2 * count, dtype=np.float32)
-        kp.foreach_get("co", co)
-    out = {"co": co.reshape(count, 2)[rows]}
-    for name, dtype in _SHARED:
-        column = _buffer(dtype, count)  # reused: only copies of it are kept
-        kp.foreach_get(name, column)
-        if column.tobytes() == _filled(column[:1].tobytes(), count):  # mostly: no numpy call
-            out[name] = column[:1].reshape(1, 1).copy()
-        else:
-            out[name] = column[rows].reshape(m, 1)
-    if not (_PLACED_TYPES[out["handle_left_type"]].all() and _PLACED_TYPES[out["handle_right_type"]].all()):
-        for name in _HANDLES:
-            column = np.empty(2 * count, dtype=np.float32)
-            kp.foreach_get(name, column)
-            out[name] = column.reshape(count, 2)[rows]
-    return out
-
-
-class Removed:
-    """rig.keys.write_keys_in's `removed`: the attributes of `fc`'s keys `rows` (m,) that it replaces,
-    kept as it reads them to rewrite the curve (no read of its own but the handles, and those only
-    where update() would not place them); `keys` as `read_rows` gives them. `co`: the curve's keys'
-    co, read before."""
-
-    def __init__(self, fc, rows: np.ndarray, co: np.ndarray) -> None:
-        self.fc, self.rows = fc, rows
-        self.keys = {"co": co.reshape(-1, 2)[rows]}  # a copy (the write then writes over `co`)
-
-    def __call__(self, name: str, column: np.ndarray) -> None:
-        kind = _KIND.get(name)  # (the selection: not recorded)
-        if kind is None:
-            return
-        if kind == 2:
-            self.keys[name] = column.reshape(-1, 2)[self.rows]
-            return
-        first = column[:1]
-        if column.tobytes() == first.tobytes() * len(column):  # every key alike (mostly): no numpy call
-            self.keys[name] = first.reshape(1, 1).copy()
-        else:
-            self.keys[name] = column[self.rows].reshape(-1, 1)
-        if name == "handle_right_type":  # both types read: the handles too where update() would move them
-            self._handles()
-
-    def _handles(self) -> None:
-        left, right = self.keys["handle_left_type"], self.keys["handle_right_type"]
-        if _PLACED_TYPES[left].all() and _PLACED_TYPES[right].all():
-            for handle in _HANDLES:
-                self.keys.pop(handle, None)
-        elif "handle_left" not in self.keys:  # (rewritten in place: read before update() places them)
-            count = len(self.fc.keyframe_points)
-            for handle in _HANDLES:
-                column = np.empty(2 * count, dtype=np.float32)
-                self.fc.keyframe_points.foreach_get(handle, column)
-                self.keys[handle] = column.reshape(count, 2)[self.rows]
-
-
-def _filled(value: bytes, count: int) -> bytes:
-    key = (value, count)
-    found = _FILLED.get(key)
-    if found is None:
-        if len(_FILLED) > 256:
-            _FILLED.clear()
-        found = _FILLED[key] = value * count
-    return found
-
-
-_FILLED: dict = {}
-
-
-def _buffer(dtype, count: int) -> np.ndarray:
-    key = (dtype, count)
-    found = _BUFFERS.get(key)
-    if found is None:
-        if len(_BUFFERS) > 64:
-            _BUFFERS.clear()
-        found = _BUFFERS[key] = np.empty(count, dtype=dtype)
-    return found
-
-
-_BUFFERS: dict = {}
-
-
-def keys_of(fc) -> dict[str, np.ndarray]:
-    """Every attribute of every key of `fc` (n, width), the selection too (a snapshot to put back)."""
-    kp = fc.keyframe_points
-    count = len(kp)
-    out = read_rows(fc, np.arange(count))
+    out = keys.read_keys(fc, np.arange(count), co)
     for name in _SELECTED if count else ():
         column = np.empty(count, dtype=np.bool_)
         kp.foreach_get(name, column)
@@ -259,11 +173,13 @@ def keys_of(fc) -> dict[str, np.ndarray]:
     return out
 
 
-def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
+def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray], current: dict | None = None) -> None:
     """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width) or a shared
     (1, width) row; the handles may be left out where update() places them, the selection is
-    set), every attribute as given; then update()."""
-    current = keys_of(fc) if len(fc.keyframe_points) else {}
+    set), every attribute as given; then update(). `current`: `keys_of(fc)` as read, nothing
+    written since (not read again)."""
+    if current is None:
+        current = keys_of(fc) if len(fc.keyframe_points) else {}
     kept = subset(current, keep)
     sources = [source for source in (kept, added) if source and len(source["co"])]
     kp = fc.keyframe_points
@@ -281,9 +197,30 @@ def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray]) -> None:
                 parts.append(np.ones((m, 1), dtype=np.bool_))
             else:
                 raise ValueError(f"the bake record of {fc.data_path}[{fc.array_index}] lacks '{name}'")
-        if parts:
-            kp.foreach_set(name, np.concatenate(parts).astype(dtype).ravel())
+        if not parts:
+            continue
+        column = np.concatenate(parts).astype(dtype).ravel()
+        # As keyframe_points.add() made them (mostly: the selection, a capture's handle types, easing
+        # and the like): not written again (a bool costs a call per key).
+        added_as = _ADDED.get(name)
+        if added_as is not None and column.tobytes() == _filled(added_as, dtype, len(column)):
+            continue
+        kp.foreach_set(name, column)
     fc.update()
+
+
+def _filled(value, dtype, count: int) -> bytes:
+    """The bytes of `count` keys all holding `value` (cached: a curve's few lengths)."""
+    key = (value, dtype, count)
+    found = _FILLED.get(key)
+    if found is None:
+        if len(_FILLED) > 256:
+            _FILLED.clear()
+        found = _FILLED[key] = np.full(count, value, dtype=dtype).tobytes()
+    return found
+
+
+_FILLED: dict = {}
 
 
 def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:

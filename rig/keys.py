@@ -85,6 +85,10 @@ class FCurves:
             self._curves = self.action.fcurves
             self._layered = False
 
+    def find(self, path: str, index: int):
+        """The F-Curve at (`path`, `index`), or None."""
+        return self._curves.find(path, index=index)
+
     def ensure(self, path: str, index: int, group: str):
         fc = self._curves.find(path, index=index)
         if fc is not None:
@@ -265,7 +269,7 @@ def write_keys_in(
     handles: tuple[np.ndarray, np.ndarray] | None = None,
     seen: dict | None = None,
     co: np.ndarray | None = None,
-    removed=None,
+    replaced: dict | None = None,
 ) -> int:
     """`write_keys` over several ranges at once (a bake that changed some spans of frames only, e.g.
     a planted foot's contacts): `fc`'s keys inside any of `frame_ranges` are replaced by (frames,
@@ -274,8 +278,11 @@ def write_keys_in(
     lie inside the ranges, by the curves' key times already looked at (a bone's curves mostly
     share them). `co`: the curve's keys' co (float32, 2 per key) as the caller read them with nothing
     written since (rig.sampling.curve_values' `read`), not read again; it is written over.
-    `removed(name, column)`: called with each key attribute read before the keys are replaced, as
-    read (rig.bake_record.Removed keeps the replaced keys')."""
+    `replaced` (a dict): filled with the keys replaced, as the write reads them (rig.bake_record
+    keeps them to put back): "co" (m, 2); each one-value attribute but the selection (m, 1), or
+    (1, 1) where every key of the curve shares it; "handle_left" and "handle_right" (m, 2) unless
+    every replaced key's handle types are ones FCurve.update() places (PLACED_HANDLES). Nothing
+    replaced: left empty."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
     if not np.isfinite(values).all():
@@ -302,18 +309,25 @@ def write_keys_in(
         if in_place and handles is None:
             # The keys to replace sit on the new frames (a capture keyed on every frame): overwrite
             # them where they are, as new keys, instead of rebuilding the curve (a third of the time).
-            return _overwrite(fc, co, rows, values, interpolation, removed)
+            return _overwrite(fc, co, rows, values, interpolation, replaced)
         if rebuild and not keep.any():
-            # Re-baking the same range: nothing to carry over, so skip reading every key attribute.
+            # Re-baking the same range: nothing to carry over, so skip reading every key attribute
+            # (but what `replaced` keeps).
+            if replaced is not None:
+                replaced.update(read_keys(fc, rows, co))
             kp.clear()
             old = 0
         elif rebuild:
+            if replaced is not None:
+                replaced["co"] = co.reshape(old, 2)[rows]
             for name, width, dtype in KEY_ATTRIBUTES:
                 a = np.empty(width * old, dtype=dtype)
                 kp.foreach_get(name, a)
                 kept[name] = a.reshape(old, width)[keep].ravel()
-                if removed is not None:
-                    removed(name, a)
+                if replaced is not None and (name in _REPLACED or name in _HANDLES):
+                    _keep_replaced(replaced, name, a, rows)
+            if replaced is not None:
+                _drop_placed_handles(replaced)
             old = int(np.count_nonzero(keep))
             kp.clear()
             kp.add(old)
@@ -366,31 +380,138 @@ def _same_frames(old: np.ndarray, new: np.ndarray) -> bool:
     return len(old) == len(new) and bool((old == new).all()) and bool((new[1:] > new[:-1]).all())
 
 
-def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str, removed=None) -> int:
+def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpolation: str, replaced=None) -> int:
     """write_keys_in where the keys replaced are at the new frames (`rows` of the curve's keys,
     `co` its keys' co): their values set and every other attribute as a new key's, the same curve
-    the rebuild gives; one read and at most one write per attribute."""
+    the rebuild gives; one read and at most one write per attribute (`replaced`: write_keys_in's,
+    kept from those reads)."""
     kp = fc.keyframe_points
     count = len(kp)
+    if replaced is not None:
+        replaced["co"] = co.reshape(count, 2)[rows]  # a copy: `co` is written over next
     co[2 * rows + 1] = values
     kp.foreach_set("co", co)
     # Each attribute read in the type Blender stores it in, which it copies in one pass (the enums
     # as bytes, the flags as booleans; as int32, every key is converted on its own: ~5x slower for
     # an enum), then compared on every key at once as bytes with a new key's value (mostly no key
-    # differs at all: no numpy call); one that differs somewhere is looked at on the replaced keys
-    # alone, and written back only where they differ.
-    for name, wanted, dtype in (("interpolation", INTERPOLATIONS.index(interpolation), np.uint8), *_NEW_ATTRIBUTES):
-        column = np.empty(count, dtype=dtype)
+    # differs at all: no numpy call, and `replaced` keeps a new key's value as the row all share);
+    # one that differs somewhere is looked at on the replaced keys alone, and written back only
+    # where they differ.
+    placed = True  # the replaced keys' handle types all a new key's (placed by update())
+    code = INTERPOLATIONS.index(interpolation)
+    for name, wanted, dtype, kept in (("interpolation", code, np.uint8, True), *_NEW_ATTRIBUTES):
+        column = _buffer(dtype, count)  # reused: only copies of it are kept
         kp.foreach_get(name, column)
-        if removed is not None:
-            removed(name, column)
-        if column.tobytes() == _filled(wanted, dtype, count):
+        same = column.tobytes() == _filled(wanted, dtype, count)
+        if replaced is not None and kept:
+            if same:
+                replaced[name] = _row(wanted, dtype)
+            else:
+                _keep_replaced(replaced, name, column, rows)
+                placed = placed and name not in _HANDLE_TYPES
+            if name == "handle_right_type" and not placed:  # read before update() places them
+                _read_handles(kp, count, rows, replaced)
+        if same:
             continue
         if (column[rows] != wanted).any():
             column[rows] = wanted
             kp.foreach_set(name, column)
     fc.update()
     return len(rows)
+
+
+# Handle types FCurve.update() places from the keys alone (VECTOR 1, AUTO 3, AUTO_CLAMPED 4: the
+# enum values, the same on 4.2 and 5.0): a replaced key of these types needs no stored handles.
+PLACED_HANDLES = (1, 3, 4)
+_PLACED = np.isin(np.arange(256), PLACED_HANDLES)  # by enum value (np.isin itself costs ~0.1 ms a call)
+_HANDLES = ("handle_left", "handle_right")
+_HANDLE_TYPES = ("handle_left_type", "handle_right_type")
+# What `replaced` keeps besides co and the handles: the one-value attributes but the selection (a
+# bool read costs as much as the rest together; a key put back is selected, as a new key is).
+_REPLACED = frozenset(name for name, width, _ in KEY_ATTRIBUTES if width == 1 and not name.startswith("select_"))
+# The types read_keys reads them in: Blender's own, copied in one pass.
+_REPLACED_TYPES = tuple(
+    (name, np.uint8 if dtype is np.int32 else dtype) for name, width, dtype in KEY_ATTRIBUTES if name in _REPLACED
+)
+
+
+def _keep_replaced(replaced: dict, name: str, column: np.ndarray, rows: np.ndarray) -> None:
+    """`replaced[name]` from `column`, every key's `name` as read: handles (m, 2); else (1, 1) where
+    every key of the curve shares it, else (m, 1)."""
+    if name in _HANDLES:
+        replaced[name] = column.reshape(-1, 2)[rows]
+        return
+    first = column[:1]
+    if column.tobytes() == first.tobytes() * len(column):  # every key alike (mostly): no numpy call
+        replaced[name] = first.reshape(1, 1).copy()
+    else:
+        replaced[name] = column[rows].reshape(-1, 1)
+
+
+def _placed(replaced: dict) -> bool:
+    return bool(_PLACED[replaced["handle_left_type"]].all() and _PLACED[replaced["handle_right_type"]].all())
+
+
+def _read_handles(kp, count: int, rows: np.ndarray, replaced: dict) -> None:
+    """The replaced keys' handles where update() would not place them (their types as kept)."""
+    if _placed(replaced):
+        return
+    for name in _HANDLES:
+        column = np.empty(2 * count, dtype=np.float32)
+        kp.foreach_get(name, column)
+        replaced[name] = column.reshape(count, 2)[rows]
+
+
+def _drop_placed_handles(replaced: dict) -> None:
+    if _placed(replaced):
+        for name in _HANDLES:
+            replaced.pop(name, None)
+
+
+def read_keys(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The attributes of `fc`'s keys `rows` as write_keys_in's `replaced` keeps them (nothing written
+    since `co`, its keys' co as read, if given)."""
+    kp = fc.keyframe_points
+    count = len(kp)
+    if not len(rows):
+        return {}
+    if co is None or len(co) != 2 * count:
+        co = np.empty(2 * count, dtype=np.float32)
+        kp.foreach_get("co", co)
+    out = {"co": co.reshape(count, 2)[rows]}
+    for name, dtype in _REPLACED_TYPES:
+        column = _buffer(dtype, count)
+        kp.foreach_get(name, column)
+        _keep_replaced(out, name, column, rows)
+    _read_handles(kp, count, rows, out)
+    return out
+
+
+def _row(value, dtype) -> np.ndarray:
+    """A (1, 1) row of `value` (cached, read-only: shared by every curve whose keys all hold it)."""
+    key = (value, dtype)
+    found = _ROWS.get(key)
+    if found is None:
+        found = _ROWS[key] = np.full((1, 1), value, dtype=dtype)
+        found.flags.writeable = False
+    return found
+
+
+_ROWS: dict = {}
+
+
+def _buffer(dtype, count: int) -> np.ndarray:
+    """A scratch array of `count` (cached by type and length: a bake writes curves of a few lengths)."""
+    key = (dtype, count)
+    found = _BUFFERS.get(key)
+    if found is None:
+        if len(_BUFFERS) > 64:
+            _BUFFERS.clear()
+        found = _BUFFERS[key] = np.empty(count, dtype=dtype)
+    return found
+
+
+_BUFFERS: dict = {}
 
 
 def _filled(value, dtype, count: int) -> bytes:
@@ -423,9 +544,14 @@ def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarr
 
 # The attributes _overwrite sets on the keys it replaces besides the interpolation (its handles are
 # placed by FCurve.update() from the keys' co alone: AUTO_CLAMPED): (name, a new key's value, the
-# numpy type Blender's storage copies in one pass).
+# numpy type Blender's storage copies in one pass, whether `replaced` keeps it).
 _NEW_ATTRIBUTES = tuple(
-    (name, NEW_KEY[name], np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32)
+    (
+        name,
+        NEW_KEY[name],
+        np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32,
+        name in _REPLACED,  # kept in `replaced`
+    )
     for name, _, dtype in KEY_ATTRIBUTES[4:]
 )
 

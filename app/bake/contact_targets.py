@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ...rig import keys, leg_checks, plant_curves, plant_keys, plant_read, pose_frames, root_location
+from ...rig import bake_record, keys, leg_checks, plant_curves, plant_keys, plant_read, pose_frames, root_location
 from ...rig.contacts import played_contacts
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.read import chain_pose_bones
@@ -358,39 +358,48 @@ def _hips_locations(
     return values, keyed
 
 
-def write(obj, plants: Plants, frames: np.ndarray, interpolation: str, removed=None) -> dict[str, int]:
-    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone. `removed`:
-    (data path, index) -> rig.keys.write_keys_in's `removed` (app.bake.contact_record)."""
-    removed = removed or {}
+def write(obj, plants: Plants, frames: np.ndarray, interpolation: str, record: list | None = None) -> dict[str, int]:
+    """Key every planted chain's changed frames (rig.plant_keys); keys written per bone. `record` (a
+    list): each F-Curve written added to it as a rig.bake_record.Entry, the keys written and those
+    they replaced as the writer read them (app.bake.contact_record: each curve looked at once)."""
+    slot = bake_record.slot_identifier(obj) if record is not None else ""  # (before FCurves assigns one)
     action_frames = keys.action_frames(obj, frames)
     fcurves = keys.FCurves(obj)
+
+    def key(path: str, index: int, group: str, at, values, runs, seen: dict, co) -> int:
+        fc = fcurves.find(path, index)
+        static = float("nan")
+        if fc is None:
+            if record is not None:  # the bake makes it: the value it read is the channel's, as posed
+                static = bake_record.channel_value(obj, path, index)
+            fc = fcurves.ensure(path, index, group)
+        replaced = {} if record is not None else None
+        written = keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, co=co, replaced=replaced)
+        if record is not None:
+            record.append(bake_record.Entry(slot, path, index, at, values, replaced, static))
+        return written
+
     per_bone = {}
     for chain in plants.chains:
         runs = plant_keys.spans(action_frames, chain.keyed)
-        at = action_frames[chain.keyed]
+        at = action_frames[chain.keyed].astype(np.float32)  # as write_keys_in keys them
         seen: dict = {}  # the chain's curves mostly share their key times: where to write looked up once
         for name, table in zip(chain.leg.names, chain.values, strict=True):
             path = plant_read.rotation_path(obj, name)
-            written = 0
-            for index in range(table.shape[1]):
-                fc = fcurves.ensure(path, index, name)
-                co = plants.curve_keys.pop((path, index), None)  # its keys as the solve read them
-                values = table[chain.keyed, index]
-                hook = removed.get((path, index))
-                written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, co=co, removed=hook)
-            per_bone[name] = written
+            values = table[chain.keyed].astype(np.float32)
+            per_bone[name] = sum(
+                # each curve's keys as the solve read them
+                key(path, index, name, at, values[:, index], runs, seen, plants.curve_keys.pop((path, index), None))
+                for index in range(table.shape[1])
+            )
         chain.keys = sum(per_bone[n] for n in chain.leg.names)
     if plants.hips and np.any(plants.hips_keyed):
         runs = plant_keys.spans(action_frames, plants.hips_keyed)
-        at = action_frames[plants.hips_keyed]
+        at = action_frames[plants.hips_keyed].astype(np.float32)
         path = keys.data_path(plants.hips, "location")
-        written = 0
+        values = plants.hips_values[plants.hips_keyed].astype(np.float32)
         seen = {}
-        for index in range(3):
-            fc = fcurves.ensure(path, index, plants.hips)
-            values = plants.hips_values[plants.hips_keyed, index]
-            hook = removed.get((path, index))
-            written += keys.write_keys_in(fc, at, values, runs, interpolation, seen=seen, removed=hook)
+        written = sum(key(path, i, plants.hips, at, values[:, i], runs, seen, None) for i in range(3))
         per_bone[plants.hips] = per_bone.get(plants.hips, 0) + written
     return per_bone
 
