@@ -137,6 +137,17 @@ def window_speed(points: np.ndarray, fps: float, window: float = SPEED_WINDOW) -
     return np.divide(distance, span, out=np.zeros(m), where=span > 0)
 
 
+def same_sums(values: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """np.convolve(values, kernel, mode="same") of the length of `values` however short they are
+    (numpy's "same" gives the longer of the two: a clip shorter than the kernel broke the shapes,
+    user13's 5-frame bake); the same numbers where `values` is at least as long."""
+    values = np.asarray(values)
+    if len(values) >= len(kernel):
+        return np.convolve(values, kernel, mode="same")
+    padded = np.concatenate((values, np.zeros(len(kernel), dtype=values.dtype)))  # zero beyond the end, as "same"
+    return np.convolve(padded, kernel, mode="same")[: len(values)]
+
+
 def contact_runs(planted: np.ndarray) -> list[tuple[int, int]]:
     """(first, last + 1) frame indices of each run of True in `planted`."""
     padded = np.concatenate(([0], np.asarray(planted, dtype=np.int8), [0]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
-from .contacts import SPEED_WINDOW, check_fps, check_points, ground_heights, window_frames
+from .contacts import SPEED_WINDOW, check_fps, check_points, ground_heights, same_sums, window_frames
 
 # The Guided Motion Diffusion skating metric (Karunratanakul et al. 2023, as its evaluation code
 # computes it): at 20 fps, a foot within 5 cm of the ground whose horizontal speed is above
@@ -89,7 +89,7 @@ def skating_ratio(feet, fps: float, ground=None) -> float:
         return 0.0
     step = np.linalg.norm(np.diff(track[..., :2], axis=0), axis=-1) * SKATING_FPS  # (n-1, k)
     kernel = np.ones(SKATING_AVERAGE) / SKATING_AVERAGE  # zero beyond the ends, as the original's filter
-    average = np.stack([np.convolve(step[:, j], kernel, mode="same") for j in range(step.shape[1])], axis=1)
+    average = np.stack([same_sums(step[:, j], kernel) for j in range(step.shape[1])], axis=1)
     low = track[..., 2] < SKATING_HEIGHT
     touching = low[:-1] & low[1:]
     skating = touching & (step > SKATING_SPEED) & (average > SKATING_SPEED)

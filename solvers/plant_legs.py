@@ -29,7 +29,7 @@ import numpy as np
 
 from . import quat
 from .common.soft import check_softness, soft_distances
-from .contacts import check_points
+from .contacts import check_points, same_sums
 
 # Keep a straightened or folded leg this share of its length off the exact limit: the knee's
 # direction stays defined (sqrt of a rounding-level negative is 0, which is fine; a goal on the
@@ -75,7 +75,7 @@ def swivel(hip, knee, ankle, window: int = 0, forward=None) -> np.ndarray:
     offset = upper - quat.dots(upper, line)[:, None] * line
     if window > 0:
         kernel = np.ones(2 * window + 1)
-        offset = side_by_side([np.convolve(offset[:, j], kernel, mode="same") for j in range(3)])
+        offset = side_by_side([same_sums(offset[:, j], kernel) for j in range(3)])
     if forward is not None:
         offset = offset + 1e-3 * quat.norm(upper)[:, None] * quat.normalize(np.asarray(forward, dtype=float))
     return offset

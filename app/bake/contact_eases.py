@@ -110,7 +110,7 @@ def _layout(plan: plant.PlantPlan, frames: int, ends=None) -> list[tuple]:
     start or the leg's end, the ease-in's frames before it (0 where the previous ease ran into it),
     whether its ease runs into the next hold, its ease-out's frames)."""
     out = []
-    starts = [h.start for h in plan.holds[1:]] + [frames]
+    starts = [h.start for h in plan.holds[1:]] + [frames] if plan.holds else []  # (no hold: nothing eases)
     crossed = False  # the previous ease ran into this hold: it faded into this hold's correction
     for hold, following in zip(plan.holds, starts, strict=True):
         low, end = bounds(ends, hold.start)

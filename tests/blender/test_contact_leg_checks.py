@@ -1,7 +1,9 @@
 """A planted leg Chain IK cannot bake as solved is refused up front, changing nothing (user13):
 rotation locks and IK limits it would turn through (unless the chain's Respect Locks or Limits is
 off), constraints that set a leg bone's pose over its keys, and a 'leg' whose middle bone is a
-rig's helper (Rigify's generated rig: its FK foot hangs from MCH-foot_fk, not from the shin)."""
+rig's helper (Rigify's generated rig: its FK foot hangs from MCH-foot_fk, not from the shin). And
+what does bake: a range shorter than the knee swivel's window, and a leg with no contact in the
+range (both crashed, user13)."""
 
 from __future__ import annotations
 
@@ -71,3 +73,35 @@ def test_rigify_generated_legs_are_refused_with_a_reason(rigify_file):
         with pytest.raises(RuntimeError, match=words):
             bpy.ops.chain_ik.bake(frame_start=1, frame_end=20)
         assert fcurve_state(rig).keys() == state.keys()
+
+
+@pytest.mark.parametrize(
+    "first, last, planted",
+    [
+        (8, 12, True),  # inside the first contact: shorter than the knee swivel's window (user13: a crash)
+        (20, 28, False),  # between the contacts: nothing held
+        (FIRST, LAST, False),  # every Contact key off: nothing held (user13: "zip() argument 2 is longer")
+    ],
+)
+def test_short_ranges_and_legs_without_contacts_bake(scene, first, last, planted):
+    from test_contact_bake import toe_track
+
+    obj = built_walk()
+    item = obj.chain_ik.chains[0]
+    if (first, last) == (FIRST, LAST):
+        from chain_ik.rig import keys
+
+        for fc in keys.assigned_fcurves(obj):
+            if fc.data_path.endswith("contact"):
+                for key in fc.keyframe_points:
+                    key.co[1] = 0.0
+                fc.update()
+    frames = list(range(first, last + 1))
+    before = toe_track(obj, frames)
+    assert bpy.ops.chain_ik.bake(frame_start=first, frame_end=last) == {"FINISHED"}
+    after = toe_track(obj, frames)
+    if planted:  # held where it was on the range's first frame (a contact's frame inside it)
+        assert max(abs(after - after[0]).max(axis=1)) < 1e-4
+    else:
+        assert abs(after - before).max() < 1e-5
+    assert item.name == "Foot"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from solvers.contacts import ContactSettings, contact_runs, detect_contacts, lift_ends, window_speed
+from solvers.contacts import ContactSettings, contact_runs, detect_contacts, lift_ends, same_sums, window_speed
 
 FPS = 120.0
 LEG = 0.9  # metres: thresholds 2.7 cm / 4.5 cm, 0.54 / 0.9 m/s
@@ -310,3 +310,18 @@ def test_a_contact_ends_where_the_foot_lifts_off():
     down[4:7] = False
     out = lift_ends(np.ones(10, dtype=bool), heights, down, 0.02)
     assert out.tolist() == [True] * 4 + [False] * 3 + [True] * 3
+
+
+@given(st.integers(min_value=0, max_value=30), st.integers(min_value=1, max_value=12))
+def test_same_sums_keeps_the_length_of_short_series(n, width):
+    """solvers.contacts.same_sums: np.convolve's "same" where the series is at least as long as the
+    kernel (the same numbers), and the length of the series where it is shorter (user13: a
+    5-frame planted bake broke on the knee swivel's 25-frame window)."""
+    values = np.random.default_rng(n * 13 + width).normal(size=n)
+    kernel = np.ones(2 * width + 1)
+    sums = same_sums(values, kernel)
+    assert sums.shape == values.shape
+    by_hand = [values[max(0, i - width) : i + width + 1].sum() for i in range(n)]
+    assert np.allclose(sums, by_hand)
+    if n >= len(kernel):
+        assert np.array_equal(sums, np.convolve(values, kernel, mode="same"))
