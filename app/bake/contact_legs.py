@@ -94,6 +94,8 @@ def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tupl
     for leg, _, _, rows, pole in jobs:
         if pole is None:
             pole = knee_poles(leg, fps)
+        if rows is not None and np.array_equal(rows, np.arange(len(leg.world))):
+            rows = None  # every frame in order: the leg itself (its rows' copies would be the same figures)
         parts.append(leg if rows is None else leg.rows(rows))
         poles.append(pole if rows is None else pole[rows])
     tilt = None if jobs[0][2] is None else np.concatenate([job[2] for job in jobs])
