@@ -184,11 +184,10 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
     anchor, anchor_ground, anchor_clear = points.copy(), under_input.copy(), clear_input.copy()
     lift = np.zeros(frames)
     holds: list[Hold] = []
-    index = np.arange(frames)
     runs = contact_runs(flags)
-    eases = _run_eases(runs, frames, blend, grounded)
-    previous_end = 0
-    for (start, end), (w, after, weights, ease_in, lifts) in zip(runs, eases, strict=True):
+    for (start, end), (w, after, weights, ease_in, lifts) in zip(
+        runs, _run_eases(runs, frames, blend, grounded), strict=True
+    ):
         # Where the plan has the tip on the first frame: the input, or the previous hold's ease there.
         held = (1.0 - w) * points[start] + w * anchor[start]
         held_ground = (1.0 - w) * under_input[start] + w * anchor_ground[start]
@@ -207,7 +206,6 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
         weight[start:end] = 1.0
         weight[after] = weights
         holds.append(Hold(start, end, held, snap, ease_in))
-        previous_end = end
     w = weight[:, None]
     target = (1.0 - w) * points + w * anchor  # exact at w = 0 (the input) and w = 1 (the hold)
     target[:, 2] += lift
