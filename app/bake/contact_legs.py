@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...rig import plant_read, pose_frames
-from ...rig.ground import GroundProbe
+from ...rig.ground import GroundProbe, same_rays
 from ...solvers import plant, plant_legs, quat
 from ...solvers.contacts import window_frames
 from ..spec import ChainSpec
@@ -287,12 +287,22 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
 
 
 def ground_under(
-    probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float
+    probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float, known=None
 ) -> np.ndarray | None:
-    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
+    """(F,) ground heights under world `points`, or None without a ground; ValueError where none.
+    `known`: (points (F, 3), their heights (F,)) found before with this `reach` (the planning's, under
+    the input tip): a point whose ray starts where that one's did (rig.ground.same_rays) takes its
+    height, no ray cast again."""
     if probe is None:
         return None
-    heights = probe.heights_below(points, reach)
+    if known is None:
+        heights = probe.heights_below(points, reach)
+    else:
+        same = same_rays(points, known[0])
+        heights = np.empty(len(points))
+        heights[same] = known[1][same]
+        if not same.all():
+            heights[~same] = probe.heights_below(points[~same], reach)
     missing = np.flatnonzero(np.isnan(heights))
     if len(missing):
         raise ValueError(

@@ -291,8 +291,9 @@ def solve_steps(
         ground_at = None
         if probe is not None:
 
-            def ground_at(points, rows, spec=spec, length=length):
-                return contact_legs.ground_under(probe, spec, points, frames[rows], length)
+            def ground_at(points, rows, spec=spec, length=length, toe=toe, under=under):
+                # the rays from where the planning cast them (the input tip) not cast again
+                return contact_legs.ground_under(probe, spec, points, frames[rows], length, (toe[rows], under[rows]))
 
         jobs.append((plan, tilt, ground_at, most))
     # Every leg's holds, eases and clamp solved at once (contact_legs.solve_legs).
