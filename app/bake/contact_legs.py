@@ -162,10 +162,13 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
     (the eases fade the hold's correction, tilt included)."""
     tilt = np.zeros((len(plan.weight), 4))
     tilt[:, 0] = 1.0
-    up = np.array([0.0, 0.0, 1.0])
-    for hold, normal in zip(plan.holds, normals, strict=True):
-        if np.all(np.isfinite(normal)):
-            tilt[hold.start : hold.end] = quat.swing(up, normal, np.array([1.0, 0.0, 0.0]))
+    normals = np.asarray(normals, dtype=float).reshape(len(plan.holds), 3)
+    found = np.flatnonzero(np.all(np.isfinite(normals), axis=1))
+    if len(found):  # every hold's turn in one call (each its own figures, as hold by hold)
+        shape = (len(found), 3)
+        up, side = np.broadcast_to([0.0, 0.0, 1.0], shape), np.broadcast_to([1.0, 0.0, 0.0], shape)
+        for h, turn in zip(found.tolist(), quat.swing(up, normals[found], side), strict=True):
+            tilt[plan.holds[h].start : plan.holds[h].end] = turn
     return tilt
 
 
