@@ -199,8 +199,6 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
             ease_in = ease_in if snap else 0
         if ease_in:
             lift[start - np.arange(1, ease_in + 1)] += lifts * snap
-        else:
-            ease_in = 0
         for ours, value in ((anchor, held), (anchor_ground, held_ground), (anchor_clear, held_clear)):
             ours[start:end] = ours[after] = value
         weight[start:end] = 1.0
