@@ -80,6 +80,15 @@ def _lifted(points: np.ndarray, reach: float) -> np.ndarray:
     return np.asarray(points, dtype=float).reshape(-1, 3).astype(np.float32) + lift
 
 
+def same_rays(points: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(m,) bool: the world points (m, 3) whose rays down (any reach) start where those from `others`
+    (m, 3) do: the same 32-bit coordinates (`_lifted`), so the same hits (a height found for one
+    serves the other)."""
+    mine = np.asarray(points, dtype=float).reshape(-1, 3).astype(np.float32)
+    theirs = np.asarray(others, dtype=float).reshape(-1, 3).astype(np.float32)
+    return np.all(mine.view(np.uint32) == theirs.view(np.uint32), axis=1)
+
+
 def ground_probe(context, obj, frame: int) -> GroundProbe | None:
     """The armature's Ground (`obj.chain_ik.ground`) as it is on `frame` (a range's first frame,
     where detection and the bake read it), the scene's frame restored; None without a ground."""

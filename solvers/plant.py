@@ -184,29 +184,26 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
     anchor, anchor_ground, anchor_clear = points.copy(), under_input.copy(), clear_input.copy()
     lift = np.zeros(frames)
     holds: list[Hold] = []
-    index = np.arange(frames)
-    previous_end = 0
-    for start, end in contact_runs(flags):
+    runs = contact_runs(flags)
+    for (start, end), (w, after, weights, ease_in, lifts) in zip(
+        runs, _run_eases(runs, frames, blend, grounded), strict=True
+    ):
         # Where the plan has the tip on the first frame: the input, or the previous hold's ease there.
-        w = float(ease(start - (previous_end - 1), blend)) if holds else 0.0
         held = (1.0 - w) * points[start] + w * anchor[start]
         held_ground = (1.0 - w) * under_input[start] + w * anchor_ground[start]
         held_clear = (1.0 - w) * clear_input[start] + w * anchor_clear[start]
-        snap, ease_in = 0.0, 0
+        snap = 0.0
         if grounded:
             snap = float(held_ground + held_clear - held[2])
             held[2] = held_ground + held_clear
-            ease_in = int(min(blend, start - previous_end)) if snap else 0
+            ease_in = ease_in if snap else 0
         if ease_in:
-            j = np.arange(1, ease_in + 1)
-            lift[start - j] += ease(j, ease_in) * snap
-        after = index[end : min(frames, end + int(math.ceil(blend + 1.0)))]
+            lift[start - np.arange(1, ease_in + 1)] += lifts * snap
         for ours, value in ((anchor, held), (anchor_ground, held_ground), (anchor_clear, held_clear)):
             ours[start:end] = ours[after] = value
         weight[start:end] = 1.0
-        weight[after] = ease(after - (end - 1), blend)
+        weight[after] = weights
         holds.append(Hold(start, end, held, snap, ease_in))
-        previous_end = end
     w = weight[:, None]
     target = (1.0 - w) * points + w * anchor  # exact at w = 0 (the input) and w = 1 (the hold)
     target[:, 2] += lift
@@ -219,7 +216,41 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
     return PlantPlan(target, weight, np.any(target != points, axis=1), floor, under, holds, blend)
 
 
-def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -> np.ndarray:
+def _run_eases(runs: list[tuple[int, int]], frames: int, blend: float, grounded: bool) -> list[tuple]:
+    """Per contact run of `plan`, what its loop reads of `ease`, every weight in one call (each its
+    own figures, as one by one): (the previous hold's ease on its first frame (0.0 for the first),
+    the frames of its ease-out, their weights, its snap's ease-in frames (where it snaps), their
+    weights (j = 1.. frames before the run))."""
+    if not runs:
+        return []
+    index = np.arange(frames)
+    ks, overs, layout = [], [], []  # every weight's k and its ease's frames, run after run
+    previous_end = 0
+    for i, (start, end) in enumerate(runs):
+        after = index[end : min(frames, end + int(math.ceil(blend + 1.0)))]
+        ease_in = int(min(blend, start - previous_end)) if grounded else 0
+        if i:
+            ks.append(np.array([start - (previous_end - 1)], dtype=float))
+            overs.append(np.full(1, blend))
+        ks += [(after - (end - 1)).astype(float), np.arange(1, ease_in + 1, dtype=float)]
+        overs += [np.full(len(after), blend), np.full(ease_in, float(ease_in))]
+        layout.append((after, ease_in))
+        previous_end = end
+    k, over = np.concatenate(ks), np.concatenate(overs)
+    weights = 1.0 - smooth(k / (over + 1.0))  # ease(k, over), weight by weight
+    out, at = [], 0
+    for i, (after, ease_in) in enumerate(layout):
+        w = 0.0
+        if i:
+            w, at = float(weights[at]), at + 1
+        outs = weights[at : at + len(after)]
+        at += len(after)
+        out.append((w, after, outs, ease_in, weights[at : at + ease_in]))
+        at += ease_in
+    return out
+
+
+def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None, tip_speed=None) -> np.ndarray:
     """(F,) bool: within each contact of `planted`, the frames from the first to the last on which
     the tip itself is down: within `settings.height` of its lowest height in that contact (above
     `ground`, as `plan` takes it) and slower than `settings.speed` (over `settings.window`). A
@@ -227,13 +258,13 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -
     ball) still coming down, often several cm up: held from there and put on the ground, the tip
     would pull the ankle below the ground (the foot keeping its pitch). These flags hold the tip
     from where it lands instead. A contact on which the tip is never down (the heel alone carries
-    it) is dropped."""
+    it) is dropped. `tip_speed` (F,): `tip_speeds(tip, fps, settings)` where the caller has it."""
     tip = check_points(tip, "planted points")
     flags = _check_planted(planted, len(tip))
     fps = check_fps(fps)
     settings = checked_settings(settings)
     heights = tip[:, 2] - ground_heights(ground, len(tip), 1)[:, 0]
-    slow = window_speed(tip, fps, settings.window) <= settings.speed
+    slow = _tip_speed(tip, fps, settings, tip_speed) <= settings.speed
     down = np.zeros(len(tip), dtype=bool)
     for start, end in contact_runs(flags):
         low = heights[start:end] - heights[start:end].min() <= settings.height
@@ -243,15 +274,31 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None) -
     return down
 
 
+def tip_speeds(tip, fps: float, settings: ContactSettings) -> np.ndarray:
+    """(F,) the tip's speed over `settings.window` (solvers.contacts.window_speed), as `tip_down` and
+    `pivot_flags` read it: found once, given to both."""
+    return window_speed(check_points(tip, "planted points"), check_fps(fps), checked_settings(settings).window)
+
+
+def _tip_speed(tip: np.ndarray, fps: float, settings: ContactSettings, given) -> np.ndarray:
+    if given is None:
+        return window_speed(tip, fps, settings.window)
+    given = np.asarray(given, dtype=float)
+    if given.shape != (len(tip),):
+        raise ValueError(f"tip speeds must be one per frame ({len(tip)}), got shape {given.shape}")
+    return given
+
+
 def pivot_flags(
-    planted, down, heel, tip, fps: float, settings: ContactSettings, ground=None
+    planted, down, heel, tip, fps: float, settings: ContactSettings, ground=None, tip_speed=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """((F,) bool, (F,) bool) for `heel_first`: within each contact of `planted`, the frames on
     which the heel end (the foot bone's head) is down: within `settings.height_leave` of its lowest
     height in that contact (above `ground`, as `plan` takes it) and slower than
     `settings.speed_leave` (over `settings.window`), or within `settings.min_duration` before
     the tip lands (`down`, tip_down's flags: a heel that starts to rise as the ball lands is still
-    a heel strike); and those on which the tip is slower than `settings.speed`."""
+    a heel strike); and those on which the tip is slower than `settings.speed` (`tip_speed`: as
+    tip_down's)."""
     heel, tip = check_points(heel, "heel positions"), check_points(tip, "planted points")
     flags, down = _check_planted(planted, len(heel)), _check_planted(down, len(heel))
     fps = check_fps(fps)
@@ -266,7 +313,7 @@ def pivot_flags(
         landed = np.flatnonzero(down[start:end])
         if len(landed):
             heel_on[max(start, start + int(landed[0]) - grace) : start + int(landed[0])] = True
-    return heel_on, flags & (window_speed(tip, fps, settings.window) <= settings.speed)
+    return heel_on, flags & (_tip_speed(tip, fps, settings, tip_speed) <= settings.speed)
 
 
 def head_targets(target, head, tip) -> np.ndarray:
@@ -331,11 +378,12 @@ def heel_first(tip, heel, rotations, planted, down, heel_on=None, tip_slow=None)
     tip_slow = np.ones(frames, dtype=bool) if tip_slow is None else _check_planted(tip_slow, frames)
     points, offset = tip.copy(), np.zeros_like(tip)
     held = np.zeros(frames, dtype=bool)
+    pivoted = []  # (start, first): the contacts whose foot turns about the point under its heel
     for start, end in contact_runs(flags):
         landed = np.flatnonzero(down[start:end])
         if not len(landed):
             continue
-        first = start + landed[0]
+        first = start + int(landed[0])
         # Frames before the heel first comes down (a contact keyed a frame or two early) are not
         # the heel leaving: only those after it are (review11b).
         on = np.flatnonzero(heel_on[start:first])
@@ -347,13 +395,21 @@ def heel_first(tip, heel, rotations, planted, down, heel_on=None, tip_slow=None)
                 continue
             first = start + int(left[0])  # the foot turns on its tip from here
         held[start:end] = True
-        if first == start:
-            continue
-        pivot = np.array([heel[start, 0], heel[start, 1], tip[first, 2]])
-        arm = quat.rotate(quat.conjugate(turns[start]), heel[start] - pivot)  # in the foot's frame
-        span = slice(start, first + 1)
-        ankle = pivot + quat.rotate(turns[span], np.broadcast_to(arm, (first + 1 - start, 3)))
-        turned = ankle + tip[span] - heel[span]
-        offset[start:first] = turned[:-1] - turned[-1]
-        points[start:first] = tip[start:first] - offset[start:first]
+        if first != start:
+            pivoted.append((start, first))
+    if pivoted:  # every pivoting contact's turns in one pass (each frame's figures its own)
+        starts = np.array([start for start, _ in pivoted])
+        firsts = np.array([first for _, first in pivoted])
+        pivots = np.stack([heel[starts, 0], heel[starts, 1], tip[firsts, 2]], axis=1)
+        arms = quat.rotate(quat.conjugate(turns[starts]), heel[starts] - pivots)  # in the foot's frame
+        counts = firsts + 1 - starts
+        rows = np.concatenate([np.arange(start, first + 1) for start, first in pivoted])
+        ankles = np.repeat(pivots, counts, axis=0) + quat.rotate(turns[rows], np.repeat(arms, counts, axis=0))
+        turned = ankles + tip[rows] - heel[rows]
+        at = 0
+        for (start, first), count in zip(pivoted, counts.tolist(), strict=True):
+            mine = turned[at : at + count]
+            offset[start:first] = mine[:-1] - mine[-1]
+            points[start:first] = tip[start:first] - offset[start:first]
+            at += count
     return HeelFirst(points, held, offset)

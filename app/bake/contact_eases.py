@@ -96,13 +96,9 @@ def eased_outs(plan, eases, budget=None, ends=None) -> list[np.ndarray]:
 def _over_frames(per_correction: np.ndarray, items: list) -> np.ndarray:
     """(sum G x k, 3, m) each item's (G, 3, m) rows of `per_correction` (the items' corrections one
     after the other) repeated over its k ease frames, as the items' frames are laid out."""
-    parts, start = [], 0
-    for item in items:
-        count, frames = item[1][:2]
-        rows = per_correction[start : start + count]
-        parts.append(np.broadcast_to(rows[:, None], (count, frames, *rows.shape[1:])).reshape(-1, *rows.shape[1:]))
-        start += count
-    return np.concatenate(parts)
+    # Row g of an item with k frames repeated k times: np.repeat's copies, in one call for every item.
+    frames = np.repeat([item[1][1] for item in items], [item[1][0] for item in items])
+    return np.repeat(per_correction, frames, axis=0)
 
 
 def _layout(plan: plant.PlantPlan, frames: int, ends=None) -> list[tuple]:

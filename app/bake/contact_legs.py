@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...rig import plant_read, pose_frames
-from ...rig.ground import GroundProbe
+from ...rig.ground import GroundProbe, same_rays
 from ...solvers import plant, plant_legs, quat
 from ...solvers.contacts import window_frames
 from ..spec import ChainSpec
@@ -94,6 +94,8 @@ def positional_legs(jobs: list[tuple], softness: float, fps: float) -> list[tupl
     for leg, _, _, rows, pole in jobs:
         if pole is None:
             pole = knee_poles(leg, fps)
+        if rows is not None and np.array_equal(rows, np.arange(len(leg.world))):
+            rows = None  # every frame in order: the leg itself (its rows' copies would be the same figures)
         parts.append(leg if rows is None else leg.rows(rows))
         poles.append(pole if rows is None else pole[rows])
     tilt = None if jobs[0][2] is None else np.concatenate([job[2] for job in jobs])
@@ -160,10 +162,13 @@ def ground_tilts(plan: plant.PlantPlan, normals: np.ndarray) -> np.ndarray:
     (the eases fade the hold's correction, tilt included)."""
     tilt = np.zeros((len(plan.weight), 4))
     tilt[:, 0] = 1.0
-    up = np.array([0.0, 0.0, 1.0])
-    for hold, normal in zip(plan.holds, normals, strict=True):
-        if np.all(np.isfinite(normal)):
-            tilt[hold.start : hold.end] = quat.swing(up, normal, np.array([1.0, 0.0, 0.0]))
+    normals = np.asarray(normals, dtype=float).reshape(len(plan.holds), 3)
+    found = np.flatnonzero(np.all(np.isfinite(normals), axis=1))
+    if len(found):  # every hold's turn in one call (each its own figures, as hold by hold)
+        shape = (len(found), 3)
+        up, side = np.broadcast_to([0.0, 0.0, 1.0], shape), np.broadcast_to([1.0, 0.0, 0.0], shape)
+        for h, turn in zip(found.tolist(), quat.swing(up, normals[found], side), strict=True):
+            tilt[plan.holds[h].start : plan.holds[h].end] = turn
     return tilt
 
 
@@ -285,12 +290,22 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
 
 
 def ground_under(
-    probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float
+    probe: GroundProbe | None, spec: ChainSpec, points: np.ndarray, frames, reach: float, known=None
 ) -> np.ndarray | None:
-    """(F,) ground heights under world `points`, or None without a ground; ValueError where none."""
+    """(F,) ground heights under world `points`, or None without a ground; ValueError where none.
+    `known`: (points (F, 3), their heights (F,)) found before with this `reach` (the planning's, under
+    the input tip): a point whose ray starts where that one's did (rig.ground.same_rays) takes its
+    height, no ray cast again."""
     if probe is None:
         return None
-    heights = probe.heights_below(points, reach)
+    if known is None:
+        heights = probe.heights_below(points, reach)
+    else:
+        same = same_rays(points, known[0])
+        heights = np.empty(len(points))
+        heights[same] = known[1][same]
+        if not same.all():
+            heights[~same] = probe.heights_below(points[~same], reach)
     missing = np.flatnonzero(np.isnan(heights))
     if len(missing):
         raise ValueError(

@@ -252,8 +252,9 @@ def solve_steps(
         toe = leg.toe_world
         under = contact_legs.ground_under(probe, spec, toe, frames, length)
         settings = ContactSettings.for_leg(length)
-        down = plant.tip_down(contacts, toe, fps, settings, under)
-        pivots = plant.pivot_flags(contacts, down, leg.heel_world, toe, fps, settings, under)
+        speed = plant.tip_speeds(toe, fps, settings)  # read by both
+        down = plant.tip_down(contacts, toe, fps, settings, under, speed)
+        pivots = plant.pivot_flags(contacts, down, leg.heel_world, toe, fps, settings, under, speed)
         first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down, *pivots)
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
     moved = None
@@ -293,8 +294,9 @@ def solve_steps(
         ground_at = None
         if probe is not None:
 
-            def ground_at(points, rows, spec=spec, length=length):
-                return contact_legs.ground_under(probe, spec, points, frames[rows], length)
+            def ground_at(points, rows, spec=spec, length=length, toe=toe, under=under):
+                # the rays from where the planning cast them (the input tip) not cast again
+                return contact_legs.ground_under(probe, spec, points, frames[rows], length, (toe[rows], under[rows]))
 
         jobs.append((plan, tilt, ground_at, most))
     # Every leg's holds, eases and clamp solved at once (contact_legs.solve_legs).

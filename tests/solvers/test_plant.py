@@ -439,3 +439,140 @@ def test_property_no_contacts_no_change(case):
     assert np.array_equal(result.target[above], points[above])
     if ground is None:
         assert np.array_equal(result.target, points) and not result.changed.any()
+
+
+def _heel_first_contact_by_contact(tip, heel, turns, planted, down, heel_on, tip_slow):
+    """heel_first as it was written before its pivots were turned in one pass: contact by contact."""
+    from solvers import quat
+
+    points, offset = tip.copy(), np.zeros_like(tip)
+    held = np.zeros(len(tip), dtype=bool)
+    for start, end in contact_runs(planted):
+        landed = np.flatnonzero(down[start:end])
+        if not len(landed):
+            continue
+        first = start + landed[0]
+        on = np.flatnonzero(heel_on[start:first])
+        arrived = int(on[0]) if len(on) else 0
+        left = np.flatnonzero(~heel_on[start + arrived : first]) + arrived
+        if len(left):
+            if not tip_slow[start + left[0]]:
+                held[first:end] = True
+                continue
+            first = start + int(left[0])
+        held[start:end] = True
+        if first == start:
+            continue
+        pivot = np.array([heel[start, 0], heel[start, 1], tip[first, 2]])
+        arm = quat.rotate(quat.conjugate(turns[start]), heel[start] - pivot)
+        span = slice(start, first + 1)
+        ankle = pivot + quat.rotate(turns[span], np.broadcast_to(arm, (first + 1 - start, 3)))
+        turned = ankle + tip[span] - heel[span]
+        offset[start:first] = turned[:-1] - turned[-1]
+        points[start:first] = tip[start:first] - offset[start:first]
+    return points, held, offset
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    frames=st.integers(2, 120),
+    share=st.floats(0.1, 0.9),
+    flagged=st.booleans(),
+)
+def test_property_heel_first_turns_every_pivot_as_contact_by_contact(seed, frames, share, flagged):
+    """Every pivoting contact's turns in one pass: the same points, holds and offsets to the bit."""
+    rng = np.random.default_rng(seed)
+    tip = rng.normal(size=(frames, 3))
+    heel = tip + 0.1 * rng.normal(size=(frames, 3))
+    turns = rng.normal(size=(frames, 4))
+    turns /= np.linalg.norm(turns, axis=1, keepdims=True)
+    planted = rng.random(frames) < share
+    down = planted & (rng.random(frames) < 0.7)
+    heel_on = rng.random(frames) < 0.7 if flagged else np.ones(frames, dtype=bool)
+    tip_slow = rng.random(frames) < 0.7 if flagged else np.ones(frames, dtype=bool)
+    got = heel_first(tip, heel, turns, planted, down, heel_on if flagged else None, tip_slow if flagged else None)
+    want = _heel_first_contact_by_contact(tip, heel, turns, planted, down, heel_on, tip_slow)
+    for a, b in zip((got.points, got.planted, got.offset), want, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+def _plan_weights_one_by_one(points, planted, blend, ground):
+    """plan's target and weight with every ease weight found one call at a time (as before
+    `_run_eases`)."""
+    import math as m
+
+    from solvers.contacts import ground_heights
+
+    frames = len(points)
+    under_input = ground_heights(ground, frames, 1)[:, 0] if ground is not None else np.zeros(frames)
+    weight, lift = np.zeros(frames), np.zeros(frames)
+    anchor, anchor_ground = points.copy(), under_input.copy()
+    index, previous_end, holds = np.arange(frames), 0, 0
+    for start, end in contact_runs(planted):
+        w = float(ease(start - (previous_end - 1), blend)) if holds else 0.0
+        held = (1.0 - w) * points[start] + w * anchor[start]
+        held_ground = (1.0 - w) * under_input[start] + w * anchor_ground[start]
+        ease_in = 0
+        if ground is not None:
+            snap = float(held_ground - held[2])
+            held[2] = held_ground
+            ease_in = int(min(blend, start - previous_end)) if snap else 0
+            if ease_in:
+                j = np.arange(1, ease_in + 1)
+                lift[start - j] += ease(j, ease_in) * snap
+        after = index[end : min(frames, end + int(m.ceil(blend + 1.0)))]
+        for ours, value in ((anchor, held), (anchor_ground, held_ground)):
+            ours[start:end] = ours[after] = value
+        weight[start:end] = 1.0
+        weight[after] = ease(after - (end - 1), blend)
+        holds += 1
+        previous_end = end
+    target = (1.0 - weight[:, None]) * points + weight[:, None] * anchor
+    target[:, 2] += lift
+    if ground is not None:
+        under = (1.0 - weight) * under_input + weight * anchor_ground
+        target[:, 2] = np.maximum(target[:, 2], under + (1.0 - weight) * 0.0 + weight * 0.0)
+    return target, weight
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    frames=st.integers(1, 90),
+    share=st.floats(0.0, 1.0),
+    blend=st.sampled_from([0.0, 1.0, 2.5, 4.0, 7.3, 18.0]),
+    grounded=st.booleans(),
+)
+def test_property_plan_ease_weights_in_one_call(seed, frames, share, blend, grounded):
+    """plan's ease weights (ease-outs, the previous hold's ease on a contact's first frame, the
+    snap's ease-in) found in one call: the same targets and weights as one call per weight."""
+    rng = np.random.default_rng(seed)
+    points = rng.normal(size=(frames, 3))
+    planted = rng.random(frames) < share
+    ground = 0.1 * rng.normal(size=frames) if grounded else None
+    got = plan(points, planted, FPS, blend, ground=ground)
+    target, weight = _plan_weights_one_by_one(points, planted, blend, ground)
+    assert got.target.tobytes() == target.tobytes()
+    assert got.weight.tobytes() == weight.tobytes()
+
+
+def test_tip_speed_given_is_the_one_found():
+    """tip_down and pivot_flags with the tip's speed given (tip_speeds, found once) decide as
+    without it; a speed per frame of another length is refused."""
+    from solvers.plant import tip_speeds
+
+    rng = np.random.default_rng(7)
+    tip = np.cumsum(0.003 * rng.normal(size=(90, 3)), axis=0)
+    heel = tip + [0.0, -0.15, 0.04]
+    planted = rng.random(90) < 0.6
+    settings = ContactSettings.for_leg(0.9)
+    speed = tip_speeds(tip, FPS, settings)
+    down = tip_down(planted, tip, FPS, settings, 0.0)
+    assert np.array_equal(tip_down(planted, tip, FPS, settings, 0.0, speed), down)
+    for a, b in zip(
+        pivot_flags(planted, down, heel, tip, FPS, settings, 0.0, speed),
+        pivot_flags(planted, down, heel, tip, FPS, settings, 0.0),
+        strict=True,
+    ):
+        assert np.array_equal(a, b)
+    with pytest.raises(ValueError, match="tip speeds must be one per frame"):
+        tip_down(planted, tip, FPS, settings, 0.0, speed[:-1])
