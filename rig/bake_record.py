@@ -203,24 +203,10 @@ def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray], current: dict | 
         # As keyframe_points.add() made them (mostly: the selection, a capture's handle types, easing
         # and the like): not written again (a bool costs a call per key).
         added_as = _ADDED.get(name)
-        if added_as is not None and column.tobytes() == _filled(added_as, dtype, len(column)):
+        if added_as is not None and column.tobytes() == keys.filled(added_as, dtype, len(column)):
             continue
         kp.foreach_set(name, column)
     fc.update()
-
-
-def _filled(value, dtype, count: int) -> bytes:
-    """The bytes of `count` keys all holding `value` (cached: a curve's few lengths)."""
-    key = (value, dtype, count)
-    found = _FILLED.get(key)
-    if found is None:
-        if len(_FILLED) > 256:
-            _FILLED.clear()
-        found = _FILLED[key] = np.full(count, value, dtype=dtype).tobytes()
-    return found
-
-
-_FILLED: dict = {}
 
 
 def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:

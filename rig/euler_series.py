@@ -88,17 +88,23 @@ def _solutions(mode: str, quats: np.ndarray, which: tuple[int, ...] = (0, 1)) ->
     return out
 
 
-def _nearest(solutions: np.ndarray, old: np.ndarray) -> np.ndarray:
-    """(3, n) the solution mat3_normalized_to_compatible_eulO gives against `old` (3, n): both made
-    compatible with it (compatible_eul), the nearer taken (the first on a tie)."""
-    eul = solutions
+def _wrapped(eul: np.ndarray, old: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """compatible_eul's first step: each angle of `eul` more than half a turn from `old`'s wrapped by
+    whole turns toward it; (the angles, their difference from `old`)."""
     deul = eul - old
     up, down = deul > _PI, deul < -_PI
     if up.any() or down.any():
         eul = eul.copy()
         np.copyto(eul, eul - np.floor(deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=up)
         np.copyto(eul, eul + np.floor(-deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=down)
-        np.copyto(deul, eul - old, where=up | down)
+        deul = eul - old  # (unchanged angles: the same bits as before)
+    return eul, deul
+
+
+def _nearest(solutions: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """(3, n) the solution mat3_normalized_to_compatible_eulO gives against `old` (3, n): both made
+    compatible with it (compatible_eul), the nearer taken (the first on a tie)."""
+    eul, deul = _wrapped(solutions, old)
     size = np.abs(deul).astype(float)  # compared with the double M_PI and M_PI_2
     big, small = size > np.pi, size < np.pi / 2
     flip = np.empty_like(big)  # angle i beyond half a turn, j and k within a quarter
@@ -167,14 +173,7 @@ def _smooth(one: np.ndarray, first: np.ndarray, starts: np.ndarray, series_of: n
     old = np.empty_like(values)
     old[:, 1:] = values[:, :-1]
     old[:, starts] = first
-    eul = one
-    deul = eul - old
-    up, down = deul > _PI, deul < -_PI
-    if up.any() or down.any():
-        eul = eul.copy()
-        np.copyto(eul, eul - np.floor(deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=up)
-        np.copyto(eul, eul + np.floor(-deul / _TWO_PI + _F(0.5)) * _TWO_PI, where=down)
-        deul = eul - old
+    eul, deul = _wrapped(one, old)
     gap = np.abs(deul)
     near = (gap[0] + gap[1]) + gap[2] < _F(np.pi / 2)
     if not near.all() or not np.array_equal(eul.view(np.int32), values.view(np.int32)):

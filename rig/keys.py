@@ -402,7 +402,7 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     for name, wanted, dtype, kept in (("interpolation", code, np.uint8, True), *_NEW_ATTRIBUTES):
         column = _buffer(dtype, count)  # reused: only copies of it are kept
         kp.foreach_get(name, column)
-        same = column.tobytes() == _filled(wanted, dtype, count)
+        same = column.tobytes() == filled(wanted, dtype, count)
         if replaced is not None and kept:
             if same:
                 replaced[name] = _row(wanted, dtype)
@@ -514,7 +514,7 @@ def _buffer(dtype, count: int) -> np.ndarray:
 _BUFFERS: dict = {}
 
 
-def _filled(value, dtype, count: int) -> bytes:
+def filled(value, dtype, count: int) -> bytes:
     """The bytes of `count` keys all holding `value` (cached: a bake writes curves of a few lengths)."""
     key = (value, dtype, count)
     found = _FILLED.get(key)
