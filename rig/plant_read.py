@@ -170,11 +170,14 @@ def legs_in_steps(
     return legs_of(frames_read, legs, mode_of)
 
 
-def joints_at(context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray) -> list[np.ndarray]:
+def joints_at(
+    context, obj, legs: list[tuple[str, str, str]], frames: np.ndarray, restore: bool = True
+) -> list[np.ndarray]:
     """Each leg's joints (F, 4, 3) at scene `frames`, armature space: the heads of thigh, shin and
-    foot, and the foot's tail (the frame put back). The evaluated positions alone, as `sample_legs`
-    reads them, for a check of where the joints are (no rotations, basis or channels)."""
-    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, matrices=False))
+    foot, and the foot's tail (the frame put back unless not `restore`: pose_frames.pose_in_steps).
+    The evaluated positions alone, as `sample_legs` reads them, for a check of where the joints are
+    (no rotations, basis or channels)."""
+    read = run_to_end(pose_frames.pose_in_steps(context, obj, frames, matrices=False, restore=restore))
     out = []
     for leg in legs:
         rows = [read.order[n] for n in leg]

@@ -90,11 +90,15 @@ def pose_in_steps(
     basis: bool = False,
     channels: tuple[tuple[str, int], ...] = (),
     matrices: bool = True,
+    restore: bool = True,
 ) -> Generator[None, None, PoseFrames]:
     """The evaluated pose of `obj` at every scene frame of `frames`, yielding after each (a modal
     bake reads Esc between them; closed, it puts the frame back). `basis`: the local matrices too;
     `channels`: (property, width) rotation channels to read as played; without `matrices`, the
-    heads and tails alone (PoseFrames.matrices None: a check of where the joints are)."""
+    heads and tails alone (PoseFrames.matrices None: a check of where the joints are). Without
+    `restore` (a caller that sets the frame itself next, e.g. a bake once its keys are written) the
+    scene is left at the last frame read when all went well, and a first frame that is the scene's
+    current one is read as evaluated, without a frame_set (each evaluates the whole scene)."""
     scene = context.scene
     pose = obj.pose.bones
     order = {b.name: i for i, b in enumerate(pose)}
@@ -107,10 +111,12 @@ def pose_in_steps(
     world = np.empty((m, 4, 4))
     frame0, subframe0 = scene.frame_current, scene.frame_subframe
     last = None  # the frame the scene was last set to here
+    done = False
     try:
         for k, frame in enumerate(frames.tolist()):
             last = None
-            scene.frame_set(int(frame))
+            if restore or k or (int(frame), 0.0) != (frame0, subframe0):
+                scene.frame_set(int(frame))
             obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
             bones = obj_eval.pose.bones
             world[k] = obj_eval.matrix_world
@@ -126,10 +132,12 @@ def pose_in_steps(
             if progress is not None:
                 progress((k + 1) / m, int(frame))
             yield
+        done = True
     finally:
         # Put the frame back, unless the last frame read is it (frame_set evaluates the whole scene:
-        # a caller reading its current frame last saves one).
-        if not (last == frame0 and subframe0 == 0.0 and scene.frame_current == frame0):
+        # a caller reading its current frame last saves one) or the caller sets it next.
+        at_start = last == frame0 and subframe0 == 0.0 and scene.frame_current == frame0
+        if not at_start and (restore or not done):
             scene.frame_set(frame0, subframe=subframe0)
     # foreach_get gives matrices column by column.
     widths = dict(channels)

@@ -134,7 +134,7 @@ def bake_steps(
     solving = False  # the other chains' solve poses the rig: the frame is then always set back
     solved_all = False
     try:
-        plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress)
+        plants = yield from contact_targets.solve_steps(context, obj, specs, frames, progress, restore=False)
         others = [s for s in specs if not s.contacts]
         solved = Solved({}, {}, seconds={})
         if others:
@@ -153,82 +153,91 @@ def bake_steps(
             taken.put_back()
         # Planted legs alone, or units carried, read the curves (or frames, put back by
         # rig.pose_frames): no pose written, and a frame_set evaluates the whole scene, so it is
-        # skipped where nothing moved.
-        if solving or (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
+        # skipped where nothing moved; solved in full with no pose written, the frame is set once,
+        # after the keys are written (it then shows them), not here as well.
+        moved = (scene.frame_current, scene.frame_subframe) != (frame0, subframe0)
+        if solving or (moved and not solved_all):
             scene.frame_set(frame0, subframe=subframe0)
         live.set_busy(was_busy)
-    # Each chain's bones read again after the solve (a frame handler may have changed them), once.
-    chain_bones = {spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs}
-    chains = [(chain_bones[s.tip], s.use_tail, s.tip) for s in others]
-    values = solved.values
-    reduction = None  # what Reduce Keys promised the played-back tips (the report measures against it)
-    if options.reduce:
-        reduced, scaled = frozenset(values), frozenset(solved.scales)
-        reduction = bake_report.Reduction(options.reduce_mode, reduce_tolerance(options), reduced, scaled)
     try:
-        curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
-        bone_keys = write_curves(obj, curves, options)
-    except BaseException:  # refused before a planted key is written: the curves taken back go back
-        taken.put_back()  # (review12b: a refusal here left the last bake taken back, nothing keyed)
+        # Each chain's bones read again after the solve (a frame handler may have changed them), once.
+        chain_bones = {
+            spec.tip: rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail) for spec in specs
+        }
+        chains = [(chain_bones[s.tip], s.use_tail, s.tip) for s in others]
+        values = solved.values
+        reduction = None  # what Reduce Keys promised the played-back tips (the report measures against it)
+        if options.reduce:
+            reduced, scaled = frozenset(values), frozenset(solved.scales)
+            reduction = bake_report.Reduction(options.reduce_mode, reduce_tolerance(options), reduced, scaled)
+        try:
+            curves = key_curves(obj, frames, values, options, chains, solved.scales, solved.locations)
+            bone_keys = write_curves(obj, curves, options)
+        except BaseException:  # refused before a planted key is written: the curves taken back go back
+            taken.put_back()  # (review12b: a refusal here left the last bake taken back, nothing keyed)
+            raise
+        # Chains with contacts: their changed frames only (app.bake.contact_targets).
+        planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken)
+        bone_keys.update(planted_keys)
+        for planted in plants.chains:
+            label, tip = planted.spec.label, planted.spec.tip
+            values.update(zip(planted.leg.names, planted.values, strict=True))
+            solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
+            solved.held[label], solved.reasons[label] = planted.held, plants.reason
+        chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
+        driven = keys.driven_rotations(obj, values)  # drivers in use win over the keys
+        # Live would solve these bones again on playback, over the new keys.
+        live_off = live.switch_off(obj, values)
+        seconds = time.perf_counter() - start_time
+        reports: list[bake_report.ChainReport] = []
+        measure_start = time.perf_counter()
+        root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
+        if options.measure:
+            solves = _as_written(obj, specs, solved, chain_bones, driven)
+            held = solved.held
+            measuring = bake_report.measure(context, obj, specs, frames, reports, held, root_moved, solves, reduction)
+            for _ in measuring:
+                yield "measure"
+            contact_targets.measure(context, obj, plants, frames)
+            if plants.hips and plants.chains:
+                root_moved[plants.hips] = plants.hips_moved
+        measure_seconds = time.perf_counter() - measure_start
+        reasons = {label: why for label, why in solved.reasons.items() if why}
+        for report in reports:
+            report.path = reasons.get(report.name, "")
+        for report, label in zip(reports, groups.labels(obj, specs, units), strict=False):
+            report.group = label
+        figures = {c.spec.label: c.figures for c in plants.chains if c.figures is not None}
+        for report in reports:
+            if report.name in figures:
+                report.contacts = figures[report.name].as_dict()
+        # Show the baked pose at the current frame (the new keys drive it now).
+        scene.frame_set(frame0, subframe=subframe0)
+        return BakeResult(
+            frames=len(frames),
+            seconds=seconds,
+            keys=sum(bone_keys.values()),
+            worst_error=max(solved.worst.values()),
+            bones=tuple(values),
+            locked=tuple(sorted(solved.locked)),
+            constrained=tuple(sorted(solved.constrained)),
+            driven=driven,
+            per_chain_error=solved.worst,
+            chains=reports,
+            live_off=live_off,
+            measure_seconds=measure_seconds,
+            per_chain_keys=chain_keys,
+            per_chain_seconds=solved.seconds,
+            keys_before=len(frames) * len(curves) + sum(planted_keys.values()),  # planted: not reduced
+            reduced=options.reduce,
+            reasons=reasons,
+            root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
+            taken_back=taken.sentence(),
+        )
+    except BaseException:  # the frame the solve left, where it was not set back above
+        if (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
+            scene.frame_set(frame0, subframe=subframe0)
         raise
-    # Chains with contacts: their changed frames only (app.bake.contact_targets).
-    planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken)
-    bone_keys.update(planted_keys)
-    for planted in plants.chains:
-        label, tip = planted.spec.label, planted.spec.tip
-        values.update(zip(planted.leg.names, planted.values, strict=True))
-        solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
-        solved.held[label], solved.reasons[label] = planted.held, plants.reason
-    chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
-    driven = keys.driven_rotations(obj, values)  # drivers in use win over the keys
-    # Live would solve these bones again on playback, over the new keys.
-    live_off = live.switch_off(obj, values)
-    seconds = time.perf_counter() - start_time
-    reports: list[bake_report.ChainReport] = []
-    measure_start = time.perf_counter()
-    root_moved = {name: solved.root_heads[name] for name in solved.locations}  # measured on playback below
-    if options.measure:
-        solves = _as_written(obj, specs, solved, chain_bones, driven)
-        held = solved.held
-        measuring = bake_report.measure(context, obj, specs, frames, reports, held, root_moved, solves, reduction)
-        for _ in measuring:
-            yield "measure"
-        contact_targets.measure(context, obj, plants, frames)
-        if plants.hips and plants.chains:
-            root_moved[plants.hips] = plants.hips_moved
-    measure_seconds = time.perf_counter() - measure_start
-    reasons = {label: why for label, why in solved.reasons.items() if why}
-    for report in reports:
-        report.path = reasons.get(report.name, "")
-    for report, label in zip(reports, groups.labels(obj, specs, units), strict=False):
-        report.group = label
-    figures = {c.spec.label: c.figures for c in plants.chains if c.figures is not None}
-    for report in reports:
-        if report.name in figures:
-            report.contacts = figures[report.name].as_dict()
-    # Show the baked pose at the current frame (the new keys drive it now).
-    scene.frame_set(frame0, subframe=subframe0)
-    return BakeResult(
-        frames=len(frames),
-        seconds=seconds,
-        keys=sum(bone_keys.values()),
-        worst_error=max(solved.worst.values()),
-        bones=tuple(values),
-        locked=tuple(sorted(solved.locked)),
-        constrained=tuple(sorted(solved.constrained)),
-        driven=driven,
-        per_chain_error=solved.worst,
-        chains=reports,
-        live_off=live_off,
-        measure_seconds=measure_seconds,
-        per_chain_keys=chain_keys,
-        per_chain_seconds=solved.seconds,
-        keys_before=len(frames) * len(curves) + sum(planted_keys.values()),  # planted: not reduced
-        reduced=options.reduce,
-        reasons=reasons,
-        root_moved={name: d for name, d in root_moved.items() if isinstance(d, float)},
-        taken_back=taken.sentence(),
-    )
 
 
 def _as_written(

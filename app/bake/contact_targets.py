@@ -185,26 +185,39 @@ def leg_length(obj, names) -> float:
 
 
 def read_legs(
-    context, obj, legs, frames: np.ndarray, progress=None, read: dict | None = None, located: dict | None = None
+    context,
+    obj,
+    legs,
+    frames: np.ndarray,
+    progress=None,
+    read: dict | None = None,
+    located: dict | None = None,
+    restore: bool = True,
 ) -> Generator[str, None, tuple[list, str]]:
     """The legs' input pose at `frames`, from the action's curves where that is provably the pose
     (rig.plant_curves; checked against the evaluated pose on three frames), else frame by frame
     (yielding 'solve' after each frame); and how it was read. `read`, `located`:
-    plant_curves.sample_legs' (left empty where the legs are read frame by frame)."""
+    plant_curves.sample_legs' (left empty where the legs are read frame by frame). Without
+    `restore` (a bake, which sets the frame once its keys are written) the check may leave the
+    scene at another frame."""
     why = plant_curves.curves_reason(obj, legs) if legs else ""
     if not why and legs:
         sampled = plant_curves.sample_legs(obj, legs, frames, read, located)
         rows = np.unique([0, len(frames) // 2, len(frames) - 1])
-        # The scene's current frame read last: the sampler then need not set it back (one frame_set).
-        rows = np.concatenate(
-            [rows[frames[rows] != context.scene.frame_current], rows[frames[rows] == context.scene.frame_current]]
-        )
-        check = plant_read.joints_at(context, obj, legs, frames[rows])
+        # The scene's current frame read last: the check then need not set it back; or, where the
+        # caller sets the frame next, first: read as evaluated, no frame_set (pose_frames).
+        current = frames[rows] == context.scene.frame_current
+        rows = np.concatenate([rows[current], rows[~current]] if not restore else [rows[~current], rows[current]])
+        scene = context.scene
+        frame0, subframe0 = scene.frame_current, scene.frame_subframe
+        check = plant_read.joints_at(context, obj, legs, frames[rows], restore=restore)
         off = plant_curves.mismatch(sampled, check, rows)
         if off <= plant_curves.MATCH:
             if progress is not None:
                 progress(1.0, int(frames[-1]))
             return sampled, FROM_CURVES
+        if (scene.frame_current, scene.frame_subframe) != (frame0, subframe0):
+            scene.frame_set(frame0, subframe=subframe0)  # read frame by frame from where it was
         why = f"the curves' pose differs from the evaluated one by {off:.2g} of the leg"
         for found in (read, located):
             if found is not None:
@@ -228,9 +241,10 @@ def solve(context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Ca
 
 
 def solve_steps(
-    context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None
+    context, obj, specs: list[ChainSpec], frames: np.ndarray, progress: Callable | None = None, restore: bool = True
 ) -> Generator[str, None, Plants]:
-    """Plan and solve every chain with contacts in `specs` (nothing is written)."""
+    """Plan and solve every chain with contacts in `specs` (nothing is written). Without `restore`
+    (app.bake, which sets the frame after writing the keys) the scene may be left at another frame."""
     start = time.perf_counter()
     planted_specs = [s for s in specs if s.contacts]
     if not planted_specs:  # a bake without contacts: nothing to read or plan
@@ -243,7 +257,7 @@ def solve_steps(
     flags = [played_contacts(obj, s.contacts, frames) for s in planted_specs]
     read: dict = {}
     located: dict = {}  # the bones' location channels as they play (read with the legs from the curves)
-    sampled, reading = yield from read_legs(context, obj, legs, frames, progress, read, located)
+    sampled, reading = yield from read_legs(context, obj, legs, frames, progress, read, located, restore)
     out = Plants(reading=reading, curve_keys=read)
     hips = contact_hips.hips_bone(obj, planted_specs, legs)
     steps = []  # per chain: (length, the tip's ground heights, its heel-first plan, the first plan)

@@ -496,3 +496,19 @@ def test_the_hips_location_read_with_the_legs_is_the_played_one(scene, muted):
     state = fcurve_state(obj)
     assert read and all(np.array_equal(co.reshape(-1, 2), state[key]) for key, co in read.items())
     assert all("rotation" in path for path, _ in read)
+
+
+@pytest.mark.parametrize("current", [FIRST, 20, LAST + 5])
+def test_the_bake_ends_on_the_users_frame_showing_the_baked_pose(scene, current):
+    """The check of the curves against the evaluated pose reads the current frame as evaluated and
+    leaves the scene where the bake sets it once its keys are written: the user's frame, showing the
+    new keys (as a frame_set there shows them)."""
+    obj = built_walk()
+    bpy.context.scene.frame_set(current)
+    assert bpy.ops.chain_ik.bake(frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    scene = bpy.context.scene
+    assert scene.frame_current == current
+    shown = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["foot"].tail)
+    scene.frame_set(current)
+    again = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["foot"].tail)
+    assert np.array_equal(shown, again)
