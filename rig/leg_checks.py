@@ -1,9 +1,11 @@
 """What a planted leg (a chain with contacts, app.bake.contact_targets) cannot honour, checked
 before the bake: its thigh and shin are turned freely by the two-bone leg solve and keyed, so a
 bone that is not really a thigh or a shin, whose pose a constraint sets over its keys, or whose
-rotation the user locked or limited would be keyed into a result that does not play as solved
-(user13: Rigify's generated rig baked "finished" with feet 89 mm below the ground and 114 degree
-pops)."""
+rotation the user locked (Respect Locks on: the locked channel would be kept and the foot slide)
+would be keyed into a result that does not play as solved (user13: Rigify's generated rig baked
+"finished" with feet 89 mm below the ground and 114 degree pops). IK limits and locks bind IK
+solvers only, not playback: the planted leg does not honour them, and the report says so
+(`leg_note`)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,9 @@ SEGMENT_RATIO = 0.2
 AXES = "XYZ"
 
 
-def leg_refusal(obj, names: tuple[str, str, str], use_locks: bool, use_limits: bool) -> str:
+def leg_refusal(obj, names: tuple[str, str, str], use_locks: bool) -> str:
     """Why the leg `names` (thigh, shin, foot) cannot be planted as solved ('' when it can);
-    `use_locks`, `use_limits`: the chain's Respect Locks and Limits (off: the user lets the bake
-    turn through them)."""
+    `use_locks`: the chain's Respect Locks (off: the user lets the bake turn through them)."""
     pose = obj.pose.bones
     thigh, shin = pose[names[0]].bone.length, pose[names[1]].bone.length
     if min(thigh, shin) < SEGMENT_RATIO * max(thigh, shin):
@@ -31,7 +32,12 @@ def leg_refusal(obj, names: tuple[str, str, str], use_locks: bool, use_limits: b
         )
     for name in names:
         pbone = pose[name]
-        moving = [c.name for c in pbone.constraints if c.enabled and c.influence > 0.0 and c.type not in KEYS_KEPT]
+        moving = [
+            c.name
+            for c in pbone.constraints
+            # (one Blender marks invalid, e.g. without its target, poses nothing)
+            if c.enabled and c.influence > 0.0 and c.is_valid and c.type not in KEYS_KEPT
+        ]
         if moving:
             listed = ", ".join(f"'{n}'" for n in moving)
             return (
@@ -44,19 +50,33 @@ def leg_refusal(obj, names: tuple[str, str, str], use_locks: bool, use_limits: b
                 f"bone '{name}' has its rotation locked ({locked}) and a planted leg turns its bones freely:"
                 " unlock it, or turn the chain's Respect Locks off to turn through the lock"
             )
-        limited = [f"{kind} {a}" for kind, a in _ik_settings(pbone)]
-        if use_limits and limited:
-            return (
-                f"bone '{name}' has IK limits ({', '.join(limited)}) and a planted leg turns its bones freely:"
-                " clear them, or turn the chain's Limits off to turn through them"
-            )
     return ""
+
+
+def leg_note(obj, names: tuple[str, str, str], use_limits: bool) -> str:
+    """What the report says the planted leg did not honour ('' when nothing): the bones' IK limits
+    and locks, where the chain's Limits is on."""
+    if not use_limits:
+        return ""
+    pose = obj.pose.bones
+    parts = []
+    for name in names:
+        limited = [f"{kind} {a}" for kind, a in _ik_settings(pose[name])]
+        if limited:
+            parts.append(f"'{name}' ({', '.join(limited)})")
+    if not parts:
+        return ""
+    return (
+        f"the IK limits of {', '.join(parts)} not honoured: a planted leg is solved as a two-bone leg (they bind"
+        " IK solvers, not the keys)"
+    )
 
 
 def _locked_channels(pbone) -> str:
     """The bone's locked rotation channels as the user sees them ('' when none)."""
+    four = pbone.rotation_mode in ("QUATERNION", "AXIS_ANGLE")  # (Euler modes ignore a W lock left over)
     locked = [a for a, on in zip(AXES, pbone.lock_rotation, strict=True) if on]
-    if pbone.lock_rotations_4d and pbone.lock_rotation_w:
+    if four and pbone.lock_rotations_4d and pbone.lock_rotation_w:
         locked.insert(0, "W")
     return ", ".join(locked)
 

@@ -206,11 +206,14 @@ def legs_of(read: pose_frames.PoseFrames, legs, mode_of: dict[str, str]) -> list
     return out
 
 
-def channel_values(obj, leg: LegFrames, bone: int, quats: np.ndarray, first: np.ndarray) -> np.ndarray:
+def channel_values(
+    obj, leg: LegFrames, bone: int, quats: np.ndarray, first: np.ndarray, use_locks: bool = True
+) -> np.ndarray:
     """(k, channels) values of local rotations `quats` (k, 4) in bone `bone`'s rotation mode,
-    continuous from the input's channel values `first` (the frame before them)."""
-    pbone = obj.pose.bones[leg.names[bone]]
-    return modes.series_values(leg.modes[bone], quats, tuple(first.tolist()), modes.locks(pbone))
+    continuous from the input's channel values `first` (the frame before them); its locked channels
+    kept where `use_locks` (the chain's Respect Locks)."""
+    locks = modes.locks(obj.pose.bones[leg.names[bone]]) if use_locks else modes.NO_LOCKS
+    return modes.series_values(leg.modes[bone], quats, tuple(first.tolist()), locks)
 
 
 def run_rows(runs: list[tuple[int, int]]) -> np.ndarray:
@@ -218,19 +221,22 @@ def run_rows(runs: list[tuple[int, int]]) -> np.ndarray:
     return np.concatenate([np.arange(first, end) for first, end in runs]) if runs else np.zeros(0, dtype=int)
 
 
-def channel_runs(obj, leg: LegFrames, quats: np.ndarray, runs: list[tuple[int, int]]) -> list[np.ndarray]:
+def channel_runs(
+    obj, leg: LegFrames, quats: np.ndarray, runs: list[tuple[int, int]], use_locks: bool = True
+) -> list[np.ndarray]:
     """Per bone of `leg`: `channel_values` of its rotations `quats` (F, 3, 4) on each of `runs`
     ((first, end) frame indices), one table of the runs one after the other, each run continuous
     from the input's values on its first frame. Unlocked bones in one Euler order are converted
     together (rig.euler_series: the same figures as mathutils frame by frame, in one pass over
-    every run); the others, and any where it does not serve, run by run."""
+    every run); the others, and any where it does not serve, run by run. `use_locks`: the chain's
+    Respect Locks (off: locked channels turn like the others)."""
     rows = run_rows(runs)
     starts = np.cumsum([0] + [end - first for first, end in runs[:-1]])
     out: list[np.ndarray | None] = [None] * len(leg.names)
     together: dict[str, list[int]] = {}
     fast = runs and not euler_series.reason()
     for bone, (name, mode) in enumerate(zip(leg.names, leg.modes, strict=True)):
-        lock, _, lock_w = modes.locks(obj.pose.bones[name])
+        lock, _, lock_w = modes.locks(obj.pose.bones[name]) if use_locks else modes.NO_LOCKS
         if fast and mode in euler_series.AXES and not (any(lock) or lock_w):  # (series_values' test)
             together.setdefault(mode, []).append(bone)
     for mode, bones in together.items():
@@ -243,7 +249,9 @@ def channel_runs(obj, leg: LegFrames, quats: np.ndarray, runs: list[tuple[int, i
                 out[b] = out_of[j]
     for b, table in enumerate(out):
         if table is None:
-            parts = [channel_values(obj, leg, b, quats[first:end, b], leg.values[b][first]) for first, end in runs]
+            parts = [
+                channel_values(obj, leg, b, quats[first:end, b], leg.values[b][first], use_locks) for first, end in runs
+            ]
             out[b] = np.concatenate(parts) if parts else np.zeros((0, leg.values[b].shape[1]))
     return out
 

@@ -183,7 +183,8 @@ def bake_steps(
             label, tip = planted.spec.label, planted.spec.tip
             values.update(zip(planted.leg.names, planted.values, strict=True))
             solved.worst[tip], solved.seconds[tip] = float(planted.errors.max()), plants.seconds / len(plants.chains)
-            solved.held[label], solved.reasons[label] = planted.held, plants.reason
+            solved.held[label] = planted.held
+            solved.reasons[label] = "; ".join(filter(None, (plants.reason, planted.note)))
         chain_keys = {tip: sum(bone_keys.get(n, 0) for n in bones) for tip, bones in chain_bones.items()}
         driven = keys.driven_rotations(obj, values)  # drivers in use win over the keys
         # Live would solve these bones again on playback, over the new keys.

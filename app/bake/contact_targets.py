@@ -64,6 +64,7 @@ class PlantedChain:
     tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world; held frames: the target)
     figures: ContactFigures | None = None
     keys: int = 0
+    note: str = ""  # what the planted leg did not honour (rig.leg_checks.leg_note), for its report
 
     @property
     def held(self) -> np.ndarray:
@@ -111,7 +112,7 @@ def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
         plant_read.check_leg(obj, names)
     except ValueError as exc:
         raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
-    why = leg_checks.leg_refusal(obj, tuple(names), spec.use_locks, spec.use_limits)
+    why = leg_checks.leg_refusal(obj, tuple(names), spec.use_locks)
     if why:
         raise ValueError(f"chain '{spec.label}' has contacts but {why}; nothing was keyed")
     return tuple(names)
@@ -334,14 +335,17 @@ def solve_steps(
         runs = contact_runs(keyed)  # each run's values continuous from the input's on its first frame
         rows = plant_read.run_rows(runs)
         keep = ~changed[rows]  # unchanged frames keep their input values exactly
-        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs)):
+        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs, spec.use_locks)):
             table = leg.values[b].copy()
             new[keep] = leg.values[b][rows][keep]
             table[rows] = new
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
             values.append(table)
-        out.chains.append(PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips))
+        note = leg_checks.leg_note(obj, names, spec.use_limits)
+        out.chains.append(
+            PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips, note=note)
+        )
     if moved is not None:
         played = located.get(hips)
         out.hips_values, out.hips_keyed = _hips_locations(context, obj, hips, frames, sampled[0], moved, played)

@@ -1,6 +1,6 @@
 """A planted leg Chain IK cannot bake as solved is refused up front, changing nothing (user13):
-rotation locks and IK limits it would turn through (unless the chain's Respect Locks or Limits is
-off), constraints that set a leg bone's pose over its keys, and a 'leg' whose middle bone is a
+rotation locks it would turn through (unless the chain's Respect Locks is off; IK limits are
+reported as not honoured), constraints that set a leg bone's pose over its keys, and a 'leg' whose middle bone is a
 rig's helper (Rigify's generated rig: its FK foot hangs from MCH-foot_fk, not from the shin). And
 what does bake: a range shorter than the knee swivel's window, and a leg with no contact in the
 range (both crashed, user13)."""
@@ -8,6 +8,7 @@ range (both crashed, user13)."""
 from __future__ import annotations
 
 import bpy
+import numpy as np
 import pytest
 from test_contact_bake import FIRST, LAST, built_walk, fcurve_state
 
@@ -25,20 +26,44 @@ def _refused(obj, words: str) -> None:
     assert all((after[k] == state[k]).all() for k in state)
 
 
+def _held_still(obj) -> float:
+    """The largest move of the toe over each keyed contact's frames after the bake (world)."""
+    from test_contact_bake import CONTACTS, toe_track
+
+    return max(float(np.abs(toe_track(obj, range(a, b + 1)) - toe_track(obj, [a])).max()) for a, b in CONTACTS)
+
+
 def test_a_locked_knee_is_refused_unless_respect_locks_is_off(scene):
-    obj = built_walk()
+    obj = built_walk(knee=0.3)
     obj.pose.bones["shin"].lock_rotation[0] = True
     _refused(obj, r"bone 'shin' has its rotation locked \(X\).*Respect Locks off")
-    obj.chain_ik.chains[0].use_locks = False
+    obj.chain_ik.chains[0].use_locks = False  # turned through: the held foot holds (review13)
     assert _bake(obj) == {"FINISHED"}
+    assert _held_still(obj) < 1e-4
 
 
-def test_ik_limits_are_refused_unless_limits_is_off(scene):
+def test_ik_limits_are_not_honoured_and_the_report_says_so(scene):
+    from chain_ik.app import bake as baking
+    from chain_ik.app.spec import spec_from_item
+
     obj = built_walk()
     shin = obj.pose.bones["shin"]
-    shin.use_ik_limit_x, shin.lock_ik_z = True, True
-    _refused(obj, r"bone 'shin' has IK limits \(limit X, lock Z\).*Limits off")
+    shin.use_ik_limit_x, shin.lock_ik_z = True, True  # IK solvers' settings: playback ignores them
+    result = baking.bake(bpy.context, obj, [spec_from_item(obj.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
+    assert "the IK limits of 'shin' (limit X, lock Z) not honoured" in result.reasons["Foot"]
     obj.chain_ik.chains[0].use_limits = False
+    result = baking.bake(bpy.context, obj, [spec_from_item(obj.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
+    assert "IK limits" not in result.reasons["Foot"]
+
+
+def test_what_blender_ignores_is_not_refused(scene):
+    """A constraint Blender marks invalid (no target) poses nothing; a W lock left on a bone
+    now in an Euler mode is not a lock Blender shows or applies (review13)."""
+    obj = built_walk()
+    obj.pose.bones["thigh"].constraints.new("COPY_ROTATION")  # no target
+    shin = obj.pose.bones["shin"]
+    shin.lock_rotations_4d, shin.lock_rotation_w = True, True
+    shin.rotation_mode = "XYZ"
     assert _bake(obj) == {"FINISHED"}
 
 
