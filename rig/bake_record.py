@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import keys
-from .keys import KEY_ATTRIBUTES
+from .key_reads import KEY_ATTRIBUTES, filled, read_keys
 
 RECORD = "chain_ik_planted_bake"
 _HANDLES = ("handle_left", "handle_right")
@@ -165,7 +165,7 @@ def keys_of(fc, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
     `co`: its keys' co as read, nothing written since (not read again)."""
     kp = fc.keyframe_points
     count = len(kp)
-    out = keys.read_keys(fc, np.arange(count), co)
+    out = read_keys(fc, np.arange(count), co)
     for name in _SELECTED if count else ():
         column = np.empty(count, dtype=np.bool_)
         kp.foreach_get(name, column)
@@ -203,7 +203,7 @@ def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray], current: dict | 
         # As keyframe_points.add() made them (mostly: the selection, a capture's handle types, easing
         # and the like): not written again (a bool costs a call per key).
         added_as = _ADDED.get(name)
-        if added_as is not None and column.tobytes() == keys.filled(added_as, dtype, len(column)):
+        if added_as is not None and column.tobytes() == filled(added_as, dtype, len(column)):
             continue
         kp.foreach_set(name, column)
     fc.update()

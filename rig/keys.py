@@ -13,24 +13,21 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
-# Keyframe attributes kept when a curve is rebuilt: (name, values per key, numpy dtype).
-KEY_ATTRIBUTES = (
-    ("co", 2, np.float32),
-    ("handle_left", 2, np.float32),
-    ("handle_right", 2, np.float32),
-    ("interpolation", 1, np.int32),
-    ("handle_left_type", 1, np.int32),
-    ("handle_right_type", 1, np.int32),
-    ("type", 1, np.int32),
-    ("easing", 1, np.int32),
-    ("back", 1, np.float32),
-    ("amplitude", 1, np.float32),
-    ("period", 1, np.float32),
-    ("select_control_point", 1, np.int32),
-    ("select_left_handle", 1, np.int32),
-    ("select_right_handle", 1, np.int32),
+from .key_reads import (
+    HANDLE_TYPES,
+    HANDLES,
+    KEY_ATTRIBUTES,
+    REPLACED,
+    drop_placed_handles,
+    filled,
+    keep_replaced,
+    read_handles,
+    read_keys,
+    scratch,
+    shared_row,
 )
+
+ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}
 INTERPOLATIONS = tuple(bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items.keys())
 # What keyframe_points.add() gives whatever the preferences say (4.2 and 5.0).
 NEW_KEY_INTERPOLATION = INTERPOLATIONS.index("BEZIER")
@@ -281,7 +278,7 @@ def write_keys_in(
     `replaced` (a dict): filled with the keys replaced, as the write reads them (rig.bake_record
     keeps them to put back): "co" (m, 2); each one-value attribute but the selection (m, 1), or
     (1, 1) where every key of the curve shares it; "handle_left" and "handle_right" (m, 2) unless
-    every replaced key's handle types are ones FCurve.update() places (PLACED_HANDLES). Nothing
+    every replaced key's handle types are ones FCurve.update() places (key_reads.PLACED_HANDLES). Nothing
     replaced: left empty."""
     frames = np.asarray(frames, dtype=np.float32)
     values = np.asarray(values, dtype=np.float32)
@@ -324,10 +321,10 @@ def write_keys_in(
                 a = np.empty(width * old, dtype=dtype)
                 kp.foreach_get(name, a)
                 kept[name] = a.reshape(old, width)[keep].ravel()
-                if replaced is not None and (name in _REPLACED or name in _HANDLES):
-                    _keep_replaced(replaced, name, a, rows)
+                if replaced is not None and (name in REPLACED or name in HANDLES):
+                    keep_replaced(replaced, name, a, rows)
             if replaced is not None:
-                _drop_placed_handles(replaced)
+                drop_placed_handles(replaced)
             old = int(np.count_nonzero(keep))
             kp.clear()
             kp.add(old)
@@ -400,17 +397,17 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
     placed = True  # the replaced keys' handle types all a new key's (placed by update())
     code = INTERPOLATIONS.index(interpolation)
     for name, wanted, dtype, kept in (("interpolation", code, np.uint8, True), *_NEW_ATTRIBUTES):
-        column = _buffer(dtype, count)  # reused: only copies of it are kept
+        column = scratch(dtype, count)  # reused: only copies of it are kept
         kp.foreach_get(name, column)
         same = column.tobytes() == filled(wanted, dtype, count)
         if replaced is not None and kept:
             if same:
-                replaced[name] = _row(wanted, dtype)
+                replaced[name] = shared_row(wanted, dtype)
             else:
-                _keep_replaced(replaced, name, column, rows)
-                placed = placed and name not in _HANDLE_TYPES
+                keep_replaced(replaced, name, column, rows)
+                placed = placed and name not in HANDLE_TYPES
             if name == "handle_right_type" and not placed:  # read before update() places them
-                _read_handles(kp, count, rows, replaced)
+                read_handles(kp, count, rows, replaced)
         if same:
             continue
         if (column[rows] != wanted).any():
@@ -418,114 +415,6 @@ def _overwrite(fc, co: np.ndarray, rows: np.ndarray, values: np.ndarray, interpo
             kp.foreach_set(name, column)
     fc.update()
     return len(rows)
-
-
-# Handle types FCurve.update() places from the keys alone (VECTOR 1, AUTO 3, AUTO_CLAMPED 4: the
-# enum values, the same on 4.2 and 5.0): a replaced key of these types needs no stored handles.
-PLACED_HANDLES = (1, 3, 4)
-_PLACED = np.isin(np.arange(256), PLACED_HANDLES)  # by enum value (np.isin itself costs ~0.1 ms a call)
-_HANDLES = ("handle_left", "handle_right")
-_HANDLE_TYPES = ("handle_left_type", "handle_right_type")
-# What `replaced` keeps besides co and the handles: the one-value attributes but the selection (a
-# bool read costs as much as the rest together; a key put back is selected, as a new key is).
-_REPLACED = frozenset(name for name, width, _ in KEY_ATTRIBUTES if width == 1 and not name.startswith("select_"))
-# The types read_keys reads them in: Blender's own, copied in one pass.
-_REPLACED_TYPES = tuple(
-    (name, np.uint8 if dtype is np.int32 else dtype) for name, width, dtype in KEY_ATTRIBUTES if name in _REPLACED
-)
-
-
-def _keep_replaced(replaced: dict, name: str, column: np.ndarray, rows: np.ndarray) -> None:
-    """`replaced[name]` from `column`, every key's `name` as read: handles (m, 2); else (1, 1) where
-    every key of the curve shares it, else (m, 1)."""
-    if name in _HANDLES:
-        replaced[name] = column.reshape(-1, 2)[rows]
-        return
-    first = column[:1]
-    if column.tobytes() == first.tobytes() * len(column):  # every key alike (mostly): no numpy call
-        replaced[name] = first.reshape(1, 1).copy()
-    else:
-        replaced[name] = column[rows].reshape(-1, 1)
-
-
-def _placed(replaced: dict) -> bool:
-    return bool(_PLACED[replaced["handle_left_type"]].all() and _PLACED[replaced["handle_right_type"]].all())
-
-
-def _read_handles(kp, count: int, rows: np.ndarray, replaced: dict) -> None:
-    """The replaced keys' handles where update() would not place them (their types as kept)."""
-    if _placed(replaced):
-        return
-    for name in _HANDLES:
-        column = np.empty(2 * count, dtype=np.float32)
-        kp.foreach_get(name, column)
-        replaced[name] = column.reshape(count, 2)[rows]
-
-
-def _drop_placed_handles(replaced: dict) -> None:
-    if _placed(replaced):
-        for name in _HANDLES:
-            replaced.pop(name, None)
-
-
-def read_keys(fc, rows: np.ndarray, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """The attributes of `fc`'s keys `rows` as write_keys_in's `replaced` keeps them (nothing written
-    since `co`, its keys' co as read, if given)."""
-    kp = fc.keyframe_points
-    count = len(kp)
-    if not len(rows):
-        return {}
-    if co is None or len(co) != 2 * count:
-        co = np.empty(2 * count, dtype=np.float32)
-        kp.foreach_get("co", co)
-    out = {"co": co.reshape(count, 2)[rows]}
-    for name, dtype in _REPLACED_TYPES:
-        column = _buffer(dtype, count)
-        kp.foreach_get(name, column)
-        _keep_replaced(out, name, column, rows)
-    _read_handles(kp, count, rows, out)
-    return out
-
-
-def _row(value, dtype) -> np.ndarray:
-    """A (1, 1) row of `value` (cached, read-only: shared by every curve whose keys all hold it)."""
-    key = (value, dtype)
-    found = _ROWS.get(key)
-    if found is None:
-        found = _ROWS[key] = np.full((1, 1), value, dtype=dtype)
-        found.flags.writeable = False
-    return found
-
-
-_ROWS: dict = {}
-
-
-def _buffer(dtype, count: int) -> np.ndarray:
-    """A scratch array of `count` (cached by type and length: a bake writes curves of a few lengths)."""
-    key = (dtype, count)
-    found = _BUFFERS.get(key)
-    if found is None:
-        if len(_BUFFERS) > 64:
-            _BUFFERS.clear()
-        found = _BUFFERS[key] = np.empty(count, dtype=dtype)
-    return found
-
-
-_BUFFERS: dict = {}
-
-
-def filled(value, dtype, count: int) -> bytes:
-    """The bytes of `count` keys all holding `value` (cached: a bake writes curves of a few lengths)."""
-    key = (value, dtype, count)
-    found = _FILLED.get(key)
-    if found is None:
-        if len(_FILLED) > 256:
-            _FILLED.clear()
-        found = _FILLED[key] = np.full(count, value, dtype=dtype).tobytes()
-    return found
-
-
-_FILLED: dict = {}
 
 
 def _outside(t: np.ndarray, frame_ranges: list[tuple[float, float]]) -> np.ndarray:
@@ -550,7 +439,7 @@ _NEW_ATTRIBUTES = tuple(
         name,
         NEW_KEY[name],
         np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else np.float32,
-        name in _REPLACED,  # kept in `replaced`
+        name in REPLACED,  # kept in `replaced`
     )
     for name, _, dtype in KEY_ATTRIBUTES[4:]
 )
