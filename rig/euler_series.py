@@ -210,13 +210,16 @@ def series(mode: str, quats: np.ndarray, firsts: np.ndarray, starts: np.ndarray)
     head[starts] = True
     series_of = np.cumsum(head) - 1
     values = None
-    for which in (0, 1):  # (a smooth series on either solution: its three arctangents alone)
-        values = _smooth(_solutions(mode, quats, (which,))[0], first, starts, series_of)
-        if values is not None:
-            break
-    if values is None:
-        values = _settled(mode, quats, first, starts, series_of)
-    return None if values is None else values.T.astype(float)
+    with np.errstate(all="ignore"):  # (huge or non-finite `firsts`: not settled, or not finite: None)
+        for which in (0, 1):  # (a smooth series on either solution: its three arctangents alone)
+            values = _smooth(_solutions(mode, quats, (which,))[0], first, starts, series_of)
+            if values is not None:
+                break
+        if values is None:
+            values = _settled(mode, quats, first, starts, series_of)
+    if values is None or not np.all(np.isfinite(values)):
+        return None
+    return values.T.astype(float)
 
 
 _REASON: list[str] = []  # the machine's answer to `reason`, found once

@@ -222,23 +222,33 @@ def run_rows(runs: list[tuple[int, int]]) -> np.ndarray:
 
 
 def channel_runs(
-    obj, leg: LegFrames, quats: np.ndarray, runs: list[tuple[int, int]], use_locks: bool = True
+    obj,
+    leg: LegFrames,
+    quats: np.ndarray,
+    runs: list[tuple[int, int]],
+    use_locks: bool = True,
+    notes: list[str] | None = None,
 ) -> list[np.ndarray]:
     """Per bone of `leg`: `channel_values` of its rotations `quats` (F, 3, 4) on each of `runs`
     ((first, end) frame indices), one table of the runs one after the other, each run continuous
     from the input's values on its first frame. Unlocked bones in one Euler order are converted
     together (rig.euler_series: the same figures as mathutils frame by frame, in one pass over
     every run); the others, and any where it does not serve, run by run. `use_locks`: the chain's
-    Respect Locks (off: locked channels turn like the others)."""
+    Respect Locks (off: locked channels turn like the others). `notes` (a list) gets why the
+    whole-column conversion did not serve an Euler bone it could have (converted frame by frame)."""
     rows = run_rows(runs)
     starts = np.cumsum([0] + [end - first for first, end in runs[:-1]])
     out: list[np.ndarray | None] = [None] * len(leg.names)
     together: dict[str, list[int]] = {}
-    fast = runs and not euler_series.reason()
+    why = euler_series.reason() if runs else ""
     for bone, (name, mode) in enumerate(zip(leg.names, leg.modes, strict=True)):
         lock, _, lock_w = modes.locks(obj.pose.bones[name]) if use_locks else modes.NO_LOCKS
-        if fast and mode in euler_series.AXES and not (any(lock) or lock_w):  # (series_values' test)
+        if runs and mode in euler_series.AXES and not (any(lock) or lock_w):  # (series_values' test)
             together.setdefault(mode, []).append(bone)
+    if why and together and notes is not None:
+        notes.append(f"Euler keys converted frame by frame: {why}")
+    if why:
+        together = {}
     for mode, bones in together.items():
         firsts = np.concatenate([leg.values[b][[first for first, _ in runs]] for b in bones])
         heads = np.concatenate([starts + j * len(rows) for j in range(len(bones))])
@@ -247,6 +257,9 @@ def channel_runs(
             out_of = np.split(values, len(bones))
             for j, b in enumerate(bones):
                 out[b] = out_of[j]
+        elif notes is not None:
+            names = ", ".join(f"'{leg.names[b]}'" for b in bones)
+            notes.append(f"the Euler keys of {names} converted frame by frame (a series that does not settle)")
     for b, table in enumerate(out):
         if table is None:
             parts = [

@@ -64,7 +64,9 @@ class PlantedChain:
     tips: np.ndarray | None = None  # (F, 3) where the solved pose puts the tip (world; held frames: the target)
     figures: ContactFigures | None = None
     keys: int = 0
-    note: str = ""  # what the planted leg did not honour (rig.leg_checks.leg_note), for its report
+    # For its report: what the planted leg did not honour (rig.leg_checks.leg_note), and why a faster
+    # conversion did not serve (rig.plant_read.channel_runs).
+    note: str = ""
 
     @property
     def held(self) -> np.ndarray:
@@ -335,14 +337,15 @@ def solve_steps(
         runs = contact_runs(keyed)  # each run's values continuous from the input's on its first frame
         rows = plant_read.run_rows(runs)
         keep = ~changed[rows]  # unchanged frames keep their input values exactly
-        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs, spec.use_locks)):
+        notes = [leg_checks.leg_note(obj, names, spec.use_limits)]
+        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs, spec.use_locks, notes)):
             table = leg.values[b].copy()
             new[keep] = leg.values[b][rows][keep]
             table[rows] = new
             if not np.all(np.isfinite(table)):
                 raise ValueError(f"the planted rotation of bone '{names[b]}' is not finite; nothing was keyed")
             values.append(table)
-        note = leg_checks.leg_note(obj, names, spec.use_limits)
+        note = "; ".join(filter(None, notes))
         out.chains.append(
             PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips, note=note)
         )

@@ -4,6 +4,7 @@ quaternions, several series at once; and a planted leg's runs converted at once 
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 import pytest
 from mathutils import Euler, Quaternion
@@ -67,3 +68,19 @@ def test_not_finite_left_to_the_caller(scene):
     quats = np.tile([1.0, 0.0, 0.0, 0.0], (5, 1))
     quats[2, 1] = np.nan
     assert euler_series.series("XYZ", quats, np.zeros((1, 3)), np.array([0])) is None
+
+
+def test_a_planted_bake_says_where_its_euler_keys_were_converted_frame_by_frame(scene, monkeypatch):
+    """No silent fallback (review13): where the whole-column conversion does not serve, the
+    chain's report says so, and the keys are mathutils' own (the frame-by-frame path)."""
+    from chain_ik.app import bake as baking
+    from chain_ik.app.spec import spec_from_item
+    from chain_ik.rig import euler_series
+    from test_contact_bake import FIRST, LAST, built_walk
+
+    obj = built_walk()
+    for name in ("thigh", "shin", "foot"):
+        obj.pose.bones[name].rotation_mode = "XYZ"
+    monkeypatch.setattr(euler_series, "_REASON", ["numpy's arctan2 is not the C library's here"])
+    result = baking.bake(bpy.context, obj, [spec_from_item(obj.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
+    assert "Euler keys converted frame by frame: numpy's arctan2 is not the C library's here" in result.reasons["Foot"]
