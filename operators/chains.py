@@ -17,6 +17,7 @@ def _new_chain(obj, tip: str, length: int | None = None):
     if length is not None:
         item.chain_length = length
     settings.active_index = len(settings.chains) - 1
+    obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact (user13)
     return item
 
 
@@ -61,6 +62,7 @@ class CHAINIK_OT_chain_remove(bpy.types.Operator):
             return {"CANCELLED"}
         rig_contacts.follow_removed_chain(obj, paths, settings.active_index)  # keys name chains by index
         settings.active_index = max(0, min(settings.active_index, len(settings.chains) - 1))
+        obj.update_tag()  # the evaluated copy's chains follow (their keyed Contact plays)
         return {"FINISHED"}
 
 

@@ -152,7 +152,11 @@ def write_contacts(obj, item, frames: np.ndarray, planted: np.ndarray) -> int:
     curve = keys.FCurves(obj).ensure(contact_path(item), 0, CONTACT_GROUP)
     span = (float(min(action_frames[0], action_frames[-1])), float(max(action_frames[0], action_frames[-1])))
     values = planted[index].astype(np.float32)
-    return keys.write_keys(curve, action_frames[index], values, span, "CONSTANT")
+    written = keys.write_keys(curve, action_frames[index], values, span, "CONSTANT")
+    # The evaluated copy made again: chains added from a script (or the panel) are not in it until
+    # then, and playback could not set the keyed Contact (user13: it stayed as it was).
+    obj.update_tag()
+    return written
 
 
 def _curve_owner(obj):
@@ -186,6 +190,7 @@ def clear_contacts(obj, item, frame_range: tuple[float, float] | None = None) ->
             _curve_owner(obj).remove(curve)
     if contact_curve(obj, item) is None:
         item.contact = False
+    obj.update_tag()  # (as write_contacts)
     return removed
 
 

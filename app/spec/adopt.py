@@ -176,6 +176,7 @@ def adopt(context, obj, mute_constraints: bool) -> Outcome:
             continue
         if index is None:
             settings.chains.add()
+            obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact
             index = len(settings.chains) - 1
             item = settings.chains[index]
             item.name = chain.name

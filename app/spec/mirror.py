@@ -85,6 +85,7 @@ def mirror_active(obj) -> tuple[str, bool, tuple[str, ...]]:
     source = settings.active_index
     if index is None:
         settings.chains.add()  # the list's items may move in memory: both are fetched afresh
+        obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact
         index, made = len(settings.chains) - 1, True
     else:
         made = False

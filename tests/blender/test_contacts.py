@@ -363,3 +363,14 @@ def test_played_flags_are_the_curve_as_it_plays(leg, variant):
     assert contacts.played_flags(curve, frames).tolist() == expected
     assert (contacts.step_keys(curve) is None) == (variant in ("linear", "modifier"))
     assert keys.INTERPOLATIONS[contacts.CONSTANT] == "CONSTANT"
+
+
+def test_contact_plays_on_a_chain_added_from_a_script(leg):
+    """A chain added from a script is not in the evaluated copy until the object is made again:
+    Detect tags it, so playback sets the keyed Contact (user13: it stayed as it was until reopened)."""
+    source = leg.chain_ik.chains[0]
+    bpy.context.view_layer.update()  # the evaluated copy made before the chain is added
+    item = leg.chain_ik.chains.add()
+    item.name, item.tip, item.chain_length = "Again", source.tip, source.chain_length
+    assert bpy.ops.chain_ik.detect_contacts() == {"FINISHED"}
+    assert set(played(leg, 1)) == set(played(leg, 0)) == built_frames(slack_start=1)
