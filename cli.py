@@ -128,6 +128,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
             raise CliError(str(exc)) from None
         detected = {c.name: {"contacts": c.contacts, "planted_frames": c.planted} for c in result.chains}
         print("Chain IK contacts: " + ", ".join(f"'{n}' {d['contacts']}" for n, d in detected.items()))
+        for warning in result.warnings:
+            print(f"Chain IK contacts: warning: {warning}")
     options = baking.BakeOptions(
         frame_start=start,
         frame_end=end,

@@ -9,6 +9,9 @@ solvers only, not playback: the planted leg does not honour them, and the report
 
 from __future__ import annotations
 
+from . import plant_read
+from .read import chain_pose_bones
+
 # Constraints that leave a bone's pose to its keys: they change its scale only, or clamp it (a
 # knee's Limit Rotation mostly clamps nothing a walk does; where it does, the figures, measured
 # on playback, show the slide).
@@ -90,3 +93,22 @@ def _ik_settings(pbone) -> list[tuple[str, str]]:
         if getattr(pbone, f"use_ik_limit_{a.lower()}"):
             out.append(("limit", a))
     return out
+
+
+def planted_leg(obj, tip: str, chain_length: int, use_tail: bool, use_locks: bool) -> tuple[tuple[str, ...], str]:
+    """A chain's thigh, shin and foot (its tip bone) and '' where a bake with contacts can plant it;
+    else () and why not, to follow "chain 'X' has contacts but " (the bake refuses with it, Detect
+    warns with it)."""
+    try:
+        bones, end = chain_pose_bones(obj, tip, chain_length, use_tail)
+    except ValueError as exc:
+        return (), str(exc)
+    names = [b.name for b in bones]
+    if end.name not in names:
+        names.append(end.name)
+    try:
+        plant_read.check_leg(obj, names)
+    except ValueError as exc:
+        return (), f"is not a leg it can plant: {exc}"
+    why = leg_refusal(obj, tuple(names), use_locks)
+    return ((), why) if why else (tuple(names), "")

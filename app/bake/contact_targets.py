@@ -103,21 +103,10 @@ def as_planted(specs: list[ChainSpec]) -> list[ChainSpec]:
 
 def leg_bones(obj, spec: ChainSpec) -> tuple[str, str, str]:
     """The chain's thigh, shin and foot (its tip bone), or ValueError naming the chain."""
-    try:
-        bones, end = chain_pose_bones(obj, spec.tip, spec.chain_length, spec.use_tail)
-    except ValueError as exc:
-        raise ValueError(f"chain '{spec.label}' has contacts but {exc}; nothing was keyed") from None
-    names = [b.name for b in bones]
-    if end.name not in names:
-        names.append(end.name)
-    try:
-        plant_read.check_leg(obj, names)
-    except ValueError as exc:
-        raise ValueError(f"chain '{spec.label}': {exc}; nothing was keyed") from None
-    why = leg_checks.leg_refusal(obj, tuple(names), spec.use_locks)
+    names, why = leg_checks.planted_leg(obj, spec.tip, spec.chain_length, spec.use_tail, spec.use_locks)
     if why:
         raise ValueError(f"chain '{spec.label}' has contacts but {why}; nothing was keyed")
-    return tuple(names)
+    return names
 
 
 def hips_to_lower(obj, specs: list[ChainSpec]) -> list[str]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...headless.frame_limit import check_frames
 from ...rig import contacts as rig_contacts
-from ...rig import keys, protected
+from ...rig import keys, leg_checks, protected
 from ...rig.ground import GroundProbe, ground_probe
 from ...rig.space import HUGE
 from ...solvers.contacts import ContactSettings, contact_runs, detect_contacts
@@ -30,6 +30,7 @@ class ChainContacts:
     planted: int  # planted frames among those detected
     keys: int  # keys written
     settings: ContactSettings
+    refused: str = ""  # why a bake with contacts will refuse the chain ('' when it can plant it)
 
 
 @dataclass
@@ -46,8 +47,13 @@ class DetectResult:
 
     @property
     def warnings(self) -> list[str]:
-        """`sparse_warnings` of its chains."""
-        return sparse_warnings(self.chains)
+        """`sparse_warnings` of its chains, and one per chain a bake with contacts will refuse."""
+        refused = [
+            f"chain '{c.name}': its contacts are keyed, but a bake with them will refuse it ({c.refused})"
+            for c in self.chains
+            if c.refused
+        ]
+        return sparse_warnings(self.chains) + refused
 
 
 def sparse_warnings(chains: list[ChainContacts]) -> list[str]:
@@ -150,7 +156,8 @@ def detect(
     chains = []
     for item, count, setting in zip(items, written, settings, strict=True):
         played = rig_contacts.read_contacts(obj, item, frames)  # the figures from the keys as written
-        chains.append(ChainContacts(item.name, len(contact_runs(played)), int(played.sum()), count, setting))
+        _, refused = leg_checks.planted_leg(obj, item.tip, item.chain_length, item.use_tail, item.use_locks)
+        chains.append(ChainContacts(item.name, len(contact_runs(played)), int(played.sum()), count, setting, refused))
     scene = context.scene
     scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)  # the contact shown: the keys' here
     return DetectResult(

@@ -374,3 +374,18 @@ def test_contact_plays_on_a_chain_added_from_a_script(leg):
     item.name, item.tip, item.chain_length = "Again", source.tip, source.chain_length
     assert bpy.ops.chain_ik.detect_contacts() == {"FINISHED"}
     assert set(played(leg, 1)) == set(played(leg, 0)) == built_frames(slack_start=1)
+
+
+def test_detect_warns_of_a_chain_a_bake_will_refuse(leg):
+    """Detect keys a two-bone chain's contacts (its foot's), and says a bake with them will refuse
+    it (user13: found only when baking)."""
+    from chain_ik.app.spec import contacts as found
+
+    leg.chain_ik.chains[0].chain_length = 2
+    result = found.detect(bpy.context, leg, FIRST, LAST)
+    assert result.chains[0].contacts >= 1
+    (warning,) = result.warnings
+    assert "chain 'Foot': its contacts are keyed, but a bake with them will refuse it" in warning
+    assert "leg of three bones" in warning
+    leg.chain_ik.chains[0].chain_length = 3
+    assert not found.detect(bpy.context, leg, FIRST, LAST).warnings
