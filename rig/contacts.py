@@ -144,6 +144,32 @@ def change_keys(planted: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate(([0], changes, [len(planted) - 1])))
 
 
+def outside_motion(obj, frames: np.ndarray) -> str:
+    """Why some of scene `frames` tell nothing of the motion ('' when none do): they lie beyond the
+    keys of every curve of the armature's action but Chain IK's own (the pose holds still there, so a
+    foot near the ground reads as planted: user13's 1,001 planted frames past the clip's end)."""
+    times = []
+    for fc in keys.assigned_fcurves(obj):
+        if fc.data_path.startswith("chain_ik.") or not len(fc.keyframe_points):
+            continue
+        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        times.append((float(co[0::2].min()), float(co[0::2].max())))
+    at = keys.action_frames(obj, np.asarray(frames, dtype=float))
+    if not times:
+        return (
+            "the armature has no keys: its pose holds still over the range, so a foot near the ground reads as planted"
+        )
+    low, high = min(t[0] for t in times), max(t[1] for t in times)
+    beyond = (at < low - keys.FRAME_EPSILON) | (at > high + keys.FRAME_EPSILON)
+    if not beyond.any():
+        return ""
+    return (
+        f"{int(beyond.sum())} of the {len(frames)} frames lie beyond the motion's keys (frames {low:g}-{high:g}"
+        " of its action): the pose holds still there, so a foot near the ground reads as planted"
+    )
+
+
 def write_contacts(obj, item, frames: np.ndarray, planted: np.ndarray) -> int:
     """Key `item.contact` to `planted` over scene `frames` (replacing its keys in that range only,
     keys outside it kept); the number of keys written."""

@@ -40,6 +40,7 @@ class DetectResult:
     chains: list[ChainContacts]
     ground: str  # the ground's name, '' without one
     seconds: float
+    outside: str = ""  # the range's frames beyond the motion's keys, where the pose holds still ('' if none)
 
     @property
     def frames(self) -> int:
@@ -53,7 +54,7 @@ class DetectResult:
             for c in self.chains
             if c.refused
         ]
-        return sparse_warnings(self.chains) + refused
+        return sparse_warnings(self.chains) + refused + ([self.outside] if self.outside else [])
 
 
 def sparse_warnings(chains: list[ChainContacts]) -> list[str]:
@@ -141,6 +142,7 @@ def detect(
     _check_keyable(obj, items)
     _check_evaluated(context, obj)
     probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
+    outside = rig_contacts.outside_motion(obj, frames)
     tracks = rig_contacts.sample_feet(context, obj, items, frames, progress)
     fps = context.scene.render.fps / context.scene.render.fps_base
     found = []
@@ -166,6 +168,7 @@ def detect(
         chains,
         obj.chain_ik.ground.name if probe else "",
         time.perf_counter() - start_time,
+        outside,
     )
 
 

@@ -389,3 +389,13 @@ def test_detect_warns_of_a_chain_a_bake_will_refuse(leg):
     assert "leg of three bones" in warning
     leg.chain_ik.chains[0].chain_length = 3
     assert not found.detect(bpy.context, leg, FIRST, LAST).warnings
+
+
+def test_detect_warns_of_frames_beyond_the_motion(leg):
+    """Frames past the clip's keys hold the pose still: a foot there reads as planted, which Detect
+    says (user13: 1,001 frames planted past a clip's end, no word)."""
+    from chain_ik.app.spec import contacts as found
+
+    assert not found.detect(bpy.context, leg, FIRST, LAST).warnings
+    (warning,) = found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
+    assert warning.startswith("10 of the 82 frames lie beyond the motion's keys (frames 1-72 of its action)")
