@@ -145,21 +145,27 @@ def change_keys(planted: np.ndarray) -> np.ndarray:
 
 
 def outside_motion(obj, frames: np.ndarray) -> str:
-    """Why some of scene `frames` tell nothing of the motion ('' when none do): they lie beyond the
-    keys of every curve of the armature's action but Chain IK's own (the pose holds still there, so a
-    foot near the ground reads as planted: user13's 1,001 planted frames past the clip's end)."""
+    """Why some of scene `frames` tell nothing of the motion ('' when none do, or where that cannot
+    be told): they lie beyond the keys of every played curve of the armature's action but Chain
+    IK's own (the pose holds still there, so a foot near the ground reads as planted: user13's 1,001
+    planted frames past the clip's end). Not told where the motion may go on past its keys: a curve
+    with modifiers (a cycle), NLA strips playing (review13b), or no keys of its own (drivers,
+    constraints, strips may move it)."""
+    ad = obj.animation_data
+    if ad is None or any(not track.mute and len(track.strips) for track in ad.nla_tracks):
+        return ""
     times = []
     for fc in keys.assigned_fcurves(obj):
-        if fc.data_path.startswith("chain_ik.") or not len(fc.keyframe_points):
+        if fc.data_path.startswith("chain_ik.") or not len(fc.keyframe_points) or not keys.plays(fc):
             continue
+        if any(not m.mute for m in fc.modifiers):
+            return ""
         co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
         fc.keyframe_points.foreach_get("co", co)
         times.append((float(co[0::2].min()), float(co[0::2].max())))
-    at = keys.action_frames(obj, np.asarray(frames, dtype=float))
     if not times:
-        return (
-            "the armature has no keys: its pose holds still over the range, so a foot near the ground reads as planted"
-        )
+        return ""
+    at = keys.action_frames(obj, np.asarray(frames, dtype=float))
     low, high = min(t[0] for t in times), max(t[1] for t in times)
     beyond = (at < low - keys.FRAME_EPSILON) | (at > high + keys.FRAME_EPSILON)
     if not beyond.any():

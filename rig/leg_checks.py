@@ -70,8 +70,8 @@ def leg_note(obj, names: tuple[str, str, str], use_limits: bool) -> str:
     if not parts:
         return ""
     return (
-        f"the IK limits of {', '.join(parts)} not honoured: a planted leg is solved as a two-bone leg (they bind"
-        " IK solvers, not the keys)"
+        f"the IK limits and locks of {', '.join(parts)} are not honoured: a planted leg is solved as a two-bone"
+        " leg (they bind IK solvers, not the keys)"
     )
 
 

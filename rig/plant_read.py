@@ -243,7 +243,8 @@ def channel_runs(
     why = euler_series.reason() if runs else ""
     for bone, (name, mode) in enumerate(zip(leg.names, leg.modes, strict=True)):
         lock, _, lock_w = modes.locks(obj.pose.bones[name]) if use_locks else modes.NO_LOCKS
-        if runs and mode in euler_series.AXES and not (any(lock) or lock_w):  # (series_values' test)
+        # (series_values' test; an Euler mode ignores a W lock left from a 4D mode: review13b)
+        if runs and mode in euler_series.AXES and not any(lock):
             together.setdefault(mode, []).append(bone)
     if why and together and notes is not None:
         notes.append(f"Euler keys converted frame by frame: {why}")

@@ -50,7 +50,7 @@ class DetectResult:
     def warnings(self) -> list[str]:
         """`sparse_warnings` of its chains, and one per chain a bake with contacts will refuse."""
         refused = [
-            f"chain '{c.name}': its contacts are keyed, but a bake with them will refuse it ({c.refused})"
+            f"chain '{c.name}' has contacts but {c.refused}: a bake with them will refuse it (its contacts are keyed)"
             for c in self.chains
             if c.refused
         ]

@@ -50,7 +50,7 @@ def test_ik_limits_are_not_honoured_and_the_report_says_so(scene):
     shin = obj.pose.bones["shin"]
     shin.use_ik_limit_x, shin.lock_ik_z = True, True  # IK solvers' settings: playback ignores them
     result = baking.bake(bpy.context, obj, [spec_from_item(obj.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
-    assert "the IK limits of 'shin' (limit X, lock Z) not honoured" in result.reasons["Foot"]
+    assert "the IK limits and locks of 'shin' (limit X, lock Z) are not honoured" in result.reasons["Foot"]
     obj.chain_ik.chains[0].use_limits = False
     result = baking.bake(bpy.context, obj, [spec_from_item(obj.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
     assert "IK limits" not in result.reasons["Foot"]

@@ -385,8 +385,8 @@ def test_detect_warns_of_a_chain_a_bake_will_refuse(leg):
     result = found.detect(bpy.context, leg, FIRST, LAST)
     assert result.chains[0].contacts >= 1
     (warning,) = result.warnings
-    assert "chain 'Foot': its contacts are keyed, but a bake with them will refuse it" in warning
-    assert "leg of three bones" in warning
+    assert warning.startswith("chain 'Foot' has contacts but is not a leg it can plant: a chain with contacts")
+    assert warning.endswith(": a bake with them will refuse it (its contacts are keyed)")
     leg.chain_ik.chains[0].chain_length = 3
     assert not found.detect(bpy.context, leg, FIRST, LAST).warnings
 
@@ -399,3 +399,21 @@ def test_detect_warns_of_frames_beyond_the_motion(leg):
     assert not found.detect(bpy.context, leg, FIRST, LAST).warnings
     (warning,) = found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
     assert warning.startswith("10 of the 82 frames lie beyond the motion's keys (frames 1-72 of its action)")
+
+
+def test_no_beyond_warning_where_the_motion_goes_on(leg):
+    """A cycle (an F-Curve modifier) or NLA strips play past the action's keys: no warning there
+    (review13b: both warned)."""
+    from chain_ik.app.spec import contacts as found
+    from chain_ik.rig import keys
+
+    motion = [fc for fc in keys.assigned_fcurves(leg) if not fc.data_path.startswith("chain_ik.")]
+    for fc in motion:
+        fc.modifiers.new("CYCLES")
+    assert not found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
+    for fc in motion:
+        fc.modifiers.remove(fc.modifiers[0])
+    assert found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
+    track = leg.animation_data.nla_tracks.new()
+    track.strips.new("Walk", FIRST, leg.animation_data.action)
+    assert not found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
