@@ -240,15 +240,15 @@ def channel_runs(
     starts = np.cumsum([0] + [end - first for first, end in runs[:-1]])
     out: list[np.ndarray | None] = [None] * len(leg.names)
     together: dict[str, list[int]] = {}
-    why = euler_series.reason() if runs else ""
     for bone, (name, mode) in enumerate(zip(leg.names, leg.modes, strict=True)):
-        lock, _, lock_w = modes.locks(obj.pose.bones[name]) if use_locks else modes.NO_LOCKS
+        lock = (modes.locks(obj.pose.bones[name]) if use_locks else modes.NO_LOCKS)[0]
         # (series_values' test; an Euler mode ignores a W lock left from a 4D mode: review13b)
         if runs and mode in euler_series.AXES and not any(lock):
             together.setdefault(mode, []).append(bone)
-    if why and together and notes is not None:
-        notes.append(f"Euler keys converted frame by frame: {why}")
+    why = euler_series.reason() if together else ""
     if why:
+        if notes is not None:
+            notes.append(f"Euler keys converted frame by frame: {why}")
         together = {}
     for mode, bones in together.items():
         firsts = np.concatenate([leg.values[b][[first for first, _ in runs]] for b in bones])
