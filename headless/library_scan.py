@@ -88,6 +88,8 @@ def scan(prefix: list[str], blends: list[str], timeout: float | None = None, ret
             found[rest[0]] = {"error": f"Blender {ended or 'stopped'} while opening it"}
         remaining = rest[1:]
     return found
+
+
 def main(blends: list[str]) -> None:
     import bpy
 

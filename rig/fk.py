@@ -88,4 +88,3 @@ class PoseFK:
                 self.scales.get(name, pbone.scale),
             )
             check_rigid_pose(pbone, self.matrix(name), basis)
-

@@ -43,9 +43,7 @@ class ObjectSpace:
         except (TypeError, ValueError):
             finite = False
         if not finite:
-            raise ValueError(
-                f"target location is not finite (or beyond {HUGE:g}): {np.asarray(point_world).tolist()}"
-            )
+            raise ValueError(f"target location is not finite (or beyond {HUGE:g}): {np.asarray(point_world).tolist()}")
         return (self.inverse @ Vector((x, y, z)))[:]
 
     def to_world(self, point) -> np.ndarray:

@@ -92,6 +92,7 @@ def plan(
 
 Rows = Sequence[Sequence[float]]
 
+
 def off_axis(link: Link, factor: float = 1.0) -> float:
     """The angle (radians) between a bone's Y axis and its link stretched by `factor` along it."""
     x, y, z = link

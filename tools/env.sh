@@ -7,8 +7,9 @@
 
 CHAIN_IK_CACHE="${CHAIN_IK_CACHE:-$HOME/.cache/chain_ik}"
 BLENDER_VERSIONS="${CHAIN_IK_BLENDER_VERSIONS:-5.0.1 4.2.23}"
+# ruff pinned: its formatter's output is checked (tools/test.sh), and changes between releases.
 # dask[distributed]: tools/bake_shots.py --scheduler and its tests only, never the extension.
-DEV_PACKAGES="pytest==8.* hypothesis==6.* ruff==0.* numpy dask[distributed]"
+DEV_PACKAGES="pytest==8.* hypothesis==6.* ruff==0.17.6 numpy dask[distributed]"
 
 find_python311() {
   for cand in python3.11 python3 python; do

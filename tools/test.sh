@@ -15,6 +15,7 @@ for version in $BLENDER_VERSIONS; do
     first="$py"
     echo "== ruff"
     "$py" -m ruff check . || status=1
+    "$py" -m ruff format --check . || status=1
     echo "== solver tier (numpy only)"
     "$py" -m pytest -q -p no:cacheprovider tests/solvers || status=1
     echo "== Flamenco job type (Node)"

@@ -132,6 +132,8 @@ def aim_figures(obj_eval, spec: ChainSpec, target_world) -> tuple[float, float]:
 def measured_angle(depsgraph, obj, spec: ChainSpec) -> float | None:
     """`measured_aim`'s angle (degrees) for an aiming chain, None for one that reaches."""
     return measured_aim(depsgraph, obj, spec)[0] if spec.aims else None
+
+
 def root_line(depsgraph, obj, outcome: ChainOutcome) -> str:
     """The report's line for a movable root that moved, measured on the written pose ('' if none)."""
     if outcome.root_moved is None:

@@ -54,6 +54,7 @@ class ChainSpec:
     def aims(self) -> bool:
         """The chain aims its tip bone's axis instead of reaching (no pole, tip rotation, softness, stretch)."""
         return self.aim_axis != NO_AIM
+
     # The data path of the chain's keyed Contact (issue 21) when it has contacts, else '': a bake
     # then plants its foot on the contacts (app.bake.contact_targets) and needs no target.
     contacts: str = ""

@@ -8,9 +8,24 @@ import bpy
 from bpy.utils import flip_name
 
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
-SKIP = {"rna_type", "name", "tip", "target", "target_bone", "pole_target", "pole_subtarget", "pole_angle",
-        "constraint", "result", "has_result", "comparison", "select", "aim_axis",
-        "contact", "contact_figures"}  # fmt: skip  (contacts: each side's own keys and bake figures)
+SKIP = {
+    "rna_type",
+    "name",
+    "tip",
+    "target",
+    "target_bone",
+    "pole_target",
+    "pole_subtarget",
+    "pole_angle",
+    "constraint",
+    "result",
+    "has_result",
+    "comparison",
+    "select",
+    "aim_axis",
+    "contact",
+    "contact_figures",
+}  # fmt: skip  (contacts: each side's own keys and bake figures)
 
 
 def mirrored_pole_angle(angle: float) -> float:
@@ -101,10 +116,14 @@ def mirror_active(obj) -> tuple[str, bool, tuple[str, ...]]:
     item.has_result = False
     settings.active_index = index
     props = src.bl_rna.properties
-    changed = () if made else tuple(
-        props[key].name or key
-        for key in watched
-        if not _same(_plain(getattr(item, key)), before[key], getattr(props[key], "unit", "NONE") == "ROTATION")
+    changed = (
+        ()
+        if made
+        else tuple(
+            props[key].name or key
+            for key in watched
+            if not _same(_plain(getattr(item, key)), before[key], getattr(props[key], "unit", "NONE") == "ROTATION")
+        )
     )
     return name, made, changed
 

@@ -154,7 +154,11 @@ def after_reach_frames(
         if batch is not None:
             shift = None if batch.root_shift is None else batch.root_shift[f]
             solved = SkeletonSolution(
-                batch.local[f], batch.error[f], bool(batch.reached[f]), int(batch.iterations[f]), batch.method,
+                batch.local[f],
+                batch.error[f],
+                bool(batch.reached[f]),
+                int(batch.iterations[f]),
+                batch.method,
                 root_shift=shift,
             )
         tolerance = settings.get("tolerance")

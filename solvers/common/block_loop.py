@@ -182,5 +182,3 @@ def swing_rotations(chain: Chain, points: np.ndarray) -> np.ndarray:
         for k in range(4):
             rots[i, k] = q[k]
     return np.ascontiguousarray(rots.transpose(2, 0, 1))
-
-

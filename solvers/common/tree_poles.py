@@ -31,9 +31,7 @@ def apply_poles(skeleton, local: np.ndarray, effectors, plan) -> np.ndarray:
         p = skeleton.parents[top]
         parent = base if p == -1 else np.array(frames[p])
         top_frame = np.array(frames[top])
-        segment = Chain(
-            [heads[top], tip], top_frame[None], reference=skeleton.reference[top][None], base_frame=parent
-        )
+        segment = Chain([heads[top], tip], top_frame[None], reference=skeleton.reference[top][None], base_frame=parent)
         turn = goals.pole_spin(
             segment,
             np.array([tip], dtype=float),

@@ -39,8 +39,6 @@ def check_placement(placement: object) -> str:
     return placement
 
 
-
-
 def make_step(chain: Chain, placement: str = "line"):
     lengths = chain.lengths
     dirs = chain.directions

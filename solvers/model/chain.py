@@ -80,8 +80,6 @@ def _unit_quaternions(value: object, shape: tuple, what: str) -> np.ndarray:
     return q / norms
 
 
-
-
 def check_radii(radii: object, n: int) -> np.ndarray:
     """`radii` as n positive finite numbers (read-only), or ValueError: each bone's capsule radius
     for the Jacobian's mass weighting (solvers.common.mass)."""

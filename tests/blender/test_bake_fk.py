@@ -244,9 +244,7 @@ def _follow_angle(rig, frames) -> float:
     for frame in frames:
         bpy.context.scene.frame_set(frame)
         for fk, follow in (("f1", "a1"), ("f2", "a2")):
-            have, want = (
-                rig.pose.bones[n].matrix @ rig.data.bones[n].matrix_local.inverted() for n in (fk, follow)
-            )
+            have, want = (rig.pose.bones[n].matrix @ rig.data.bones[n].matrix_local.inverted() for n in (fk, follow))
             worst = max(worst, _angle64(have, want))
     return worst
 

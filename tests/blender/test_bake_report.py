@@ -138,9 +138,7 @@ def test_a_live_chain_on_another_armature_that_nothing_rides_on_is_left_alone(sc
     obj, lead_rig, lead = _live_arm_elsewhere()
     goal = add_empty("Goal", (1.0, 0.5, 2.0))
     goal.parent, goal.parent_type, goal.parent_bone = lead_rig, "BONE", "b0"  # below the Live chain's bones
-    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="Goal", frame_start=1, frame_end=4) == {
-        "FINISHED"
-    }
+    assert bpy.ops.chain_ik.bake(tip="b2", chain_length=3, target="Goal", frame_start=1, frame_end=4) == {"FINISHED"}
     assert lead.live
 
 

@@ -167,8 +167,9 @@ def _farm(folder: Path, workers: int = 2):
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
         with Client(scheduler_file=str(spec)) as client:
             client.wait_for_workers(workers, timeout=120)
-            found = client.run(lambda: [__import__("importlib.util").util.find_spec(n) is None for n in ("headless",
-                                                                                                   "shot_runner")])
+            found = client.run(
+                lambda: [__import__("importlib.util").util.find_spec(n) is None for n in ("headless", "shot_runner")]
+            )
             assert all(all(missing) for missing in found.values()), found  # the workers cannot import them
             yield client.scheduler.address
     finally:

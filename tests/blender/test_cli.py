@@ -240,8 +240,11 @@ def test_cli_json_summary_and_max_error(blend, tmp_path):
     assert data["status"] == "missed" and data["playback_error"] > 0.5
     assert not out.exists()
     run = _cli(blend, "--", "--armature", "Nope", "--json", summary)
-    assert run.returncode == 1 and json.loads(summary.read_text()) == {"status": "error", "error": run.stderr.split(
-        "cli.py: error: ")[1].strip(), "libraries": []}  # fmt: skip  (the file was opened: it links none)
+    assert run.returncode == 1 and json.loads(summary.read_text()) == {
+        "status": "error",
+        "error": run.stderr.split("cli.py: error: ")[1].strip(),
+        "libraries": [],
+    }  # fmt: skip  (the file was opened: it links none)
 
 
 def test_cli_bakes_several_chains_in_one_run(scene, tmp_path):
@@ -434,9 +437,7 @@ def test_cli_knows_a_library_linked_through_another(scene, tmp_path):
     shot, direct, indirect = save_linked_chain(tmp_path)
     kept = indirect.read_bytes()
     run = _cli(shot, "--", *ARM, "--output", tmp_path / "o.blend", "--final-output", indirect)
-    assert run.returncode == 1 and f"--final-output {indirect} is a library the .blend links" in run.stderr, (
-        run.stderr
-    )
+    assert run.returncode == 1 and f"--final-output {indirect} is a library the .blend links" in run.stderr, run.stderr
     assert indirect.read_bytes() == kept and direct.is_file()
 
 

@@ -43,8 +43,15 @@ def built_zip(tmp_path_factory) -> Path:
 def test_zip_holds_the_extension_only(built_zip):
     names = zipfile.ZipFile(built_zip).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
-    wanted = {"registration.py", "properties.py", "rig/write.py", "app/solve/__init__.py", "operators/solve.py",
-              "ui/panels.py", "cli.py"}
+    wanted = {
+        "registration.py",
+        "properties.py",
+        "rig/write.py",
+        "app/solve/__init__.py",
+        "operators/solve.py",
+        "ui/panels.py",
+        "cli.py",
+    }
     # cli.py's checks, and the shot list's at Flamenco submission: every module of headless/.
     wanted |= {f"headless/{p.name}" for p in (REPO / "headless").glob("*.py")}
     assert wanted <= set(names)

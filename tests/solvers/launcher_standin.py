@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-SCRIPT = '''#!{python}
+SCRIPT = """#!{python}
 import json, os, signal, sys
 from pathlib import Path
 MARK = "chain_ik library scan: "
@@ -34,7 +34,7 @@ if sys.argv[1].endswith("library_scan.py"):
 else:
     Path({ran!r}).touch()
     sys.exit(1)
-'''
+"""
 
 
 def standin(folder: Path, libraries: dict[str, list[str] | dict] | None = None) -> Path:

@@ -68,7 +68,6 @@ def test_triangulation_sweeps_through_reach_without_spins():
     assert turns[-2] <= 15.0, turns.round(1).tolist()
 
 
-
 def two_bone_arm() -> solvers.Chain:
     """hinged_arm's upper arm and forearm as Rigify's IK arm chain has them: the forearm's rest bent
     about its X axis only (the metarig's is also turned 5 degrees about Z, so its hinge is not square

@@ -355,8 +355,12 @@ def test_values_starting_with_a_dash_reach_cli_py_as_given(show):
 def test_an_empty_name_is_refused_where_it_names_something(show, key, chained):
     """An empty target (or chain, armature, method...) would fail every run ("--chain needs
     --target"): the check refuses it. target_bone, pole and pole_bone may be "" (not set)."""
-    shot = {"name": "a", "blend": "sh010.blend", "output": "o.blend",
-            "chains": [{"chain": "hand:2", "target": "Goal", "target_bone": "", "pole": "", "pole_bone": ""}]}
+    shot = {
+        "name": "a",
+        "blend": "sh010.blend",
+        "output": "o.blend",
+        "chains": [{"chain": "hand:2", "target": "Goal", "target_bone": "", "pole": "", "pole_bone": ""}],
+    }
     (shot["chains"][0] if chained else shot)[key] = ""
     listed = write_list(show / "shots.toml", [shot])
     where = "shot 1" + ("" if key == "name" else " ('a')") + (", chain 1" if chained else "")

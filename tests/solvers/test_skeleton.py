@@ -80,9 +80,7 @@ def test_pins_take_the_input_pose():
     tree_shapes = _load("tree_shapes")
     skeleton, local, (left, right) = tree_shapes.y_tree()
     targets, posed = tree_shapes.fk_targets(skeleton, local, [left, right], np.random.default_rng(1))
-    pins = resolve_pins(
-        skeleton, posed, [solvers.Effector(left, pin=True), solvers.Effector(right, targets[1])]
-    )
+    pins = resolve_pins(skeleton, posed, [solvers.Effector(left, pin=True), solvers.Effector(right, targets[1])])
     frames, _, ends = skeleton.forward(posed)
     np.testing.assert_allclose(pins[0].position, ends[left])
     np.testing.assert_allclose(pins[0].orientation, frames[left])

@@ -58,9 +58,7 @@ def test_current_factors_inverts_the_channels():
     assert stretch.current_factors(own, inherit) == pytest.approx(world)
 
 
-link = st.tuples(
-    st.floats(-1.0, 1.0), st.floats(0.05, 3.0), st.floats(-1.0, 1.0)
-)  # a bone's link, mostly along its Y
+link = st.tuples(st.floats(-1.0, 1.0), st.floats(0.05, 3.0), st.floats(-1.0, 1.0))  # a bone's link, mostly along its Y
 
 
 @settings(max_examples=200, deadline=None)

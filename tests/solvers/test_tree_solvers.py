@@ -105,9 +105,7 @@ def test_humanoid_reaches_targets_made_by_forward_kinematics(method):
     for seed in range(5):
         targets, _ = tree_shapes.fk_targets(skeleton, local, bones, np.random.default_rng(seed))
         effectors = [solvers.Effector(b, t) for b, t in zip(bones, targets, strict=True)]
-        sol = solvers.solve_skeleton(
-            skeleton, local, effectors, method=method, tolerance=tolerance, max_iterations=cap
-        )
+        sol = solvers.solve_skeleton(skeleton, local, effectors, method=method, tolerance=tolerance, max_iterations=cap)
         assert sol.reached, (seed, sol.error)
 
 
