@@ -375,6 +375,9 @@ class ChainIKBake(bpy.types.PropertyGroup):
         subtype="ANGLE",
         precision=3,
     )
+    # The last Bake's summary (frames, keys, worst tip error on playback, time), shown under the
+    # Bake button: the Result panel shows the last Solve.
+    last_bake: StringProperty(name="Last Bake", options={"HIDDEN"})
 
 
 SCOPE_ITEMS = [

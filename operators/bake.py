@@ -156,11 +156,12 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         reduced = f" (reduced from {result.keys_before})" if result.reduced else ""
         # The time a user waited, the playback pass measuring the figures a part of it.
         measured = f" (measured in {result.measure_seconds:.2f} s)" if result.chains else ""
-        self.report(
-            {"INFO"},
+        summary = (
             f"baked {result.frames} frame(s) of {len(specs)} chain(s): {result.keys} keys{reduced}"
-            f" on {len(result.bones)} bone(s), {error}{measured}, {result.seconds + result.measure_seconds:.2f} s",
+            f" on {len(result.bones)} bone(s), {error}{measured}, {result.seconds + result.measure_seconds:.2f} s"
         )
+        self.report({"INFO"}, summary)
+        obj.chain_ik.bake.last_bake = summary  # the Bake panel shows it
         for chain in result.chains:
             self.report({"INFO"}, chain.line())
             if chain.contacts:  # the Contacts panel shows the last bake's figures

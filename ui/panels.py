@@ -262,6 +262,12 @@ class VIEW3D_PT_chain_ik_bake(_ChainIKPanel, bpy.types.Panel):
         col.prop(bake, "reduce_mode")
         col.prop(bake, "reduce_tolerance" if bake.reduce_mode == "TIP" else "reduce_angle")
         layout.operator("chain_ik.bake", icon="KEYINGSET")
+        if bake.last_bake:  # "baked N frame(s) of M chain(s): K keys on B bone(s), ...": a line a part
+            box = layout.box()
+            head, _, rest = bake.last_bake.partition(": ")
+            box.label(text=f"Last: {head}", icon="INFO")
+            for part in filter(None, rest.split(", ")):
+                box.label(text=part)
         # IK -> FK: the selected FK controls follow the IK-driven chain over the same range.
         layout.operator("chain_ik.bake_fk", icon="CON_KINEMATIC")
 

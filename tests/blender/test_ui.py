@@ -142,6 +142,22 @@ def test_bake_panel(rig, use_scene_range, reduce):
     assert ("operator", "chain_ik.bake") in layout.log
 
 
+def test_bake_panel_shows_the_last_bake(rig):
+    """The Result panel shows the last Solve; the Bake panel the last Bake's summary, as reported."""
+    item = rig.chain_ik.chains.add()
+    item.tip, item.chain_length, item.target = "b2", 3, add_empty(location=(1, 0, 2))
+    panels = _panels()
+    layout = _draw(panels.VIEW3D_PT_chain_ik_bake, bpy.context)
+    assert not any(text.startswith("Last:") for _, text, *_ in layout.calls("label"))
+    assert bpy.ops.chain_ik.bake(frame_start=1, frame_end=5) == {"FINISHED"}
+    summary = rig.chain_ik.bake.last_bake
+    assert summary.startswith("baked 5 frame(s) of 1 chain(s): ") and " keys on 3 bone(s), " in summary
+    assert "(measured in " in summary and summary.endswith(" s")
+    labels = [c[1] for c in _draw(panels.VIEW3D_PT_chain_ik_bake, bpy.context).calls("label")]
+    assert labels[0] == "Last: baked 5 frame(s) of 1 chain(s)"
+    assert labels[1].endswith("keys on 3 bone(s)") and labels[2].startswith("worst tip error")
+
+
 @pytest.mark.parametrize("pole_kind", ["none", "empty", "armature"])
 def test_settings_panel_limits_pole_and_rotation(rig, pole_kind):
     import math
