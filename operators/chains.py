@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..app.spec import add_chain
 from ..rig import contacts as rig_contacts
 from ..rig import selection
 from .solve import armature_poll, chains_poll
@@ -11,13 +12,12 @@ from .solve import armature_poll, chains_poll
 
 def _new_chain(obj, tip: str, length: int | None = None):
     settings = obj.chain_ik
-    item = settings.chains.add()
+    settings.active_index = add_chain(obj)
+    item = settings.chains[settings.active_index]
     item.name = tip or "Chain"
     item.tip = tip
     if length is not None:
         item.chain_length = length
-    settings.active_index = len(settings.chains) - 1
-    obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact (user13)
     return item
 
 

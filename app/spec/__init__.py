@@ -205,6 +205,15 @@ def method_options(item, method: str) -> dict:
     return properties.method_options(item, method)
 
 
+def add_chain(obj) -> int:
+    """A new chain at the end of `obj`'s list, and its index. The object is tagged: its evaluated
+    copy then gets the chain too, so playback sets the chain's keyed Contact (user13: a chain added
+    and keyed in one session did not follow its keys)."""
+    obj.chain_ik.chains.add()
+    obj.update_tag()
+    return len(obj.chain_ik.chains) - 1
+
+
 def contact_channel(item) -> str:
     """The data path of chain `item`'s Contact when it has contacts (keys, or Contact on), else ''."""
     obj = item.id_data

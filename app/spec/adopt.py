@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ...rig import ik_constraints
 from .. import checks
-from . import ChainSpec, adopt_records, groups
+from . import ChainSpec, add_chain, adopt_records, groups
 
 # Chain fields set from a ConstraintChain of the same name.
 FIELDS = (
@@ -175,9 +175,7 @@ def adopt(context, obj, mute_constraints: bool) -> Outcome:
             out.skipped.append(f"{where}: {reason}")
             continue
         if index is None:
-            settings.chains.add()
-            obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact
-            index = len(settings.chains) - 1
+            index = add_chain(obj)
             item = settings.chains[index]
             item.name = chain.name
             out.done.append(chain.name)

@@ -7,6 +7,8 @@ import math
 import bpy
 from bpy.utils import flip_name
 
+from . import add_chain
+
 # Copied as they are; names, targets and the pole angle are mirrored (see _mirror).
 SKIP = {
     "rna_type",
@@ -99,9 +101,7 @@ def mirror_active(obj) -> tuple[str, bool, tuple[str, ...]]:
         raise ValueError(f"chain '{src.name}' mirrors onto itself")
     source = settings.active_index
     if index is None:
-        settings.chains.add()  # the list's items may move in memory: both are fetched afresh
-        obj.update_tag()  # the evaluated copy gets the chain: playback then sets its keyed Contact
-        index, made = len(settings.chains) - 1, True
+        index, made = add_chain(obj), True  # the list's items may move in memory: both are fetched afresh
     else:
         made = False
     src, item = settings.chains[source], settings.chains[index]
