@@ -202,8 +202,12 @@ def _curve_owner(obj):
 
 
 def clear_contacts(obj, item, frame_range: tuple[float, float] | None = None) -> int:
-    """Remove `item.contact`'s keys within scene `frame_range` (inclusive; None: all, and the curve);
-    the number removed. Without keys left, the contact is off."""
+    """Take `item.contact` off over scene `frame_range` (inclusive; None: everywhere, the curve
+    removed), every other frame playing as before: its keys within the range removed, and where
+    needed a key off on the range's first frame and one on the frame after it giving back the value
+    played there (user14: removing an off key inside the range ran a contact on past it, removing an
+    on key lost the contact's frames after it). The number of keys removed. Without keys left, the
+    contact is off."""
     curve = contact_curve(obj, item)
     if curve is None:
         return 0
@@ -212,11 +216,23 @@ def clear_contacts(obj, item, frame_range: tuple[float, float] | None = None) ->
         removed = len(points)
         _curve_owner(obj).remove(curve)
     else:
-        low, high = sorted(keys.action_frames(obj, np.array(frame_range, dtype=float)).tolist())
-        doomed = [k for k in points if low - keys.FRAME_EPSILON <= k.co[0] <= high + keys.FRAME_EPSILON]
+        first, last = sorted(frame_range)
+        a, b, c = keys.action_frames(obj, np.array([first, last, last + 1.0], dtype=float)).tolist()
+        # In the action's time (a reversed NLA strip runs the range backwards): the range, and the
+        # frame one scene frame past its end there.
+        low, high = min(a, b), max(a, b)
+        step = abs(c - b)
+        before, after = low - step, high + step
+        eps = keys.FRAME_EPSILON
+        # The frames either side as they play now (before the first key: its value, held), kept.
+        kept = [(frame, _played(points, frame)) for frame in (before, after)]
+        doomed = [k for k in points if low - eps <= k.co[0] <= high + eps]
         removed = len(doomed)
         for key in reversed(doomed):
             points.remove(key, fast=True)
+        for frame, value in ((*kept[0],), (low, False), (*kept[1],)):  # in time order: each holds on
+            if _played(points, frame) != value:
+                _constant_key(points, frame, float(value))
         curve.update()
         if not len(points):
             _curve_owner(obj).remove(curve)
@@ -224,6 +240,20 @@ def clear_contacts(obj, item, frame_range: tuple[float, float] | None = None) ->
         item.contact = False
     obj.update_tag()  # (as write_contacts)
     return removed
+
+
+def _played(points, frame: float) -> bool:
+    """Whether a Contact curve's constant keys `points` play on at (action) `frame`: its last key
+    at or before it (before the first key: the first key's value, as Blender holds it)."""
+    if not len(points):
+        return False  # (the curve is then removed and the contact set off)
+    co = sorted((k.co[0], k.co[1]) for k in points)  # (keys just inserted come last, unsorted)
+    return ([v for t, v in co if t <= frame + keys.FRAME_EPSILON] or [co[0][1]])[-1] >= 0.5
+
+
+def _constant_key(points, frame: float, value: float) -> None:
+    key = points.insert(frame, value, options={"FAST"})
+    key.interpolation = "CONSTANT"
 
 
 def follow_removed_chain(obj, paths: list[str], index: int) -> None:

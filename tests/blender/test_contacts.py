@@ -220,10 +220,31 @@ def test_muted_curves_are_read_as_they_play(leg, muted):
     assert (muted == "curve") <= (not any(played) and len(set(located)) == 1)  # (the muted keys do not play)
 
 
+def _played(obj, frames) -> np.ndarray:
+    from chain_ik.rig import contacts
+
+    return contacts.read_contacts(obj, obj.chain_ik.chains[0], frames)
+
+
+@pytest.mark.parametrize(("start", "end"), [(15, 45), (5, 8), (10, 25), (12, 20), (1, 30), (33, 39), (50, 100)])
+def test_clear_contacts_takes_off_only_its_frames(leg, start, end):
+    """Clear over a range: its frames off, every other frame playing as before (user14: an off key
+    removed inside the range ran a contact on past it, an on key removed lost the rest of it)."""
+    bpy.ops.chain_ik.detect_contacts()
+    frames = np.arange(FIRST - 3, LAST + 4)
+    before = _played(leg, frames)
+    assert bpy.ops.chain_ik.clear_contacts(frame_start=start, frame_end=end) == {"FINISHED"}
+    inside = (frames >= start) & (frames <= end)
+    after = _played(leg, frames)
+    assert not after[inside].any()
+    assert np.array_equal(after[~inside], before[~inside]), (start, end)
+    assert all(kind == "CONSTANT" for _, _, kind in contact_keys(leg))
+
+
 def test_clear_contacts(leg):
     bpy.ops.chain_ik.detect_contacts()
     assert bpy.ops.chain_ik.clear_contacts(frame_start=15, frame_end=45) == {"FINISHED"}
-    assert all(not 15 <= f <= 45 for f, _, _ in contact_keys(leg))
+    assert all(not 15 < f <= 45 for f, _, _ in contact_keys(leg))  # (an off key on 15 where needed)
     assert bpy.ops.chain_ik.clear_contacts() == {"FINISHED"}
     assert contact_keys(leg) == [] and not leg.chain_ik.chains[0].contact
     assert {fc.data_path for fc in fcurves(leg)} == {"location"}
