@@ -279,6 +279,8 @@ def _blend(args: argparse.Namespace) -> Path | None:
     blend = args.blend or args.blend_file
     if not blend:
         raise CliError("give the .blend to open: python cli.py scene.blend -- ...")
+    if Path(blend).is_dir():
+        raise CliError(f"{blend} is a folder: give the .blend file to open")
     if not Path(blend).is_file():
         raise CliError(f"no such file: {blend}")
     return Path(blend).resolve()
@@ -313,5 +315,8 @@ def check_arguments(args: argparse.Namespace, json_path: Path | None) -> Checked
         raise CliError("--final-output needs --output (the file renamed to it)")
     output = _path(args.output, "--output")
     final = _path(args.final_output, "--final-output")
+    for flag, path in (("--output", output), ("--final-output", final)):
+        if path is not None and path.suffix != ".blend":  # as a shot list's (user14: x.txt was saved)
+            raise CliError(f"{flag} {path} does not end in .blend: the baked scene is saved as a .blend file")
     blend = _blend(args)
     return Checked(blend=blend, chains=chains, frames=frames, output=output, final_output=final, json=json_path)

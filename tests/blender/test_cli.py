@@ -140,6 +140,7 @@ def test_main_job_demo_runs_end_to_end(tmp_path):
         ("{tmp}/afile/out.blend", "is a file, not a folder"),
         ("{tmp}/afile/deeper/out.blend", "is a file, not a folder"),
         ("/sys/chain_ik_out.blend", "cannot write in /sys"),  # unwritable even as root
+        ("{tmp}/out.txt", "does not end in .blend"),  # user14: saved as a .blend named out.txt
     ],
 )
 def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
@@ -150,6 +151,11 @@ def test_cli_bad_output_fails_before_any_work(blend, tmp_path, output, message):
     assert run.returncode == 2 and len(lines) == 1 and lines[0].startswith("cli.py: error: --output"), run.stderr
     assert message in lines[0]
     assert "Chain IK bake" not in run.stdout  # nothing baked
+
+
+def test_cli_folder_given_as_the_blend_is_named_so(tmp_path):
+    run = _cli(tmp_path, "--", "--armature", "Rig")
+    assert run.returncode == 2 and f"{tmp_path} is a folder: give the .blend file to open" in run.stderr, run.stderr
 
 
 @pytest.mark.parametrize("frames", ["1048575-1048576", "1-100000000", "-1048575-0"])  # the 2nd crashed 4.2
