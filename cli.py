@@ -213,8 +213,8 @@ def run(args: argparse.Namespace, checked, package) -> dict:
     return summary
 
 
-def print_summary(summary: dict, chain_line) -> None:
-    """`chain_line(dict)`: app.bake.bake_report.chain_line."""
+def print_summary(summary: dict, report) -> None:
+    """`report`: the module app.bake.bake_report (its lines)."""
     print(
         f"Chain IK bake: {summary['frames']} frames ({summary['range']}) of {summary['chains']}"
         f" in {summary['seconds']:.3f} s, {summary['keys']} keys written"
@@ -225,9 +225,9 @@ def print_summary(summary: dict, chain_line) -> None:
         f" (solver {summary['solver_error']:.3g})"
     )
     for chain in summary["per_chain"]:
-        print(f"Chain IK bake: {chain_line(chain)}")
+        print(f"Chain IK bake: {report.chain_line(chain)}")
     for name, moved in summary.get("root_moved", {}).items():
-        print(f"Chain IK bake: Move Root keyed the location of bone '{name}', its head moved up to {moved:.3g}")
+        print(f"Chain IK bake: {report.moved_root_line(name, moved)}")
     if summary.get("taken_back"):
         print(f"Chain IK bake: {summary['taken_back']}")
     if summary["live_off"]:
@@ -281,7 +281,7 @@ def main(argv: list[str]) -> int:
         package, registered_here = extension_package()
         summary = {**run(args, checked, package), "libraries": libraries}
         unwritten = write_json(json_path, summary)
-        print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake.bake_report").chain_line)
+        print_summary(summary, importlib.import_module(f"{package.__name__}.app.bake.bake_report"))
         if summary["status"] == "missed":
             print(
                 f"cli.py: error: playback misses by {summary['playback_error']:.3g}, more than --max-error"

@@ -173,9 +173,7 @@ class CHAINIK_OT_bake(ChainArguments, BakeRangeArguments, bpy.types.Operator):
         if result.taken_back:
             self.report({"INFO"}, result.taken_back)
         for name, moved in result.root_moved.items():
-            self.report(
-                {"INFO"}, f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"
-            )
+            self.report({"INFO"}, bake_report.moved_root_line(name, moved))
         if not result.chains:  # not measured: the paths alone (a measured chain's line says it)
             for label, why in result.reasons.items():
                 self.report({"INFO"}, f"chain '{label}': {why}")

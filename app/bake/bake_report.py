@@ -338,6 +338,18 @@ def explained(chain: dict) -> str:
     return out
 
 
+# A root's head that moved less than this (world units) on playback did not move: float32 keys'
+# rounding (user14: "moved up to 2.24e-08" where Move Root changed nothing).
+ROOT_STILL = 1e-6
+
+
+def moved_root_line(name: str, moved: float) -> str:
+    """The line saying how far Move Root moved bone `name`'s head on playback (the report's, the CLI's)."""
+    if moved < ROOT_STILL:
+        return f"Move Root did not need to move bone '{name}' (its head within {moved:.2g} of the input's on playback)"
+    return f"Move Root keyed the location of bone '{name}': its head moved up to {moved:.3g} on playback"
+
+
 def contact_line(figures: dict) -> str:
     """A chain's contact figures (ContactFigures.as_dict) as one line."""
     values = dict(figures)

@@ -297,3 +297,12 @@ def test_key_reduction_does_not_explain_a_miss_it_did_not_cause(scene, capfd, ca
     assert bpy.ops.chain_ik.bake(reduce=True, reduce_tolerance=10.0) == {"FINISHED"}
     out = capfd.readouterr().out
     assert "Warning: the tip misses its target" in out, out
+
+
+def test_moved_root_line_says_still_below_rounding(ext):
+    """user14: 'moved up to 2.24e-08' where Move Root changed nothing."""
+    from chain_ik.app.bake import bake_report
+
+    assert bake_report.moved_root_line("hips", 2.24e-08).startswith("Move Root did not need to move bone 'hips'")
+    line = bake_report.moved_root_line("hips", 0.0432)
+    assert line == "Move Root keyed the location of bone 'hips': its head moved up to 0.0432 on playback"
