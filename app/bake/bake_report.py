@@ -289,7 +289,14 @@ def measure(
 def chain_line(chain: dict) -> str:
     """One chain's report line, from `ChainReport.as_dict()` (cli.py prints the same)."""
     real = chain.get("real_missed", chain["missed"])
-    if chain.get("pinned"):
+    if chain.get("pinned") and chain.get("contacts"):  # planted: held where the bake put its tip, no pin of the user's
+        missed = (
+            f", the tip played farther than {chain['tolerance']:.3g} from where the bake put it on {real}"
+            if real
+            else ", the tip played where the bake put it"
+        )
+        worst = "worst tip error"
+    elif chain.get("pinned"):
         missed = (
             f", the pin did not hold on {real} (tip farther than {chain['tolerance']:.3g} from its point)"
             if real
@@ -363,8 +370,13 @@ def missed_warning(reports: list[ChainReport]) -> str:
     did); frames beyond the tolerance by float32 rounding alone, or by key reduction within the bound
     it was asked for (ChainReport.rounding, reduced_missed), are not misses: the report line counts them."""
     lines = []
-    for pinned, what in ((False, "the tip misses its target"), (True, "the pin does not hold")):
-        missed = [r for r in reports if r.real_missed and r.pinned == pinned]
+    kinds = (
+        (lambda r: not r.pinned, "the tip misses its target"),
+        (lambda r: r.pinned and not r.contacts, "the pin does not hold"),
+        (lambda r: r.pinned and bool(r.contacts), "the planted tip does not play where the bake put it"),
+    )
+    for kind, what in kinds:
+        missed = [r for r in reports if r.real_missed and kind(r)]
         if missed:
             parts = [
                 f"'{r.name}' {r.real_missed} of {r.frames} (worst {r.worst_error:.3g}, frame {r.worst_frame})"
