@@ -148,25 +148,12 @@ def outside_motion(obj, frames: np.ndarray) -> str:
     """Why some of scene `frames` tell nothing of the motion ('' when none do, or where that cannot
     be told): they lie beyond the keys of every played curve of the armature's action but Chain
     IK's own (the pose holds still there, so a foot near the ground reads as planted: user13's 1,001
-    planted frames past the clip's end). Not told where the motion may go on past its keys: a curve
-    with modifiers (a cycle), NLA strips playing (review13b), or no keys of its own (drivers,
-    constraints, strips may move it)."""
-    ad = obj.animation_data
-    if ad is None or any(not track.mute and len(track.strips) for track in ad.nla_tracks):
-        return ""
-    times = []
-    for fc in keys.assigned_fcurves(obj):
-        if fc.data_path.startswith("chain_ik.") or not len(fc.keyframe_points) or not keys.plays(fc):
-            continue
-        if any(not m.mute for m in fc.modifiers):
-            return ""
-        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
-        fc.keyframe_points.foreach_get("co", co)
-        times.append((float(co[0::2].min()), float(co[0::2].max())))
-    if not times:
+    planted frames past the clip's end)."""
+    span = motion_span(obj)
+    if span is None:
         return ""
     at = keys.action_frames(obj, np.asarray(frames, dtype=float))
-    low, high = min(t[0] for t in times), max(t[1] for t in times)
+    low, high = span
     beyond = (at < low - keys.FRAME_EPSILON) | (at > high + keys.FRAME_EPSILON)
     if not beyond.any():
         return ""
@@ -174,6 +161,27 @@ def outside_motion(obj, frames: np.ndarray) -> str:
         f"{int(beyond.sum())} of the {len(frames)} frames lie beyond the motion's keys (frames {low:g}-{high:g}"
         " of its action): the pose holds still there, so a foot near the ground reads as planted"
     )
+
+
+def motion_span(obj) -> tuple[float, float] | None:
+    """(first, last) action frame of the keys of every played curve of the armature's action but
+    Chain IK's own; None where the motion may go on past its keys: a curve with modifiers (a cycle),
+    NLA strips playing (review13b), or no keys of its own (drivers, constraints, strips may move it)."""
+    ad = obj.animation_data
+    if ad is None or any(not track.mute and len(track.strips) for track in ad.nla_tracks):
+        return None
+    times = []
+    for fc in keys.assigned_fcurves(obj):
+        if fc.data_path.startswith("chain_ik.") or not len(fc.keyframe_points) or not keys.plays(fc):
+            continue
+        if any(not m.mute for m in fc.modifiers):
+            return None
+        co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        times.append((float(co[0::2].min()), float(co[0::2].max())))
+    if not times:
+        return None
+    return min(t[0] for t in times), max(t[1] for t in times)
 
 
 def write_contacts(obj, item, frames: np.ndarray, planted: np.ndarray) -> int:

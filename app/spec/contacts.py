@@ -31,6 +31,13 @@ class ChainContacts:
     keys: int  # keys written
     settings: ContactSettings
     refused: str = ""  # why a bake with contacts will refuse the chain ('' when it can plant it)
+    # Of `contacts`, those within the range, neither on its first nor its last frame (a contact cut
+    # by the range is a piece of one: user14's false "far fewer" warning over a sub-range).
+    whole: int | None = None
+
+    @property
+    def whole_contacts(self) -> int:
+        return self.contacts if self.whole is None else self.whole
 
 
 @dataclass
@@ -61,12 +68,13 @@ def sparse_warnings(chains: list[ChainContacts]) -> list[str]:
     """A warning per chain that found no contact, or at most half as many as the chain with the most
     (2 or more): a leg that walks with the other plants about as often (a clip may start or end in
     a step), and a user trial lost half a foot's contacts without a word (a capture over a slope)."""
-    most = max(chains, key=lambda c: c.contacts, default=None)
+    most = max(chains, key=lambda c: c.whole_contacts, default=None)
     out = []
     for chain in chains:
         if chain.contacts == 0:
             found = "found no contact"
-        elif most.contacts >= 2 and 2 * chain.contacts <= most.contacts:
+        elif most.whole_contacts >= 2 and 2 * chain.contacts <= most.whole_contacts:
+            # The most's whole contacts alone (not those the range cuts) against all of this one's.
             found = f"found {chain.contacts} contact(s), far fewer than '{most.name}' ({most.contacts})"
         else:
             continue
@@ -75,6 +83,16 @@ def sparse_warnings(chains: list[ChainContacts]) -> list[str]:
             " under it); the bake holds only the contacts keyed"
         )
     return out
+
+
+def _cut_ends(obj, frames: np.ndarray) -> tuple[bool, bool]:
+    """Whether the motion goes on before the range's first frame and after its last (a contact
+    there is then a piece of one); where that cannot be told, neither end is taken as cut."""
+    span = rig_contacts.motion_span(obj)
+    if span is None:
+        return False, False
+    first, last = sorted(keys.action_frames(obj, np.array([frames[0], frames[-1]], dtype=float)).tolist())
+    return first > span[0] + keys.FRAME_EPSILON, last < span[1] - keys.FRAME_EPSILON
 
 
 def detect_frames(first: int, last: int) -> np.ndarray:
@@ -155,11 +173,14 @@ def detect(
     written = [
         rig_contacts.write_contacts(obj, item, frames, planted) for item, planted in zip(items, found, strict=True)
     ]
+    cut = _cut_ends(obj, frames)
     chains = []
     for item, count, setting in zip(items, written, settings, strict=True):
         played = rig_contacts.read_contacts(obj, item, frames)  # the figures from the keys as written
         _, refused = leg_checks.planted_leg(obj, item.tip, item.chain_length, item.use_tail, item.use_locks)
-        chains.append(ChainContacts(item.name, len(contact_runs(played)), int(played.sum()), count, setting, refused))
+        runs = contact_runs(played)
+        whole = sum(1 for a, b in runs if (a > 0 or not cut[0]) and (b < len(played) or not cut[1]))  # (b: past)
+        chains.append(ChainContacts(item.name, len(runs), int(played.sum()), count, setting, refused, whole))
     scene = context.scene
     scene.frame_set(scene.frame_current, subframe=scene.frame_subframe)  # the contact shown: the keys' here
     return DetectResult(

@@ -147,3 +147,24 @@ def test_a_foot_with_far_fewer_contacts_than_the_other_is_warned_of(scene, capfd
     }
     out = capfd.readouterr().out
     assert "'Left Foot' found no contact" in out and "'Right Foot' found no contact" in out
+
+
+def test_contacts_the_range_cuts_do_not_make_a_foot_look_sparse(scene, capfd):
+    """user14: over frames 100-250 of the walk the left foot has one contact (139-211), the right two
+    pieces cut by the range (73-147 and 206-278): not 'far fewer'. A foot that does find far fewer
+    whole contacts is still warned of (the counts, with the range's cut ends)."""
+    from chain_ik.app.spec.contacts import ChainContacts, sparse_warnings
+    from chain_ik.solvers.contacts import ContactSettings
+
+    obj, frames, _, _ = longer_legged_walk()
+    capfd.readouterr()
+    assert bpy.ops.chain_ik.detect_contacts(frame_start=100, frame_end=250) == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "'Left Foot' 1 contact(s)" in out and "'Right Foot' 2 contact(s)" in out and "far fewer" not in out
+    setting = ContactSettings.for_leg(1.0)
+    cut = [
+        ChainContacts("Left Foot", 1, 72, 3, setting, whole=1),
+        ChainContacts("Right Foot", 4, 99, 9, setting, whole=3),
+    ]
+    (warning,) = sparse_warnings(cut)
+    assert warning.startswith("'Left Foot' found 1 contact(s), far fewer than 'Right Foot' (4)")
