@@ -100,6 +100,11 @@ def bake_steps(
     depsgraph = context.evaluated_depsgraph_get()
     names, stretched, read = [], [], []
     for spec in specs:
+        if spec.target is None and not spec.pin:  # (a chain with contacts is a pin by now: as_planted)
+            raise ValueError(
+                f"chain '{spec.label or '?'}' has no target object, no pin and no contacts: give it a target,"
+                " or Detect Contacts (or key its Contact) to plant it; nothing was keyed"
+            )
         solve.check_spec(obj, spec)
         solve.check_in_view_layer(obj, spec, depsgraph)
         chain = rig.chain_bone_names(obj, spec.tip, spec.chain_length, spec.use_tail)

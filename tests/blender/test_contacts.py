@@ -438,3 +438,14 @@ def test_no_beyond_warning_where_the_motion_goes_on(leg):
     track = leg.animation_data.nla_tracks.new()
     track.strips.new("Walk", FIRST, leg.animation_data.action)
     assert not found.detect(bpy.context, leg, FIRST, LAST + 10).warnings
+
+
+def test_a_bake_of_a_chain_whose_contacts_were_cleared_says_how_to_plant_it(leg):
+    """user14: after Clear Contacts the bake said only 'has no target object'."""
+    bpy.ops.chain_ik.detect_contacts()
+    assert bpy.ops.chain_ik.clear_contacts() == {"FINISHED"}
+    from chain_ik.app import bake as baking
+    from chain_ik.app.spec import spec_from_item
+
+    with pytest.raises(ValueError, match="no target object, no pin and no contacts: .* Detect Contacts"):
+        baking.bake(bpy.context, leg, [spec_from_item(leg.chain_ik.chains[0])], baking.BakeOptions(FIRST, LAST))
