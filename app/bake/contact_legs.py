@@ -280,11 +280,21 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
             mine[rows] = np.maximum(mine[rows], np.where(np.isinf(mine[rows]), mine[rows], under))
     low = (toe[:, 2] < floor - CLAMP_SLACK) & free
     if np.any(low):
-        lifted = toe.copy()
-        lifted[:, 2] = np.maximum(toe[:, 2], floor)
+        # The tip lifted onto the floor from the pose it has (its foot's rotation and knee's swivel
+        # kept: plant_legs.raised), not solved afresh from the input's: an ease's frame keeps what
+        # the ease holds of the hold's correction, so no joint pops where a clamp meets the ease
+        # (start_walk_stop, legs +20%: the foot turned 14.5° in the one frame after a hold).
         rows = np.flatnonzero(low)
-        out[rows], errors[rows] = positional(leg, lifted[rows], softness, fps, rows=rows, pole=pole)
-        toe[rows] = lifted[rows]
+        part = leg.rows(rows)
+        heads = part.heads
+        up = np.zeros((len(rows), 3))
+        up[:, 2] = floor[rows] - toe[rows, 2]
+        lift = np.einsum("fij,fj->fi", part.inverse3(), up)  # a world move in armature space
+        out[rows], misses = plant_legs.raised(
+            heads[:, 0], heads[:, 1], heads[:, 2], part.toe, part.rotations, part.basis, out[rows], lift, softness
+        )
+        errors[rows] = misses * part.scales()
+        toe[rows, 2] = floor[rows]
         changed |= low
     return [(out[a:b], errors[a:b], changed[a:b], toe[a:b]) for a, b in zip(starts, ends, strict=True)]
 
