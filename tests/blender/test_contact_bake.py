@@ -512,3 +512,37 @@ def test_the_bake_ends_on_the_users_frame_showing_the_baked_pose(scene, current)
     scene.frame_set(current)
     again = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["foot"].tail)
     assert np.array_equal(shown, again)
+
+
+def _turning(steps_degrees) -> np.ndarray:
+    """(F, 3, 4) three joints about X, each turning by `steps_degrees` (F - 1, 3) frame by frame."""
+    angles = np.radians(np.concatenate([np.zeros((1, 3)), np.cumsum(steps_degrees, axis=0)]))
+    out = np.zeros((len(angles), 3, 4))
+    out[..., 0], out[..., 1] = np.cos(angles / 2), np.sin(angles / 2)
+    return out
+
+
+def test_a_planted_legs_pop_its_input_has_not_is_named_and_warned_of(scene):
+    # start_walk_stop, legs +20% (before the ground clamp kept the eased pose): the foot turned 14.5°
+    # in one frame between 6.0° and 4.9° while its input turned 4.3°; the report's jump (3x the
+    # frames beside it) did not fire.
+    from types import SimpleNamespace
+
+    from chain_ik.app.bake import bake_report, contact_figures
+
+    frames = np.arange(101, 113)
+    own = np.full((11, 3), 1.0)
+    own[:, 2] = [1.8, 2.6, 3.4, 4.3, 5.0, 5.7, 6.2, 6.5, 6.5, 6.1, 5.1]
+    baked = own.copy()
+    baked[:5, 2] = [4.6, 5.0, 6.0, 14.5, 4.9]
+    figures = contact_figures.pops(_turning(own), _turning(baked), frames)
+    assert np.isclose(figures["pop"], 14.5) and figures["pop_frame"] == 105 and np.isclose(figures["pop_input"], 4.3)
+    report = SimpleNamespace(name="Left Foot", spike=0.0, contacts=figures)
+    warning = bake_report.jump_warning([report])
+    assert "'Left Foot' 14.5° at frame 105 (its input turns 4.3°)" in warning
+    # Not a pop: the input turns as much there, or an ease turns fast over several frames alike.
+    assert contact_figures.pops(_turning(baked), _turning(baked), frames) == {}
+    eased = own.copy()
+    eased[2:7, 2] = [11.0, 13.0, 14.5, 13.0, 11.0]
+    assert contact_figures.pops(_turning(own), _turning(eased), frames) == {}
+    assert bake_report.jump_warning([SimpleNamespace(name="Left Foot", spike=0.0, contacts={})]) == ""
