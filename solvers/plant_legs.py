@@ -266,3 +266,27 @@ def leg_points(hip, knee, ankle, toe, world, basis, new_basis, turns=None) -> tu
     new_knee = hip + moved[:, 0]
     new_ankle = new_knee + moved[:, 1]
     return new_knee, new_ankle, new_ankle + moved[:, 2]
+
+
+def raised(
+    hip, knee, ankle, toe, world, basis, new_basis, lift, softness: float = 0.0, turns=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """((F, 3, 4) local rotations, (F,) the ankle's distance from its goal): the leg posed by
+    `new_basis` (F, 3, 4) with its tip moved by `lift` (F, 3), its foot keeping that pose's world
+    rotation and its knee that pose's swivel (the least turn from it). `hip`, `knee`, `ankle`, `toe`
+    (F, 3) and `world` (F, 3, 4): the input's joints and armature-space rotations, `basis` its local
+    ones (one space, as leg_points). Why not a solve from the input (the foot at its input rotation,
+    the knee at a swivel of its own): on an ease's frame it would drop what the ease keeps of the
+    hold's correction, and the leg would pop where that frame meets its eased neighbours. `turns`:
+    the pose's leg_changes where already known."""
+    if turns is None:
+        turns = leg_changes(world, basis, new_basis)
+    new_knee, new_ankle, _ = leg_points(hip, knee, ankle, toe, world, basis, new_basis, turns)
+    goal = new_ankle + np.asarray(lift, dtype=float)
+    legs = leg_turns(hip, new_knee, new_ankle, goal, softness)
+    identity = np.zeros_like(legs.thigh)
+    identity[:, 0] = 1.0
+    posed = quat.multiply(turns, world)  # the posed leg's armature-space rotations
+    parents = side_by_side([identity, legs.thigh, legs.shin])
+    owns = side_by_side([legs.thigh, legs.shin, identity])
+    return basis_after(new_basis, posed, parents, owns), quat.norm(legs.ankle - goal)

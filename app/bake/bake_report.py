@@ -393,6 +393,11 @@ def jump_warning(reports: list[ChainReport]) -> str:
         if r.spike:
             times = "a still frame" if math.isinf(r.spike_ratio) else f"{r.spike_ratio:.1f}x its neighbours'"
             parts.append(f"'{r.name}' {r.spike:.1f}° at frame {r.spike_frame} ({times})")
+        elif r.contacts.get("pop"):  # a planted leg's pop its input has not (contact_figures.pops)
+            c = r.contacts
+            parts.append(
+                f"'{r.name}' {c['pop']:.1f}° at frame {c['pop_frame']} (its input turns {c['pop_input']:.1f}°)"
+            )
     if not parts:
         return ""
     return "a bone jumps: turns far more in one frame than in the frames beside it (a pop) on " + ", ".join(parts)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...rig import plant_read
-from ...solvers import foot_metrics
+from ...solvers import foot_metrics, quat
 from ...solvers.contacts import contact_runs
 from .contact_legs import ground_under
 
@@ -45,6 +45,11 @@ class ContactFigures:
     unreached: int  # frames where the leg could not reach the planted point
     ground: str = ""
     strayed: float = 0.0  # the held tip's largest distance across from the input's, when beyond STRAY_SHARE (else 0)
+    # The largest one-frame turn of a leg joint that pops (`pops`; degrees, 0.0 where none does), its
+    # frame, and the input's turn of that joint there.
+    pop: float = 0.0
+    pop_frame: int = 0
+    pop_input: float = 0.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -59,6 +64,8 @@ class ContactFigures:
             miss += f", held up to {1000 * self.float_largest:.1f} mm above the ground (beyond the leg's reach)"
         if self.strayed:
             miss += f", {stray_note(self.strayed)}"
+        if self.pop:
+            miss += f", {pop_note(self.pop, self.pop_frame, self.pop_input)}"
         return (
             f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
             f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
@@ -99,6 +106,43 @@ def figures(
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
         strayed=_strayed(chain),
+        **pops(before.basis, leg.basis, frames),
+    )
+
+
+# A pop: a frame on which a leg joint turns more than POP_FLOOR degrees, more than POP_INPUT times its
+# input's turn there and more than POP_NEIGHBOURS times its own turn on either frame beside it. Why
+# not the report's jump alone (bake_report.JUMP_RATIO, 3x the frames beside it): a pop where a
+# contact ends rides on a joint already turning fast (start_walk_stop, legs +20%: the foot 14.5° in
+# one frame between 6.0° and 4.9°, 2.4x, while its input turned 4.3°: no warning); a smooth path's
+# turn changes by at most 1.2x from frame to frame (bake_report's Rigify arm), and an ease faded
+# over several frames turns about as much on the frames beside its fastest one.
+POP_FLOOR = 10.0  # degrees, as bake_report.JUMP_FLOOR
+POP_INPUT = 3.0
+POP_NEIGHBOURS = 2.0
+
+
+def pops(before: np.ndarray, after: np.ndarray, frames) -> dict:
+    """ContactFigures' pop fields of a leg whose local rotations (F, 3, 4) were `before` and are
+    `after` on `frames`: its largest one-frame joint turn that is a pop (POP_FLOOR), or {}."""
+    if len(after) < 2:
+        return {}
+    turned = np.degrees(quat.angle_between(after[:-1], after[1:]))  # (F - 1, 3): frame t - 1 to t
+    own = np.degrees(quat.angle_between(before[:-1], before[1:]))
+    still = np.zeros((1, turned.shape[1]))
+    beside = np.maximum(np.concatenate((still, turned[:-1])), np.concatenate((turned[1:], still)))
+    popped = (turned > POP_FLOOR) & (turned > POP_INPUT * own) & (turned > POP_NEIGHBOURS * beside)
+    if not popped.any():
+        return {}
+    t, j = np.unravel_index(int(np.argmax(np.where(popped, turned, -1.0))), turned.shape)
+    return {"pop": float(turned[t, j]), "pop_frame": int(frames[t + 1]), "pop_input": float(own[t, j])}
+
+
+def pop_note(degrees: float, frame: int, input_turn: float) -> str:
+    """What a pop means: the figure line and the bake's jump warning say it alike."""
+    return (
+        f"a joint pops {degrees:.1f}° in one frame at frame {frame} (its input turns {input_turn:.1f}°;"
+        " far more than the frames beside it)"
     )
 
 

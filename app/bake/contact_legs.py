@@ -266,8 +266,9 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
     if len(loose):
         part = leg.rows(loose)
         heads = part.heads
+        turns = plant_legs.leg_changes(part.rotations, part.basis, out[loose])  # the clamp's too
         points = plant_legs.leg_points(
-            heads[:, 0], heads[:, 1], heads[:, 2], part.toe, part.rotations, part.basis, out[loose]
+            heads[:, 0], heads[:, 1], heads[:, 2], part.toe, part.rotations, part.basis, out[loose], turns
         )
         toe[loose] = part.to_world(points[2])
     floor = plan.floor.copy()
@@ -280,11 +281,30 @@ def _solve_joined(jobs: list[tuple], fps: float) -> list[tuple]:
             mine[rows] = np.maximum(mine[rows], np.where(np.isinf(mine[rows]), mine[rows], under))
     low = (toe[:, 2] < floor - CLAMP_SLACK) & free
     if np.any(low):
-        lifted = toe.copy()
-        lifted[:, 2] = np.maximum(toe[:, 2], floor)
-        rows = np.flatnonzero(low)
-        out[rows], errors[rows] = positional(leg, lifted[rows], softness, fps, rows=rows, pole=pole)
-        toe[rows] = lifted[rows]
+        # The tip lifted onto the floor from the pose it has (its foot's rotation and knee's swivel
+        # kept: plant_legs.raised), not solved afresh from the input's: an ease's frame keeps what
+        # the ease holds of the hold's correction, so no joint pops where a clamp meets the ease
+        # (start_walk_stop, legs +20%: the foot turned 14.5° in the one frame after a hold).
+        sub = np.flatnonzero(low[loose])  # of the free frames (only those are clamped)
+        rows = loose[sub]
+        up = np.zeros((len(rows), 3))
+        up[:, 2] = floor[rows] - toe[rows, 2]
+        lift = np.einsum("fij,fj->fi", part.inverse3()[sub], up)  # a world move in armature space
+        h = heads[sub]
+        out[rows], misses = plant_legs.raised(
+            h[:, 0],
+            h[:, 1],
+            h[:, 2],
+            part.toe[sub],
+            part.rotations[sub],
+            part.basis[sub],
+            out[rows],
+            lift,
+            softness,
+            turns[sub],
+        )
+        errors[rows] = misses * part.scales()[sub]
+        toe[rows, 2] = floor[rows]
         changed |= low
     return [(out[a:b], errors[a:b], changed[a:b], toe[a:b]) for a, b in zip(starts, ends, strict=True)]
 

@@ -514,3 +514,75 @@ def test_the_bake_ends_on_the_users_frame_showing_the_baked_pose(scene, current)
     scene.frame_set(current)
     again = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["foot"].tail)
     assert np.array_equal(shown, again)
+
+
+def _turning(steps_degrees) -> np.ndarray:
+    """(F, 3, 4) three joints about X, each turning by `steps_degrees` (F - 1, 3) frame by frame."""
+    angles = np.radians(np.concatenate([np.zeros((1, 3)), np.cumsum(steps_degrees, axis=0)]))
+    out = np.zeros((len(angles), 3, 4))
+    out[..., 0], out[..., 1] = np.cos(angles / 2), np.sin(angles / 2)
+    return out
+
+
+def test_a_planted_legs_pop_its_input_has_not_is_named_and_warned_of(scene):
+    # start_walk_stop, legs +20% (before the ground clamp kept the eased pose): the foot turned 14.5°
+    # in one frame between 6.0° and 4.9° while its input turned 4.3°; the report's jump (3x the
+    # frames beside it) did not fire.
+    from types import SimpleNamespace
+
+    from chain_ik.app.bake import bake_report, contact_figures
+
+    frames = np.arange(101, 113)
+    own = np.full((11, 3), 1.0)
+    own[:, 2] = [1.8, 2.6, 3.4, 4.3, 5.0, 5.7, 6.2, 6.5, 6.5, 6.1, 5.1]
+    baked = own.copy()
+    baked[:5, 2] = [4.6, 5.0, 6.0, 14.5, 4.9]
+    figures = contact_figures.pops(_turning(own), _turning(baked), frames)
+    assert np.isclose(figures["pop"], 14.5) and figures["pop_frame"] == 105 and np.isclose(figures["pop_input"], 4.3)
+    report = SimpleNamespace(name="Left Foot", spike=0.0, contacts=figures)
+    warning = bake_report.jump_warning([report])
+    assert "'Left Foot' 14.5° at frame 105 (its input turns 4.3°)" in warning
+    # Not a pop: the input turns as much there, or an ease turns fast over several frames alike.
+    assert contact_figures.pops(_turning(baked), _turning(baked), frames) == {}
+    eased = own.copy()
+    eased[2:7, 2] = [11.0, 13.0, 14.5, 13.0, 11.0]
+    assert contact_figures.pops(_turning(own), _turning(eased), frames) == {}
+    assert bake_report.jump_warning([SimpleNamespace(name="Left Foot", spike=0.0, contacts={})]) == ""
+
+
+def _leg_locals(obj) -> np.ndarray:
+    """(F, 3, 4) the played-back local rotations of thigh, shin and foot over FRAMES."""
+    scene, out = bpy.context.scene, []
+    for frame in FRAMES:
+        scene.frame_set(int(frame))
+        ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        out.append([np.array(ev.pose.bones[n].matrix_basis.to_quaternion()) for n in ("thigh", "shin", "foot")])
+    scene.frame_set(FIRST)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("slope", [10.0, 15.0])
+def test_no_joint_pops_where_the_ground_clamp_meets_a_contacts_ease(scene, slope):
+    # On a slope with Align to Ground the held foot is tilted, and after the hold its ease fades the
+    # tilt out while the tip, off the slope's surface, dips below it: the clamp that lifts it used
+    # to solve those frames afresh from the input's pose (the tilt dropped), and the shin turned
+    # 12-20° in the one frame after the contact (input: still, neighbours 1° and 4-7°).
+    import math
+
+    from chain_ik.app import bake as baking
+    from chain_ik.app.bake import bake_report
+    from chain_ik.app.spec import spec_from_item
+    from chain_ik.solvers import quat
+
+    obj = built_walk(ground=0.0)
+    obj.chain_ik.ground.rotation_euler = (math.radians(slope), 0.0, 0.0)
+    obj.chain_ik.contact_align = True
+    bpy.context.view_layer.update()
+    specs = [spec_from_item(item) for item in obj.chain_ik.chains]
+    result = baking.bake(bpy.context, obj, specs, baking.BakeOptions(FIRST, LAST))
+    played = _leg_locals(obj)
+    turned = np.degrees(quat.angle_between(played[:-1], played[1:]))  # (F - 1, 3): each frame's turn
+    assert turned.max() < 10.0, (np.unravel_index(int(np.argmax(turned)), turned.shape), turned.max())
+    assert result.chains[0].contacts["pop"] == 0.0 and bake_report.jump_warning(result.chains) == ""
+    tips = toe_track(obj, FRAMES)  # the clamp still holds the tip on or above the slope
+    assert np.all(tips[:, 2] - tips[:, 1] * math.tan(math.radians(slope)) >= -1e-5)

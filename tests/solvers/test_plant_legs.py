@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solvers import quat
-from solvers.plant_legs import basis_after, leg_turns, reach_lift, reach_lifts
+from solvers.plant_legs import basis_after, leg_turns, raised, reach_lift, reach_lifts
 
 
 def _leg(rng, frames: int):
@@ -129,3 +129,45 @@ def test_bad_input_is_named():
         leg_turns(hip, hip + [0, 0, -0.4], hip + [0, 0, -0.8], hip, softness=1.5)
     with pytest.raises(ValueError, match="alike"):
         basis_after(np.zeros((2, 4)), np.zeros((3, 4)), None, None)
+
+
+def _fk(hip, rest, basis, lengths):
+    """A leg's armature-space rotations (F, 3, 4) and joints (hip, knee, ankle, toe) from its rest
+    orientations `rest` (3, 4: each bone's against its parent) and local rotations `basis`
+    (F, 3, 4): a bone's world rotation is its parent's x rest x basis, the bone along its Y."""
+    worlds, points = [], [hip]
+    parent = np.zeros((len(hip), 4))
+    parent[:, 0] = 1.0
+    for b in range(3):
+        world = quat.multiply(quat.multiply(parent, np.broadcast_to(rest[b], parent.shape)), basis[:, b])
+        worlds.append(world)
+        points.append(points[-1] + quat.rotate(world, np.broadcast_to([0.0, lengths[b], 0.0], hip.shape)))
+        parent = world
+    return np.stack(worlds, axis=1), points
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_raised_lifts_the_posed_tip_keeping_its_foot_and_swivel_and_turns_nothing_without_a_lift(seed):
+    # The ground clamp of a planted bake (app.bake.contact_legs): an ease's frame lifted onto the
+    # floor from its own pose, so a clamp that hardly lifts hardly turns a joint (start_walk_stop,
+    # legs +20%: a solve from the input's pose popped the foot 14.5° in one frame at a hold's end).
+    rng = np.random.default_rng(seed)
+    frames, lengths = 16, (0.45, 0.42, 0.15)
+    rest = quat.normalize(rng.normal(size=(3, 4)))
+    basis = quat.normalize(np.array([1.0, 0.0, 0.0, 0.0]) + 0.3 * rng.normal(size=(frames, 3, 4)))
+    hip = rng.normal(size=(frames, 3))
+    world, (_, knee, ankle, toe) = _fk(hip, rest, basis, lengths)
+    fix = quat.normalize(np.array([1.0, 0.0, 0.0, 0.0]) + 0.2 * rng.normal(size=(frames, 3, 4)))
+    posed = quat.multiply(fix, basis)  # an ease's pose: a correction on each joint
+    posed_world, posed_points = _fk(hip, rest, posed, lengths)
+    lift = np.zeros((frames, 3))
+    lift[:, 2] = rng.uniform(0.0, 0.02, size=frames)
+    lift[:4, 2] = 0.0  # not lifted: the pose as it is
+    lift[4:8, 2] = 1e-4  # hardly lifted
+    out, misses = raised(hip, knee, ankle, toe, world, basis, posed, lift)
+    out_world, out_points = _fk(hip, rest, out, lengths)
+    assert np.allclose(out_points[3], posed_points[3] + lift, atol=1e-9) and np.all(misses < 1e-9)
+    assert np.all(quat.angle_between(out_world[:, 2], posed_world[:, 2]) < 1e-9)  # the foot's own rotation
+    turned = quat.angle_between(out, posed)
+    assert np.all(turned[:4] < 1e-7)
+    assert np.all(turned[4:8] < 0.01)  # 0.1 mm turns no joint by more than a fraction of a degree
