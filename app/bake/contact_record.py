@@ -48,7 +48,6 @@ class TakenBack:
     # (F-Curve, or (path, index, group) where it was removed, its keys before) to put back on failure
     snapshots: list = field(default_factory=list)
     obj: object = None
-    loaded: bool = False  # the record was read (`remainder` is the whole of what is left of it)
     lost: list[str] = field(default_factory=list)  # bones whose entries could not be used (renamed or removed)
 
     def put_back(self) -> None:
@@ -195,7 +194,7 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     if ad is None or ad.action is None or not any(s.contacts for s in specs) or bake_record.RECORD not in ad.action:
         return TakenBack(obj=obj)
     entries = bake_record.load(ad.action)
-    out = TakenBack(remainder=entries, obj=obj, loaded=True)
+    out = TakenBack(remainder=entries, obj=obj)
     scope = _scope(obj, specs)
     slot, handle = bake_record.slot_identifier(obj), bake_record.slot_handle(obj)
     bones = _Bones(obj)
@@ -274,20 +273,27 @@ def _unkeyed(obj, entries: list[Entry], keyed, frames: np.ndarray) -> tuple[list
     return out, True
 
 
+def unkeyed(obj, keyed, frames: np.ndarray) -> None:
+    """A bake without contacts (Bake, IK -> FK) keyed the curves `keyed` (bake_curves.Curve's path and
+    index) over `frames`: the record's entries on them end there (the module's text)."""
+    ad = obj.animation_data
+    action = ad.action if ad is not None else None
+    if not keyed or action is None or bake_record.RECORD not in action:
+        return
+    left, changed = _unkeyed(obj, bake_record.load(action), keyed, frames)
+    if changed:
+        bake_record.store(action, left)
+
+
 def write(
     obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation: str, taken: TakenBack, keyed=()
 ) -> dict:
     """contact_targets.write, with the record of what it wrote and replaced (the record's other
     entries kept, but on the curves `keyed`: the bake's other chains' curves, keyed over its frames,
     bake_curves.Curve's path and index); keys written per bone."""
-    ad = obj.animation_data
-    action = ad.action if ad is not None else None
     if not plants.chains:
         per_bone = contact_targets.write(obj, plants, frames, interpolation)
-        if keyed and action is not None and bake_record.RECORD in action:  # a bake without contacts
-            left, changed = _unkeyed(obj, taken.remainder if taken.loaded else bake_record.load(action), keyed, frames)
-            if changed:
-                bake_record.store(action, left)
+        unkeyed(obj, keyed, frames)
         return per_bone
     curves: list[Entry] = []
     per_bone = contact_targets.write(obj, plants, frames, interpolation, curves)

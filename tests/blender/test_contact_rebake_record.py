@@ -193,3 +193,15 @@ def test_a_planted_leg_with_ik_stretch_keys_no_scale(scene):
     bake(True)
     bake(True)
     assert not [fc.data_path for fc in keys.assigned_fcurves(obj) if fc.data_path.endswith(".scale")]
+
+
+def test_an_ik_to_fk_bake_ends_the_record_on_the_curves_it_keys(scene):
+    """IK -> FK keying the shin (to follow the spine): the record of the shin's curves is gone over
+    its range, the thigh's stays."""
+    from chain_ik.rig import bake_record
+
+    obj = built_walk(**VARIANTS["knee-keyed"])
+    bake(True)
+    assert bpy.ops.chain_ik.bake_fk(pairs="shin:spine", frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
+    paths = {e.path for e in bake_record.load(obj.animation_data.action)}
+    assert SHIN not in paths and 'pose.bones["thigh"].rotation_quaternion' in paths, paths
