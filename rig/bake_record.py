@@ -11,12 +11,13 @@ what to take back lives in app.bake.contact_record; here, the bpy reads and writ
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import keys
-from .key_reads import KEY_ATTRIBUTES, filled, read_keys
+from .key_reads import KEY_ATTRIBUTES, filled, read_keys, shared_row
 
 RECORD = "chain_ik_planted_bake"
 _HANDLES = ("handle_left", "handle_right")
@@ -108,7 +109,7 @@ def _split(array: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
 
 def load(action) -> list[Entry]:
     """The action's record (empty without one); every array a copy (the property's buffer dies
-    with the file)."""
+    with the file), a row every removed key shares the cached read-only one (key_reads.shared_row)."""
     if action is None or RECORD not in action:
         return []
     group = action[RECORD]
@@ -122,31 +123,37 @@ def load(action) -> list[Entry]:
     handles = np.array(group["handles"], dtype=bool)
     handle_rows = _split(np.array(group.get("rows_handles", ()), dtype=np.float32).reshape(-1, 4), removed * handles)
     stored = {name: np.array(group[name]) for name in group.keys() if name.startswith(("same_", "rows_"))}
-    rows_at = dict.fromkeys(stored, 0)
     count = len(names)
-    handles_of = np.array(group.get("slot_handles", [np.nan] * count), dtype=float)
-    rest_of = np.array(group.get("rests", [np.nan] * (6 * count)), dtype=np.float32).reshape(count, 6)
+    # Per attribute: its value per curve as Python floats (NaN: the curve's rows follow in rows_),
+    # its rows and where the next curve's start; a record from before the selection was kept has
+    # none of it (its keys come back selected).
+    shared = [
+        (name, dtype, stored[f"same_{name}"].tolist(), stored.get(f"rows_{name}"), [0])
+        for name, dtype in _SHARED
+        if f"same_{name}" in stored
+    ]
+    removed_of, static_of, handles_of = removed.tolist(), static.tolist(), handles.tolist()
+    slots = np.array(group.get("slot_handles", [math.nan] * count), dtype=float).tolist()
+    rest_of = np.array(group.get("rests", [math.nan] * (6 * count)), dtype=np.float32).reshape(count, 6)
     out = []
     for i, (slot, path, index) in enumerate(names):
-        m = int(removed[i])
+        m = removed_of[i]
         taken = {}
         if m:
             taken["co"] = co[i]
-            for name, dtype in _SHARED:
-                if f"same_{name}" not in stored:  # (a record from before the selection was kept)
-                    continue
-                same = stored[f"same_{name}"][i]
-                if np.isfinite(same):
-                    taken[name] = np.array([[same]], dtype=dtype)
+            for name, dtype, same_of, rows, at in shared:
+                same = same_of[i]
+                if math.isfinite(same):
+                    taken[name] = shared_row(same, dtype)
                 else:
-                    at = rows_at[f"rows_{name}"]
-                    taken[name] = stored[f"rows_{name}"][at : at + m].astype(dtype).reshape(m, 1)
-                    rows_at[f"rows_{name}"] = at + m
-            if handles[i]:
+                    taken[name] = rows[at[0] : at[0] + m].astype(dtype).reshape(m, 1)
+                    at[0] += m
+            if handles_of[i]:
                 taken["handle_left"], taken["handle_right"] = handle_rows[i][:, :2], handle_rows[i][:, 2:]
-        handle = None if np.isnan(handles_of[i]) else int(handles_of[i])
-        rest = None if np.isnan(rest_of[i]).any() else rest_of[i].copy()
-        out.append(Entry(slot, path, int(index), frames[i], values[i], taken, float(static[i]), handle, rest))
+        handle = None if math.isnan(slots[i]) else int(slots[i])
+        rest = rest_of[i]
+        rest = None if np.isnan(rest[0]) else rest.copy()
+        out.append(Entry(slot, path, int(index), frames[i], values[i], taken, static_of[i], handle, rest))
     return out
 
 

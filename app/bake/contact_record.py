@@ -99,7 +99,8 @@ def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
 
     def part(written, removed) -> Entry:
         taken = bake_record.subset(entry.removed, removed)
-        return replace(entry, frames=entry.frames[written], values=entry.values[written], removed=taken)
+        frames, values = entry.frames[written], entry.values[written]
+        return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static, entry.handle, entry.rest)
 
     return part(inside, gone), part(~inside, ~gone)
 
@@ -211,7 +212,8 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
         if followed is None:  # its bone renamed or removed: the record of it dropped (said in the report)
             out.lost.append(bake_record.bone_of(entry.path))
             continue
-        entry = replace(followed, slot=slot)
+        entry = followed
+        entry.slot = slot  # (a renamed slot's new identifier; the entries are load()'s own)
         if entry.path not in scope:
             remainder.append(entry)
             continue

@@ -205,3 +205,25 @@ def test_an_ik_to_fk_bake_ends_the_record_on_the_curves_it_keys(scene):
     assert bpy.ops.chain_ik.bake_fk(pairs="shin:spine", frame_start=FIRST, frame_end=LAST) == {"FINISHED"}
     paths = {e.path for e in bake_record.load(obj.animation_data.action)}
     assert SHIN not in paths and 'pose.bones["thigh"].rotation_quaternion' in paths, paths
+
+
+def test_every_contact_dropped_a_rebake_gives_the_capture_back_as_it_was(scene):
+    """Every Contact key turned off after a bake: the re-bake takes every planted key back and plants
+    nothing, and every key is the capture's again, every attribute (selection, handles of every
+    type, interpolation, easing) as it was before the first bake."""
+    from chain_ik.rig import contacts
+
+    obj = built_walk(**VARIANTS["knee-keyed"])
+    mixed_keys(obj)
+    unselected_keys(obj)
+    motion = {k for k in every_key(obj) if "chain_ik" not in k[0]}  # (not the Contact keys)
+    capture = every_key(obj)
+    bake(True)
+    baked = every_key(obj)
+    assert [k for k in motion if baked[k].tobytes() != capture[k].tobytes()]
+    for point in contacts.contact_curve(obj, obj.chain_ik.chains[0]).keyframe_points:
+        point.co[1] = 0.0
+    bake(True)
+    after = every_key(obj)
+    assert {k for k in after if "chain_ik" not in k[0]} == motion
+    assert_same_keys({k: after[k] for k in motion}, {k: capture[k] for k in motion})
