@@ -11,9 +11,11 @@ what to take back lives in app.bake.contact_record; here, the bpy reads and writ
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
+import bpy
 import numpy as np
 
 from . import keys
@@ -213,8 +215,8 @@ def keys_of(fc, co: np.ndarray | None = None) -> dict[str, np.ndarray]:
 def rebuild(fc, keep: np.ndarray, added: dict[str, np.ndarray], current: dict | None = None) -> None:
     """`fc` with its keys `keep` (a mask) and the keys `added` (attribute -> (m, width) or a shared
     (1, width) row; the handles may be left out where update() places them, the selection where
-    not known: then set), every attribute as given; then update(). `current`: `keys_of(fc)` as read, nothing
-    written since (not read again)."""
+    not known: then set), every attribute as given; then update(). `current`: `keys_of(fc)` as
+    read, nothing written since (not read again)."""
     if current is None:
         current = keys_of(fc) if len(fc.keyframe_points) else {}
     kept = subset(current, keep)
@@ -261,10 +263,9 @@ def put_back(fc, snapshot: dict[str, np.ndarray]) -> None:
     fc.update()
 
 
+@functools.lru_cache(maxsize=4096)  # (a bake asks for the same few paths, bake after bake)
 def bone_of(path: str) -> str | None:
     """The bone a pose bone's data path names (None for another path)."""
-    import bpy
-
     head, end = 'pose.bones["', path.rfind('"].')
     if not path.startswith(head) or end < len(head):
         return None
