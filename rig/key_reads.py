@@ -31,12 +31,14 @@ PLACED_HANDLES = (1, 3, 4)
 _PLACED = np.isin(np.arange(256), PLACED_HANDLES)  # by enum value (np.isin itself costs ~0.1 ms a call)
 HANDLES = ("handle_left", "handle_right")
 HANDLE_TYPES = ("handle_left_type", "handle_right_type")
-# What `replaced` keeps besides co and the handles: the one-value attributes but the selection (a
-# bool read costs as much as the rest together; a key put back is selected, as a new key is).
-REPLACED = frozenset(name for name, width, _ in KEY_ATTRIBUTES if width == 1 and not name.startswith("select_"))
-# The types read_keys reads them in: Blender's own, copied in one pass.
+# What `replaced` keeps besides co and the handles: every one-value attribute, the selection too (a
+# key put back comes back selected or not as it was: a user's Graph Editor selection stays).
+REPLACED = frozenset(name for name, width, _ in KEY_ATTRIBUTES if width == 1)
+# The types read_keys reads them in: Blender's own, copied in one pass (the flags as booleans).
 REPLACED_TYPES = tuple(
-    (name, np.uint8 if dtype is np.int32 else dtype) for name, width, dtype in KEY_ATTRIBUTES if name in REPLACED
+    (name, np.bool_ if name.startswith("select_") else np.uint8 if dtype is np.int32 else dtype)
+    for name, width, dtype in KEY_ATTRIBUTES
+    if name in REPLACED
 )
 
 

@@ -276,7 +276,7 @@ def write_keys_in(
     share them). `co`: the curve's keys' co (float32, 2 per key) as the caller read them with nothing
     written since (rig.sampling.curve_values' `read`), not read again; it is written over.
     `replaced` (a dict): filled with the keys replaced, as the write reads them (rig.bake_record
-    keeps them to put back): "co" (m, 2); each one-value attribute but the selection (m, 1), or
+    keeps them to put back): "co" (m, 2); each one-value attribute, the selection too (m, 1), or
     (1, 1) where every key of the curve shares it; "handle_left" and "handle_right" (m, 2) unless
     every replaced key's handle types are ones FCurve.update() places (key_reads.PLACED_HANDLES). Nothing
     replaced: left empty."""

@@ -182,7 +182,8 @@ def bake_steps(
             taken.put_back()  # (review12b: a refusal here left the last bake taken back, nothing keyed)
             raise
         # Chains with contacts: their changed frames only (app.bake.contact_targets).
-        planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken)
+        # (the record's entries on the curves the other chains keyed end there: rebake14)
+        planted_keys = contact_record.write(obj, plants, frames, options.interpolation, taken, curves)
         bone_keys.update(planted_keys)
         for planted in plants.chains:
             label, tip = planted.spec.label, planted.spec.tip

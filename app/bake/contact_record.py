@@ -14,11 +14,18 @@ equals a bake of the capture with the edited contacts.
 Taken back: the planted legs' rotation curves and the location curves of the bones above them
 (the hips Move Root lowers, whether or not Move Root is on now), over the bake's frames only; the
 record's other entries stay. A bake that fails or is cancelled puts the curves back as they were.
+
+The record speaks for the last planted bake's keys only while they are that bake's: per key, while
+still exactly there (an edit is the user's); per curve, until any bake keys that curve over those
+frames (a bake without contacts too, `write`'s `keyed`: its keys were made from the motion as it
+then played, and what the planted bake removed under them is gone with them). A slot is found by
+its handle, a bone by its name and rest, else by its rest (renamed since), else by its name (its
+rest edited); an entry whose bone is found no way cannot be used: dropped, and the report says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,6 +48,7 @@ class TakenBack:
     # (F-Curve, or (path, index, group) where it was removed, its keys before) to put back on failure
     snapshots: list = field(default_factory=list)
     obj: object = None
+    lost: list[str] = field(default_factory=list)  # bones whose entries could not be used (renamed or removed)
 
     def put_back(self) -> None:
         """The curves as they were before `take_back` (the bake failed or was cancelled)."""
@@ -53,14 +61,21 @@ class TakenBack:
         self.snapshots = []
 
     def sentence(self) -> str:
-        """The report's line ('' when nothing was taken back or kept)."""
-        if not self.restored and not self.kept:
-            return ""
-        kept = f"; kept {self.kept} key(s) edited, moved or deleted since, as the motion" if self.kept else ""
-        return (
-            f"re-bake: the last planted bake's keys taken back to the motion it read on {self.curves}"
-            f" F-Curve(s) ({self.restored} keys) before baking{kept}"
-        )
+        """The report's line ('' when nothing was taken back, kept or lost)."""
+        parts = []
+        if self.restored or self.kept:
+            kept = f"; kept {self.kept} key(s) edited, moved or deleted since, as the motion" if self.kept else ""
+            parts.append(
+                f"re-bake: the last planted bake's keys taken back to the motion it read on {self.curves}"
+                f" F-Curve(s) ({self.restored} keys) before baking{kept}"
+            )
+        if self.lost:
+            names = ", ".join(f"'{n}'" for n in sorted(set(self.lost)))
+            parts.append(
+                f"re-bake: the last planted bake's record of bone(s) {names} could not be used (no such bone"
+                " now, nor one with its rest: renamed or removed since); their keys are read as the motion"
+            )
+        return "; ".join(parts)
 
 
 def _scope(obj, specs: list[ChainSpec]) -> set[str]:
@@ -85,7 +100,7 @@ def _split(entry: Entry, low: float, high: float) -> tuple[Entry, Entry]:
     def part(written, removed) -> Entry:
         taken = bake_record.subset(entry.removed, removed)
         frames, values = entry.frames[written], entry.values[written]
-        return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static)
+        return Entry(entry.slot, entry.path, entry.index, frames, values, taken, entry.static, entry.handle, entry.rest)
 
     return part(inside, gone), part(~inside, ~gone)
 
@@ -129,6 +144,48 @@ def _among(values: np.ndarray, pool: np.ndarray) -> np.ndarray:
     return pool[np.minimum(np.searchsorted(pool, values), len(pool) - 1)] == values
 
 
+def _slot_of(entry: Entry, identifier: str, handle: int | None) -> bool:
+    """`entry` is of the slot animating the object (by its handle where both are known: a renamed slot
+    keeps it)."""
+    if entry.handle is not None and handle is not None:
+        return entry.handle == handle
+    return entry.slot == identifier
+
+
+class _Bones:
+    """Finds an entry's bone (a bone can be renamed, or another take its name): the bone of that name
+    with the recorded rest; else the one bone with that rest (renamed since); else the bone of that
+    name (its rest edited since); else none."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.rest_of: dict[str, bytes | None] = {}  # the bones' rests by name, as read
+        self.by_rest: dict | None = None  # rest -> bone names, read at the first bone not found by name
+
+    def _rest(self, name: str) -> bytes | None:
+        if name not in self.rest_of:
+            rest = bake_record.bone_rest(self.obj, name)
+            self.rest_of[name] = None if rest is None else rest.tobytes()
+        return self.rest_of[name]
+
+    def follow(self, entry: Entry) -> Entry | None:
+        """`entry` on its bone's path now, or None: lost."""
+        name = bake_record.bone_of(entry.path)
+        if name is None:
+            return entry
+        here = self._rest(name)
+        if entry.rest is None or here == entry.rest.tobytes():
+            return entry if here is not None else None
+        if self.by_rest is None:
+            self.by_rest = {}
+            for bone, rest in bake_record.rests(self.obj).items():
+                self.by_rest.setdefault(rest, []).append(bone)
+        found = self.by_rest.get(entry.rest.tobytes(), [])
+        if len(found) == 1:
+            return replace(entry, path=bake_record.renamed(entry.path, found[0]))
+        return entry if here is not None else None
+
+
 def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     """Take the last planted bake's keys on the legs of `specs` back to what that bake read, over
     `frames` (see the module's text); call before the bake reads the motion. ValueError (nothing
@@ -140,14 +197,24 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     entries = bake_record.load(ad.action)
     out = TakenBack(remainder=entries, obj=obj)
     scope = _scope(obj, specs)
-    slot = bake_record.slot_identifier(obj)
+    slot, handle = bake_record.slot_identifier(obj), bake_record.slot_handle(obj)
+    bones = _Bones(obj)
     at = keys.action_frames(obj, frames)
     low = np.float32(at.min() - keys.FRAME_EPSILON)
     high = np.float32(at.max() + keys.FRAME_EPSILON)
     plans, remainder = [], []
     curves = bake_record.curves_of(obj)  # (looked up once: keys.assigned_fcurve would per curve)
     for entry in entries:
-        if entry.slot != slot or entry.path not in scope:
+        if not _slot_of(entry, slot, handle):
+            remainder.append(entry)
+            continue
+        followed = bones.follow(entry)
+        if followed is None:  # its bone renamed or removed: the record of it dropped (said in the report)
+            out.lost.append(bake_record.bone_of(entry.path))
+            continue
+        entry = followed
+        entry.slot = slot  # (a renamed slot's new identifier; the entries are load()'s own)
+        if entry.path not in scope:
             remainder.append(entry)
             continue
         inside, outside = _split(entry, low, high)
@@ -187,12 +254,58 @@ def take_back(obj, specs: list[ChainSpec], frames: np.ndarray) -> TakenBack:
     return out
 
 
-def write(obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation: str, taken: TakenBack) -> dict:
+def _unkeyed(obj, entries: list[Entry], keyed, frames: np.ndarray) -> tuple[list[Entry], bool]:
+    """`entries` less their part on the curves `keyed` (path, index) over `frames` (another bake keyed
+    them there: the keys are that bake's now); whether any changed."""
+    slot, handle = bake_record.slot_identifier(obj), bake_record.slot_handle(obj)
+    on = {(c.path, c.index) for c in keyed}
+    hit = [(e.path, e.index) in on and _slot_of(e, slot, handle) for e in entries]
+    if not any(hit):
+        return entries, False
+    at = keys.action_frames(obj, frames)
+    low = np.float32(at.min() - keys.FRAME_EPSILON)
+    high = np.float32(at.max() + keys.FRAME_EPSILON)
+    out = []
+    for entry, cut in zip(entries, hit, strict=True):
+        if cut:
+            entry = _split(entry, low, high)[1]
+            if not len(entry.frames) and not len(entry.removed_frames):
+                continue
+        out.append(entry)
+    return out, True
+
+
+def unkeyed(obj, keyed, frames: np.ndarray) -> None:
+    """A bake without contacts (Bake, IK -> FK) keyed the curves `keyed` (bake_curves.Curve's path and
+    index) over `frames`: the record's entries on them end there (the module's text)."""
+    ad = obj.animation_data
+    action = ad.action if ad is not None else None
+    if not keyed or action is None or bake_record.RECORD not in action:
+        return
+    left, changed = _unkeyed(obj, bake_record.load(action), keyed, frames)
+    if changed:
+        bake_record.store(action, left)
+
+
+def write(
+    obj, plants: contact_targets.Plants, frames: np.ndarray, interpolation: str, taken: TakenBack, keyed=()
+) -> dict:
     """contact_targets.write, with the record of what it wrote and replaced (the record's other
-    entries kept); keys written per bone."""
+    entries kept, but on the curves `keyed`: the bake's other chains' curves, keyed over its frames,
+    bake_curves.Curve's path and index); keys written per bone."""
     if not plants.chains:
-        return contact_targets.write(obj, plants, frames, interpolation)
+        per_bone = contact_targets.write(obj, plants, frames, interpolation)
+        unkeyed(obj, keyed, frames)
+        return per_bone
     curves: list[Entry] = []
     per_bone = contact_targets.write(obj, plants, frames, interpolation, curves)
-    bake_record.store(obj.animation_data.action, taken.remainder + curves)
+    slot, handle = bake_record.slot_identifier(obj), bake_record.slot_handle(obj)  # (the slot assigned now)
+    rests: dict = {}
+    for entry in curves:
+        bone = bake_record.bone_of(entry.path)
+        if bone not in rests:
+            rests[bone] = bake_record.bone_rest(obj, bone) if bone is not None else None
+        entry.slot, entry.handle, entry.rest = slot, handle, rests[bone]
+    remainder = _unkeyed(obj, taken.remainder, keyed, frames)[0] if keyed else taken.remainder
+    bake_record.store(obj.animation_data.action, remainder + curves)
     return per_bone

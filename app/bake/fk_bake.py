@@ -274,6 +274,7 @@ def bake_fk(
         curves = bake.key_curves(obj, frames, values, options)
         keyed = True
         count = sum(bake.write_curves(obj, curves, options).values())
+        bake.contact_record.unkeyed(obj, curves, frames)  # a planted bake's record ends on the curves keyed
         live_off = live.switch_off(obj, plan.fk_names)  # Live would pose them again over the keys
         _put_back(obj, held)  # the playback starts where the keys' pass did
         worst_angle, worst_distance, worst_stretch, keyed_angle = _playback(
