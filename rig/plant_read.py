@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solvers import quat
-from . import euler_series, keys, modes, pose_frames
+from . import euler_series, key_continuity, keys, modes, pose_frames
 from .pose_frames import det3, inverse3
 from .steps import run_to_end
 
@@ -228,6 +228,7 @@ def channel_runs(
     runs: list[tuple[int, int]],
     use_locks: bool = True,
     notes: list[str] | None = None,
+    kept: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Per bone of `leg`: `channel_values` of its rotations `quats` (F, 3, 4) on each of `runs`
     ((first, end) frame indices), one table of the runs one after the other, each run continuous
@@ -235,7 +236,10 @@ def channel_runs(
     together (rig.euler_series: the same figures as mathutils frame by frame, in one pass over
     every run); the others, and any where it does not serve, run by run. `use_locks`: the chain's
     Respect Locks (off: locked channels turn like the others). `notes` (a list) gets why the
-    whole-column conversion did not serve an Euler bone it could have (converted frame by frame)."""
+    whole-column conversion did not serve an Euler bone it could have (converted frame by frame).
+    `kept` (F,) bool: the frames whose input values the caller keys (the frames it did not change):
+    each stretch of the others then meets them on both sides (rig.key_continuity), not only the
+    run's first frame."""
     rows = run_rows(runs)
     starts = np.cumsum([0] + [end - first for first, end in runs[:-1]])
     out: list[np.ndarray | None] = [None] * len(leg.names)
@@ -267,7 +271,21 @@ def channel_runs(
                 channel_values(obj, leg, b, quats[first:end, b], leg.values[b][first], use_locks) for first, end in runs
             ]
             out[b] = np.concatenate(parts) if parts else np.zeros((0, leg.values[b].shape[1]))
+    if kept is not None and runs:
+        out = [_meet_kept(obj, leg, b, quats[:, b], rows, table, kept, use_locks) for b, table in enumerate(out)]
     return out
+
+
+def _meet_kept(obj, leg: LegFrames, bone: int, quats, rows, table, kept, use_locks: bool) -> np.ndarray:
+    """`table` (the bone's values on `rows`) with each stretch of written frames (in `rows`, not
+    `kept`) continuous with the input's values on the frames either side (key_continuity.meet_segments)."""
+    full = leg.values[bone].copy()
+    full[rows] = table
+    written = np.zeros(len(full), dtype=bool)
+    written[rows] = ~kept[rows]
+    locks = modes.locks(obj.pose.bones[leg.names[bone]]) if use_locks else modes.NO_LOCKS
+    met = key_continuity.meet_segments(leg.modes[bone], full, quats, written, leg.values[bone], locks)
+    return table if met is full else met[rows]
 
 
 def rotation_path(obj, name: str) -> str:

@@ -327,7 +327,7 @@ def solve_steps(
         rows = plant_read.run_rows(runs)
         keep = ~changed[rows]  # unchanged frames keep their input values exactly
         notes = [leg_checks.leg_note(obj, names, spec.use_limits)]
-        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs, spec.use_locks, notes)):
+        for b, new in enumerate(plant_read.channel_runs(obj, leg, solved, runs, spec.use_locks, notes, ~changed)):
             table = leg.values[b].copy()
             new[keep] = leg.values[b][rows][keep]
             table[rows] = new
