@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from . import modes
+from . import keys, modes
 
 # Channel values this close (each) are one representation: two differ by a sign or a turn's share.
 SAME = 1e-4
@@ -124,3 +124,45 @@ def meet_segments(
             out = out.copy() if out is table else out
             out[first:end] = met
     return out
+
+
+def kept_after(obj, names, frame: float) -> dict[str, np.ndarray]:
+    """Bone -> (channels,) its rotation keys on the first key frame after (action) `frame`, for the
+    bones of `names` whose channels all have their next key on that one frame: the kept key a bake's
+    last written frame plays toward (the others left out: no key after it, or on other frames)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return {}
+    paths = {keys.data_path(n, keys.rotation_property(obj.pose.bones[n])): n for n in names}
+    curves: dict[str, dict] = {}
+    for fc in keys.assigned_fcurves(obj):
+        if fc.data_path in paths:
+            curves.setdefault(paths[fc.data_path], {})[fc.array_index] = fc
+    out = {}
+    for name, channels in curves.items():
+        pbone = obj.pose.bones[name]
+        values = _next_key(channels, len(getattr(pbone, keys.rotation_property(pbone))), frame)
+        if values is not None:
+            out[name] = values
+    return out
+
+
+def _next_key(channels: dict, width: int, frame: float) -> np.ndarray | None:
+    values, at = [], None
+    for index in range(width):
+        fc = channels.get(index)
+        count = 0 if fc is None else len(fc.keyframe_points)
+        if not count:
+            return None
+        co = np.empty(2 * count, dtype=np.float32)
+        fc.keyframe_points.foreach_get("co", co)
+        times = co[0::2]
+        later = np.flatnonzero(times > frame + keys.FRAME_EPSILON)
+        if not len(later):
+            return None
+        first = int(later[np.argmin(times[later])])
+        if at is not None and abs(float(times[first]) - at) > keys.FRAME_EPSILON:
+            return None
+        at = float(times[first])
+        values.append(float(co[2 * first + 1]))
+    return np.array(values)

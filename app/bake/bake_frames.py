@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ... import rig
-from ...rig import modes, sequence
+from ...rig import key_continuity, modes, sequence
 from ..spec import ChainSpec, groups
 from .bake_unit import UnitFrames
 
@@ -72,11 +72,19 @@ class FrameUnits:
         for unit in self.per_frame:
             unit.step(self, k, frame, obj_eval, depsgraph, space)
 
-    def result(self) -> Solved:
-        """The solved frames as keys: one conversion for every unit (`rig.sequence.channel_values`)."""
+    def result(self, last: float | None = None) -> Solved:
+        """The solved frames as keys: one conversion for every unit (`rig.sequence.channel_values`),
+        continuous from the first frame's pose and meeting the bone's kept key after (action) frame
+        `last`, the range's last, where there is one (rig.key_continuity: an axis-angle range would
+        otherwise play through a near-zero axis into it)."""
+        kept = {} if last is None else key_continuity.kept_after(self.obj, list(self.quats), last)
         for name, quats in self.quats.items():
             mode = self.obj.pose.bones[name].rotation_mode
             values = sequence.channel_values(mode, quats, self.first[name], self.locks[name])
+            after = kept.get(name)
+            if after is not None:  # (the pose's own values on the first frame stand for the key before)
+                before = np.array(self.first[name])
+                values = key_continuity.meet(mode, values, quats, before, after, self.locks[name])
             if not np.all(np.isfinite(values)):
                 raise ValueError(f"the solved rotation of bone '{name}' is not finite; nothing was keyed")
             self.solved.values[name] = values

@@ -164,7 +164,7 @@ def solve_frames(
         # A modal bake (`stepwise`) yields between chunks of frames so Esc can stop it.
         for _ in unit.solve_carried(state, CHUNK if stepwise else n, report):
             yield "solve"
-    solved = state.result()
+    solved = state.result(float(keys.action_frames(obj, np.asarray(frames[-1:], dtype=float))[0]))
     solved.posed = bool(others)  # only a unit solved frame by frame writes the pose (bake_unit.step)
     kernel = SAMPLED_GROUP if direct else PER_FRAME
     for unit in state.units:

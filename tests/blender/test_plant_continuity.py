@@ -192,22 +192,7 @@ def test_meet_turns_quaternions_and_euler_to_the_kept_key_after(ext, mode):
     assert np.allclose(key_continuity.meet(mode, values, quats, None, after), other, atol=1e-5)
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        pytest.param(
-            "AXIS_ANGLE",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the ordinary bake's keys run continuous from the range's first frame and do not meet"
-                " the kept key after its last (app.bake.bake_frames.FrameUnits.result: rig.key_continuity.meet"
-                " with that key would)",
-            ),
-        ),
-        "QUATERNION",
-        "XYZ",
-    ],
-)
+@pytest.mark.parametrize("mode", ["AXIS_ANGLE", "QUATERNION", "XYZ"])
 def test_an_ordinary_bake_of_part_of_the_range_meets_the_kept_keys(scene, mode):
     """No contacts: each thigh a one-bone chain reaching for an empty that follows its input tail
     (the bake reproduces the input), baked over frames 20-100 of 1-120: the half frames 19.5 and
