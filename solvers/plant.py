@@ -231,6 +231,22 @@ def kept_above(rest, planted, ankle, offsets) -> np.ndarray:
     return out
 
 
+def unless_near(rest, planted, heights, tolerance: float) -> np.ndarray:
+    """(F,) `rest` with each run of `planted` whose rest is not below `heights` (F,) on its first frame
+    (where the plan would hold it: heel_first's points) by more than `tolerance` given that height
+    instead: a tip that lands about where it settles (capture noise, a bobbing walk) keeps today's
+    hold to the bit, no snap eased in before it, and a hold is only lowered (to where a tip still
+    coming down settles), never raised above where it lands."""
+    rest = _check_rest(rest, len(rest))
+    flags = _check_planted(planted, len(rest))
+    heights = _check_rest(heights, len(rest))
+    out = rest.copy()
+    for start, end in contact_runs(flags):
+        if rest[start] >= heights[start] - tolerance:  # (above it: a hold is only ever lowered)
+            out[start:end] = heights[start]
+    return out
+
+
 def plan(points, planted, fps: float, blend: float | None = None, ground=None, clearance=0.0, rest=None) -> PlantPlan:
     """The planted tip's target on each frame (module docstring): `points` (F, 3) the input tip,
     `planted` (F,) its contact flags, `fps` frames per second, `blend` ease-out frames (None:

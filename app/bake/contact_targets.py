@@ -49,6 +49,9 @@ FRAME_BY_FRAME = "legs read frame by frame"
 # Without a ground, a tip has landed once within this share of its contact's Height above the height
 # it settles at (plant.settled): held from there, not from where it first comes within Height.
 SETTLED_SHARE = 1.0 / 3.0
+# ... and a hold whose height is within this share of the Height of where it settles keeps its own
+# (plant.unless_near: a bobbing walk's few mm are not a landing still under way).
+REST_SLACK = 0.1
 
 
 @dataclass
@@ -273,6 +276,7 @@ def solve_steps(
         first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down, *pivots)
         if rest is not None:
             rest = plant.kept_above(rest, first.planted, leg.heel_world, first.offset + leg.heel_world - toe)
+            rest = plant.unless_near(rest, first.planted, first.points[:, 2], REST_SLACK * settings.height)
         rests.append(rest)
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, under, rest=rest)))
     moved = None

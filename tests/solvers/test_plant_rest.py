@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.plant import kept_above, plan, settle_heights, settled
+from solvers.plant import kept_above, plan, settle_heights, settled, unless_near
 
 FPS = 24.0
 
@@ -79,3 +79,14 @@ def test_kept_above_keeps_the_held_ankle_no_lower_than_the_captures_lowest():
     assert out[2:15] == pytest.approx(max(rest[2], lowest - 0.03))
     assert np.all(out[2:15] + offsets[2:15, 2] >= lowest - 1e-12)
     assert kept_above(rest, planted, ankle, ankle - tip)[2] == rest[2]  # already above: unchanged
+
+
+def test_a_rest_near_where_the_hold_is_keeps_todays_hold():
+    tip, planted = _landing()
+    rest = settle_heights(tip, planted, planted, FPS)
+    assert unless_near(rest, planted, tip[:, 2], 0.01)[2] == rest[2]  # 25 mm under 60: lowered
+    near = unless_near(rest, planted, tip[:, 2], 0.04)
+    assert np.all(near[2:15] == tip[2, 2])
+    assert (
+        plan(tip, planted, FPS, blend=4, rest=near).target.tolist() == plan(tip, planted, FPS, blend=4).target.tolist()
+    )
