@@ -12,6 +12,8 @@ Rules (the issue's, and the choices they leave open):
 - **Hold.** During a contact the target is constant: the point where the plan has the tip on the
   contact's first frame, which is the input's own position there (so touchdown adds no jump of
   its own), put onto the ground when there is one (height = ground + clearance on that frame).
+  Without one, a caller may give the height each contact's hold takes (`rest`: where the tip
+  settles, `settle_heights`), snapped to as onto a ground (the snap eased in before the contact).
 - **Ease out.** On the `blend` frames after a contact the target eases from the held point back
   to the input: target = (1 - w) input + w held, with w = 1 - smoothstep(k / (blend + 1)) on the
   k-th frame after the contact's last (k = 1..), 0 from k = blend + 1 on. Smoothstep's slope is 0
@@ -81,6 +83,8 @@ from .contacts import (
 from .foot_metrics import Slide, foot_slide, lowest_height
 
 BLEND_SECONDS = 0.15
+# Without a ground a hold takes the tip's median height over this long after it lands (settle_heights).
+SETTLE_SECONDS = 0.2
 STEEPEST = 1.5  # smoothstep's largest slope (at 1/2): no frame of an ease moves more than 1.5 / (n + 1) of it
 
 
@@ -159,25 +163,118 @@ def _check_clearance(clearance, frames: int) -> np.ndarray:
     return array
 
 
-def plan(points, planted, fps: float, blend: float | None = None, ground=None, clearance=0.0) -> PlantPlan:
+def _check_rest(rest, frames: int) -> np.ndarray:
+    array = np.asarray(rest, dtype=float)
+    if array.shape != (frames,):
+        raise ValueError(f"rest heights must be one per frame ({frames}), got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError("rest heights are not finite")
+    return array
+
+
+def settle_heights(tip, planted, down, fps: float, seconds: float = SETTLE_SECONDS) -> np.ndarray:
+    """(F,) for `plan`'s `rest` without a ground: on each contact run of `planted` (the contacts, or
+    the flags the plan holds on: runs within them), the height the input tip (F, 3) settles at as
+    it lands: the median of its heights on the run's frames where it is down (`down`, tip_down's
+    flags) within `seconds` of the first (the run's first `seconds` where it is never down); the
+    tip's own height outside runs (never read). Why not the height on the hold's first frame: the
+    tip counts as down within the contact's Height of its lowest, and lands still coming down
+    through it (a user trial, the CMU walk with legs x1.2: held at 52.8 mm for the whole stance,
+    the capture's tip settled at 23-27 mm). Why not the whole contact's: a long contact of several
+    placements (standing, pivots, a crouch) then holds its first one where a later one settles,
+    the ankle far below the capture's."""
+    tip = check_points(tip, "planted points")
+    flags, down = _check_planted(planted, len(tip)), _check_planted(down, len(tip))
+    span = max(1, int(round(check_fps(fps) * seconds)))
+    out = tip[:, 2].copy()
+    for start, end in contact_runs(flags):
+        landed = np.flatnonzero(down[start:end])
+        first = start + (int(landed[0]) if len(landed) else 0)
+        rows = np.arange(first, min(end, first + span))
+        if len(landed):
+            rows = rows[down[rows]]
+        out[start:end] = float(np.median(tip[rows, 2]))
+    return out
+
+
+def settled(down, tip, rest, tolerance: float) -> np.ndarray:
+    """(F,) bool: `down` (tip_down's flags) from the first frame of each of its runs on which the tip
+    (F, 3) is within `tolerance` above its `rest` height there (`settle_heights`) on: where the tip
+    has landed, not where it is still coming down through the contact's Height (a run it never
+    comes that near keeps its frames). For a plan without a ground: held from there, the frames
+    before turn the foot about its heel (heel_first)."""
+    tip = check_points(tip, "planted points")
+    down = _check_planted(down, len(tip))
+    rest = _check_rest(rest, len(tip))
+    out = down.copy()
+    for start, end in contact_runs(down):
+        near = np.flatnonzero(tip[start:end, 2] <= rest[start:end] + tolerance)
+        if len(near):
+            out[start : start + int(near[0])] = False
+    return out
+
+
+def kept_above(rest, planted, ankle, offsets) -> np.ndarray:
+    """(F,) `rest` (settle_heights) raised, run by run of `planted` (the flags the plan holds on), so
+    that the held foot's ankle (the hold's height plus the z of `offsets` (F, 3): the ankle's offset
+    from the held point per frame, the foot's pitch kept) is nowhere lower than the input's `ankle`
+    (F, 3) at its lowest in that run: a tip held where it settles does not push the ankle below
+    where the capture ever has it (a contact where the foot stands on its heel, toe up, would)."""
+    rest = _check_rest(rest, len(rest))
+    flags = _check_planted(planted, len(rest))
+    ankle = check_points(ankle, "ankle positions")
+    offsets = check_points(offsets, "ankle offsets")
+    out = rest.copy()
+    for start, end in contact_runs(flags):
+        lowest = float(ankle[start:end, 2].min() - offsets[start:end, 2].min())
+        out[start:end] = np.maximum(rest[start:end], lowest)
+    return out
+
+
+def unless_near(rest, planted, heights, tolerance: float) -> np.ndarray:
+    """(F,) `rest` with each run of `planted` whose rest is not below `heights` (F,) on its first frame
+    (where the plan would hold it: heel_first's points) by more than `tolerance` given that height
+    instead: a tip that lands about where it settles (capture noise, a bobbing walk) keeps today's
+    hold to the bit, no snap eased in before it, and a hold is only lowered (to where a tip still
+    coming down settles), never raised above where it lands."""
+    rest = _check_rest(rest, len(rest))
+    flags = _check_planted(planted, len(rest))
+    heights = _check_rest(heights, len(rest))
+    out = rest.copy()
+    for start, end in contact_runs(flags):
+        if rest[start] >= heights[start] - tolerance:  # (above it: a hold is only ever lowered)
+            out[start:end] = heights[start]
+    return out
+
+
+def plan(points, planted, fps: float, blend: float | None = None, ground=None, clearance=0.0, rest=None) -> PlantPlan:
     """The planted tip's target on each frame (module docstring): `points` (F, 3) the input tip,
     `planted` (F,) its contact flags, `fps` frames per second, `blend` ease-out frames (None:
     `default_blend(fps)`), `ground` None (no ground: no snap, no clamp), a plane height or (F,)
     heights under the input tip, `clearance` the tip's height above the ground when the foot rests
-    on it (a distance or (F,); only with a ground). ValueError names bad input."""
+    on it (a distance or (F,); with a ground or `rest`). `rest` (F,), without a ground: the height
+    a contact's hold takes (read on its first frame, plus `clearance` there; `settle_heights`),
+    snapped to and eased in before the contact as onto a ground, with no floor; None: the height
+    the plan has the tip at on that frame. ValueError names bad input."""
     points = check_points(points, "planted points")
     frames = len(points)
     flags = _check_planted(planted, frames)
     fps = check_fps(fps)
     blend = _check_blend(blend, fps)
     grounded = ground is not None
+    resting = rest is not None
+    if grounded and resting:
+        raise ValueError("rest heights are for a plan without a ground (the ground gives the hold's height)")
     if grounded:
         under_input = ground_heights(ground, frames, 1)[:, 0]
         clear_input = _check_clearance(clearance, frames)
     else:
-        if np.any(np.asarray(clearance, dtype=float) != 0.0):
-            raise ValueError("clearance is a height above the ground: give a ground with it")
-        under_input = clear_input = np.zeros(frames)
+        if not resting and np.any(np.asarray(clearance, dtype=float) != 0.0):
+            raise ValueError("clearance is a height above the ground: give a ground (or rest heights) with it")
+        under_input = np.zeros(frames)
+        clear_input = _check_clearance(clearance, frames) if resting else under_input
+        if resting:
+            rest = _check_rest(rest, frames)
     weight = np.zeros(frames)
     # Per frame, the governing hold's point, the ground under it and its clearance (the input's
     # where none governs; their weight is then 0).
@@ -186,7 +283,7 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
     holds: list[Hold] = []
     runs = contact_runs(flags)
     for (start, end), (w, after, weights, ease_in, lifts) in zip(
-        runs, _run_eases(runs, frames, blend, grounded), strict=True
+        runs, _run_eases(runs, frames, blend, grounded or resting), strict=True
     ):
         # Where the plan has the tip on the first frame: the input, or the previous hold's ease there.
         held = (1.0 - w) * points[start] + w * anchor[start]
@@ -196,6 +293,10 @@ def plan(points, planted, fps: float, blend: float | None = None, ground=None, c
         if grounded:
             snap = float(held_ground + held_clear - held[2])
             held[2] = held_ground + held_clear
+            ease_in = ease_in if snap else 0
+        elif resting:  # the contact's own height (no ground under it to blend with a previous hold's)
+            snap = float(rest[start] + clear_input[start] - held[2])
+            held[2] = rest[start] + clear_input[start]
             ease_in = ease_in if snap else 0
         if ease_in:
             lift[start - np.arange(1, ease_in + 1)] += lifts * snap

@@ -46,6 +46,12 @@ from .contact_figures import ContactFigures
 PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
 FROM_CURVES = "legs read from the action's curves"
 FRAME_BY_FRAME = "legs read frame by frame"
+# Without a ground, a tip has landed once within this share of its contact's Height above the height
+# it settles at (plant.settled): held from there, not from where it first comes within Height.
+SETTLED_SHARE = 1.0 / 3.0
+# ... and a hold whose height is within this share of the Height of where it settles keeps its own
+# (plant.unless_near: a bobbing walk's few mm are not a landing still under way).
+REST_SLACK = 0.1
 
 
 @dataclass
@@ -253,6 +259,7 @@ def solve_steps(
     out = Plants(reading=reading, curve_keys=read)
     hips = contact_hips.hips_bone(obj, planted_specs, legs)
     steps = []  # per chain: (length, the tip's ground heights, its heel-first plan, the first plan)
+    rests = []  # per chain: its holds' heights without a ground (plant.settle_heights), or None
     for spec, leg, contacts in zip(planted_specs, sampled, flags, strict=True):
         length = leg_length(obj, leg.names)
         toe = leg.toe_world
@@ -260,9 +267,18 @@ def solve_steps(
         settings = ContactSettings.for_leg(length)
         speed = plant.tip_speeds(toe, fps, settings)  # read by both
         down = plant.tip_down(contacts, toe, fps, settings, under, speed)
+        # without a ground, each hold at the height the tip settles at in its contact
+        rest = None
+        if under is None:  # held from where the tip has settled, at that height
+            rest = plant.settle_heights(toe, contacts, down, fps)
+            down = plant.settled(down, toe, rest, SETTLED_SHARE * settings.height)
         pivots = plant.pivot_flags(contacts, down, leg.heel_world, toe, fps, settings, under, speed)
         first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down, *pivots)
-        steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, ground=under)))
+        if rest is not None:
+            rest = plant.kept_above(rest, first.planted, leg.heel_world, first.offset + leg.heel_world - toe)
+            rest = plant.unless_near(rest, first.planted, first.points[:, 2], REST_SLACK * settings.height)
+        rests.append(rest)
+        steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, under, rest=rest)))
     moved = None
     if hips is not None:  # the hips lowered where a held ankle is beyond reach (contact_hips)
         ankles = [
@@ -283,14 +299,15 @@ def solve_steps(
         )
     jobs = []  # per chain: (its plan, its feet's ground tilt, ground_at, the input's largest joint speed)
     largest = foot_metrics.largest_angular_speeds([leg.basis for leg in sampled], fps)  # every leg's at once
-    for spec, input_leg, (length, under, first, plan), (leg, _), most in zip(
-        planted_specs, sampled, steps, inputs, largest, strict=True
+    for spec, input_leg, (length, under, first, plan), rest, (leg, _), most in zip(
+        planted_specs, sampled, steps, rests, inputs, largest, strict=True
     ):
         toe, heel = input_leg.toe_world, input_leg.heel_world
-        if under is not None:  # held as low as the leg reaches (with the hips lowered: their lowest)
-            lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe)
-            if np.any(lifts):  # (none: the plan as it is, planned with no clearance)
-                plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts)
+        # Held as low as the leg reaches (on the ground, or where the tip settles without one; with
+        # the hips lowered: their lowest).
+        lifts = contact_legs.lifts(plan, leg, first.offset + heel - toe, spec.softness)
+        if np.any(lifts):  # (none: the plan as it is, planned with no clearance)
+            plan = plant.plan(first.points, first.planted, fps, blend, ground=under, clearance=lifts, rest=rest)
         offset = np.any(first.offset != 0.0, axis=1)
         plan = replace(plan, target=plan.target + first.offset, changed=plan.changed | offset)
         tilt = None
