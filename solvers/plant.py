@@ -274,6 +274,31 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None, t
     return down
 
 
+def room_at_ends(planted, blend: float, start: bool, end: bool) -> np.ndarray:
+    """(F,) bool: `planted` with no frame held within `blend` frames (rounded up) of a cut end of
+    the range (`start`, `end`: the frame before the first, after the last, plays unbaked input).
+    A hold there would meet the unbaked neighbour with a jump: the hold's own ground snap (eased in
+    over the free frames before it, which the first frame has none of), the hips lowered for it,
+    its ease back to the input (cut by the range's last frame). With that room, a contact running
+    across the first frame is held from `blend` frames in (the frames before ease from the input,
+    as before any contact), one running across the last frame eases back to the input by then, as
+    at its own end. A contact that lies wholly within that room is not held (`dropped_runs`)."""
+    flags = np.asarray(planted, dtype=bool).copy()
+    room = int(math.ceil(_check_blend(blend, 1.0)))
+    if start:
+        flags[:room] = False
+    if end and room:
+        flags[max(0, len(flags) - room) :] = False
+    return flags
+
+
+def dropped_runs(planted, held) -> list[tuple[int, int]]:
+    """The contact runs (start, end) of `planted` on which no frame is `held` (the bake dropped
+    them: tip_down, room_at_ends)."""
+    held = np.asarray(held, dtype=bool)
+    return [(start, end) for start, end in contact_runs(np.asarray(planted, dtype=bool)) if not held[start:end].any()]
+
+
 def tip_speeds(tip, fps: float, settings: ContactSettings) -> np.ndarray:
     """(F,) the tip's speed over `settings.window` (solvers.contacts.window_speed), as `tip_down` and
     `pivot_flags` read it: found once, given to both."""
