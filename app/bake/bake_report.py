@@ -272,9 +272,11 @@ def measure(
     held = held or {}
     moved: dict[str, float] = {}
     try:
-        # The frame before the first and after the last, unbaked, for the jumps across the range's ends.
-        edges = [int(frames[0]) - 1, int(frames[-1]) + 1] if len(frames) else []
-        for frame in edges[:1]:
+        # The frame before the first and after the last, unbaked, for the jumps across the range's
+        # ends, where the scene plays them (within its frame range).
+        before = [int(frames[0]) - 1] if len(frames) and int(frames[0]) > scene.frame_start else []
+        after = [int(frames[-1]) + 1] if len(frames) and int(frames[-1]) < scene.frame_end else []
+        for frame in before:
             _edge(context, obj, tracks, frame)
         for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
@@ -291,7 +293,7 @@ def measure(
                 head = rig.root_location.head_world(obj_eval, name)
                 moved[name] = max(moved.get(name, 0.0), math.dist(head, before[k]))
             yield
-        for frame in edges[1:]:
+        for frame in after:
             _edge(context, obj, tracks, frame)
     finally:
         scene.frame_set(frame0, subframe=subframe0)

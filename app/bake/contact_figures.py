@@ -93,13 +93,16 @@ def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
 
 
 def figures(
-    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
+    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False, wide=None
 ) -> ContactFigures:
+    """`wide`: the frames `played` is read on where not `frames`: `frames` with the frame before
+    the first and (or) after the last, played unbaked (the scene plays them: `played_edges`)."""
     before, leg = chain.leg, played
     edges = None
-    if len(played.basis) == len(before.basis) + 2:  # played on the frame either side of the range too
+    if wide is not None and len(wide) > len(frames):
         edges = played
-        leg = played.rows(np.arange(1, len(played.basis) - 1))
+        first = int(np.searchsorted(wide, frames[0]))
+        leg = played.rows(np.arange(first, first + len(frames)))
     return ContactFigures(
         contacts=len(contact_runs(chain.contacts)) - len(chain.dropped),
         planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
@@ -114,20 +117,29 @@ def figures(
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
         strayed=_strayed(chain),
-        **_pops_across(before, leg, edges, frames),
+        **_pops_across(before, leg, edges, frames, wide),
         dropped=[list(d) for d in chain.dropped],
     )
 
 
-def _pops_across(before, leg, edges, frames) -> dict:
-    """`pops` over the range and across its ends: `edges`, the leg played on the frame before the
-    first and after the last as well (unbaked: the input there, on both sides of the comparison),
-    or None (the range alone). A pop left where the range meets the unbaked motion is named."""
+def _pops_across(before, leg, edges, frames, wide) -> dict:
+    """`pops` over the range and across its ends: `edges`, the leg played on `wide` (the frame
+    before the first and (or) after the last as well: unbaked, the input there on both sides of
+    the comparison), or None (the range alone). A pop left where the range meets the unbaked
+    motion is named."""
     if edges is None:
         return pops(before.basis, leg.basis, frames)
-    wide = np.concatenate([[frames[0] - 1], frames, [frames[-1] + 1]])
-    own = np.concatenate([edges.basis[:1], before.basis, edges.basis[-1:]])
+    first = int(np.searchsorted(wide, frames[0]))
+    own = np.concatenate([edges.basis[:first], before.basis, edges.basis[first + len(frames) :]])
     return pops(own, edges.basis, wide)
+
+
+def played_edges(scene, frames) -> np.ndarray:
+    """`frames` with the frame before the first and after the last where the scene plays them
+    (within its frame range): a jump where the baked keys meet the unbaked motion is seen there."""
+    before = [int(frames[0]) - 1] if int(frames[0]) > scene.frame_start else []
+    after = [int(frames[-1]) + 1] if int(frames[-1]) < scene.frame_end else []
+    return np.concatenate([before, np.asarray(frames), after]).astype(np.asarray(frames).dtype)
 
 
 def dropped(contacts, room, held, frames, settings, blend: float) -> list[tuple[int, int, str]]:

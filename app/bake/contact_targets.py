@@ -430,8 +430,8 @@ def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
     # played on the frame either side too: a pop where the range meets unbaked motion is named
-    wide = np.concatenate([[frames[0] - 1], frames, [frames[-1] + 1]])
+    wide = contact_figures.played_edges(scene, frames)
     after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], wide)
     for chain, played in zip(plants.chains, after, strict=True):
-        chain.figures = contact_figures.figures(chain, played, fps, frames, bool(plants.hips))
+        chain.figures = contact_figures.figures(chain, played, fps, frames, bool(plants.hips), wide)
     plants.hips_moved = max(c.figures.root_moved for c in plants.chains)
