@@ -258,7 +258,8 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None, t
     ball) still coming down, often several cm up: held from there and put on the ground, the tip
     would pull the ankle below the ground (the foot keeping its pitch). These flags hold the tip
     from where it lands instead. A contact on which the tip is never down (the heel alone carries
-    it) is dropped. `tip_speed` (F,): `tip_speeds(tip, fps, settings)` where the caller has it."""
+    it, or the foot is in the air: a contact keyed mid-swing) is dropped (`dropped_runs`: the bake
+    names it and does not count it). `tip_speed` (F,): `tip_speeds(tip, fps, settings)` where the caller has it."""
     tip = check_points(tip, "planted points")
     flags = _check_planted(planted, len(tip))
     fps = check_fps(fps)
