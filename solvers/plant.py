@@ -359,7 +359,8 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None, t
     ball) still coming down, often several cm up: held from there and put on the ground, the tip
     would pull the ankle below the ground (the foot keeping its pitch). These flags hold the tip
     from where it lands instead. A contact on which the tip is never down (the heel alone carries
-    it) is dropped. `tip_speed` (F,): `tip_speeds(tip, fps, settings)` where the caller has it."""
+    it, or the foot is in the air: a contact keyed mid-swing) is dropped (`dropped_runs`: the bake
+    names it and does not count it). `tip_speed` (F,): `tip_speeds(tip, fps, settings)` where the caller has it."""
     tip = check_points(tip, "planted points")
     flags = _check_planted(planted, len(tip))
     fps = check_fps(fps)
@@ -373,6 +374,31 @@ def tip_down(planted, tip, fps: float, settings: ContactSettings, ground=None, t
         if len(frames):
             down[start + frames[0] : start + frames[-1] + 1] = True
     return down
+
+
+def room_at_ends(planted, blend: float, start: bool, end: bool) -> np.ndarray:
+    """(F,) bool: `planted` with no frame held within `blend` frames (rounded up) of a cut end of
+    the range (`start`, `end`: the frame before the first, after the last, plays unbaked input).
+    A hold there would meet the unbaked neighbour with a jump: the hold's own ground snap (eased in
+    over the free frames before it, which the first frame has none of), the hips lowered for it,
+    its ease back to the input (cut by the range's last frame). With that room, a contact running
+    across the first frame is held from `blend` frames in (the frames before ease from the input,
+    as before any contact), one running across the last frame eases back to the input by then, as
+    at its own end. A contact that lies wholly within that room is not held (`dropped_runs`)."""
+    flags = np.asarray(planted, dtype=bool).copy()
+    room = int(math.ceil(_check_blend(blend, 1.0)))
+    if start:
+        flags[:room] = False
+    if end and room:
+        flags[max(0, len(flags) - room) :] = False
+    return flags
+
+
+def dropped_runs(planted, held) -> list[tuple[int, int]]:
+    """The contact runs (start, end) of `planted` on which no frame is `held` (the bake dropped
+    them: tip_down, room_at_ends)."""
+    held = np.asarray(held, dtype=bool)
+    return [(start, end) for start, end in contact_runs(np.asarray(planted, dtype=bool)) if not held[start:end].any()]
 
 
 def tip_speeds(tip, fps: float, settings: ContactSettings) -> np.ndarray:

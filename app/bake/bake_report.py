@@ -18,7 +18,7 @@ from ... import rig, solvers
 from ...rig.reduce import SCALE_SHARE  # Reduce Keys' Y scale keys stay within this share: levers grow by it
 from ...solvers import quat
 from ..solve.result import aim_figures
-from .contact_figures import ContactFigures, Slide
+from .contact_figures import ContactFigures, Slide, dropped_note
 
 # The solvers' default tolerance: this share of the chain's length (world units here).
 RELATIVE_TOLERANCE = solvers.DEFAULT_RELATIVE_TOLERANCE
@@ -119,6 +119,7 @@ class _Track:
         self.previous: list | None = None
         self.jump, self.jump_frame = 0.0, 0
         self.turns: list[float] = []  # per frame after the first: its largest turn (degrees)
+        self.arrivals: list[int] = []  # the frame each turn arrives at
         self.angles: list[float] = []  # an aiming chain's angle left per frame (degrees)
 
     def sample(self, obj_eval, target_world, frame: int) -> None:
@@ -137,14 +138,22 @@ class _Track:
             point = obj_eval.matrix_world @ (tip.tail if self.spec.use_tail else tip.head)
             self.errors.append(float(np.linalg.norm(np.array(point[:]) - target_world)))
         self._bounds(obj_eval, bones[-1] if self.spec.use_tail else obj_eval.pose.bones[self.spec.tip], target_world)
+        self.turn(obj_eval, frame)
+
+    def turn(self, obj_eval, frame: int, edge: bool = False) -> None:
+        """The chain's largest turn from the previous frame read to `frame`. `edge`: the unbaked
+        frame either side of the range, read for the turn across the range's end alone (a pop where
+        the baked keys meet the motion left as it was is a jump too)."""
         rotations = rig.read.parent_relative_rotations(obj_eval, self.names)
         if self.previous is None:
-            self.jump_frame = frame  # nothing turns over the range: no frame outside it is named
+            if not edge:
+                self.jump_frame = frame  # nothing turns over the range: no frame outside it is named
         else:
             # Either sign is the same rotation; float64 from the relative rotation (a float32 2 acos |dot|
             # would read 0.04° where nothing turned).
             angle = math.degrees(float(np.max(quat.angle_between(self.previous, rotations))))
             self.turns.append(angle)
+            self.arrivals.append(frame)
             if angle > self.jump:
                 self.jump, self.jump_frame = angle, frame
         self.previous = rotations
@@ -227,7 +236,7 @@ class _Track:
             return {}
         k = int(np.argmax(np.where(jumps, turns, -1.0)))
         ratio = float(turns[k] / neighbour[k]) if neighbour[k] > 0.0 else math.inf
-        return {"spike": float(turns[k]), "spike_frame": int(frames[k + 1]), "spike_ratio": ratio}
+        return {"spike": float(turns[k]), "spike_frame": int(self.arrivals[k]), "spike_ratio": ratio}
 
     def _aim(self, frames) -> dict:
         if not self.angles:
@@ -263,6 +272,12 @@ def measure(
     held = held or {}
     moved: dict[str, float] = {}
     try:
+        # The frame before the first and after the last, unbaked, for the jumps across the range's
+        # ends, where the scene plays them (within its frame range).
+        before = [int(frames[0]) - 1] if len(frames) and int(frames[0]) > scene.frame_start else []
+        after = [int(frames[-1]) + 1] if len(frames) and int(frames[-1]) < scene.frame_end else []
+        for frame in before:
+            _edge(context, obj, tracks, frame)
         for k, frame in enumerate(frames):
             scene.frame_set(int(frame))
             depsgraph = context.evaluated_depsgraph_get()
@@ -278,12 +293,21 @@ def measure(
                 head = rig.root_location.head_world(obj_eval, name)
                 moved[name] = max(moved.get(name, 0.0), math.dist(head, before[k]))
             yield
+        for frame in after:
+            _edge(context, obj, tracks, frame)
     finally:
         scene.frame_set(frame0, subframe=subframe0)
     into.extend(track.report(frames) for track in tracks)
     if roots is not None:
         roots.clear()
         roots.update(moved)
+
+
+def _edge(context, obj, tracks: list, frame: int) -> None:
+    context.scene.frame_set(frame)
+    obj_eval = obj.evaluated_get(context.evaluated_depsgraph_get())
+    for track in tracks:
+        track.turn(obj_eval, frame, edge=True)
 
 
 def chain_line(chain: dict) -> str:
@@ -366,9 +390,10 @@ def contact_line(figures: dict) -> str:
 
 
 def missed_warning(reports: list[ChainReport]) -> str:
-    """The WARNING line when any chain's tip missed (a pin: did not hold) on some frame ('' when none
-    did); frames beyond the tolerance by float32 rounding alone, or by key reduction within the bound
-    it was asked for (ChainReport.rounding, reduced_missed), are not misses: the report line counts them."""
+    """The WARNING line when any chain's tip missed (a pin: did not hold) on some frame, or a planted
+    chain's contact was not held ('' when none did); frames beyond the tolerance by float32 rounding
+    alone, or by key reduction within the bound it was asked for (ChainReport.rounding,
+    reduced_missed), are not misses: the report line counts them."""
     lines = []
     kinds = (
         (lambda r: not r.pinned, "the tip misses its target"),
@@ -383,6 +408,9 @@ def missed_warning(reports: list[ChainReport]) -> str:
                 for r in missed
             ]
             lines.append(f"{what} by more than the tolerance on frames of " + ", ".join(parts))
+    for r in reports:  # contacts of the keys a planted bake did not hold (contact_figures.dropped)
+        if r.contacts.get("dropped"):
+            lines.append(f"chain '{r.name}': {dropped_note(r.contacts['dropped'])}")
     return "; ".join(lines)
 
 

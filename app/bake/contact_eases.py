@@ -11,7 +11,25 @@ import math
 
 import numpy as np
 
+from ...rig import keys
 from ...solvers import plant, plant_legs, quat
+
+
+def cut_ends(context, obj, frames: np.ndarray) -> tuple[bool, bool]:
+    """(start, end): whether the frame before the range's first, after its last, plays motion the
+    bake leaves as it is: within the scene's frame range and the action's keys. A hold or lowered
+    hips there would pop against it (solvers.plant.room_at_ends). A range that starts (ends) where
+    the scene or the action does is met by no unbaked frame of the motion: nothing eases there."""
+    scene = context.scene
+    ad = obj.animation_data
+    action = ad.action if ad is not None else None
+    if action is None or not len(frames):
+        return False, False
+    low, high = (float(f) for f in action.frame_range)
+    first, last = (float(f) for f in keys.action_frames(obj, np.array([frames[0], frames[-1]])))
+    start = int(frames[0]) > scene.frame_start and low < first
+    end = int(frames[-1]) < scene.frame_end and high > last
+    return bool(start), bool(end)
 
 
 def ease_frames(plan: plant.PlantPlan, hold: plant.Hold, following: int, frames: int) -> np.ndarray:

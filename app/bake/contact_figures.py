@@ -6,13 +6,13 @@ speed before and after, how far the hips moved, and how high a hold beyond reach
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...rig import plant_read
-from ...solvers import foot_metrics, quat
+from ...solvers import foot_metrics, plant, quat
 from ...solvers.contacts import contact_runs
 from .contact_legs import ground_under
 
@@ -32,7 +32,7 @@ class ContactFigures:
     """One chain's figures (world units; speeds per second): the input's (before) and the
     played-back bake's (after)."""
 
-    contacts: int  # contact runs in the keys
+    contacts: int  # contact runs in the keys that the bake held (`dropped`: those it did not)
     planted_frames: int  # frames the tip was held (on the ground, with one)
     slide_before: Slide  # the planted end's slide per 1/30 s during contacts
     slide_after: Slide
@@ -50,6 +50,8 @@ class ContactFigures:
     pop: float = 0.0
     pop_frame: int = 0
     pop_input: float = 0.0
+    # The contacts of the keys the bake did not hold: [first frame, last frame, why] each.
+    dropped: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -66,6 +68,8 @@ class ContactFigures:
             miss += f", {stray_note(self.strayed)}"
         if self.pop:
             miss += f", {pop_note(self.pop, self.pop_frame, self.pop_input)}"
+        if self.dropped:
+            miss += f"; {dropped_note(self.dropped)}"
         return (
             f"{self.contacts} contact(s); slide per 1/30 s mean {1000 * self.slide_before.mean:.2f} -> "
             f"{1000 * self.slide_after.mean:.2f} mm, largest {1000 * self.slide_before.largest:.2f} -> "
@@ -89,11 +93,18 @@ def _lowest(chain: PlantedChain, toe: np.ndarray, frames) -> float | None:
 
 
 def figures(
-    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False
+    chain: PlantedChain, played: plant_read.LegFrames, fps: float, frames, hips: bool = False, wide=None
 ) -> ContactFigures:
+    """`wide`: the frames `played` is read on where not `frames`: `frames` with the frame before
+    the first and (or) after the last, played unbaked (the scene plays them: `played_edges`)."""
     before, leg = chain.leg, played
+    edges = None
+    if wide is not None and len(wide) > len(frames):
+        edges = played
+        first = int(np.searchsorted(wide, frames[0]))
+        leg = played.rows(np.arange(first, first + len(frames)))
     return ContactFigures(
-        contacts=len(contact_runs(chain.contacts)),
+        contacts=len(contact_runs(chain.contacts)) - len(chain.dropped),
         planted_frames=int(np.count_nonzero(chain.plan.weight == 1.0)),
         slide_before=_slide(before.heel_world, before.toe_world, chain.contacts, fps),
         slide_after=_slide(leg.heel_world, leg.toe_world, chain.contacts, fps),
@@ -106,8 +117,58 @@ def figures(
         unreached=int(np.count_nonzero(chain.errors > 1e-4 * leg_reach(chain))),
         ground=chain.probe.name if chain.probe is not None else "",
         strayed=_strayed(chain),
-        **pops(before.basis, leg.basis, frames),
+        **_pops_across(before, leg, edges, frames, wide),
+        dropped=[list(d) for d in chain.dropped],
     )
+
+
+def _pops_across(before, leg, edges, frames, wide) -> dict:
+    """`pops` over the range and across its ends: `edges`, the leg played on `wide` (the frame
+    before the first and (or) after the last as well: unbaked, the input there on both sides of
+    the comparison), or None (the range alone). A pop left where the range meets the unbaked
+    motion is named."""
+    if edges is None:
+        return pops(before.basis, leg.basis, frames)
+    first = int(np.searchsorted(wide, frames[0]))
+    own = np.concatenate([edges.basis[:first], before.basis, edges.basis[first + len(frames) :]])
+    return pops(own, edges.basis, wide)
+
+
+def played_edges(scene, frames) -> np.ndarray:
+    """`frames` with the frame before the first and after the last where the scene plays them
+    (within its frame range): a jump where the baked keys meet the unbaked motion is seen there."""
+    before = [int(frames[0]) - 1] if int(frames[0]) > scene.frame_start else []
+    after = [int(frames[-1]) + 1] if int(frames[-1]) < scene.frame_end else []
+    return np.concatenate([before, np.asarray(frames), after]).astype(np.asarray(frames).dtype)
+
+
+def dropped(contacts, room, held, frames, settings, blend: float) -> list[tuple[int, int, str]]:
+    """(first frame, last frame, why) of each contact run of `contacts` (F,) that no frame of
+    `held` (F,) holds: wholly within `blend` frames of a cut end of the range (`room`: the
+    contacts left by solvers.plant.room_at_ends), or with its tip never down (solvers.plant.tip_down,
+    `settings` its thresholds)."""
+    out = []
+    room = np.asarray(room, dtype=bool)
+    for start, end in plant.dropped_runs(contacts, held):
+        if not room[start:end].any():
+            why = (
+                f"within {int(math.ceil(blend))} frame(s) (Contact Blend) of the range's end, where the unbaked"
+                " motion goes on: too short to hold and ease back"
+            )
+        else:
+            why = (
+                f"its tip is never down there (never within {1000 * settings.height:.0f} mm of its lowest while"
+                f" slower than {settings.speed:.2g} per s: the foot does not come down)"
+            )
+        out.append((int(frames[start]), int(frames[end - 1]), why))
+    return out
+
+
+def dropped_note(dropped: list) -> str:
+    """The contacts a bake did not hold (ContactFigures.dropped), as the figure line and the
+    bake's warning say it."""
+    parts = [f"frames {first}-{last} ({why})" for first, last, why in dropped]
+    return f"{len(dropped)} contact(s) not held: " + "; ".join(parts)
 
 
 # A pop: a frame on which a leg joint turns more than POP_FLOOR degrees, more than POP_INPUT times its

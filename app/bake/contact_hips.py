@@ -94,16 +94,35 @@ def reach_of(leg: plant_read.LegFrames, softness: float) -> float:
     return min(HIPS_SHARE, REACH_SHARE, 1.0 - float(softness)) * length
 
 
-def offsets(legs, plans, ankles, softness, blend: float, fps: float) -> np.ndarray:
+def offsets(legs, plans, ankles, softness, blend: float, fps: float, cut=(False, False)) -> np.ndarray:
     """(F, 3) the hips' world offset per frame (down only) for every leg's held ankle (`ankles`:
-    per leg (F, 3) world, where its plan holds it)."""
+    per leg (F, 3) world, where its plan holds it). `cut` (start, end): the range's ends met by
+    unbaked motion (contact_eases.cut_ends): the offset eases to none there (at_ends)."""
     need = np.zeros(len(plans[0].weight))
     for leg, plan, ankle, soft in zip(legs, plans, ankles, softness, strict=True):
         hips = leg.to_world(leg.heads[:, 0])
         need = np.maximum(need, least_drops(ankle, hips, plan.weight == 1.0, reach_of(leg, soft)))
     out = np.zeros((len(need), 3))
     out[:, 2] = -envelope(need, max(blend, EASE_SECONDS * fps))
+    if any(cut):
+        out[:, 2] *= at_ends(len(need), blend, *cut)
     return out
+
+
+def at_ends(frames: int, blend: float, start: bool, end: bool) -> np.ndarray:
+    """(F,) the share of the hips' offset kept near cut ends of the range: 0 on the unbaked frame
+    beside it, eased (smoothstep) to 1 over `blend` frames (rounded up) inside. No hold lies there
+    (solvers.plant.room_at_ends), so every held frame keeps all its drop; the envelope's slower
+    ease (EASE_SECONDS) is cut short there rather than popping against the unbaked frame (a user
+    trial: the hips dropped 35 mm in one frame at a range's first frame, rose 98 mm after its last)."""
+    room = int(np.ceil(blend))
+    index = np.arange(frames, dtype=float)
+    share = np.ones(frames)
+    if start:
+        share = np.minimum(share, plant.smooth((index + 1.0) / (room + 1.0)))
+    if end:
+        share = np.minimum(share, plant.smooth((frames - index) / (room + 1.0)))
+    return share
 
 
 def shifted(leg: plant_read.LegFrames, offset: np.ndarray) -> plant_read.LegFrames:

@@ -40,7 +40,7 @@ from ...rig.steps import run_to_end
 from ...solvers import foot_metrics, plant
 from ...solvers.contacts import ContactSettings, contact_runs
 from ..spec import ChainSpec
-from . import contact_figures, contact_hips, contact_legs
+from . import contact_eases, contact_figures, contact_hips, contact_legs
 from .contact_figures import ContactFigures
 
 PLANTED = "planted on its contacts (thigh and shin solved for the ankle as a two-bone leg, not by the chain's solver)"
@@ -73,6 +73,7 @@ class PlantedChain:
     # For its report: what the planted leg did not honour (rig.leg_checks.leg_note), and why a faster
     # conversion did not serve (rig.plant_read.channel_runs).
     note: str = ""
+    dropped: list = field(default_factory=list)  # contacts not held: (first frame, last frame, why)
 
     @property
     def held(self) -> np.ndarray:
@@ -252,6 +253,7 @@ def solve_steps(
     fps = scene.render.fps / scene.render.fps_base
     blend = blend_frames(obj, fps)
     probe = ground_probe(context, obj, frames[0])  # the ground as it is on the range's first frame
+    cut = contact_eases.cut_ends(context, obj, frames)  # ends met by unbaked motion: holds kept off them
     flags = [played_contacts(obj, s.contacts, frames) for s in planted_specs]
     read: dict = {}
     located: dict = {}  # the bones' location channels as they play (read with the legs from the curves)
@@ -260,25 +262,28 @@ def solve_steps(
     hips = contact_hips.hips_bone(obj, planted_specs, legs)
     steps = []  # per chain: (length, the tip's ground heights, its heel-first plan, the first plan)
     rests = []  # per chain: its holds' heights without a ground (plant.settle_heights), or None
+    dropped = []  # per chain: its contacts not held (contact_figures.dropped)
     for spec, leg, contacts in zip(planted_specs, sampled, flags, strict=True):
         length = leg_length(obj, leg.names)
         toe = leg.toe_world
         under = contact_legs.ground_under(probe, spec, toe, frames, length)
         settings = ContactSettings.for_leg(length)
         speed = plant.tip_speeds(toe, fps, settings)  # read by both
-        down = plant.tip_down(contacts, toe, fps, settings, under, speed)
+        room = plant.room_at_ends(contacts, blend, *cut)  # no hold within an ease of a range end cut
+        down = plant.tip_down(room, toe, fps, settings, under, speed)
         # without a ground, each hold at the height the tip settles at in its contact
         rest = None
         if under is None:  # held from where the tip has settled, at that height
-            rest = plant.settle_heights(toe, contacts, down, fps)
+            rest = plant.settle_heights(toe, room, down, fps)
             down = plant.settled(down, toe, rest, SETTLED_SHARE * settings.height)
-        pivots = plant.pivot_flags(contacts, down, leg.heel_world, toe, fps, settings, under, speed)
-        first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), contacts, down, *pivots)
+        pivots = plant.pivot_flags(room, down, leg.heel_world, toe, fps, settings, under, speed)
+        first = plant.heel_first(toe, leg.heel_world, leg.world_rotations(2), room, down, *pivots)
         if rest is not None:
             rest = plant.kept_above(rest, first.planted, leg.heel_world, first.offset + leg.heel_world - toe)
             rest = plant.unless_near(rest, first.planted, first.points[:, 2], REST_SLACK * settings.height)
         rests.append(rest)
         steps.append((length, under, first, plant.plan(first.points, first.planted, fps, blend, under, rest=rest)))
+        dropped.append(contact_figures.dropped(contacts, room, first.planted, frames, settings, blend))
     moved = None
     if hips is not None:  # the hips lowered where a held ankle is beyond reach (contact_hips)
         ankles = [
@@ -286,7 +291,7 @@ def solve_steps(
             for leg, (_, _, first, plan) in zip(sampled, steps, strict=True)
         ]
         moved = contact_hips.offsets(
-            sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps
+            sampled, [s[3] for s in steps], ankles, [s.softness for s in planted_specs], blend, fps, cut
         )
         out.hips, out.hips_offset = hips, moved
     inputs = [(leg, None) for leg in sampled]
@@ -330,8 +335,8 @@ def solve_steps(
         ],
         fps,
     )
-    for spec, names, input_leg, contacts, (leg, kept), (plan, *_), (solved, errors, changed, tips) in zip(
-        planted_specs, legs, sampled, flags, inputs, jobs, solves, strict=True
+    for spec, names, input_leg, contacts, (leg, kept), (plan, *_), (solved, errors, changed, tips), lost in zip(
+        planted_specs, legs, sampled, flags, inputs, jobs, solves, dropped, strict=True
     ):
         if kept is not None:  # frames where the hips moved differ from the input's pose
             solved = np.where((kept & ~changed)[:, None, None], leg.basis, solved)
@@ -353,7 +358,9 @@ def solve_steps(
             values.append(table)
         note = "; ".join(filter(None, notes))
         out.chains.append(
-            PlantedChain(spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips, note=note)
+            PlantedChain(
+                spec, input_leg, contacts, plan, keyed, values, errors, probe, solved, tips, note=note, dropped=lost
+            )
         )
     if moved is not None:
         played = located.get(hips)
@@ -439,7 +446,9 @@ def measure(context, obj, plants: Plants, frames: np.ndarray) -> None:
         return
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
-    after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], frames)
+    # played on the frame either side too: a pop where the range meets unbaked motion is named
+    wide = contact_figures.played_edges(scene, frames)
+    after = plant_read.sample_legs(context, obj, [c.leg.names for c in plants.chains], wide)
     for chain, played in zip(plants.chains, after, strict=True):
-        chain.figures = contact_figures.figures(chain, played, fps, frames, bool(plants.hips))
+        chain.figures = contact_figures.figures(chain, played, fps, frames, bool(plants.hips), wide)
     plants.hips_moved = max(c.figures.root_moved for c in plants.chains)

@@ -103,7 +103,11 @@ def test_rigify_generated_legs_are_refused_with_a_reason(rigify_file):
 @pytest.mark.parametrize(
     "first, last, planted",
     [
-        (8, 12, True),  # inside the first contact: shorter than the knee swivel's window (user13: a crash)
+        # inside the first contact: shorter than the knee swivel's window (user13: a crash); the unbaked
+        # motion goes on either side, and a hold must ease from and back to it within contact_blend
+        # frames (4 at 24 fps) of each end: no room left, nothing held, and the report says so (user14)
+        (8, 12, False),
+        (4, 16, True),  # room for a hold (frames 8-12) eased in and out
         (20, 28, False),  # between the contacts: nothing held
         (FIRST, LAST, False),  # every Contact key off: nothing held (user13: "zip() argument 2 is longer")
     ],
@@ -125,8 +129,13 @@ def test_short_ranges_and_legs_without_contacts_bake(scene, first, last, planted
     before = toe_track(obj, frames)
     assert bpy.ops.chain_ik.bake(frame_start=first, frame_end=last) == {"FINISHED"}
     after = toe_track(obj, frames)
-    if planted:  # held where it was on the range's first frame (a contact's frame inside it)
-        assert max(abs(after - after[0]).max(axis=1)) < 1e-4
+    if planted:  # held where it was on the hold's first frame, contact_blend frames in
+        held = after[8 - first : 13 - first]
+        assert max(abs(held - held[0]).max(axis=1)) < 1e-4
+        assert np.allclose(held[0], before[8 - first], atol=1e-5)
     else:
         assert abs(after - before).max() < 1e-5
+    if (first, last) == (8, 12):
+        assert "1 contact(s) not held: frames 8-12" in item.contact_figures, item.contact_figures
+        assert "Contact Blend" in item.contact_figures
     assert item.name == "Foot"
