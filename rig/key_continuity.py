@@ -69,6 +69,8 @@ def meet(
         forward = modes.series_values(mode, quats, tuple(before.tolist()), lock_state)
     if after is None or _same(nearest(mode, quats[-1], after, lock_state), forward[-1]):
         return forward
+    if any(lock_state[0]) or lock_state[2]:  # a locked channel keeps the values before (review14:
+        return forward  # the series from the key after copied its own locked value onto the frames)
     # The frames from the last back, each nearest the one after it.
     backward = modes.series_values(mode, quats[::-1], tuple(after.tolist()), lock_state)[::-1]
     # Switch on the edge into frame `e` (the frames before it forward's, from it backward's; edge 0

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ...rig import contacts as rig_contacts
 from ...rig import keys
 from ...solvers import plant, plant_legs, quat
 
@@ -21,14 +22,15 @@ def cut_ends(context, obj, frames: np.ndarray) -> tuple[bool, bool]:
     hips there would pop against it (solvers.plant.room_at_ends). A range that starts (ends) where
     the scene or the action does is met by no unbaked frame of the motion: nothing eases there."""
     scene = context.scene
-    ad = obj.animation_data
-    action = ad.action if ad is not None else None
-    if action is None or not len(frames):
+    if not len(frames):
         return False, False
-    low, high = (float(f) for f in action.frame_range)
+    # The motion's own keys (not Chain IK's Contact keys, which may run on past them: review14);
+    # None where it may go on past them (a cycle, NLA strips): then the scene's range decides.
+    span = rig_contacts.motion_span(obj)
+    low, high = (-math.inf, math.inf) if span is None else span
     first, last = (float(f) for f in keys.action_frames(obj, np.array([frames[0], frames[-1]])))
-    start = int(frames[0]) > scene.frame_start and low < first
-    end = int(frames[-1]) < scene.frame_end and high > last
+    start = int(frames[0]) > scene.frame_start and low < first - keys.FRAME_EPSILON
+    end = int(frames[-1]) < scene.frame_end and high > last + keys.FRAME_EPSILON
     return bool(start), bool(end)
 
 

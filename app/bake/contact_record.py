@@ -153,9 +153,9 @@ def _slot_of(entry: Entry, identifier: str, handle: int | None) -> bool:
 
 
 class _Bones:
-    """Finds an entry's bone (a bone can be renamed, or another take its name): the bone of that name
-    with the recorded rest; else the one bone with that rest (renamed since); else the bone of that
-    name (its rest edited since); else none."""
+    """Finds an entry's bone (a bone can be renamed): the bone of that name (its rest edited since,
+    maybe: a bone with the old rest elsewhere is a twin, as Rigify's ORG/DEF copies, not it); where
+    no bone has the name, the one bone with the recorded rest (renamed since); else none."""
 
     def __init__(self, obj):
         self.obj = obj
@@ -174,8 +174,8 @@ class _Bones:
         if name is None:
             return entry
         here = self._rest(name)
-        if entry.rest is None or here == entry.rest.tobytes():
-            return entry if here is not None else None
+        if here is not None or entry.rest is None:  # the bone of that name (its rest edited, maybe): it
+            return entry if here is not None else None  # (review14: a twin with its old rest took it)
         if self.by_rest is None:
             self.by_rest = {}
             for bone, rest in bake_record.rests(self.obj).items():

@@ -111,6 +111,7 @@ def _report(turns: list[float]):
 
     track = bake_report._Track.__new__(bake_report._Track)
     track.turns = turns
+    track.arrivals = list(range(1, len(turns) + 1))  # each turn arrives at the frame after the one before
     spike = track._spike(list(range(len(turns) + 1)))
     return bake_report.ChainReport("Arm", "hand", "triangulation", len(turns) + 1, 0, 1e-5, 0.0, 0, max(turns), 0,
                                    **spike)  # fmt: skip
